@@ -1,0 +1,95 @@
+"""Atomic file writes: write to a temporary name in the same folder, then rename.
+
+A reader never sees a half-written file, and an interrupted run leaves either the old file or the
+new one.  Use these for every output file of a scan, cache, index or calibration.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "save_npy", "save_npz", "append_jsonl"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + suffix, dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return Path(path)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def _json_default(obj: Any):
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return None if not np.isfinite(obj) else float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps_json(obj: Any, indent: int | None = 2) -> str:
+    return json.dumps(obj, indent=indent, default=_json_default, ensure_ascii=False, allow_nan=False)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> Path:
+    return write_text(path, dumps_json(obj) + "\n")
+
+
+def save_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
+    with atomic_path(path, suffix=".npy") as tmp:
+        np.save(tmp, array, allow_pickle=False)
+    return Path(path)
+
+
+def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
+    with atomic_path(path, suffix=".npz") as tmp:
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        with open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
+    return Path(path)
+
+
+def append_jsonl(path: str | os.PathLike, record: dict) -> None:
+    """Append one JSON record as a single line and fsync it (append-only logs such as labels)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = dumps_json(record, indent=None) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())

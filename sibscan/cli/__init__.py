@@ -1,0 +1,57 @@
+"""The ``sibscan`` command line: a thin layer over the Python API, one module per command."""
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+import typer
+
+from ._common import setup_logging
+
+app = typer.Typer(
+    name="sibscan",
+    help=(
+        "Find training-set siblings of evaluation items: exact copies (fingerprints) and near copies "
+        "(embeddings + verification), with a calibrated cutoff, and report the sibling rate next to "
+        "the accuracy it qualifies."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# One module per command; each defines ``register(app)``.
+COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"sibscan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Optional[bool] = typer.Option(
+        None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More log output (-v info, -vv debug)."),
+) -> None:
+    setup_logging(verbose)
+
+
+for _name in COMMANDS:
+    try:
+        _mod = importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as _exc:  # command not written yet during development
+        if _exc.name != f"{__name__}.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    app()

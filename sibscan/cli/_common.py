@@ -1,0 +1,57 @@
+"""Helpers shared by the CLI commands: user-error handling and option parsing."""
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from typing import Callable, List, Optional, TypeVar
+
+import typer
+
+from ..errors import SibscanError
+
+F = TypeVar("F", bound=Callable)
+
+log = logging.getLogger("sibscan")
+
+
+def user_errors(fn: F) -> F:
+    """Turn a :class:`SibscanError` into one line on stderr and exit code 1 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except SibscanError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1)
+        except KeyboardInterrupt:
+            typer.echo("interrupted; re-run the same command to resume", err=True)
+            raise typer.Exit(130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_float_list(text: Optional[str], what: str) -> Optional[List[float]]:
+    """Parse ``"2,3,4"`` into floats, or raise a user error naming the option."""
+    if text is None:
+        return None
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise SibscanError(f"{what} takes comma-separated numbers, got {text!r}") from None
+
+
+def parse_int_list(text: Optional[str], what: str) -> Optional[List[int]]:
+    if text is None:
+        return None
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise SibscanError(f"{what} takes comma-separated integers, got {text!r}") from None
+
+
+def setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("sibscan").setLevel(level)

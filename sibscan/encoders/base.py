@@ -1,0 +1,97 @@
+"""The encoder contract and its registry.
+
+An encoder has a class-level ``name`` and ``modality``, and an instance ``dim`` and ``identity``
+(a string that changes whenever its weights or preprocessing change: the embedding cache, scans,
+indexes and calibrations are keyed by it).  ``encode(batch)`` returns a float32 array of shape
+``(len(batch), dim)`` whose rows are L2-normalised.
+
+A batch is a slice of the modality's content: a list of image paths, a list of strings, or a
+float64 array of numeric rows (see :class:`sibscan.items.Items`).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+
+import numpy as np
+
+from ..errors import SibscanError
+
+__all__ = ["Encoder", "register_encoder", "get_encoder", "list_encoders", "encoder_class", "l2_normalise"]
+
+_REGISTRY: Dict[str, Type["Encoder"]] = {}
+
+
+def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows of ``x`` scaled to unit L2 norm (zero rows stay zero), as float32."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, eps)
+
+
+class Encoder:
+    """Base class of every encoder. Subclasses set ``name``, ``modality`` and implement ``encode``."""
+
+    name: ClassVar[str] = ""
+    modality: ClassVar[str] = ""
+    #: one line for ``sibscan encoders``
+    description: ClassVar[str] = ""
+    #: True when the encoder needs no downloaded weights
+    weight_free: ClassVar[bool] = True
+
+    dim: int
+    identity: str
+    device: str = "cpu"
+    #: default batch size for ``encode`` calls made by the scan
+    batch_size: int = 256
+
+    @classmethod
+    def available(cls) -> Tuple[bool, str]:
+        """Whether the encoder can run here, and if not, why (e.g. the extra to install)."""
+        return True, ""
+
+    def encode(self, batch: Sequence[Any]) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.identity}>"
+
+
+def register_encoder(cls: Type[Encoder]) -> Type[Encoder]:
+    """Class decorator: add ``cls`` to the registry under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers the built-in encoders; heavy dependencies stay lazy inside.
+    from . import builtin  # noqa: F401
+
+
+def list_encoders(modality: Optional[str] = None) -> List[Type[Encoder]]:
+    """Registered encoder classes, sorted by name, optionally of one modality."""
+    _load_builtin()
+    classes = sorted(_REGISTRY.values(), key=lambda c: c.name)
+    if modality is not None:
+        classes = [c for c in classes if c.modality == modality]
+    return classes
+
+
+def encoder_class(name: str) -> Type[Encoder]:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise SibscanError(
+            f"unknown encoder {name!r}; available: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def get_encoder(name: str, **options: Any) -> Encoder:
+    """Build encoder ``name`` with ``options`` (e.g. ``device``, ``model``, ``checkpoint``)."""
+    cls = encoder_class(name)
+    ok, why = cls.available()
+    if not ok:
+        raise SibscanError(f"encoder {name!r} cannot run here: {why}")
+    return cls(**options)

@@ -1,0 +1,305 @@
+"""The scan directory: what ``sibscan scan`` writes and every later stage reads.
+
+Layout (every file written atomically)::
+
+    DIR/manifest.json          version, inputs' fingerprints, encoder/verifier identity, parameters,
+                               timings, skipped items, status ("running" | "complete")
+    DIR/items/<split>.npz      ids, labels, groups, fingerprint (n, 2) uint64, values (tables)
+    DIR/items/<split>.jsonl    texts (text) or paths (images), one JSON string per line
+    DIR/embeddings/<split>.npy float16/float32 (n, dim), rows aligned with the items
+    DIR/neighbours.npz         the neighbours table (columns below); neighbours.csv for people
+    DIR/baseline.json          the random-pair baseline (written by sibscan.calibration)
+    DIR/report.{json,md,html}  the reports
+
+The neighbours table has one row per (query, rank) with columns
+
+=================  =========  =====================================================
+query_split        str        "test" or "train"
+query_id           str
+query_index        int64      row of the query in its split
+rank               int32      0 = nearest
+neighbour_split    str        "train" or "test"
+neighbour_id       str
+neighbour_index    int64
+similarity         float32    embedding cosine similarity
+verified           float32    verified similarity (NaN where not verified)
+score              float32    the deciding score: ``verified`` where present, else ``similarity``
+exact              bool       the pair has the same exact fingerprint
+detail             str        how the verifier matched ("flipped, shifted 2 px"), or ""
+=================  =========  =====================================================
+
+The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train")`` is the sibling
+question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates within the test set
+(self-matches removed).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Dict, Iterable, Optional, Tuple
+
+import numpy as np
+
+from .atomic import save_npy, save_npz, write_json, write_text
+from .errors import SibscanError
+from .items import Items, Skipped
+
+__all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS"]
+
+NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
+    "query_split": np.dtype("U5"),
+    "query_id": np.dtype(object),
+    "query_index": np.dtype(np.int64),
+    "rank": np.dtype(np.int32),
+    "neighbour_split": np.dtype("U5"),
+    "neighbour_id": np.dtype(object),
+    "neighbour_index": np.dtype(np.int64),
+    "similarity": np.dtype(np.float32),
+    "verified": np.dtype(np.float32),
+    "score": np.dtype(np.float32),
+    "exact": np.dtype(bool),
+    "detail": np.dtype(object),
+}
+
+
+@dataclass
+class Neighbours:
+    """The neighbours table, column-wise (see the module docstring)."""
+
+    columns: Dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = None
+        for name, dtype in NEIGHBOUR_COLUMNS.items():
+            col = self.columns.get(name)
+            if col is None:
+                if name == "verified":
+                    col = np.full(0 if n is None else n, np.nan, dtype=np.float32)
+                elif name == "score" and "similarity" in self.columns:
+                    sim = np.asarray(self.columns["similarity"], np.float32)
+                    ver = self.columns.get("verified")
+                    col = sim.copy() if ver is None else np.where(np.isnan(ver), sim, ver).astype(np.float32)
+                elif name == "detail":
+                    col = np.full(0 if n is None else n, "", dtype=object)
+                else:
+                    raise ValueError(f"neighbours table needs column {name!r}")
+            col = np.asarray(col)
+            if dtype == np.dtype(object):
+                col = col.astype(str).astype(object)
+            else:
+                col = col.astype(dtype)
+            if n is None:
+                n = len(col)
+            elif len(col) != n:
+                raise ValueError(f"column {name!r} has {len(col)} rows, expected {n}")
+            self.columns[name] = col
+
+    def __len__(self) -> int:
+        return len(self.columns["rank"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def mask(self, query_split: str, neighbour_split: str, rank: Optional[int] = None) -> np.ndarray:
+        m = (self.columns["query_split"] == query_split) & (self.columns["neighbour_split"] == neighbour_split)
+        if rank is not None:
+            m &= self.columns["rank"] == rank
+        return m
+
+    def select(self, mask: np.ndarray) -> "Neighbours":
+        return Neighbours({k: v[mask] for k, v in self.columns.items()})
+
+    def direction(self, query_split: str, neighbour_split: str) -> "Neighbours":
+        return self.select(self.mask(query_split, neighbour_split))
+
+    def top1(self, query_split: str = "test", neighbour_split: str = "train") -> "Neighbours":
+        """Each query's nearest neighbour by the deciding ``score`` (ties: lower rank)."""
+        sub = self.direction(query_split, neighbour_split)
+        if len(sub) == 0:
+            return sub
+        order = np.lexsort((sub["rank"], -sub["score"], sub["query_index"]))
+        q = sub["query_index"][order]
+        first = np.ones(len(q), bool)
+        first[1:] = q[1:] != q[:-1]
+        return sub.select(order[first])
+
+    @staticmethod
+    def concat(parts: Iterable["Neighbours"]) -> "Neighbours":
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return Neighbours.empty()
+        return Neighbours({k: np.concatenate([p.columns[k] for p in parts]) for k in NEIGHBOUR_COLUMNS})
+
+    @staticmethod
+    def empty() -> "Neighbours":
+        return Neighbours({k: np.zeros(0, dtype=d if d != np.dtype(object) else "U1") for k, d in NEIGHBOUR_COLUMNS.items()})
+
+    def save(self, path: Path) -> None:
+        arrays = {}
+        for k, v in self.columns.items():
+            arrays[k] = v.astype(str) if v.dtype == object else v
+        save_npz(path, **arrays)
+
+    @staticmethod
+    def load(path: Path) -> "Neighbours":
+        with np.load(path, allow_pickle=False) as z:
+            return Neighbours({k: z[k] for k in z.files})
+
+    def to_csv(self) -> str:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        names = list(NEIGHBOUR_COLUMNS)
+        w.writerow(names)
+        cols = [self.columns[k] for k in names]
+        for i in range(len(self)):
+            row = []
+            for k, c in zip(names, cols):
+                v = c[i]
+                if isinstance(v, (np.floating, float)):
+                    row.append("" if np.isnan(v) else f"{float(v):.6f}")
+                elif isinstance(v, (np.bool_, bool)):
+                    row.append("1" if v else "0")
+                else:
+                    row.append(str(v))
+            w.writerow(row)
+        return buf.getvalue()
+
+
+def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
+    """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``."""
+    d = Path(directory) / "items"
+    arrays = {"ids": items.ids.astype(str)}
+    if items.labels is not None:
+        arrays["labels"] = items.labels.astype(str)
+    if items.groups is not None:
+        arrays["groups"] = items.groups.astype(str)
+    if fingerprints is not None:
+        arrays["fingerprint"] = np.asarray(fingerprints, dtype=np.uint64)
+    if items.values is not None:
+        arrays["values"] = items.values
+    for k, v in items.extra.items():
+        arrays[f"extra__{k}"] = np.asarray(v)
+    meta = {
+        "split": items.split,
+        "modality": items.modality,
+        "shape": list(items.shape) if items.shape else None,
+        "source": items.source,
+        "skipped": [s.to_dict() for s in items.skipped],
+    }
+    arrays["meta"] = np.array(json.dumps(meta))
+    save_npz(d / f"{items.split}.npz", **arrays)
+    content = items.texts if items.modality == "text" else items.paths if items.modality == "image" else None
+    if content is not None:
+        write_text(d / f"{items.split}.jsonl", "".join(json.dumps(str(c), ensure_ascii=False) + "\n" for c in content))
+
+
+def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]]:
+    """Read back what :func:`save_items` wrote: ``(items, fingerprints or None)``."""
+    d = Path(directory) / "items"
+    path = d / f"{split}.npz"
+    if not path.exists():
+        raise SibscanError(f"{path} is missing; is {directory} a complete sibscan scan directory?")
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        arrays = {k: z[k] for k in z.files}
+    texts = paths = None
+    if meta["modality"] in ("text", "image"):
+        with open(d / f"{split}.jsonl", encoding="utf-8") as fh:
+            content = [json.loads(line) for line in fh]
+        if meta["modality"] == "text":
+            texts = content
+        else:
+            paths = content
+    items = Items(
+        split=meta["split"],
+        modality=meta["modality"],
+        ids=arrays["ids"],
+        labels=arrays.get("labels"),
+        groups=arrays.get("groups"),
+        values=arrays.get("values"),
+        texts=texts,
+        paths=paths,
+        shape=tuple(meta["shape"]) if meta.get("shape") else None,
+        source=meta.get("source", ""),
+        skipped=[Skipped(**s) for s in meta.get("skipped", [])],
+        extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
+    )
+    return items, arrays.get("fingerprint")
+
+
+class ScanDir:
+    """Read/write access to a scan directory. Later stages open a finished scan with ``ScanDir(path)``."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    # --- paths -----------------------------------------------------------------------------
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def neighbours_path(self) -> Path:
+        return self.path / "neighbours.npz"
+
+    @property
+    def baseline_path(self) -> Path:
+        return self.path / "baseline.json"
+
+    def embeddings_path(self, split: str) -> Path:
+        return self.path / "embeddings" / f"{split}.npy"
+
+    # --- manifest --------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def manifest(self) -> dict:
+        if not self.manifest_path.exists():
+            raise SibscanError(f"{self.path} is not a sibscan scan directory (no manifest.json); run 'sibscan scan' first")
+        with open(self.manifest_path, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def write_manifest(self, manifest: dict) -> None:
+        write_json(self.manifest_path, manifest)
+
+    # --- tables ----------------------------------------------------------------------------
+    def items(self, split: str) -> Items:
+        return load_items(self.path, split)[0]
+
+    def fingerprints(self, split: str) -> Optional[np.ndarray]:
+        return load_items(self.path, split)[1]
+
+    def write_items(self, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
+        save_items(self.path, items, fingerprints)
+
+    def embeddings(self, split: str, mmap: bool = True) -> np.ndarray:
+        p = self.embeddings_path(split)
+        if not p.exists():
+            raise SibscanError(f"{p} is missing; re-run 'sibscan scan' on {self.path}")
+        return np.load(p, mmap_mode="r" if mmap else None)
+
+    def write_embeddings(self, split: str, emb: np.ndarray) -> None:
+        save_npy(self.embeddings_path(split), emb)
+
+    def neighbours(self) -> Neighbours:
+        if not self.neighbours_path.exists():
+            raise SibscanError(f"{self.neighbours_path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
+        return Neighbours.load(self.neighbours_path)
+
+    def write_neighbours(self, nb: Neighbours, csv: bool = True) -> None:
+        nb.save(self.neighbours_path)
+        if csv:
+            write_text(self.path / "neighbours.csv", nb.to_csv())
+
+    def baseline(self) -> Optional[dict]:
+        if not self.baseline_path.exists():
+            return None
+        with open(self.baseline_path, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def write_baseline(self, baseline: dict) -> None:
+        write_json(self.baseline_path, baseline)

@@ -1,0 +1,4 @@
+"""Verifiers: re-score candidate pairs with a transform-invariant similarity."""
+from .base import Verifier, VerifyResult, default_verifier, get_verifier, list_verifiers, register_verifier
+
+__all__ = ["Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier"]

@@ -1,0 +1,81 @@
+"""The verifier contract and its registry.
+
+An embedding finds candidates; a verifier decides.  A verifier has a class-level ``name`` and
+``modality``, an instance ``identity`` (recorded in the scan; calibrations refuse labels made under
+another), and ``verify`` which re-scores candidate pairs with a transform-invariant similarity.
+Cost is O(number of pairs): the scan passes each test item's top-k candidates, never all pairs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Dict, List, Optional, Type
+
+import numpy as np
+
+from ..errors import SibscanError
+from ..items import Items
+
+__all__ = ["Verifier", "VerifyResult", "register_verifier", "get_verifier", "list_verifiers", "default_verifier"]
+
+_REGISTRY: Dict[str, Type["Verifier"]] = {}
+
+
+@dataclass
+class VerifyResult:
+    """Verified similarity of each pair and how it was reached.
+
+    Attributes
+    ----------
+    scores : ndarray of shape (m,), float32
+        Verified similarity in [-1, 1] (1 = identical up to the allowed transforms).
+    details : list of str, length m
+        Human-readable best transform or matching span ("flipped, shifted 2 px", "lag 3").
+    """
+
+    scores: np.ndarray
+    details: List[str]
+
+
+class Verifier:
+    name: ClassVar[str] = ""
+    modality: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    identity: str = ""
+
+    def verify(
+        self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray
+    ) -> VerifyResult:  # pragma: no cover - interface
+        """Score pairs ``(queries[query_index[i]], database[database_index[i]])``."""
+        raise NotImplementedError
+
+
+def register_verifier(cls: Type[Verifier]) -> Type[Verifier]:
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    from . import builtin  # noqa: F401
+
+
+def list_verifiers(modality: Optional[str] = None) -> List[Type[Verifier]]:
+    _load_builtin()
+    classes = sorted(_REGISTRY.values(), key=lambda c: c.name)
+    return [c for c in classes if modality is None or c.modality == modality]
+
+
+def get_verifier(name: str, **options) -> Verifier:
+    _load_builtin()
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        raise SibscanError(f"unknown verifier {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
+    return cls(**options)
+
+
+def default_verifier(modality: str) -> Optional[str]:
+    """Name of the default verifier for a modality, or None when there is none."""
+    classes = list_verifiers(modality)
+    return classes[0].name if classes else None

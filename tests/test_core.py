@@ -1,0 +1,93 @@
+"""The shared core: items, atomic writes, the scan-directory tables, the device policy, the CLI root."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import sibscan
+from sibscan.atomic import append_jsonl, write_json
+from sibscan.cli import app
+from sibscan.device import resolve_device
+from sibscan.errors import InputError, SibscanError
+from sibscan.items import Items
+from sibscan.scandir import Neighbours, ScanDir
+
+
+def test_version_cli():
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"sibscan {sibscan.__version__}"
+
+
+def test_public_api_sorted_and_importable():
+    assert sibscan.__all__ == sorted(sibscan.__all__)
+    for name in sibscan.__all__:
+        assert getattr(sibscan, name) is not None
+
+
+def test_items_validates_lengths_and_ids(tmp_path):
+    with pytest.raises(ValueError, match="labels has 1 entries for 2 items"):
+        Items("train", "text", ids=["a", "b"], labels=["x"], texts=["1", "2"])
+    items = Items("train", "text", ids=["a", "a"], texts=["1", "2"], source="f.txt")
+    with pytest.raises(InputError, match=r"f.txt: duplicate id 'a' \(rows 0 and 1\)"):
+        items.check_unique_ids()
+
+
+def test_items_roundtrip_through_scandir(tmp_path):
+    values = np.array([[1.0, np.nan], [2.0, 3.0]])
+    items = Items("train", "table", ids=["r0", "r1"], labels=["1", "2"], values=values, source="x.csv")
+    fp = np.array([[1, 2], [3, 4]], dtype=np.uint64)
+    sd = ScanDir(tmp_path)
+    sd.write_items(items, fp)
+    back, fp2 = sd.fingerprints("train") is not None, sd.fingerprints("train")
+    loaded = sd.items("train")
+    assert back and np.array_equal(fp2, fp)
+    assert list(loaded.ids) == ["r0", "r1"] and list(loaded.labels) == ["1", "2"]
+    assert np.array_equal(loaded.values, values, equal_nan=True)
+    texts = Items("test", "text", ids=["t"], texts=["héllo\nworld"])
+    sd.write_items(texts)
+    assert sd.items("test").texts == ["héllo\nworld"]
+
+
+def test_neighbours_score_top1_and_roundtrip(tmp_path):
+    nb = Neighbours({
+        "query_split": ["test"] * 4,
+        "query_id": ["a", "a", "b", "b"],
+        "query_index": [0, 0, 1, 1],
+        "rank": [0, 1, 0, 1],
+        "neighbour_split": ["train"] * 4,
+        "neighbour_id": ["x", "y", "x", "z"],
+        "neighbour_index": [0, 1, 0, 2],
+        "similarity": [0.9, 0.8, 0.7, 0.6],
+        "verified": [0.5, 0.95, np.nan, np.nan],
+        "exact": [False, False, False, False],
+    })
+    assert np.allclose(nb["score"], [0.5, 0.95, 0.7, 0.6])
+    top = nb.top1()
+    assert list(top["neighbour_id"]) == ["y", "x"]
+    sd = ScanDir(tmp_path)
+    sd.write_neighbours(nb)
+    back = sd.neighbours()
+    assert list(back["detail"]) == [""] * 4 and np.allclose(back["score"], nb["score"])
+    assert (tmp_path / "neighbours.csv").read_text().splitlines()[0].startswith("query_split,query_id")
+
+
+def test_atomic_json_and_append(tmp_path):
+    p = tmp_path / "a" / "b.json"
+    write_json(p, {"x": np.float32(1.5), "n": np.int64(3)})
+    assert json.loads(p.read_text()) == {"x": 1.5, "n": 3}
+    assert not [f for f in p.parent.iterdir() if f.name.endswith(".tmp")]
+    log = tmp_path / "labels.jsonl"
+    append_jsonl(log, {"a": 1})
+    append_jsonl(log, {"a": 2})
+    assert [json.loads(x)["a"] for x in log.read_text().splitlines()] == [1, 2]
+
+
+def test_device_policy():
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") in ("cpu", "cuda")
+    with pytest.raises(SibscanError, match="unknown device 'tpu'; available: auto, cpu, cuda"):
+        resolve_device("tpu")
