@@ -31,6 +31,21 @@ detail             str        how the verifier matched ("flipped, shifted 2 px")
 The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train")`` is the sibling
 question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates within the test set
 (self-matches removed).
+
+manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
+
+    sibscan_version, created (ISO time), status ("running" | "complete"), modality,
+    inputs: {train: {source, fingerprint (hex), n_items, n_skipped}, test: {...}},
+    dataset_fingerprint (hex; identifies the pair of inputs: calibrations are tied to it),
+    encoder: {name, identity, dim},
+    verifier: {name, identity} or null,
+    parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
+    cutoff: {value (float or null), source ("calibrated" | "uncalibrated" | "none"),
+             calibration (path or null), interval ([lo, hi] or null),
+             score ("verified" | "similarity")},
+    timings: {stage: seconds},
+    skipped: {train: [{where, reason}], test: [...]},
+    summary: {...}
 """
 from __future__ import annotations
 

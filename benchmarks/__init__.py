@@ -1,0 +1,1 @@
+"""Speed and detection-quality benchmarks: ``python -m benchmarks.<name> [--quick]``."""

@@ -1,0 +1,73 @@
+"""Shared by the benchmark scripts: timing, machine facts, results files, table printing."""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence
+
+from sibscan.atomic import write_json
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_time(fn: Callable[[], object], repeat: int = 3, min_time: float = 0.0) -> float:
+    """Best wall-clock seconds of ``repeat`` calls of ``fn`` (at least one call)."""
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def machine() -> Dict[str, object]:
+    info: Dict[str, object] = {
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+    try:
+        import numpy as np
+
+        info["numpy"] = np.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return info
+
+
+def write_results(name: str, payload: Dict[str, object]) -> Path:
+    """Write ``benchmarks/results/<name>.json`` atomically, with the machine description."""
+    payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
+    return write_json(RESULTS / f"{name}.json", payload)
+
+
+def print_table(rows: List[Dict[str, object]], columns: Sequence[str] | None = None) -> str:
+    """Print rows as an aligned Markdown table and return the text."""
+    if not rows:
+        return ""
+    columns = list(columns or rows[0].keys())
+
+    def fmt(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths)) + " |",
+             "| " + " | ".join("-" * w for w in widths) + " |"]
+    lines += ["| " + " | ".join(v.ljust(w) for v, w in zip(row, widths)) + " |" for row in cells]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    return text
