@@ -1,0 +1,1 @@
+"""Preset scan configurations (TOML), named by file stem: ``sibscan scan --config <stem>``."""

