@@ -1,0 +1,374 @@
+"""Exact inner-product top-k, streamed over database blocks with a running top-k merge.
+
+The database arrives as blocks ``(start, array of shape (b, d))``; each block's scores are computed
+with one matrix product, reduced to the block's top-k, and merged into a running result with ids
+offset by the block start, finalised once (faiss ``ResultHeap`` style).  The block is the unit of
+memory, progress and distribution.
+
+Ties are deterministic: equal similarities are ordered by the lower database index first, exactly
+as a stable ``argsort(-scores)`` of the full score matrix would order them.
+
+Selecting the top-k of a score block is done without a per-row partial sort (``argpartition`` costs
+~25 ns an element, five times the matrix product): the row is cut into groups, the group maxima are
+reduced (a SIMD pass), and only the ``k`` best groups are searched.  Every top-k element lies in one
+of the ``k`` groups with the largest maxima, unless the ``k``-th and ``k+1``-th group maxima tie —
+those rare rows take a full stable sort.
+
+The CUDA path computes candidate scores in bf16/fp16 on tensor cores, keeps ``k + margin``
+candidates per block, re-scores them in fp32 and *certifies* each row: a database row that was not a
+candidate scores at most the block's last candidate plus the half-precision error bound, so a row
+whose k-th fp32 similarity clears that bound is exact; the others are searched again in fp32.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, Optional, Tuple
+
+import numpy as np
+
+__all__ = [
+    "ResultHeap",
+    "merge_topk",
+    "block_topk_numpy",
+    "block_topk_torch",
+    "search_blocks_numpy",
+    "search_blocks_torch",
+    "HALF_UNIT_ROUNDOFF",
+]
+
+#: ``(start, block)`` pairs in increasing ``start`` order; a callable returns a fresh iterator.
+Blocks = Callable[[], Iterable[Tuple[int, np.ndarray]]]
+
+#: unit roundoff of the half-precision candidate formats
+HALF_UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+
+_GROUP = 32  # columns per group in the grouped top-k selection
+
+
+# --------------------------------------------------------------------------------------------- merge
+def merge_topk(sims_a: np.ndarray, ids_a: np.ndarray, sims_b: np.ndarray, ids_b: np.ndarray,
+               k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Merge two top-k lists per row into one, ordered by (similarity desc, index asc).
+
+    Parameters
+    ----------
+    sims_a, ids_a : ndarray of shape (m, ka)
+    sims_b, ids_b : ndarray of shape (m, kb)
+        Padding entries carry id -1 and similarity -inf; they sort last.
+    k : int
+
+    Returns
+    -------
+    sims : ndarray of shape (m, k) float32
+    ids : ndarray of shape (m, k) int64
+    """
+    sims = np.concatenate([sims_a, sims_b], axis=1).astype(np.float32, copy=False)
+    ids = np.concatenate([ids_a, ids_b], axis=1).astype(np.int64, copy=False)
+    # -1 padding must sort after real ids of equal (-inf) similarity
+    tie_key = np.where(ids < 0, np.iinfo(np.int64).max, ids)
+    order = np.lexsort((tie_key, -sims), axis=1)[:, :k]
+    sims = np.take_along_axis(sims, order, axis=1)
+    ids = np.take_along_axis(ids, order, axis=1)
+    if sims.shape[1] < k:
+        pad = k - sims.shape[1]
+        sims = np.pad(sims, ((0, 0), (0, pad)), constant_values=-np.inf)
+        ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
+    return sims, ids
+
+
+class ResultHeap:
+    """Running top-k of ``n_queries`` rows, merged block by block, finalised once.
+
+    Parameters
+    ----------
+    n_queries : int
+    k : int
+    """
+
+    def __init__(self, n_queries: int, k: int):
+        self.k = int(k)
+        self.sims = np.full((n_queries, self.k), -np.inf, dtype=np.float32)
+        self.ids = np.full((n_queries, self.k), -1, dtype=np.int64)
+
+    def add_result(self, sims: np.ndarray, ids: np.ndarray, rows: slice = slice(None)) -> None:
+        """Merge a block's top-k (``ids`` already global) into ``rows`` of the running result."""
+        self.sims[rows], self.ids[rows] = merge_topk(self.sims[rows], self.ids[rows], sims, ids, self.k)
+
+    def finalize(self) -> Tuple[np.ndarray, np.ndarray]:
+        return self.sims, self.ids
+
+
+# ------------------------------------------------------------------------------ block top-k: numpy
+def block_topk_numpy(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Stable top-k of each row of a score block.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (m, b) float32
+    k : int, ``1 <= k``
+
+    Returns
+    -------
+    vals : ndarray of shape (m, min(k, b)) float32, descending
+    idx : ndarray of shape (m, min(k, b)) int64, column indices (lower first on ties)
+    """
+    m, b = scores.shape
+    if k == 1:
+        idx = scores.argmax(axis=1)[:, None]  # first occurrence on ties
+        return np.take_along_axis(scores, idx, axis=1), idx.astype(np.int64)
+    ng = b // _GROUP
+    if k >= b or ng <= k:
+        idx = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(scores, idx, axis=1), idx.astype(np.int64)
+    main = ng * _GROUP
+    # interleaved groups: group c holds columns c, c + ng, c + 2 ng, ... (a strided max is SIMD-fast)
+    gmax = scores[:, :main].reshape(m, _GROUP, ng).max(axis=1)
+    part = np.argpartition(-gmax, k, axis=1)[:, : k + 1]
+    pvals = np.take_along_axis(gmax, part, axis=1)
+    porder = np.argsort(-pvals, axis=1, kind="stable")
+    part = np.take_along_axis(part, porder, axis=1)
+    pvals = np.take_along_axis(pvals, porder, axis=1)
+    tied = pvals[:, k - 1] == pvals[:, k]
+    groups = part[:, :k]                                                   # (m, k)
+    cols = (groups[:, None, :] + (np.arange(_GROUP) * ng)[None, :, None]).reshape(m, -1)
+    if main < b:  # tail columns are always candidates
+        tail = np.broadcast_to(np.arange(main, b), (m, b - main))
+        cols = np.concatenate([cols, tail], axis=1)
+    cvals = np.take_along_axis(scores, cols, axis=1)
+    order = np.lexsort((cols, -cvals), axis=1)[:, :k]
+    vals = np.take_along_axis(cvals, order, axis=1)
+    idx = np.take_along_axis(cols, order, axis=1).astype(np.int64)
+    if tied.any():
+        rows = np.flatnonzero(tied)
+        full = np.argsort(-scores[rows], axis=1, kind="stable")[:, :k]
+        idx[rows] = full
+        vals[rows] = np.take_along_axis(scores[rows], full, axis=1)
+    return vals, idx
+
+
+def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_block: int = 4096,
+                        block_rows: int = 16384,
+                        on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of ``queries @ block.T`` over all blocks, numpy BLAS.
+
+    Parameters
+    ----------
+    queries : ndarray of shape (m, d) float32
+    blocks : callable returning an iterable of ``(start, ndarray of shape (b, d))``
+    k : int
+    query_block : int
+        Queries per matrix product (bounds the score buffer with ``block_rows``).
+    block_rows : int
+        Largest block the caller yields (sizes the score buffer).
+    on_block : callable, optional
+        Called with the number of database rows after each block (progress).
+
+    Returns
+    -------
+    sims : ndarray of shape (m, k) float32
+    ids : ndarray of shape (m, k) int64 (-1 / -inf where fewer than k rows exist)
+    """
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    m = queries.shape[0]
+    heap = ResultHeap(m, k)
+    buf = np.empty((min(query_block, max(m, 1)), block_rows), dtype=np.float32)
+    for start, block in blocks():
+        block = np.asarray(block, dtype=np.float32)
+        b = block.shape[0]
+        for q0 in range(0, m, query_block):
+            q1 = min(m, q0 + query_block)
+            if b > buf.shape[1]:
+                buf = np.empty((buf.shape[0], b), dtype=np.float32)
+            scores = buf[: q1 - q0, :b]
+            np.matmul(queries[q0:q1], block.T, out=scores)
+            vals, idx = block_topk_numpy(scores, k)
+            heap.add_result(vals, idx + start, slice(q0, q1))
+        if on_block is not None:
+            on_block(b)
+    return heap.finalize()
+
+
+# ------------------------------------------------------------------------------ block top-k: torch
+def block_topk_torch(scores, k: int):
+    """Stable top-k of each row of a torch score block (CPU or CUDA).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (m, b)
+    k : int
+
+    Returns
+    -------
+    vals : Tensor of shape (m, min(k, b)), descending
+    idx : Tensor of shape (m, min(k, b)) int64, lower column first on ties
+    """
+    import torch
+
+    m, b = scores.shape
+    if k == 1:
+        vals, idx = scores.max(dim=1)  # first maximal index on ties
+        return vals[:, None], idx[:, None]
+    ng = b // _GROUP
+    if k >= b or ng <= k:
+        vals, idx = torch.sort(scores, dim=1, descending=True, stable=True)
+        return vals[:, :k], idx[:, :k]
+    main = ng * _GROUP
+    # contiguous groups: a reduction over the last axis is fast in torch
+    gmax = scores[:, :main].reshape(m, ng, _GROUP).amax(dim=2)
+    gvals, gidx = torch.topk(gmax, k + 1, dim=1)
+    tied = gvals[:, k - 1] == gvals[:, k]
+    groups, _ = torch.sort(gidx[:, :k], dim=1)                 # ascending: candidates in index order
+    cols = (groups[:, :, None] * _GROUP + torch.arange(_GROUP, device=scores.device)).reshape(m, -1)
+    if main < b:
+        tail = torch.arange(main, b, device=scores.device).expand(m, b - main)
+        cols = torch.cat([cols, tail], dim=1)
+    cvals = torch.gather(scores, 1, cols)
+    vals, order = torch.sort(cvals, dim=1, descending=True, stable=True)
+    vals, idx = vals[:, :k], torch.gather(cols, 1, order[:, :k])
+    if bool(tied.any()):
+        rows = torch.nonzero(tied).flatten()
+        fv, fi = torch.sort(scores[rows], dim=1, descending=True, stable=True)
+        vals[rows], idx[rows] = fv[:, :k], fi[:, :k]
+    return vals, idx
+
+
+def _merge_torch(sims, ids, new_sims, new_ids, k: int):
+    """Merge running (sims, ids) with a later block's; ties keep the earlier (lower) ids first."""
+    import torch
+
+    cat_s = torch.cat([sims, new_sims], dim=1)
+    cat_i = torch.cat([ids, new_ids], dim=1)
+    vals, order = torch.sort(cat_s, dim=1, descending=True, stable=True)
+    return vals[:, :k], torch.gather(cat_i, 1, order[:, :k])
+
+
+def search_blocks_torch(queries: np.ndarray, blocks: Blocks, k: int, *, device: str = "cpu",
+                        half: Optional[str] = None, margin: int = 16, query_block: int = 4096,
+                        on_block: Optional[Callable[[int], None]] = None,
+                        stats: Optional[dict] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact top-k of ``queries @ block.T`` over all blocks with torch (CPU or CUDA).
+
+    Parameters
+    ----------
+    queries : ndarray of shape (m, d)
+    blocks : callable returning an iterable of ``(start, ndarray or Tensor of shape (b, d))``,
+        starts increasing
+    k : int
+    device : str
+        ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    half : {None, "bf16", "fp16"}
+        Candidate precision on CUDA (tensor cores); ``None`` computes in fp32 throughout.
+        Reported similarities are always fp32 and the result equals the fp32 search.
+    margin : int
+        Extra candidates per block kept for fp32 re-scoring (``k' = k + margin``).
+    query_block : int
+        Queries per matrix product.
+    on_block : callable, optional
+        Called with the number of database rows after each block.
+    stats : dict, optional
+        Filled with ``{"uncertified_rows": int}`` for the half-precision path.
+
+    Returns
+    -------
+    sims : ndarray of shape (m, k) float32
+    ids : ndarray of shape (m, k) int64
+    """
+    import torch
+
+    dev = torch.device(device)
+    q32 = torch.as_tensor(np.ascontiguousarray(queries, dtype=np.float32)).to(dev)
+    m = q32.shape[0]
+    run_s = torch.full((m, k), -float("inf"), device=dev)
+    run_i = torch.full((m, k), -1, dtype=torch.int64, device=dev)
+    prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32
+    try:
+        if half is None:
+            buf = torch.empty(0, device=dev)
+            for start, block in blocks():
+                x = _to_device(block, dev)
+                b = x.shape[0]
+                if buf.numel() < min(m, query_block) * b:
+                    buf = torch.empty(min(m, query_block) * b, device=dev)
+                for q0 in range(0, m, query_block):
+                    q1 = min(m, q0 + query_block)
+                    scores = buf[: (q1 - q0) * b].view(q1 - q0, b)
+                    torch.mm(q32[q0:q1], x.T, out=scores)
+                    vals, idx = block_topk_torch(scores, k)
+                    run_s[q0:q1], run_i[q0:q1] = _merge_torch(run_s[q0:q1], run_i[q0:q1], vals, idx + start, k)
+                if on_block is not None:
+                    on_block(x.shape[0])
+        else:
+            run_s, run_i = _search_half(q32, blocks, k, half, margin, query_block, run_s, run_i,
+                                        on_block, stats)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    return run_s.cpu().numpy(), run_i.cpu().numpy()
+
+
+def _to_device(block, dev):
+    """A database block as an fp32 tensor on ``dev`` (half-precision shards travel as half)."""
+    import torch
+
+    if isinstance(block, torch.Tensor):
+        return block.to(dev).float()
+    if dev.type == "cpu":
+        return torch.from_numpy(np.require(block, dtype=np.float32, requirements=["C", "W"]))
+    return torch.from_numpy(np.require(block, requirements=["C", "W"])).to(dev, non_blocking=True).float()
+
+
+def _search_half(q32, blocks: Blocks, k: int, half: str, margin: int, query_block: int,
+                 run_s, run_i, on_block, stats):
+    """bf16/fp16 candidates, fp32 re-scoring, certification, fp32 re-search of uncertified rows."""
+    import torch
+
+    if half not in HALF_UNIT_ROUNDOFF:
+        raise ValueError(f"half must be one of {sorted(HALF_UNIT_ROUNDOFF)}, got {half!r}")
+    hdt = torch.bfloat16 if half == "bf16" else torch.float16
+    u = HALF_UNIT_ROUNDOFF[half]
+    dev = q32.device
+    m = q32.shape[0]
+    kp = k + max(0, int(margin))
+    qh = q32.to(hdt)
+    qnorm = q32.norm(dim=1)
+    # largest score a non-candidate could reach, per row (before the error bound)
+    bound = torch.full((m,), -float("inf"), device=dev)
+    for start, block in blocks():
+        x = _to_device(block, dev)
+        b = x.shape[0]
+        xh = x.to(hdt)
+        # product error of rounded inputs (2u) plus rounding of the output (u), with headroom for
+        # reduced-precision split-K reductions: |s_half - s| <= 4u |q| max|x|
+        eps = 4.0 * u * qnorm * x.norm(dim=1).max()
+        for q0 in range(0, m, query_block):
+            q1 = min(m, q0 + query_block)
+            sh = qh[q0:q1] @ xh.T
+            if b > kp:
+                cv, ci = torch.topk(sh, kp, dim=1)
+                blk_bound = cv[:, -1].float() + eps[q0:q1]
+                bound[q0:q1] = torch.maximum(bound[q0:q1], blk_bound)
+            else:
+                ci = torch.arange(b, device=dev).expand(q1 - q0, b)
+            ci, _ = torch.sort(ci, dim=1)  # index order, so the stable sort below breaks ties low-first
+            exact = torch.einsum("md,mkd->mk", q32[q0:q1], x[ci])
+            vals, order = torch.sort(exact, dim=1, descending=True, stable=True)
+            vals, idx = vals[:, :k], torch.gather(ci, 1, order[:, :k])
+            run_s[q0:q1], run_i[q0:q1] = _merge_torch(run_s[q0:q1], run_i[q0:q1], vals, idx + start, k)
+        if on_block is not None:
+            on_block(b)
+    # certified: the k-th exact similarity beats anything a non-candidate could score
+    uncertified = torch.nonzero(~(run_s[:, -1] > bound)).flatten()
+    if stats is not None:
+        stats["uncertified_rows"] = int(uncertified.numel())
+    if uncertified.numel():
+        s, i = search_blocks_torch(q32[uncertified].cpu().numpy(), blocks, k, device=str(dev),
+                                   half=None, query_block=query_block)
+        run_s[uncertified] = torch.as_tensor(s, device=dev)
+        run_i[uncertified] = torch.as_tensor(i, device=dev)
+    return run_s, run_i
+
+
+def iter_array_blocks(array, block_rows: int) -> Iterator[Tuple[int, np.ndarray]]:
+    """Yield ``(start, array[start:start + block_rows])`` over an in-memory or memory-mapped array."""
+    n = array.shape[0]
+    for start in range(0, n, block_rows):
+        yield start, array[start:start + block_rows]

@@ -1,0 +1,319 @@
+"""Exact nearest-neighbour search: each query's top-k database rows by inner product.
+
+Embeddings are L2-normalised by the encoders, so the inner product is the cosine similarity.  The
+database is streamed in blocks (an in-memory array, a memory map, or :class:`ShardedEmbeddings` on
+disk) and every block's top-k is merged into one running result; the block size comes from a memory
+budget, which is logged before a big search.
+
+Backends (all exact, all with the same answers up to fp32 rounding; ties go to the lower index):
+
+* ``"torch"`` — blocked matrix product + grouped top-k; CPU or CUDA.  On CUDA the candidates are
+  computed in bf16 (or fp16) on tensor cores and re-scored in fp32, with a certificate that the
+  result is the fp32 one (rows that cannot be certified are searched again in fp32).
+* ``"faiss"`` — ``IndexFlatIP`` per block (a GPU index with faiss-gpu on CUDA).
+* ``"numpy"`` — the same blocked kernel on numpy's BLAS, no optional dependency.
+* ``"auto"`` — torch when installed (as fast as faiss IndexFlatIP on a 2-core CPU in
+  ``benchmarks/search.py``), else faiss, else numpy.
+
+When ``k`` exceeds the number of database rows, the missing columns hold index ``-1`` and
+similarity ``-inf``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from typing import Callable, Iterable, Optional, Tuple
+
+import numpy as np
+
+from .device import resolve_device
+from .errors import InputError, SibscanError, require
+from .shards import ShardedEmbeddings
+
+__all__ = ["BACKENDS", "brute_force_search", "plan_blocks", "search"]
+
+log = logging.getLogger("sibscan.search")
+
+BACKENDS = ("auto", "torch", "faiss", "numpy")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+_MIB = 1 << 20
+_DEFAULT_CPU_BUDGET = 768 * _MIB
+_LOG_ABOVE = 256 * _MIB  # log the memory plan of searches whose buffers exceed this
+
+
+# -------------------------------------------------------------------------------- validation
+def _check_queries(queries) -> np.ndarray:
+    q = np.asarray(queries)
+    if q.ndim != 2:
+        raise InputError(f"queries must be a 2-D array (n_queries, dim), got shape {q.shape}")
+    if not np.issubdtype(q.dtype, np.number):
+        raise InputError(f"queries must be numeric, got dtype {q.dtype}")
+    q = np.ascontiguousarray(q, dtype=np.float32)
+    bad = ~np.isfinite(q).all(axis=1)
+    if bad.any():
+        raise InputError(f"query row {int(np.argmax(bad))} contains NaN or inf; drop or re-encode that item")
+    return q
+
+
+def _check_database(database) -> Tuple[object, int, int]:
+    if isinstance(database, ShardedEmbeddings):
+        return database, database.n, database.dim
+    if hasattr(database, "shape") and hasattr(database, "__getitem__") and not isinstance(database, np.ndarray):
+        db = database  # array-like such as a torch tensor: convert blockwise
+    else:
+        db = np.asarray(database)
+    if len(db.shape) != 2:
+        raise InputError(f"database must be a 2-D array (n, dim), got shape {tuple(db.shape)}")
+    if isinstance(db, np.ndarray) and not np.issubdtype(db.dtype, np.number):
+        raise InputError(f"database must be numeric, got dtype {db.dtype}")
+    return db, int(db.shape[0]), int(db.shape[1])
+
+
+def _checked_blocks(database, block_rows: int) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
+    """A re-iterable stream of ``(start, float32 block)`` that rejects NaN/inf rows by number."""
+
+    def raw():
+        if isinstance(database, ShardedEmbeddings):
+            return database.iter_blocks(block_rows, dtype=None)
+        return ((s, database[s:s + block_rows]) for s in range(0, database.shape[0], block_rows))
+
+    def blocks():
+        for start, block in raw():
+            block = np.asarray(block)
+            bad = ~np.isfinite(block).all(axis=1)
+            if bad.any():
+                raise InputError(f"database row {start + int(np.argmax(bad))} contains NaN or inf; "
+                                 "drop or re-encode that item")
+            yield start, block
+
+    return blocks
+
+
+# --------------------------------------------------------------------------------- planning
+def plan_blocks(n_queries: int, n: int, dim: int, *, device: str = "cpu",
+                memory_limit: Optional[int] = None) -> Tuple[int, int, int]:
+    """Choose query and database block sizes from a memory budget.
+
+    Parameters
+    ----------
+    n_queries, n, dim : int
+    device : str
+        ``"cpu"`` or a CUDA device (the budget then defaults to half the free GPU memory).
+    memory_limit : int, optional
+        Bytes the search buffers may use (score block + database block + candidates).
+
+    Returns
+    -------
+    query_block, block_rows, estimated_bytes : int
+    """
+    if device == "cpu":
+        budget = int(memory_limit) if memory_limit else _DEFAULT_CPU_BUDGET
+        query_block = max(1, min(n_queries, 4096))
+        per_row = 4 * query_block + 12 * dim  # fp32 scores + fp32 block + stored block / faiss copy
+        lo, hi = 256, 65536
+    else:
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        budget = int(memory_limit) if memory_limit else free // 2
+        query_block = max(1, min(n_queries, 16384))
+        per_row = 4 * query_block + 12 * dim  # half scores + top-k' work + fp32 and half block
+        lo, hi = 1024, 262144
+    block_rows = int(np.clip(budget // max(per_row, 1), lo, hi))
+    block_rows = max(1, min(block_rows, max(n, 1)))
+    estimate = block_rows * per_row + n_queries * dim * 4 * 2
+    return query_block, block_rows, estimate
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="rows", unit_scale=True, desc="search", file=sys.stderr,
+                disable=None if enabled else True, leave=False)
+
+
+# ----------------------------------------------------------------------------------- search
+def search(queries, database, k: int, *, backend: str = "auto", device: str = "auto",
+           block_size: Optional[int] = None, exclude_self: bool = False, progress: bool = True,
+           memory_limit: Optional[int] = None, precision: str = "auto",
+           margin: int = 16) -> Tuple[np.ndarray, np.ndarray]:
+    """Each query's ``k`` most similar database rows, exact, by inner product.
+
+    Parameters
+    ----------
+    queries : array-like of shape (m, d)
+        L2-normalised query embeddings.
+    database : array-like of shape (n, d), memory-mapped array, or ShardedEmbeddings
+        L2-normalised database embeddings, streamed block by block.
+    k : int
+        Neighbours per query.  Where fewer than ``k`` rows exist the extra columns hold index -1
+        and similarity -inf.
+    backend : {"auto", "torch", "faiss", "numpy"}
+    device : {"auto", "cpu", "cuda"}
+        Resolved once; ``"cuda"`` without a GPU fails with the reason.  The numpy backend is CPU-only.
+    block_size : int, optional
+        Database rows per block; default from ``memory_limit``.
+    exclude_self : bool
+        ``queries`` are the database rows in the same order (within-split search): each row's own
+        index is removed from its neighbours.  Exact copies of the row may still be returned, before
+        or after where the row itself would have been.
+    progress : bool
+        Progress bar on stderr (shown only on a terminal).
+    memory_limit : int, optional
+        Bytes for the search buffers (CPU default 768 MiB, CUDA default half the free memory).
+    precision : {"auto", "fp32", "bf16", "fp16"}
+        CUDA candidate precision for the torch backend (``"auto"`` = bf16 on CUDA, fp32 on CPU);
+        reported similarities are fp32 whatever the candidate precision.
+    margin : int
+        Extra half-precision candidates per block re-scored in fp32.
+
+    Returns
+    -------
+    similarities : ndarray of shape (m, k) float32, descending per row
+    indices : ndarray of shape (m, k) int64, database rows (lower index first on ties)
+    """
+    if backend not in BACKENDS:
+        raise SibscanError(f"unknown search backend {backend!r}; available: {', '.join(BACKENDS)}")
+    if precision not in PRECISIONS:
+        raise SibscanError(f"unknown precision {precision!r}; available: {', '.join(PRECISIONS)}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise SibscanError(f"k must be a positive integer, got {k!r}")
+    k = int(k)
+    q = _check_queries(queries)
+    db, n, d = _check_database(database)
+    if q.shape[1] != d:
+        raise InputError(f"queries have dimension {q.shape[1]} but the database has {d}; "
+                         "embed both with the same encoder")
+    if exclude_self and q.shape[0] != n:
+        raise SibscanError(f"exclude_self needs the queries to be the database rows ({q.shape[0]} queries, "
+                           f"{n} database rows); pass exclude_self=False for a cross-split search")
+    backend = _resolve_backend(backend, device)
+    dev = "cpu" if backend == "numpy" else resolve_device(device)
+    if backend == "numpy" and device not in (None, "auto", "cpu"):
+        raise SibscanError("the numpy backend runs on the CPU only; use backend='torch' for --device cuda")
+    half = None
+    if dev != "cpu" and backend == "torch":
+        half = {"auto": "bf16", "fp32": None}.get(precision, precision)
+
+    kk = k + 1 if exclude_self else k
+    m = q.shape[0]
+    query_block, block_rows, estimate = plan_blocks(m, n, d, device="cpu" if dev == "cpu" else dev,
+                                                    memory_limit=memory_limit)
+    if block_size is not None:
+        if int(block_size) < 1:
+            raise SibscanError(f"block_size must be >= 1, got {block_size}")
+        block_rows = int(block_size)
+    level = logging.INFO if estimate > _LOG_ABOVE else logging.DEBUG
+    log.log(level, "search %d x %d x %d (k=%d) on %s/%s: blocks of %d database x %d query rows, "
+            "about %.0f MiB of buffers", m, n, d, k, backend, dev, block_rows, query_block, estimate / _MIB)
+
+    if m == 0:
+        return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+    blocks = _checked_blocks(db, block_rows)
+    with _progress(n, progress) as bar:
+        if backend == "numpy":
+            from .kernels.topk import search_blocks_numpy
+
+            sims, ids = search_blocks_numpy(q, blocks, kk, query_block=query_block, block_rows=block_rows,
+                                            on_block=bar.update)
+        elif backend == "torch":
+            from .kernels.topk import search_blocks_torch
+
+            sims, ids = search_blocks_torch(q, blocks, kk, device=dev, half=half, margin=margin,
+                                            query_block=query_block, on_block=bar.update)
+        else:
+            sims, ids = _search_faiss(q, blocks, kk, dev, bar.update)
+    if exclude_self:
+        sims, ids = _drop_self(sims, ids, k)
+    return sims, ids
+
+
+def _resolve_backend(backend: str, device: str) -> str:
+    if backend == "auto":
+        if importlib.util.find_spec("torch") is not None:
+            return "torch"
+        if importlib.util.find_spec("faiss") is not None:
+            return "faiss"
+        return "numpy"
+    if backend == "torch":
+        require("torch", "torch", "the torch search backend")
+    elif backend == "faiss":
+        require("faiss", "faiss", "the faiss search backend")
+    return backend
+
+
+def _search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.ndarray, np.ndarray]:
+    """IndexFlatIP per block; rows whose k-th and (k+1)-th results tie are redone exactly so that
+    ties go to the lower index like the other backends."""
+    import faiss
+
+    from .kernels.topk import ResultHeap, block_topk_numpy
+
+    use_gpu = dev != "cpu"
+    if use_gpu and not hasattr(faiss, "StandardGpuResources"):
+        raise SibscanError("backend 'faiss' on CUDA needs faiss-gpu (not installed); "
+                           "use backend='torch' or device='cpu'")
+    res = faiss.StandardGpuResources() if use_gpu else None
+    heap = ResultHeap(q.shape[0], k)
+    for start, block in blocks():
+        block = np.ascontiguousarray(block, dtype=np.float32)
+        b = block.shape[0]
+        index = faiss.IndexFlatIP(block.shape[1])
+        if use_gpu:
+            index = faiss.index_cpu_to_gpu(res, int(dev.split(":")[1]) if ":" in dev else 0, index)
+        index.add(block)
+        kb = min(k + 1, b)
+        sims, idx = index.search(q, kb)
+        if kb > k:
+            tied = np.flatnonzero(sims[:, k - 1] == sims[:, k])
+            sims, idx = sims[:, :k], idx[:, :k]
+            if tied.size:
+                sims[tied], idx[tied] = block_topk_numpy(q[tied] @ block.T, k)
+        heap.add_result(sims, idx.astype(np.int64) + start)
+        on_block(b)
+    return heap.finalize()
+
+
+def _drop_self(sims: np.ndarray, ids: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """From (m, k+1) results drop each row's own index, or the last column where it is absent."""
+    m = sims.shape[0]
+    drop = ids == np.arange(m)[:, None]
+    drop[~drop.any(axis=1), -1] = True
+    keep = ~drop
+    return sims[keep].reshape(m, k), ids[keep].reshape(m, k)
+
+
+# -------------------------------------------------------------------------------- reference
+def brute_force_search(queries, database, k: int, *, exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Reference top-k: the full float64 score matrix, stable sort (lower index first on ties).
+
+    Parameters
+    ----------
+    queries : array-like of shape (m, d)
+    database : array-like of shape (n, d) or ShardedEmbeddings
+    k : int
+    exclude_self : bool
+        Queries are the database rows; a row's own index is never a neighbour.
+
+    Returns
+    -------
+    similarities : ndarray of shape (m, k) float32 (-inf padding)
+    indices : ndarray of shape (m, k) int64 (-1 padding)
+    """
+    q = np.asarray(queries, dtype=np.float64)
+    x = np.asarray(database, dtype=np.float64)
+    scores = q @ x.T
+    if exclude_self:
+        np.fill_diagonal(scores, -np.inf)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    sims = np.take_along_axis(scores, order, axis=1).astype(np.float32)
+    ids = order.astype(np.int64)
+    if exclude_self:
+        ids[np.isneginf(sims)] = -1
+    if ids.shape[1] < k:
+        pad = k - ids.shape[1]
+        sims = np.pad(sims, ((0, 0), (0, pad)), constant_values=-np.inf)
+        ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
+    return sims, ids
