@@ -1,0 +1,128 @@
+"""Loading train and test sources into :class:`~sibscan.items.Items`, with modality detection.
+
+``load(source, split)`` picks the modality from the source:
+
+* a directory -> ``image`` (class sub-folders give labels);
+* ``.txt`` / ``.jsonl`` -> ``text``;
+* ``.csv`` / ``.tsv`` / ``.parquet``: ``text_field`` given -> ``text``, ``path_field`` given ->
+  ``image``, otherwise ``table`` (numeric columns);
+* ``.ts`` / ``.arff`` / ``.npy`` / ``.npz`` -> ``table``.
+
+``modality=`` overrides the guess.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from ..errors import InputError, SibscanError
+from ..items import MODALITIES, SPLITS, Items
+
+__all__ = ["load", "modality_of"]
+
+_TEXT_SUFFIXES = (".txt", ".jsonl")
+_COLUMN_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+_TABLE_ONLY = (".ts", ".arff", ".npy", ".npz")
+
+
+def modality_of(
+    source: str | os.PathLike,
+    *,
+    modality: Optional[str] = None,
+    text_field: Optional[str] = None,
+    path_field: Optional[str] = None,
+) -> str:
+    """The modality that :func:`load` will use for ``source``.
+
+    Returns
+    -------
+    str
+        ``"table"``, ``"text"`` or ``"image"``.
+
+    Raises
+    ------
+    SibscanError
+        Unknown ``modality``, both ``text_field`` and ``path_field``, or a suffix sibscan cannot read.
+    """
+    if modality is not None:
+        if modality not in MODALITIES:
+            raise SibscanError(f"unknown modality {modality!r}; available: {', '.join(MODALITIES)}")
+        return modality
+    if text_field is not None and path_field is not None:
+        raise SibscanError("give either --text-field or --path-field, not both")
+    path = Path(source)
+    if path.is_dir():
+        return "image"
+    suffix = path.suffix.lower()
+    if suffix in _TEXT_SUFFIXES:
+        return "text"
+    if suffix in _COLUMN_SUFFIXES:
+        return "text" if text_field is not None else "image" if path_field is not None else "table"
+    if suffix in _TABLE_ONLY:
+        return "table"
+    raise InputError(
+        f"cannot tell the modality from {suffix or 'a name without suffix'!r}: expected a folder of images, "
+        f"{', '.join(_TEXT_SUFFIXES + _COLUMN_SUFFIXES + _TABLE_ONLY)}; or set --modality",
+        path=path,
+    )
+
+
+def load(
+    source: str | os.PathLike,
+    split: str,
+    *,
+    modality: Optional[str] = None,
+    label: Optional[str] = None,
+    id: Optional[str] = None,  # noqa: A002 - matches the CLI option name
+    group: Optional[str] = None,
+    text_field: Optional[str] = None,
+    path_field: Optional[str] = None,
+    labels_path: Optional[str | os.PathLike] = None,
+    chunk_words: Optional[int] = None,
+    chunk_stride: Optional[int] = None,
+) -> Items:
+    """Load one split from a file or folder.
+
+    Parameters
+    ----------
+    source : path
+        File or folder (see the module docstring for how the modality is chosen).
+    split : {"train", "test"}
+    modality : {"table", "text", "image"}, optional
+        Overrides the guess.
+    label, id, group : str, optional
+        Column (or field) names of the label, item id and group.
+    text_field, path_field : str, optional
+        The text column (text) or the image-path column (images) of a CSV/TSV/Parquet/JSONL file.
+    labels_path : path, optional
+        Labels of ``.npy``/``.npz`` input (one per row).
+    chunk_words, chunk_stride : int, optional
+        Split long texts into overlapping chunks of this many words (text only).
+
+    Returns
+    -------
+    Items
+    """
+    if split not in SPLITS:
+        raise SibscanError(f"unknown split {split!r}; available: {', '.join(SPLITS)}")
+    path = Path(source)
+    if not path.exists():
+        raise InputError("file not found", path=path)
+    kind = modality_of(path, modality=modality, text_field=text_field, path_field=path_field)
+    if labels_path is not None and kind != "table":
+        raise SibscanError("--labels-train/--labels-test are for .npy/.npz tables; text and images take --label")
+    if kind != "text" and (chunk_words is not None or chunk_stride is not None):
+        raise SibscanError("--chunk-words/--chunk-stride apply to text only")
+    if kind == "table":
+        from .tables import load_table
+
+        return load_table(path, split, label=label, id=id, group=group, labels_path=labels_path)
+    if kind == "text":
+        from .text import load_text
+
+        return load_text(path, split, text_field=text_field, label=label, id=id, group=group,
+                         chunk_words=chunk_words, chunk_stride=chunk_stride)
+    from .images import load_images
+
+    return load_images(path, split, label=label, id=id, group=group, path_field=path_field)

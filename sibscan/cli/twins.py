@@ -1,0 +1,86 @@
+"""``sibscan twins TRAIN TEST``: exact copies between a train and a test split."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._common import parse_int_list, user_errors
+
+HELP = """Find exact copies ("twins") between TRAIN and TEST, in both directions.
+
+Rows are compared by a fingerprint of their values rounded to --decimals (label left out). Reports
+test rows with a train twin and the reverse, duplicates within each split, twin groups whose labels
+conflict, and with --predictions the accuracy on twin rows vs the rest. --decimals 2,3,4,6,10 sweeps
+the rounding: a flat count means real copies, a climbing one means rounding merges similar rows.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("twins", help=HELP)(twins)
+
+
+@user_errors
+def twins(
+    train: Path = typer.Argument(..., help="Training split: CSV/TSV/UCR .tsv/.ts/.arff/.npy/.npz/Parquet (or text/images)."),
+    test: Path = typer.Argument(..., help="Evaluation split, same format and columns as TRAIN."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label column name (headerless UCR .tsv: column 0)."),
+    id_: Optional[str] = typer.Option(None, "--id", help="Id column name (default: the row index)."),
+    decimals: str = typer.Option("6", "--decimals", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest)."),
+    znorm: bool = typer.Option(False, "--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (with the row indices)."),
+    predictions: Optional[Path] = typer.Option(
+        None, "--predictions", help="One prediction per test row, or a CSV/JSONL with id,prediction."),
+    max_pct: Optional[float] = typer.Option(
+        None, "--max-pct", help="Exit 1 if more than this % of test rows have a train twin (CI gate)."),
+    groups: Optional[Path] = typer.Option(
+        None, "--groups", help="Write split,index,id,group CSV: copies share a group (for a leak-free split)."),
+    labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN."),
+    labels_test: Optional[Path] = typer.Option(None, "--labels-test", help="Labels of a .npy/.npz TEST."),
+    modality: Optional[str] = typer.Option(None, "--modality", help="table, text or image (default: from the files)."),
+    text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet."),
+    path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet."),
+) -> None:
+    from ..atomic import dumps_json
+    from ..errors import SibscanError
+    from ..loaders import load
+    from ..predictions import accuracy_split, correct_mask, read_predictions
+    from ..twins import decimals_sweep, find_twins, format_twin_report, group_ids, twin_violation, write_groups_csv
+
+    decs = parse_int_list(decimals, "--decimals")
+    if not decs:
+        raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
+    if max_pct is not None and not 0 <= max_pct <= 100:
+        raise SibscanError(f"--max-pct is a percentage between 0 and 100, got {max_pct:g}")
+    common = dict(modality=modality, label=label, id=id_, text_field=text_field, path_field=path_field)
+    tr = load(train, "train", labels_path=labels_train, **common)
+    te = load(test, "test", labels_path=labels_test, **common)
+    main_dec = 6 if 6 in decs else max(decs)  # the full report: the default precision, else the finest
+    report = find_twins(tr, te, decimals=main_dec, znorm=znorm)
+    out = report.to_dict()
+    text = [format_twin_report(report)]
+    if len(decs) > 1:
+        sweep = decimals_sweep(tr, te, decs, znorm=znorm)
+        out["decimals_sweep"] = sweep
+        counts = ", ".join(f"{d}: {c}" for d, c in zip(sweep["decimals"], sweep["test_rows_with_train_twin"]))
+        text.append(f"decimals sweep (test rows with a train twin) — {counts}\n  {sweep['message']}")
+    if predictions is not None:
+        if not te.has_labels:
+            raise SibscanError("--predictions needs test labels; name the label column with --label")
+        preds = read_predictions(predictions, te)
+        acc = accuracy_split(correct_mask(preds, te.labels), report.test_twin_mask)
+        out["accuracy"] = {"all": acc["all"], "twin_rows": acc["masked"], "rest": acc["rest"],
+                           "difference": acc["difference"]}
+        text.append("accuracy: " + "; ".join(
+            f"{name} {part['accuracy'] * 100:.1f}% ({part['correct']}/{part['n']})" if part["n"] else f"{name} - (0 rows)"
+            for name, part in (("all", acc["all"]), ("twin rows", acc["masked"]), ("rest", acc["rest"]))))
+    if groups is not None:
+        write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
+        text.append(f"groups written to {groups}")
+    typer.echo(dumps_json(out) if as_json else "\n".join(text))
+    if max_pct is not None:
+        message = twin_violation(report, max_pct)
+        if message is not None:
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(1)

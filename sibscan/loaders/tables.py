@@ -1,0 +1,328 @@
+"""Load tables and time series into :class:`~sibscan.items.Items` (``modality="table"``).
+
+Formats (chosen by file suffix):
+
+* ``.csv`` / ``.tsv`` with a header row — the label, id and group columns are picked by name
+  (``label=``, ``id=``, ``group=``); without ``label=`` a column named ``label``, ``class``,
+  ``target`` or ``y`` is used if there is one. Every other column must be numeric.
+* headerless ``.tsv`` — the UCR 2018 archive layout: the label is the first column. A file is
+  headerless when its first row parses as numbers. (A headerless ``.csv`` has no label unless
+  ``label=`` names a column index, e.g. ``label="0"``.)
+* ``.ts`` — sktime/UEA (see :mod:`sibscan.loaders.ts_format`); ``.arff`` (see
+  :mod:`sibscan.loaders.arff`).
+* ``.npy`` / ``.npz`` — an array of shape ``(n, d)`` or ``(n, n_dims, length)``; labels from
+  ``labels_path`` (``.npy`` or a text file with one label per line) or, in an ``.npz``, from an
+  array named ``y``/``labels``/``label``/``target``.
+* ``.parquet`` / ``.pq`` — numeric columns, via pyarrow (``pip install 'sibscan[parquet]'``).
+
+Missing values (empty cell, ``?``, ``NA``, ``NaN``, ``null``) become NaN. pandas is not used.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError, require
+from ..items import Items
+
+__all__ = ["load_table", "TABLE_SUFFIXES", "MISSING_TOKENS", "build_table_items", "strings_to_float"]
+
+log = logging.getLogger(__name__)
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".ts", ".arff", ".npy", ".npz", ".parquet", ".pq")
+MISSING_TOKENS = ("", "?", "nan", "NaN", "NAN", "NA", "N/A", "na", "null", "NULL", "None")
+_LABEL_NAMES = ("label", "class", "target", "y")
+TABLE_HINT = (
+    "a table needs numeric columns besides --label/--id/--group; for text use --text-field COLUMN, "
+    "for image paths --path-field COLUMN, or set --modality"
+)
+
+
+def load_table(
+    source: str | os.PathLike,
+    split: str,
+    *,
+    label: Optional[str] = None,
+    id: Optional[str] = None,  # noqa: A002 - matches the CLI option name
+    group: Optional[str] = None,
+    labels_path: Optional[str | os.PathLike] = None,
+) -> Items:
+    """Load one split of a table or time-series file.
+
+    Parameters
+    ----------
+    source : path
+        The file; its suffix selects the format (see the module docstring).
+    split : {"train", "test"}
+    label, id, group : str, optional
+        Column names (or, for headerless files, column indices as strings) of the label, the item
+        id and the group. Without ``id`` the row index is the id.
+    labels_path : path, optional
+        Labels for ``.npy``/``.npz`` input, one per row.
+
+    Returns
+    -------
+    Items
+        ``modality="table"``, ``values`` float64 of shape ``(n, d)``.
+
+    Raises
+    ------
+    InputError
+        Unreadable or empty file, ragged rows, non-numeric cells, unknown column; the message
+        names the file and the row.
+    """
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(f"unknown table format {suffix or '(no suffix)'!r}; "
+                         f"supported: {', '.join(TABLE_SUFFIXES)}", path=path)
+    if not path.is_file():
+        raise InputError("file not found" if not path.exists() else "not a file", path=path)
+    if labels_path is not None and suffix not in (".npy", ".npz"):
+        raise InputError("labels_path (--labels-train/--labels-test) is only for .npy/.npz input; "
+                         "name the label column with --label", path=path)
+    if suffix in (".csv", ".tsv"):
+        return _load_delimited(path, split, "\t" if suffix == ".tsv" else ",", label, id, group)
+    if suffix == ".ts":
+        from .ts_format import load_ts
+
+        return load_ts(path, split)
+    if suffix == ".arff":
+        from .arff import load_arff
+
+        return load_arff(path, split, label=label, id=id, group=group)
+    if suffix in (".npy", ".npz"):
+        return _load_numpy(path, split, labels_path)
+    return _load_parquet(path, split, label, id, group)
+
+
+def read_text_lines(path: Path) -> List[str]:
+    """All lines of a UTF-8 text file, or an :class:`InputError` saying why it cannot be read."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+
+
+def strings_to_float(cells: np.ndarray, path: Path, names: Sequence[str], rows: np.ndarray) -> np.ndarray:
+    """Convert a 2-D string array to float64; missing tokens become NaN.
+
+    Parameters
+    ----------
+    cells : ndarray of shape (n, d), str
+    path : Path
+        For messages.
+    names : sequence of d str
+        Column names, for messages.
+    rows : ndarray of shape (n,), int
+        The file's line number of each row, for messages.
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64
+    """
+    cells = np.char.strip(np.asarray(cells, dtype=str))
+    cells = np.where(np.isin(cells, MISSING_TOKENS), "nan", cells)
+    try:
+        return cells.astype(np.float64)
+    except ValueError:
+        pass
+    for j in range(cells.shape[1]):  # error path only: find the first bad cell
+        try:
+            cells[:, j].astype(np.float64)
+        except ValueError:
+            for i, cell in enumerate(cells[:, j]):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise InputError(f"column {names[j]!r} has a non-numeric cell {str(cell)[:40]!r}; "
+                                     + TABLE_HINT, path=path, row=int(rows[i])) from None
+    raise AssertionError("unreachable: conversion failed but every cell parses")  # pragma: no cover
+
+
+def _pick(names: List[str], wanted: Optional[str], what: str, path: Path) -> Optional[int]:
+    if wanted is None:
+        return None
+    if wanted in names:
+        return names.index(wanted)
+    raise InputError(f"unknown {what} column {wanted!r}; available: {', '.join(names[:20])}"
+                     + (", ..." if len(names) > 20 else ""), path=path)
+
+
+def _auto_label(names: List[str]) -> Optional[int]:
+    lower = [n.lower() for n in names]
+    for cand in _LABEL_NAMES:
+        if cand in lower:
+            return lower.index(cand)
+    return None
+
+
+def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None, ids=None, groups=None,
+                      shape: Optional[tuple] = None) -> Items:
+    """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None)."""
+    n = len(values)
+    if n == 0:
+        raise InputError("no data rows", path=path)
+    if values.ndim != 2 or values.shape[1] == 0:
+        raise InputError("no numeric columns; " + TABLE_HINT, path=path)
+    items = Items(split=split, modality="table", ids=np.arange(n).astype(str) if ids is None else ids,
+                  labels=labels, groups=groups, values=np.ascontiguousarray(values, dtype=np.float64),
+                  shape=shape, source=str(path))
+    if ids is not None:
+        items.check_unique_ids()
+    return items
+
+
+def _looks_numeric(row: Sequence[str]) -> bool:
+    cells = np.char.strip(np.asarray(row, dtype=str))
+    cells = np.where(np.isin(cells, MISSING_TOKENS), "nan", cells)
+    try:
+        cells.astype(np.float64)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -> Items:  # noqa: C901
+    lines = read_text_lines(path)
+    reader = csv.reader(lines, delimiter=delimiter)
+    rows: List[List[str]] = []
+    line_no: List[int] = []
+    for row in reader:
+        if row and any(c.strip() for c in row):
+            rows.append(row)
+            line_no.append(reader.line_num)
+    if not rows:
+        raise InputError("empty file (no rows)", path=path)
+    header = not _looks_numeric(rows[0])
+    if header:
+        names = [c.strip() for c in rows[0]]
+        rows, line_no = rows[1:], line_no[1:]
+        if not rows:
+            raise InputError("has a header but no data rows", path=path)
+    else:
+        names = [str(j) for j in range(len(rows[0]))]
+        if label is None and delimiter == "\t":
+            label = "0"  # UCR 2018 archive: headerless .tsv, class label first
+    width = len(names)
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    bad = np.flatnonzero(lengths != width)
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"has {lengths[i]} cells, expected {width} (as in the "
+                         f"{'header' if header else 'first row'}); rows must all have the same width",
+                         path=path, row=line_no[i])
+    cells = np.array(rows, dtype=str)
+    li = _pick(names, label, "label", path)
+    if li is None and header and label is None:
+        li = _auto_label(names)
+        if li is not None:
+            log.info("%s: using column %r as the label", path, names[li])
+    ii = _pick(names, id_, "id", path)
+    gi = _pick(names, group, "group", path)
+    special = {j for j in (li, ii, gi) if j is not None}
+    keep = [j for j in range(width) if j not in special]
+    col = lambda j: None if j is None else np.char.strip(cells[:, j])  # noqa: E731
+    values = strings_to_float(cells[:, keep], path, [names[j] for j in keep], np.asarray(line_no))
+    return build_table_items(path, split, values, labels=col(li), ids=col(ii), groups=col(gi))
+
+
+def _read_labels(path: Path, n: int, source: Path) -> np.ndarray:
+    if not path.is_file():
+        raise InputError("label file not found", path=path)
+    if path.suffix.lower() == ".npy":
+        try:
+            labels = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read labels: {exc}", path=path) from None
+        labels = labels.reshape(-1) if labels.ndim == 2 and 1 in labels.shape else labels
+        if labels.ndim != 1:
+            raise InputError(f"labels must be 1-D, got shape {labels.shape}", path=path)
+    else:
+        labels = np.array([s.strip() for s in read_text_lines(path) if s.strip()], dtype=str)
+    if len(labels) != n:
+        raise InputError(f"has {len(labels)} labels for {n} rows of {source}", path=path)
+    return _label_strings(labels)
+
+
+def _label_strings(labels: np.ndarray) -> np.ndarray:
+    # integer-valued float labels (1.0) print as 1, so they match labels read from text
+    if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.all(labels == np.round(labels)):
+        labels = labels.astype(np.int64)
+    return labels.astype(str)
+
+
+def _load_numpy(path: Path, split: str, labels_path) -> Items:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    labels = None
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        with loaded:
+            keys = list(loaded.keys())
+            xkey = next((k for k in ("X", "x", "data", "values") if k in keys), None)
+            ykey = next((k for k in ("y", "labels", "label", "target") if k in keys), None)
+            if xkey is None:
+                others = [k for k in keys if k != ykey]
+                if len(others) != 1:
+                    raise InputError(f"cannot tell the data array among {keys}; name it 'X'", path=path)
+                xkey = others[0]
+            x = loaded[xkey]
+            if ykey is not None and labels_path is None:
+                labels = _label_strings(np.asarray(loaded[ykey]).reshape(len(loaded[ykey]), -1)[:, 0])
+    else:
+        x = loaded
+    if x.dtype.kind not in "biuf":
+        raise InputError(f"array dtype {x.dtype} is not numeric", path=path)
+    shape = None
+    if x.ndim == 3:
+        shape = (int(x.shape[1]), int(x.shape[2]))
+        x = x.reshape(len(x), -1)
+    elif x.ndim != 2:
+        raise InputError(f"expected an array of shape (n, d) or (n, n_dims, length), got {x.shape}", path=path)
+    if labels_path is not None:
+        labels = _read_labels(Path(labels_path), len(x), path)
+    elif labels is not None and len(labels) != len(x):
+        raise InputError(f"has {len(labels)} labels for {len(x)} rows", path=path)
+    return build_table_items(path, split, x.astype(np.float64), labels=labels, shape=shape)
+
+
+def _load_parquet(path: Path, split: str, label, id_, group) -> Items:
+    pq = require("pyarrow.parquet", "parquet", "reading Parquet files")
+    pa = require("pyarrow", "parquet", "reading Parquet files")
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
+    names = list(table.column_names)
+    li = _pick(names, label, "label", path)
+    if li is None and label is None:
+        li = _auto_label(names)
+    ii = _pick(names, id_, "id", path)
+    gi = _pick(names, group, "group", path)
+    special = {j for j in (li, ii, gi) if j is not None}
+    cols: Dict[str, np.ndarray] = {}
+    for j, name in enumerate(names):
+        if j in special:
+            continue
+        typ = table.schema.field(name).type
+        if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)
+                or pa.types.is_decimal(typ)):
+            raise InputError(f"column {name!r} has type {typ}, not numeric; " + TABLE_HINT, path=path)
+        arr = table.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False)
+        cols[name] = np.asarray(arr, dtype=np.float64)
+    values = np.column_stack(list(cols.values())) if cols else np.zeros((table.num_rows, 0))
+
+    def strs(j):
+        if j is None:
+            return None
+        return np.array([("" if v is None else str(v)) for v in table.column(j).to_pylist()], dtype=str)
+
+    return build_table_items(path, split, values, labels=strs(li), ids=strs(ii), groups=strs(gi))

@@ -1,0 +1,186 @@
+"""Model predictions for the test split, and accuracy split by a mask (sibling rows vs the rest).
+
+A predictions file is either
+
+* one prediction per line (``.txt`` or any other suffix), in test order; or
+* a CSV/TSV with a header, or JSONL, with an ``id`` and a ``prediction`` field (``pred`` and
+  ``y_pred`` are accepted too), matched to the test items by id. Without an id column the rows
+  are taken in test order.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .errors import InputError
+from .items import Items
+
+__all__ = ["read_predictions", "correct_mask", "accuracy_split", "wilson_interval"]
+
+_PRED_NAMES = ("prediction", "pred", "y_pred", "predicted")
+
+
+def _read_lines(path: Path) -> List[str]:
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            return fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read predictions: {exc}", path=path) from None
+
+
+def _records(path: Path, lines: List[str]) -> Optional[List[Dict[str, str]]]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        recs = []
+        for i, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not JSON: {exc.msg}", path=path, row=i) from None
+            if not isinstance(rec, dict):
+                raise InputError("each line must be a JSON object with id and prediction", path=path, row=i)
+            recs.append({k: ("" if v is None else str(v)) for k, v in rec.items()})
+        return recs
+    if suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(lines, delimiter="\t" if suffix == ".tsv" else ",")
+        fields = [f.strip().lower() for f in (reader.fieldnames or [])]
+        if not any(f in _PRED_NAMES for f in fields):
+            return None  # no header: one prediction per line
+        return [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
+    return None
+
+
+def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
+    """Read one prediction per test item.
+
+    Parameters
+    ----------
+    path : path
+        See the module docstring for the formats.
+    test : Items
+        The test split; predictions are returned in its order.
+
+    Returns
+    -------
+    ndarray of shape (n_test,), str
+
+    Raises
+    ------
+    InputError
+        Unreadable file, wrong number of predictions, ids missing from the file or unknown to the
+        test split.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("predictions file not found", path=path)
+    lines = _read_lines(path)
+    n = len(test)
+    recs = _records(path, lines)
+    if recs is None:
+        preds = [ln.strip() for ln in lines if ln.strip()]
+        if path.suffix.lower() in (".csv", ".tsv") and len(preds) == n + 1:
+            preds = preds[1:]  # a header line without a recognised name
+        if len(preds) != n:
+            raise InputError(f"has {len(preds)} predictions for {n} test rows; give one per test row, "
+                             "in test order, or a CSV/JSONL with id and prediction columns", path=path)
+        return np.array(preds, dtype=str)
+    if not recs:
+        raise InputError("no predictions", path=path)
+    key = next((k for k in _PRED_NAMES if k in recs[0]), None)
+    if key is None:
+        raise InputError(f"no prediction field; expected one of {', '.join(_PRED_NAMES)}", path=path, row=1)
+    preds = np.array([r.get(key, "") for r in recs], dtype=str)
+    if "id" not in recs[0]:
+        if len(preds) != n:
+            raise InputError(f"has {len(preds)} predictions for {n} test rows and no id column", path=path)
+        return preds
+    ids = np.array([r.get("id", "") for r in recs], dtype=str)
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise InputError(f"id {uniq[counts > 1][0]!r} appears {counts[counts > 1][0]} times", path=path)
+    order = np.argsort(ids)
+    pos = np.searchsorted(ids[order], test.ids)
+    pos = np.minimum(pos, len(ids) - 1)
+    found = ids[order][pos] == test.ids
+    if not found.all():
+        miss = test.ids[~found]
+        raise InputError(f"{len(miss)} of {n} test ids have no prediction (first: {', '.join(map(repr, miss[:3]))})",
+                         path=path)
+    extra = np.setdiff1d(ids, test.ids)
+    if len(extra):
+        raise InputError(f"{len(extra)} ids are not in the test split (first: {', '.join(map(repr, extra[:3]))})",
+                         path=path)
+    return preds[order][pos]
+
+
+def correct_mask(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Whether each prediction equals its label.
+
+    Labels and predictions are compared as numbers when both sides all parse as numbers (so
+    ``"1"`` equals ``"1.0"``), otherwise as stripped strings.
+
+    Parameters
+    ----------
+    predictions, labels : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,), bool
+    """
+    p = np.char.strip(np.asarray(predictions).astype(str))
+    y = np.char.strip(np.asarray(labels).astype(str))
+    if p.shape != y.shape:
+        raise ValueError(f"{len(p)} predictions for {len(y)} labels")
+    try:
+        return p.astype(np.float64) == y.astype(np.float64)
+    except ValueError:
+        return p == y
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple:
+    """Wilson score interval of a proportion ``k / n`` (95 % by default); ``(nan, nan)`` if ``n == 0``."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def accuracy_split(correct: np.ndarray, mask: np.ndarray) -> dict:
+    """Accuracy on all rows, on the masked rows (e.g. rows with a train sibling) and on the rest.
+
+    Parameters
+    ----------
+    correct : ndarray of shape (n,), bool
+    mask : ndarray of shape (n,), bool
+
+    Returns
+    -------
+    dict
+        ``{"all": {...}, "masked": {...}, "rest": {...}, "difference": float}`` where each part
+        has ``n``, ``correct``, ``accuracy`` and ``ci95`` (Wilson interval), and ``difference`` is
+        masked minus rest accuracy (NaN if either is empty).
+    """
+    correct = np.asarray(correct, dtype=bool)
+    mask = np.asarray(mask, dtype=bool)
+    if correct.shape != mask.shape:
+        raise ValueError(f"correct has shape {correct.shape}, mask {mask.shape}")
+
+    def part(sel: np.ndarray) -> dict:
+        n = int(sel.sum())
+        k = int(correct[sel].sum())
+        return {"n": n, "correct": k, "accuracy": k / n if n else math.nan, "ci95": list(wilson_interval(k, n))}
+
+    out = {"all": part(np.ones_like(mask)), "masked": part(mask), "rest": part(~mask)}
+    out["difference"] = out["masked"]["accuracy"] - out["rest"]["accuracy"]
+    return out
