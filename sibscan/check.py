@@ -1,0 +1,214 @@
+"""The CI gate: fail when a scan's sibling rate (or exact-twin rate) exceeds its limit.
+
+:func:`check` reads a finished scan; :func:`assert_no_siblings` is a pytest helper that checks
+in-memory data directly.  What the helper does, honestly: exact twins by the same content
+fingerprints the scan uses, and (only when a ``cutoff`` is given) near siblings by a brute-force
+cosine over a weight-free encoder's embeddings (``znorm`` for tables, ``ngram`` for text, ``phash``
+for images, or the encoder you pass) — no verification step, no calibration.  For a calibrated
+answer, run ``sibscan scan`` + ``sibscan check`` instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+
+from .errors import SibscanError
+from .items import Items
+from .report.markdown import pct
+
+__all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
+
+#: weight-free encoder per modality used by :func:`assert_no_siblings`
+DEFAULT_ENCODERS = {"table": "znorm", "text": "ngram", "image": "phash"}
+
+
+def _limit(x: Optional[float], name: str) -> Optional[float]:
+    if x is None:
+        return None
+    x = float(x)
+    if not 0.0 <= x <= 1.0:
+        raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {x:g}")
+    return x
+
+
+@dataclass
+class CheckResult:
+    """Outcome of :func:`check`.
+
+    Attributes
+    ----------
+    passed : bool
+    message : str
+        One paragraph: the rates, the limits, what to do next, the first offending pairs.
+    rates : dict
+        ``{"siblings": rate, "exact": rate}`` of test items (test -> train).
+    limits : dict
+        ``{"max_rate": x or None, "max_exact": y or None}``.
+    offending : list of dict
+        The first offending pairs (report pair records).
+    report : dict
+        The report the check was computed from.
+    """
+
+    passed: bool
+    message: str
+    rates: dict
+    limits: dict
+    offending: List[dict] = field(default_factory=list)
+    report: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+def _pair_text(p: dict) -> str:
+    how = "exact" if p["exact"] else f"score {p['score']:.4f}"
+    return f"test {p['test_id']} ~ train {p['train_id']} ({how})"
+
+
+def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float] = None, *,
+          cutoff: Optional[float] = None, calibration=None, force: bool = False, n_pairs: int = 5) -> CheckResult:
+    """Compare a scan's test -> train sibling rates with limits.
+
+    Parameters
+    ----------
+    scan_dir : str or Path
+    max_rate : float in [0, 1], optional
+        Largest allowed share of test items with a training sibling (exact or near at the cutoff).
+    max_exact : float in [0, 1], optional
+        Largest allowed share of test items with an exact training twin.
+    cutoff, calibration, force
+        As for :func:`sibscan.report.build_report`; ``max_rate`` needs a cutoff.
+    n_pairs : int
+        Offending pairs listed in the message.
+
+    Returns
+    -------
+    CheckResult
+        ``passed`` is False when a rate is strictly above its limit.
+    """
+    from .report.compute import build_report
+
+    max_rate, max_exact = _limit(max_rate, "--max-rate"), _limit(max_exact, "--max-exact")
+    if max_rate is None and max_exact is None:
+        raise SibscanError("give a limit: --max-rate X (siblings) and/or --max-exact Y (exact twins), as fractions (0.01 = 1 %)")
+    report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
+    cut = report["cutoff"]
+    if max_rate is not None and cut["value"] is None:
+        raise SibscanError("--max-rate needs a cutoff but the scan has none; pass --cutoff X or --calibration DIR, "
+                           "or gate on exact twins alone with --max-exact")
+    tt = report["sibling_rate"]["test_to_train"]
+    n = tt["any"]["n"]
+    rates = {"siblings": tt["any"]["rate"] or 0.0, "exact": tt["exact"]["rate"] or 0.0}
+    fail_rate = max_rate is not None and rates["siblings"] > max_rate
+    fail_exact = max_exact is not None and rates["exact"] > max_exact
+    where = (f"at cutoff {cut['value']:.4g} ({cut['source']})" if cut["value"] is not None else "(exact twins only, no cutoff)")
+    parts = []
+    if max_rate is not None:
+        parts.append(f"{tt['any']['count']} of {n} test items ({pct(rates['siblings'])}) have a training sibling {where}, "
+                     f"{'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
+    if max_exact is not None:
+        parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
+                     f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
+    passed = not (fail_rate or fail_exact)
+    offending: List[dict] = []
+    if passed:
+        message = "OK: " + "; ".join(parts) + "."
+    else:
+        c = cut["value"]
+        pairs = report["closest_pairs"]
+        if fail_rate:
+            offending = [p for p in pairs if p["exact"] or (c is not None and p["score"] is not None and p["score"] >= c)]
+        else:
+            offending = [p for p in pairs if p["exact"]]
+        offending = offending[:n_pairs]
+        message = ("FAIL: " + "; ".join(parts) + ". These test items are copies of training items, so accuracy on them "
+                   "measures memory, not generalisation: remove or replace them (`sibscan split SCAN_DIR --out groups.csv "
+                   "--resplit DIR` writes a leak-free split), or raise the limit if they are intended.")
+        if offending:
+            message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
+    return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)
+
+
+def _as_items(data, split: str) -> Items:
+    if isinstance(data, Items):
+        return data
+    if isinstance(data, (list, tuple)) and all(isinstance(x, str) for x in data):
+        return Items(split, "text", ids=[str(i) for i in range(len(data))], texts=list(data))
+    arr = np.asarray(data, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise SibscanError(f"{split}: expected Items, a list of strings or a 2-D numeric array, got shape {arr.shape}")
+    return Items(split, "table", ids=[str(i) for i in range(len(arr))], values=arr)
+
+
+def _best_cosine(q: np.ndarray, db: np.ndarray, block: int = 2048):
+    """Best cosine (and its row) of each query row against ``db``: brute force in blocks of queries."""
+    best = np.full(len(q), -np.inf, np.float32)
+    arg = np.zeros(len(q), np.int64)
+    if len(db) == 0:
+        return best, arg
+    for s in range(0, len(q), block):
+        sims = q[s: s + block] @ db.T
+        arg[s: s + block] = sims.argmax(axis=1)
+        best[s: s + block] = sims[np.arange(len(sims)), arg[s: s + block]]
+    return best, arg
+
+
+def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cutoff: Optional[float] = None,
+                       decimals: int = 6, n_pairs: int = 5) -> dict:
+    """Fail a test (``AssertionError``) when too many test items have a sibling in ``train``.
+
+    Parameters
+    ----------
+    train, test : Items, list of str, or array-like of shape (n, d)
+        The two splits (lists of strings are text; numeric arrays are table rows).
+    max_rate : float in [0, 1]
+        Largest allowed share of test items with a sibling (default 0: none at all).
+    encoder : str or Encoder, optional
+        Encoder for near siblings (default: the weight-free one of the modality, see
+        ``DEFAULT_ENCODERS``). Only used when ``cutoff`` is given.
+    cutoff : float, optional
+        Cosine cutoff for near siblings; without it only exact twins are counted.
+    decimals : int
+        Rounding of numeric rows before fingerprinting.
+
+    Returns
+    -------
+    dict
+        ``{n_test, exact, near, rate}`` when the assertion holds.
+    """
+    from .fingerprint import fingerprint
+    from .report.sections import rows_in
+
+    max_rate = _limit(max_rate, "max_rate")
+    tr, te = _as_items(train, "train"), _as_items(test, "test")
+    if tr.modality != te.modality:
+        raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")
+    exact = rows_in(fingerprint(te, decimals=decimals), fingerprint(tr, decimals=decimals))
+    near = np.zeros(len(te), bool)
+    best = np.full(len(te), np.nan, np.float32)
+    arg = np.zeros(len(te), np.int64)
+    if cutoff is not None:
+        from .encoders import get_encoder
+
+        enc = get_encoder(encoder or DEFAULT_ENCODERS[te.modality]) if encoder is None or isinstance(encoder, str) else encoder
+        best, arg = _best_cosine(enc.encode(te.content), enc.encode(tr.content))
+        near = (best >= cutoff) & ~exact
+    sib = exact | near
+    rate = float(sib.mean()) if len(te) else 0.0
+    summary = {"n_test": len(te), "exact": int(exact.sum()), "near": int(near.sum()), "rate": rate}
+    if rate > max_rate:
+        rows = np.flatnonzero(sib)[:n_pairs]
+        shown = "; ".join(
+            f"test {te.ids[i]} " + ("(exact twin)" if exact[i] else f"~ train {tr.ids[arg[i]]} (cosine {best[i]:.4f})")
+            for i in rows)
+        what = "exact twins only" if cutoff is None else f"exact or cosine >= {cutoff:g}"
+        raise AssertionError(
+            f"{int(sib.sum())} of {len(te)} test items ({pct(rate)}) have a sibling in train ({what}; "
+            f"{summary['exact']} exact, {summary['near']} near), above max_rate {pct(max_rate)}: {shown}")
+    return summary

@@ -1,0 +1,28 @@
+"""``sibscan check``: a CI gate on a scan's sibling rate (exit 1 when a limit is exceeded)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._common import user_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check")
+    @user_errors
+    def check(
+        scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
+        max_rate: Optional[float] = typer.Option(None, "--max-rate", help="Largest allowed share of test items with a training sibling (0.01 = 1 %)."),
+        max_exact: Optional[float] = typer.Option(None, "--max-exact", help="Largest allowed share of test items with an exact training twin."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
+        force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
+    ) -> None:
+        """Exit 0 when the sibling rates are within their limits, 1 with the reason and the first offending pairs otherwise."""
+        from ..check import check as run_check
+
+        result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force)
+        typer.echo(result.message, err=not result.passed)
+        raise typer.Exit(result.exit_code)

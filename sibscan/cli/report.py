@@ -1,0 +1,31 @@
+"""``sibscan report``: write report.json / report.md / report.html for a finished scan."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._common import user_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    @user_errors
+    def report(
+        scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
+        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split."),
+        format: str = typer.Option("json,md,html", "--format", "-f", help="Comma-separated formats: json, md, html."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
+        force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
+    ) -> None:
+        """Sibling rate (exact, near, both directions, per class), accuracy split, sweep, pairs, conflicts."""
+        from ..report import build_report, headline, write_reports
+
+        rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
+        written = write_reports(scan_dir, format.split(","), out=out, report=rep)
+        typer.echo(headline(rep) + ".")
+        for fmt, path in written.items():
+            typer.echo(f"wrote {path}")

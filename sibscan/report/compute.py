@@ -1,0 +1,288 @@
+"""Build the report dict (the versioned JSON; see docs/report-schema.md) from a finished scan.
+
+Definitions used throughout (per test item, against the training set):
+
+* **exact twin** — its fingerprint equals a train item's fingerprint (or a neighbours row in that
+  direction carries ``exact``);
+* **near sibling** — not an exact twin, and its best deciding ``score`` against train is at or above
+  the cutoff;
+* **sibling** — exact twin or near sibling.  The headline sibling rate counts these.
+
+Every number is recomputable from the scan directory: the items' fingerprints, labels and groups,
+the neighbours table's ``score`` column, and baseline.json.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from ..errors import InputError, SibscanError
+from ..scandir import ScanDir, load_items
+from .cutoff import resolve_cutoff
+from .sections import duplicated_rows, histogram, label_conflicts, pair_records, rows_in, sweep
+from .stats import finite_or_none, rate_record, wilson_interval
+
+__all__ = ["build_report", "SCHEMA_VERSION"]
+
+#: bump on any incompatible change of the JSON layout (docs/report-schema.md)
+SCHEMA_VERSION = 1
+
+log = logging.getLogger("sibscan.report")
+
+CorrectArg = Union[None, np.ndarray, Callable]
+
+
+def _best(nb, query_split: str, neighbour_split: str, n: int):
+    """Best deciding score per query (NaN where none) and the top-1 rows; plus whether the direction exists."""
+    top = nb.top1(query_split, neighbour_split)
+    score = np.full(n, np.nan, np.float64)
+    score[top["query_index"]] = top["score"]
+    exact = np.zeros(n, bool)
+    sub = nb.select(nb.mask(query_split, neighbour_split) & nb["exact"].astype(bool))
+    exact[sub["query_index"]] = True
+    return score, exact, top, bool(nb.mask(query_split, neighbour_split).any())
+
+
+def _classify(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
+    near = np.zeros(len(score), bool) if cutoff is None else (np.nan_to_num(score, nan=-np.inf) >= cutoff) & ~exact
+    return {"exact": rate_record(exact), "near": rate_record(near), "any": rate_record(exact | near)}, exact | near
+
+
+def _correct(test, predictions, correct) -> Optional[np.ndarray]:
+    if predictions is not None and correct is not None:
+        raise SibscanError("give predictions or correct, not both")
+    if predictions is not None:
+        from .. import predictions as pred_mod
+
+        if test.labels is None:
+            raise SibscanError("the test items have no labels, so predictions cannot be scored; pass a correct= array or callback instead")
+        preds = pred_mod.read_predictions(predictions, test)
+        return np.asarray(pred_mod.correct_mask(preds, test.labels), bool)
+    if correct is None:
+        return None
+    arr = correct(test) if callable(correct) else correct
+    arr = np.asarray(arr)
+    if arr.shape != (len(test),):
+        raise InputError(f"correct has shape {arr.shape}; expected ({len(test)},), one entry per test item in scan order", path="correct")
+    if arr.dtype != bool:
+        if not np.isin(arr, [0, 1]).all():
+            raise InputError("correct must be booleans (or 0/1) per test item", path="correct")
+        arr = arr.astype(bool)
+    return arr
+
+
+def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
+    from .. import predictions as pred_mod
+
+    return pred_mod.accuracy_split(correct, mask)
+
+
+def _calibration_fn(name: str):
+    """A function of sibscan.calibration (its package namespace, else its baseline module), or None."""
+    import importlib
+
+    for mod in ("sibscan.calibration", "sibscan.calibration.baseline"):
+        try:
+            fn = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            fn = None
+        if fn is not None:
+            return fn
+    return None
+
+
+def _chance(baseline, cutoff, n_train, n_test):
+    if baseline is None or cutoff is None:
+        return None, None
+    expected_fn, warning_fn = _calibration_fn("expected_chance_siblings"), _calibration_fn("baseline_warning")
+    if expected_fn is None or warning_fn is None:
+        warnings.warn("sibscan.calibration has no expected_chance_siblings; chance siblings left out of the report")
+        return None, None
+    try:
+        return finite_or_none(expected_fn(baseline, cutoff, n_train, n_test)), warning_fn(baseline, cutoff)
+    except (SibscanError, KeyError, TypeError) as exc:
+        warnings.warn(f"baseline.json cannot give expected chance siblings ({exc}); left out of the report")
+        return None, None
+
+
+def _manifest_summary(m: dict) -> dict:
+    keys = ("sibscan_version", "created", "status", "modality", "inputs", "dataset_fingerprint", "encoder",
+            "verifier", "parameters", "cutoff", "timings")
+    out = {k: m.get(k) for k in keys if k in m}
+    out["skipped"] = {s: len(v) for s, v in (m.get("skipped") or {}).items()}
+    return out
+
+
+def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cutoff: Optional[float] = None,
+                 calibration=None, force: bool = False, n_pairs: int = 20, n_near: int = 10,
+                 n_sweep: int = 101, max_conflicts: int = 50) -> dict:
+    """The report of a finished scan as a JSON-ready dict (schema in docs/report-schema.md).
+
+    Parameters
+    ----------
+    scan_dir : str or Path
+        A scan directory written by ``sibscan scan``.
+    predictions : str or Path, optional
+        CSV/JSONL with ``id, prediction[, label]`` per test item (read by sibscan.predictions).
+    correct : ndarray of shape (n_test,) bool, or callable(test Items) -> that, optional
+        Per-row correctness (accuracy, exact match, pass@1) in the scan's test order.
+    cutoff : float, optional
+        Override the cutoff on the deciding score.
+    calibration : str or Path, optional
+        A calibration directory; refused for another dataset/encoder unless ``force``.
+    n_pairs, n_near : int
+        Closest pairs listed; pairs listed just above and just below the cutoff.
+    n_sweep : int
+        Cutoffs in the sweep.
+    max_conflicts : int
+        Conflicting-label groups listed (all are counted).
+    """
+    scan = ScanDir(scan_dir)
+    manifest = scan.manifest()
+    if manifest.get("status", "complete") != "complete":
+        warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
+    rec, cal = resolve_cutoff(manifest, cutoff, calibration, force)
+    c = rec["value"]
+    train, fp_train = load_items(scan.path, "train")
+    test, fp_test = load_items(scan.path, "test")
+    n_train, n_test = len(train), len(test)
+    nb = scan.neighbours()
+
+    # test -> train
+    s_tt, ex_tt, top_tt, _ = _best(nb, "test", "train", n_test)
+    if fp_train is not None and fp_test is not None:
+        ex_tt |= rows_in(fp_test, fp_train)
+    tt, sib = _classify(s_tt, ex_tt, c)
+    # train -> test
+    s_rt, ex_rt, _, has_rt = _best(nb, "train", "test", n_train)
+    if fp_train is not None and fp_test is not None:
+        ex_rt |= rows_in(fp_train, fp_test)
+        has_rt = True
+    rt, _ = _classify(s_rt, ex_rt, c)
+    # within test
+    s_ww, ex_ww, _, has_ww = _best(nb, "test", "test", n_test)
+    n_dup_groups = None
+    if fp_test is not None:
+        dup, n_dup_groups = duplicated_rows(fp_test)
+        ex_ww |= dup
+        has_ww = True
+    ww, _ = _classify(s_ww, ex_ww, c)
+    ww["n_exact_groups"] = n_dup_groups
+
+    def rate_at(x):
+        return float((ex_tt | (np.nan_to_num(s_tt, nan=-np.inf) >= x)).mean()) if n_test else None
+
+    interval_rates = None
+    if rec["interval"] and None not in rec["interval"]:
+        lo, hi = rec["interval"]
+        interval_rates = [rate_at(hi), rate_at(lo)]
+    baseline = scan.baseline()
+    expected, base_warning = _chance(baseline, c, n_train, n_test)
+    tt["at_interval"] = interval_rates
+    tt["calibration_estimate"] = (rec.get("estimates") or {}).get("sibling_rate")
+    tt["expected_chance_siblings"] = expected
+
+    # per class
+    per_class = []
+    from ..split import sibling_groups
+
+    # copy groups over both splits; the cutoff is passed explicitly so a --calibration applies here too
+    groups = sibling_groups(scan.path, cutoff=c, sources=False)
+    conflicts = label_conflicts(groups, max_groups=max_conflicts)
+    if test.labels is not None:
+        classes, code = np.unique(test.labels, return_inverse=True)
+        code = code.ravel()
+        k = len(classes)
+        n_c = np.bincount(code, minlength=k)
+        ex_c = np.bincount(code, weights=ex_tt, minlength=k).astype(int)
+        any_c = np.bincount(code, weights=sib, minlength=k).astype(int)
+        for j, lab in enumerate(classes):
+            per_class.append({"label": str(lab), "n_test": int(n_c[j]), "exact": int(ex_c[j]),
+                              "near": int(any_c[j] - ex_c[j]), "siblings": int(any_c[j]),
+                              "rate": any_c[j] / n_c[j], "ci": wilson_interval(int(any_c[j]), int(n_c[j])),
+                              "conflict_groups": conflicts["per_class"].get(str(lab), 0)})
+
+    # shared sources
+    shared = {"available": False}
+    shared_mask = None
+    if test.groups is not None and train.groups is not None:
+        shared_mask = np.isin(test.groups, train.groups[train.groups != ""]) & (test.groups != "")
+        vals, cnt = np.unique(test.groups[shared_mask], return_counts=True)
+        order = np.argsort(-cnt, kind="stable")[:20]
+        tr_vals, tr_cnt = np.unique(train.groups, return_counts=True)
+        tr_count = dict(zip(tr_vals.tolist(), tr_cnt.tolist()))
+        shared = {"available": True, **rate_record(shared_mask), "n_sources_shared": int(len(vals)),
+                  "top": [{"source": str(vals[i]), "n_test": int(cnt[i]), "n_train": int(tr_count[vals[i]])} for i in order]}
+
+    # accuracy
+    corr = _correct(test, predictions, correct)
+    accuracy = None
+    if corr is not None:
+        accuracy = {"siblings": _accuracy(corr, sib), "exact_twins": _accuracy(corr, ex_tt),
+                    "shared_sources": _accuracy(corr, shared_mask) if shared_mask is not None else None}
+
+    # sweep over the whole range of scores (and the cutoff interval)
+    finite = s_tt[np.isfinite(s_tt)]
+    lows = [v for v in [c, *(rec["interval"] or [])] if v is not None]
+    lo = min(lows + ([float(finite.min())] if finite.size else [0.0]))
+    cutoffs = np.linspace(max(-1.0, np.floor(lo * 100) / 100), 1.0, n_sweep)
+    sw = sweep(s_tt, ex_tt, cutoffs, corr)
+
+    # pairs
+    order = np.argsort(-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), kind="stable")
+    closest = pair_records(order[:n_pairs], top_tt, test, train)
+    near_cut = None
+    if c is not None:
+        sc = top_tt["score"].astype(np.float64)
+        above = np.flatnonzero(sc >= c)
+        above = above[np.argsort(sc[above], kind="stable")][:n_near]
+        below = np.flatnonzero(sc < c)
+        below = below[np.argsort(-sc[below], kind="stable")][:n_near]
+        near_cut = {"above": pair_records(above, top_tt, test, train), "below": pair_records(below, top_tt, test, train)}
+
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "scan": {"path": str(scan.path), "modality": test.modality, "n_train": n_train, "n_test": n_test,
+                 "dataset_fingerprint": manifest.get("dataset_fingerprint"),
+                 "encoder": manifest.get("encoder"), "verifier": manifest.get("verifier"),
+                 "has_labels": test.labels is not None, "has_sources": shared["available"]},
+        "cutoff": rec,
+        "baseline_warning": base_warning,
+        "sibling_rate": {
+            "test_to_train": tt,
+            "train_to_test": {**rt, "available": has_rt},
+            "within_test": {**ww, "available": has_ww},
+        },
+        "per_class": per_class,
+        "label_conflicts": conflicts,
+        "shared_sources": shared,
+        "accuracy": accuracy,
+        "sweep": sw,
+        "histogram": histogram(s_tt, baseline),
+        "closest_pairs": closest,
+        "near_cutoff": near_cut,
+        "manifest": _manifest_summary(manifest),
+    }
+    return _clean(report)
+
+
+def _clean(obj):
+    """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return finite_or_none(obj)
+    return obj

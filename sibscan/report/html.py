@@ -1,0 +1,249 @@
+"""One self-contained HTML report (no CDN, no scripts fetched): inline SVG plots and a pair gallery.
+
+Everything shown comes from the report dict; the gallery additionally reads the listed pairs'
+content from the scan (image thumbnails as base64 JPEG, text with differing words marked, numeric
+rows as SVG sparklines).
+"""
+from __future__ import annotations
+
+import base64
+import difflib
+import html
+import io
+import json
+import logging
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..errors import SibscanError
+from .markdown import _ci, accuracy_parts, headline, pct, pp
+
+__all__ = ["render_html", "svg_histogram", "svg_sweep"]
+
+log = logging.getLogger("sibscan.report")
+
+W, H, PAD = 560, 240, 40
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
+th{background:#f4f4f4}.pair{display:flex;gap:12px;border:1px solid #ddd;margin:6px 0;padding:6px}
+.side{flex:1;min-width:0;overflow-wrap:anywhere}.meta{color:#555;font-size:12px}mark{background:#ffe08a}
+.warn{background:#fff3cd;padding:6px}.headline{font-size:16px;background:#eef5ff;padding:8px}
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}svg text{font:11px sans-serif}
+"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _axes(x0: float, x1: float, y1: float, xlabel: str, ylabel: str):
+    """SVG axis lines/ticks and the two scale functions."""
+    sx = lambda v: PAD + (v - x0) / ((x1 - x0) or 1) * (W - 2 * PAD)  # noqa: E731
+    sy = lambda v: H - PAD + 10 - v / (y1 or 1) * (H - 2 * PAD)  # noqa: E731
+    parts = [f'<line x1="{PAD}" y1="{H - PAD + 10}" x2="{W - PAD}" y2="{H - PAD + 10}" stroke="#444"/>',
+             f'<line x1="{PAD}" y1="{PAD - 10}" x2="{PAD}" y2="{H - PAD + 10}" stroke="#444"/>']
+    for t in np.linspace(x0, x1, 6):
+        parts.append(f'<text x="{sx(t):.1f}" y="{H - PAD + 24}" text-anchor="middle">{t:.2f}</text>')
+    for t in np.linspace(0, y1, 3):
+        parts.append(f'<text x="{PAD - 4}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:.2g}</text>')
+    parts.append(f'<text x="{W / 2}" y="{H - 4}" text-anchor="middle">{_e(xlabel)}</text>')
+    parts.append(f'<text x="12" y="{H / 2}" transform="rotate(-90 12 {H / 2})" text-anchor="middle">{_e(ylabel)}</text>')
+    return parts, sx, sy
+
+
+def _vline(sx, x, colour, label, dash=""):
+    return (f'<line x1="{sx(x):.1f}" y1="{PAD - 10}" x2="{sx(x):.1f}" y2="{H - PAD + 10}" stroke="{colour}" '
+            f'stroke-width="2" {dash}/><text x="{sx(x) + 3:.1f}" y="{PAD - 14}" fill="{colour}">{_e(label)}</text>')
+
+
+def svg_histogram(hist: dict, cutoff: Optional[float], interval=None) -> str:
+    """Histogram of nearest-neighbour scores (bars) with the baseline density (line) and the cutoff."""
+    edges = np.asarray(hist["edges"], float)
+    dens = np.asarray(hist["nn_density"], float)
+    base = None if hist.get("baseline_density") is None else np.asarray(hist["baseline_density"], float)
+    y1 = max(float(dens.max()) if dens.size else 1.0, float(base.max()) if base is not None and base.size else 0.0) or 1.0
+    parts, sx, sy = _axes(edges[0], edges[-1], y1, "best score against train (test items)", "density")
+    for lo, hi, d in zip(edges[:-1], edges[1:], dens):
+        if d > 0:
+            parts.append(f'<rect x="{sx(lo):.1f}" y="{sy(d):.1f}" width="{max(sx(hi) - sx(lo) - 1, 1):.1f}" '
+                         f'height="{sy(0) - sy(d):.1f}" fill="#6a9fd4"/>')
+    if base is not None:
+        centres = (edges[:-1] + edges[1:]) / 2
+        pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(centres, base))
+        parts.append(f'<polyline points="{pts}" fill="none" stroke="#d46a6a" stroke-width="2" class="baseline"/>')
+        parts.append(f'<text x="{W - PAD}" y="{PAD}" text-anchor="end" fill="#d46a6a">random-pair baseline</text>')
+    if interval and None not in interval:
+        parts.append(f'<rect x="{sx(interval[0]):.1f}" y="{PAD - 10}" width="{sx(interval[1]) - sx(interval[0]):.1f}" '
+                     f'height="{H - 2 * PAD + 20}" fill="#2a2" opacity="0.12"/>')
+    if cutoff is not None:
+        parts.append(_vline(sx, cutoff, "#080", f"cutoff {cutoff:.3g}"))
+    return f'<svg class="plot histogram" width="{W}" height="{H}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
+
+
+def svg_sweep(sw: dict, cutoff: Optional[float], interval=None) -> str:
+    """Sibling rate (and accuracy gap, when present) against the cutoff over the whole range."""
+    x = np.asarray(sw["cutoff"], float)
+    rate = np.asarray([np.nan if v is None else v for v in sw["sibling_rate"]], float)
+    gap = None
+    if "gap" in sw:
+        gap = np.asarray([np.nan if v is None else v for v in sw["gap"]], float)
+    y1 = max(1e-3, float(np.nanmax(rate)) if np.isfinite(rate).any() else 1.0)
+    if gap is not None and np.isfinite(gap).any():
+        y1 = max(y1, float(np.nanmax(np.abs(gap))))
+    parts, sx, sy = _axes(x[0], x[-1], y1, "cutoff", "sibling rate / accuracy gap")
+    if interval and None not in interval:
+        parts.append(f'<rect x="{sx(interval[0]):.1f}" y="{PAD - 10}" width="{sx(interval[1]) - sx(interval[0]):.1f}" '
+                     f'height="{H - 2 * PAD + 20}" fill="#2a2" opacity="0.12" class="interval"/>')
+
+    def line(y, colour, cls):
+        ok = np.isfinite(y)
+        pts = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in zip(x[ok], y[ok]))
+        return f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" class="{cls}"/>'
+
+    parts.append(line(rate, "#1f5fa8", "rate"))
+    parts.append(f'<text x="{W - PAD}" y="{PAD}" text-anchor="end" fill="#1f5fa8">sibling rate</text>')
+    if gap is not None:
+        parts.append(line(np.abs(gap), "#c27400", "gap"))
+        parts.append(f'<text x="{W - PAD}" y="{PAD + 14}" text-anchor="end" fill="#c27400">|accuracy gap| sibling − rest</text>')
+    if cutoff is not None:
+        parts.append(_vline(sx, cutoff, "#080", f"cutoff {cutoff:.3g}"))
+    return f'<svg class="plot sweep" width="{W}" height="{H}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
+
+
+def _sparkline(values: np.ndarray, w: int = 220, h: int = 50) -> str:
+    v = np.asarray(values, float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return "<i>(no values)</i>"
+    lo, hi = float(v.min()), float(v.max())
+    ys = (h - 4) - (v - lo) / ((hi - lo) or 1) * (h - 8)
+    xs = np.linspace(2, w - 2, v.size)
+    pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys))
+    return f'<svg class="spark" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><polyline points="{pts}" fill="none" stroke="#333"/></svg>'
+
+
+def _thumb(path: str, size: int = 160) -> str:
+    from ..imageio import open_image
+
+    try:
+        im = open_image(path)
+    except SibscanError as exc:
+        return f"<i>{_e(exc)}</i>"
+    im.thumbnail((size, size))
+    buf = io.BytesIO()
+    im.save(buf, format="JPEG", quality=85)
+    return f'<img alt="{_e(path)}" src="data:image/jpeg;base64,{base64.b64encode(buf.getvalue()).decode()}">'
+
+
+def _diff_words(a: str, b: str):
+    """Both texts as HTML with the words that differ between them marked."""
+    wa, wb = a.split(), b.split()
+    sm = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
+    out_a: List[str] = []
+    out_b: List[str] = []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        ta, tb = _e(" ".join(wa[i1:i2])), _e(" ".join(wb[j1:j2]))
+        if op == "equal":
+            out_a.append(ta), out_b.append(tb)
+        else:
+            if ta:
+                out_a.append(f"<mark>{ta}</mark>")
+            if tb:
+                out_b.append(f"<mark>{tb}</mark>")
+    return " ".join(out_a), " ".join(out_b)
+
+
+def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200):
+    """(test html, train html) per pair from the items' content."""
+    cells = []
+    for p in pairs:
+        ti, ri = p["test_index"], p["train_index"]
+        if test is None or train is None:
+            cells.append(("", ""))
+        elif test.modality == "image":
+            cells.append((_thumb(test.paths[ti]), _thumb(train.paths[ri])))
+        elif test.modality == "text":
+            cells.append(_diff_words(test.texts[ti][:max_chars], train.texts[ri][:max_chars]))
+        else:
+            cells.append((_sparkline(test.values[ti]), _sparkline(train.values[ri])))
+    return cells
+
+
+def _pairs_html(pairs: Optional[Sequence[dict]], test, train) -> str:
+    if not pairs:
+        return "<p><i>none</i></p>"
+    out = []
+    for p, (a, b) in zip(pairs, _content_cells(pairs, test, train)):
+        flag = "exact twin" if p["exact"] else f"score {p['score']:.4f}" if p["score"] is not None else "no score"
+        lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
+        det = f" · {_e(p['detail'])}" if p.get("detail") else ""
+        out.append(
+            f'<div class="pair"><div class="side"><div class="meta">test {_e(p["test_id"])}'
+            f'{"" if p["test_label"] is None else " [" + _e(p["test_label"]) + "]"}</div>{a}</div>'
+            f'<div class="side"><div class="meta">train {_e(p["train_id"])}'
+            f'{"" if p["train_label"] is None else " [" + _e(p["train_label"]) + "]"} — {flag}{det}{lab}</div>{b}</div></div>')
+    return "\n".join(out)
+
+
+def _table(head, rows) -> str:
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{th}</tr>{body}</table>"
+
+
+def render_html(report: dict, test=None, train=None) -> str:
+    """The HTML page for ``report``; ``test``/``train`` Items (optional) fill the pair gallery."""
+    cut, sr, scan = report["cutoff"], report["sibling_rate"], report["scan"]
+    c, interval = cut.get("value"), cut.get("interval")
+    body = [f"<h1>sibscan report</h1><p class='headline'>{_e(headline(report))}.</p>"]
+    if report.get("baseline_warning"):
+        body.append(f"<p class='warn'>{_e(report['baseline_warning'])}</p>")
+    rows = []
+    for name, key in (("test → train", "test_to_train"), ("train → test", "train_to_test"), ("within test", "within_test")):
+        d = sr[key]
+        if d.get("available", True):
+            rows.append([name, d["exact"]["count"], d["near"]["count"], f"{d['any']['count']} / {d['any']['n']}",
+                         pct(d["any"]["rate"]), _ci(d["any"]["ci"])])
+    body.append("<h2>Sibling rate</h2>" + _table(["direction", "exact", "near", "siblings", "rate", "95 % CI"], rows))
+    tt = sr["test_to_train"]
+    if tt.get("expected_chance_siblings") is not None:
+        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {tt['expected_chance_siblings']:.2f}.</p>")
+    body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
+    body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval))
+    acc = report.get("accuracy")
+    if acc:
+        arows = []
+        for name, key in (("sibling rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
+            p = accuracy_parts(acc.get(key))
+            if p:
+                for side, label in (("all", "all"), ("masked", name), ("rest", f"not {name}")):
+                    a, n, ci = p[side]
+                    arows.append([f"{name}: {label}", pct(a), n, _ci(ci)])
+                arows.append([f"{name}: difference", pp(p["difference"]), "", ""])
+        body.append("<h2>Accuracy</h2>" + _table(["rows", "accuracy", "n", "95 % CI"], arows))
+    if report.get("per_class"):
+        body.append("<h2>Per class</h2>" + _table(
+            ["class", "test items", "exact", "near", "rate", "95 % CI", "conflict groups"],
+            [[r["label"], r["n_test"], r["exact"], r["near"], pct(r["rate"]), _ci(r["ci"]), r["conflict_groups"]] for r in report["per_class"]]))
+    ss = report["shared_sources"]
+    if ss.get("available"):
+        body.append("<h2>Shared sources</h2>" + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
+                    f"source that also occurs in train.</p>" + _table(["source", "test items", "train items"],
+                                                                      [[t["source"], t["n_test"], t["n_train"]] for t in ss["top"]]))
+    body.append("<h2>Closest pairs</h2>" + _pairs_html(report["closest_pairs"], test, train))
+    if report.get("near_cutoff"):
+        body.append("<h2>Just above the cutoff</h2>" + _pairs_html(report["near_cutoff"]["above"], test, train))
+        body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train))
+    lc = report["label_conflicts"]
+    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.</p>")
+    if lc["groups"]:
+        body.append(_table(["group", "size", "exact", "labels", "members"],
+                           [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),
+                             "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])] for g in lc["groups"]]))
+    body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(report['manifest'], indent=2))}</pre>")
+    title = f"sibscan report — {_e(scan['modality'])}, {scan['n_test']} test items"
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")

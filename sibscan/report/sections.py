@@ -1,0 +1,189 @@
+"""Pieces of the report that are pure functions of arrays: sweep, histogram, pairs, conflicts.
+
+Each takes plain arrays (one entry per test item, or per pair) so that it can be checked against a
+brute-force computation in the tests.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .stats import finite_or_none
+
+__all__ = ["rows_in", "duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
+
+
+def _keys(fp: np.ndarray) -> np.ndarray:
+    """(n, 2) uint64 fingerprints as a 1-D structured view so that np.unique/isin compare rows."""
+    fp = np.ascontiguousarray(fp, dtype=np.uint64).reshape(len(fp), -1)
+    return fp.view([("", np.uint64)] * fp.shape[1]).ravel()
+
+
+def rows_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bool of shape (len(a),): row ``a[i]`` (a fingerprint) occurs among the rows of ``b``."""
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros(len(a), bool)
+    return np.isin(_keys(a), _keys(b))
+
+
+def duplicated_rows(a: np.ndarray):
+    """``(mask, n_groups)``: rows of ``a`` that occur at least twice, and how many such values."""
+    if len(a) == 0:
+        return np.zeros(0, bool), 0
+    _, inv, counts = np.unique(_keys(a), return_inverse=True, return_counts=True)
+    return counts[inv.ravel()] > 1, int((counts > 1).sum())
+
+
+def sweep(score: np.ndarray, exact: np.ndarray, cutoffs: np.ndarray, correct: Optional[np.ndarray] = None) -> dict:
+    """Sibling rate (and accuracy gap) at every cutoff.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+        Each test item's best deciding score against train (NaN where it has no neighbour).
+    exact : ndarray of shape (n,), bool
+        Exact twins: siblings at every cutoff.
+    cutoffs : ndarray of shape (m,)
+    correct : ndarray of shape (n,), bool, optional
+
+    Returns
+    -------
+    dict of lists of length m
+        ``cutoff, n_sibling, sibling_rate`` and with ``correct``: ``accuracy_sibling,
+        accuracy_rest, gap`` (sibling minus rest; None where a side is empty).
+    """
+    n = len(score)
+    eff = np.where(np.isnan(score), -np.inf, score).astype(np.float64)
+    eff[np.asarray(exact, bool)] = np.inf
+    order = np.argsort(eff, kind="stable")
+    sorted_eff = eff[order]
+    below = np.searchsorted(sorted_eff, cutoffs, side="left")  # items with eff < cutoff
+    n_sib = n - below
+    out = {"cutoff": [float(c) for c in cutoffs], "n_sibling": n_sib.tolist(),
+           "sibling_rate": (n_sib / n).tolist() if n else [None] * len(cutoffs)}
+    if correct is not None:
+        c = np.asarray(correct, bool)[order].astype(np.int64)
+        cum = np.concatenate([[0], np.cumsum(c)])
+        total = cum[-1]
+        rest_correct = cum[below]
+        sib_correct = total - rest_correct
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc_sib = np.where(n_sib > 0, sib_correct / np.maximum(n_sib, 1), np.nan)
+            acc_rest = np.where(below > 0, rest_correct / np.maximum(below, 1), np.nan)
+        out["accuracy_sibling"] = [finite_or_none(v) for v in acc_sib]
+        out["accuracy_rest"] = [finite_or_none(v) for v in acc_rest]
+        out["gap"] = [finite_or_none(v) for v in acc_sib - acc_rest]
+    return out
+
+
+def baseline_scores(baseline: Optional[dict]):
+    """The random-pair baseline as ``(edges, counts)`` or ``(scores, None)``, whichever it stores.
+
+    Accepts the layouts a baseline may carry: ``histogram: {edges, counts}``, or a sample of
+    scores under ``scores`` / ``sample``.  Returns ``(None, None)`` when there is neither.
+    """
+    if not baseline:
+        return None, None
+    hist = baseline.get("histogram")
+    if isinstance(hist, dict) and hist.get("edges") is not None and hist.get("counts") is not None:
+        return np.asarray(hist["edges"], float), np.asarray(hist["counts"], float)
+    for key in ("scores", "sample", "similarities"):
+        if baseline.get(key) is not None:
+            s = np.asarray(baseline[key], float)
+            return s[np.isfinite(s)], None
+    return None, None
+
+
+def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40) -> dict:
+    """Histogram of each test item's best score, with the baseline on the same bins as densities.
+
+    Returns ``{edges (n_bins+1), nn_counts (n_bins), nn_density, baseline_density or None}``;
+    densities integrate to 1 over the bins so that the two curves share one axis.
+    """
+    s = score[np.isfinite(score)]
+    b_edges, b_counts = baseline_scores(baseline)
+    lo_candidates = [float(s.min())] if s.size else []
+    if b_edges is not None and b_counts is None and b_edges.size:
+        lo_candidates.append(float(b_edges.min()))
+    elif b_edges is not None:
+        lo_candidates.append(float(b_edges[0]))
+    lo = min(lo_candidates) if lo_candidates else 0.0
+    lo = max(-1.0, np.floor(lo * 20) / 20)
+    edges = np.linspace(lo, 1.0, n_bins + 1)
+    counts, _ = np.histogram(np.clip(s, lo, 1.0), bins=edges)
+    width = edges[1] - edges[0]
+    dens = counts / max(counts.sum(), 1) / width
+    base = None
+    if b_edges is not None:
+        if b_counts is None:
+            bc, _ = np.histogram(np.clip(b_edges, lo, 1.0), bins=edges)
+        else:
+            # re-bin a stored histogram by its bin centres
+            centres = (b_edges[:-1] + b_edges[1:]) / 2
+            bc, _ = np.histogram(np.clip(centres, lo, 1.0), bins=edges, weights=b_counts)
+        base = (bc / max(bc.sum(), 1e-300) / width).tolist()
+    return {"edges": edges.tolist(), "nn_counts": counts.tolist(), "nn_density": dens.tolist(),
+            "baseline_density": base}
+
+
+def pair_records(rows: np.ndarray, top, test, train) -> list:
+    """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.scandir.Neighbours`."""
+    out = []
+    for r in rows:
+        qi, ni = int(top["query_index"][r]), int(top["neighbour_index"][r])
+        tl = None if test.labels is None else str(test.labels[qi])
+        rl = None if train.labels is None else str(train.labels[ni])
+        out.append({
+            "test_id": str(top["query_id"][r]), "test_index": qi,
+            "train_id": str(top["neighbour_id"][r]), "train_index": ni,
+            "score": finite_or_none(top["score"][r]), "similarity": finite_or_none(top["similarity"][r]),
+            "verified": finite_or_none(top["verified"][r]), "exact": bool(top["exact"][r]),
+            "detail": str(top["detail"][r]), "test_label": tl, "train_label": rl,
+            "label_match": None if tl is None or rl is None else tl == rl,
+        })
+    return out
+
+
+def label_conflicts(groups, max_groups: int = 50, max_members: int = 20) -> dict:
+    """Sibling groups whose members carry more than one label, listed and counted per class.
+
+    Parameters
+    ----------
+    groups : sibscan.split.GroupTable
+    """
+    labels = groups.labels
+    has = labels != ""
+    g, lab = groups.group[has], labels[has]
+    if g.size == 0:
+        return {"n_groups": 0, "n_items": 0, "per_class": {}, "groups": []}
+    classes, code = np.unique(lab, return_inverse=True)
+    pairs = np.unique(np.stack([g, code.ravel()], axis=1), axis=0)
+    n_labels = np.bincount(pairs[:, 0], minlength=groups.n_groups)
+    bad = n_labels > 1
+    bad_pairs = pairs[bad[pairs[:, 0]]]
+    per_class = np.bincount(bad_pairs[:, 1], minlength=len(classes))
+    sizes = np.bincount(groups.group, minlength=groups.n_groups)
+    bad_ids = np.flatnonzero(bad)
+    bad_ids = bad_ids[np.argsort(-sizes[bad_ids], kind="stable")]
+    member_rows = np.flatnonzero(bad[groups.group])
+    listed = []
+    by_group = member_rows[np.argsort(groups.group[member_rows], kind="stable")]
+    starts = np.searchsorted(groups.group[by_group], bad_ids)
+    for gid, st in zip(bad_ids[:max_groups], starts[:max_groups]):
+        rows = by_group[st: st + sizes[gid]]
+        exact = None
+        if groups.fingerprints is not None:
+            exact = bool(len(np.unique(_keys(groups.fingerprints[rows]))) == 1)
+        listed.append({
+            "group": f"g{gid}", "size": int(sizes[gid]), "exact": exact,
+            "labels": sorted({str(x) for x in labels[rows] if x != ""}),
+            "has_test": bool((groups.split[rows] == "test").any()),
+            "members": [{"split": str(groups.split[r]), "id": str(groups.ids[r]), "label": str(labels[r])}
+                        for r in rows[:max_members]],
+        })
+    return {
+        "n_groups": int(bad.sum()), "n_items": int(sizes[bad].sum()),
+        "per_class": {str(c): int(k) for c, k in zip(classes, per_class) if k},
+        "groups": listed,
+    }

@@ -1,0 +1,42 @@
+"""Small statistics shared by the report and the check: Wilson intervals and rate records."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["wilson_interval", "rate_record", "finite_or_none"]
+
+#: two-sided 95 % normal quantile
+Z95 = 1.959963984540054
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> Optional[list]:
+    """Wilson score interval ``[lo, hi]`` for ``k`` successes out of ``n`` (None when ``n == 0``).
+
+    The Wilson interval stays inside [0, 1] and behaves at rates of 0 and 1, where the normal
+    approximation collapses to a zero-width interval.
+    """
+    if n <= 0:
+        return None
+    p = k / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
+
+
+def rate_record(mask: np.ndarray) -> dict:
+    """``{count, n, rate, ci}`` for a boolean mask of shape (n,): how many are set, with a Wilson CI."""
+    mask = np.asarray(mask, dtype=bool)
+    n = int(mask.size)
+    k = int(mask.sum())
+    return {"count": k, "n": n, "rate": (k / n) if n else None, "ci": wilson_interval(k, n)}
+
+
+def finite_or_none(x) -> Optional[float]:
+    """``float(x)``, or None for None/NaN/inf (JSON has no NaN)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
