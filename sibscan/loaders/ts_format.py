@@ -112,9 +112,9 @@ def load_ts(path: str | Path, split: str) -> Items:
             and int(meta["dimensions"][0]) != n_dims:
         raise InputError(f"@dimensions says {meta['dimensions'][0]} but the series have {n_dims}", path=path)
     if equal_length and (lens != lens[0, 0]).any():
-        r = int(np.flatnonzero((lens != lens[0, 0]).any(axis=1))[0])
-        raise InputError(f"series length {int(lens[r].max() if lens[r].max() != lens[0, 0] else lens[r].min())}"
-                         f" differs from {int(lens[0, 0])}, but @equalLength is true", path=path, row=line_no[r])
+        r, k = (int(v[0]) for v in np.nonzero(lens != lens[0, 0]))
+        raise InputError(f"series length {int(lens[r, k])} differs from {int(lens[0, 0])}, but @equalLength is true",
+                         path=path, row=line_no[r])
     try:
         flat = np.array(tokens, dtype=np.float64)
     except ValueError:
