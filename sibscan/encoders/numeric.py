@@ -1,0 +1,158 @@
+"""Numeric-row encoders: ``znorm`` (cosine = Pearson r) and ``raw`` (cosine of the raw rows).
+
+Rows are float64 with NaN for missing values (see :class:`sibscan.items.Items`).  ``znorm``
+centres and scales each row over its present values, then sets the missing ones to 0 (the row
+mean), so the cosine of two complete rows is exactly their Pearson correlation: a rescaled or
+offset copy of a row scores 1.0.  A run of NaN at the end of a row that covers at least a tenth of
+the columns (and two or more values) reads as the padding of a shorter series; ``znorm`` refuses
+rows of different lengths, since a Pearson r over misaligned series means nothing.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..device import resolve_device
+from ..errors import InputError
+from .base import Encoder, l2_normalise, register_encoder
+
+__all__ = ["RawEncoder", "ZNormEncoder", "series_lengths", "znormalise"]
+
+PREPROCESSING_VERSION = 1
+
+
+def series_lengths(x: np.ndarray) -> np.ndarray:
+    """Length of each row once trailing NaN padding is removed.
+
+    A trailing NaN run shorter than ``max(2, ceil(d / 10))`` counts as missing values, not padding.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,), int64
+    """
+    n, d = x.shape
+    present = ~np.isnan(x)
+    any_present = present.any(axis=1)
+    trail = np.where(any_present, np.argmax(present[:, ::-1], axis=1), d)
+    padding = trail >= max(2, int(np.ceil(d / 10)))
+    return np.where(padding, d - trail, d).astype(np.int64)
+
+
+def znormalise(x: np.ndarray) -> np.ndarray:
+    """Per-row z-normalisation over present values; NaN set to 0 afterwards.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64
+        Constant or all-NaN rows become zero rows.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    mask = np.isnan(x)
+    count = (~mask).sum(axis=1, keepdims=True)
+    filled = np.where(mask, 0.0, x)
+    mean = filled.sum(axis=1, keepdims=True) / np.maximum(count, 1)
+    centred = np.where(mask, 0.0, x - mean)
+    std = np.sqrt((centred ** 2).sum(axis=1, keepdims=True) / np.maximum(count, 1))
+    # a constant row has no shape to correlate: leave it at zero rather than divide by ~0
+    tiny = std <= 1e-12 * np.maximum(np.abs(mean), 1.0)
+    return np.where(tiny, 0.0, centred / np.where(tiny, 1.0, std))
+
+
+def _check_rows(batch, dim: Optional[int], name: str) -> np.ndarray:
+    x = np.asarray(batch, dtype=np.float64)
+    if x.ndim != 2:
+        raise InputError(f"{name}: expected numeric rows of shape (n, d), got an array of shape {x.shape}")
+    if dim is not None and x.shape[1] != dim:
+        raise InputError(f"{name}: rows have {x.shape[1]} values, this encoder was set up for {dim}")
+    if np.isinf(x).any():
+        row = int(np.flatnonzero(np.isinf(x).any(axis=1))[0])
+        raise InputError(f"{name}: row {row} holds an infinite value; replace it or mark it missing (NaN)")
+    return x
+
+
+class _NumericEncoder(Encoder):
+    modality = "table"
+    weight_free = True
+
+    def __init__(self, dim: Optional[int] = None, *, device: str = "auto", batch_size: int = 65536) -> None:
+        if dim is not None and (not isinstance(dim, (int, np.integer)) or dim < 1):
+            raise InputError(f"{self.name}: dim must be a positive integer, got {dim!r}")
+        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
+        self.device = "cpu"
+        #: row length; fixed by the first batch when not given
+        self.dim = None if dim is None else int(dim)
+        self.batch_size = int(batch_size)
+
+    def _rows(self, batch) -> np.ndarray:
+        x = _check_rows(batch, self.dim, self.name)
+        if self.dim is None:
+            self.dim = x.shape[1]
+        return x
+
+
+@register_encoder
+class ZNormEncoder(_NumericEncoder):
+    """Per-row z-normalised values; cosine = Pearson correlation."""
+
+    name = "znorm"
+    description = "per-row z-normalised values (NaN -> 0 after); cosine = Pearson r; dim = row length"
+    identity = f"znorm/v{PREPROCESSING_VERSION} ddof=0 nan=0-after padding=refused"
+
+    def encode(self, batch) -> np.ndarray:
+        """Embed numeric rows.
+
+        Parameters
+        ----------
+        batch : array-like of shape (n, d), float
+
+        Returns
+        -------
+        ndarray of shape (n, d), float32, unit rows (constant rows give zero rows)
+
+        Raises
+        ------
+        InputError
+            Rows of different lengths (NaN padding), infinite values, a width other than ``dim``.
+        """
+        x = self._rows(batch)
+        if len(x):
+            lengths = series_lengths(x)
+            if (lengths != lengths[0]).any():
+                j = int(np.flatnonzero(lengths != lengths[0])[0])
+                raise InputError(
+                    f"znorm needs rows of one length: row {j} has {lengths[j]} values, row 0 has {lengths[0]} "
+                    "(NaN padding at the end); resample the series to one length or use the 'raw' encoder"
+                )
+        return l2_normalise(znormalise(x))
+
+
+@register_encoder
+class RawEncoder(_NumericEncoder):
+    """Raw values (NaN -> 0), L2-normalised; cosine of the raw rows."""
+
+    name = "raw"
+    description = "raw values (NaN -> 0), L2-normalised; cosine of the rows; dim = row length"
+    identity = f"raw/v{PREPROCESSING_VERSION} nan=0"
+
+    def encode(self, batch) -> np.ndarray:
+        """Embed numeric rows.
+
+        Parameters
+        ----------
+        batch : array-like of shape (n, d), float
+
+        Returns
+        -------
+        ndarray of shape (n, d), float32, unit rows (all-zero rows stay zero)
+        """
+        x = self._rows(batch)
+        return l2_normalise(np.nan_to_num(x, nan=0.0))
