@@ -1,0 +1,192 @@
+"""``labels.jsonl``: the append-only log of human answers.
+
+One JSON record per line, appended (and fsynced) the moment an answer is given; the file is never
+rewritten, so quitting half-way loses nothing.  A record is::
+
+    {"dataset_fingerprint", "encoder_identity", "verifier_identity",
+     "query_split", "query_id", "neighbour_split", "neighbour_id",
+     "score", "score_kind", "label", "time", "labeller", "source"}
+
+``label`` is ``same``, ``different`` or ``skip``; ``undo`` withdraws the pair's current answer.
+The latest record of a pair supersedes the earlier ones, so an undo is a new line, not an edit.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from sibscan.atomic import append_jsonl
+from sibscan.errors import CompatibilityError, InputError
+
+__all__ = ["LABELS", "LabelStore", "Identity", "pair_key", "read_label_file"]
+
+LABELS = ("same", "different", "skip")
+_ALL_LABELS = LABELS + ("undo",)
+_REQUIRED = ("query_id", "neighbour_id", "label")
+
+PairKey = Tuple[str, str, str, str]
+
+
+def pair_key(rec: dict) -> PairKey:
+    """The pair a record is about: (query_split, query_id, neighbour_split, neighbour_id)."""
+    return (str(rec.get("query_split", "test")), str(rec["query_id"]),
+            str(rec.get("neighbour_split", "train")), str(rec["neighbour_id"]))
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a label is valid for: the dataset and the encoder/verifier that scored the pair."""
+
+    dataset_fingerprint: str
+    encoder_identity: str
+    verifier_identity: Optional[str]
+
+    def to_dict(self) -> dict:
+        return {"dataset_fingerprint": self.dataset_fingerprint, "encoder_identity": self.encoder_identity,
+                "verifier_identity": self.verifier_identity}
+
+    def mismatch(self, rec: dict) -> Optional[str]:
+        """The first identity field ``rec`` disagrees on, as ``"field 'x' (this scan: 'y')"``, or None."""
+        for name, mine in self.to_dict().items():
+            theirs = rec.get(name)
+            if theirs != mine:
+                return f"{name.replace('_', ' ')} {theirs!r} (this scan: {mine!r})"
+        return None
+
+
+def read_label_file(path: Path) -> List[dict]:
+    """Parse a labels JSONL file, raising :class:`InputError` naming the file and line of a bad record."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for row, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg}); each line must be one JSON label record", path=path, row=row) from None
+            if not isinstance(rec, dict):
+                raise InputError("a label record must be a JSON object", path=path, row=row)
+            missing = [k for k in _REQUIRED if k not in rec]
+            if missing:
+                raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)
+            if rec["label"] not in _ALL_LABELS:
+                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(_ALL_LABELS)}", path=path, row=row)
+            rec["_row"] = row
+            records.append(rec)
+    return records
+
+
+class LabelStore:
+    """The labels of one calibration: read, appended to, never rewritten.
+
+    Parameters
+    ----------
+    path : Path
+        ``labels.jsonl``.
+    identity : Identity
+        The scan's dataset fingerprint and encoder/verifier identities; records made under another
+        are refused (:class:`CompatibilityError`) unless ``force``.
+    """
+
+    def __init__(self, path: str | os.PathLike, identity: Identity, *, force: bool = False, labeller: Optional[str] = None):
+        self.path = Path(path)
+        self.identity = identity
+        self.force = force
+        self.labeller = labeller or _default_labeller()
+        self.records: List[dict] = []
+        for rec in read_label_file(self.path):
+            self._check(rec, self.path)
+            rec.pop("_row", None)
+            self.records.append(rec)
+
+    def _check(self, rec: dict, source: Path) -> None:
+        bad = self.identity.mismatch(rec)
+        if bad and not self.force:
+            raise CompatibilityError(
+                f"{source}, row {rec.get('_row', '?')}: label made under another {bad}; "
+                "calibrate into a new --out directory, or pass --force to use these labels anyway"
+            )
+
+    # --- state ---------------------------------------------------------------------------------
+    def current(self) -> Dict[PairKey, dict]:
+        """Each pair's effective record (its latest answer; pairs whose latest record is an undo are absent)."""
+        cur: Dict[PairKey, dict] = {}
+        for rec in self.records:
+            key = pair_key(rec)
+            cur.pop(key, None)  # re-insert so dict order = order of the latest answers
+            if rec["label"] != "undo":
+                cur[key] = rec
+        return cur
+
+    def counts(self) -> Dict[str, int]:
+        cur = self.current().values()
+        return {lab: sum(1 for r in cur if r["label"] == lab) for lab in LABELS}
+
+    # --- writing -------------------------------------------------------------------------------
+    def append(self, key: PairKey, label: str, score: float, score_kind: str, source: str = "ui") -> dict:
+        """Append one answer (or ``"undo"``) for pair ``key`` and return the record written."""
+        if label not in _ALL_LABELS:
+            raise InputError(f"unknown label {label!r}; use one of: {', '.join(_ALL_LABELS)}")
+        rec = {
+            **self.identity.to_dict(),
+            "query_split": key[0], "query_id": key[1], "neighbour_split": key[2], "neighbour_id": key[3],
+            "score": float(score), "score_kind": score_kind, "label": label,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labeller": self.labeller, "source": source,
+        }
+        append_jsonl(self.path, rec)
+        self.records.append(rec)
+        return rec
+
+    def undo_last(self, score_of: Dict[PairKey, float], score_kind: str, keys: Optional[set] = None) -> Optional[PairKey]:
+        """Withdraw the most recent effective answer (among ``keys`` when given) by appending an undo."""
+        for key in reversed(list(self.current())):
+            if keys is None or key in keys:
+                self.append(key, "undo", score_of.get(key, float("nan")), score_kind)
+                return key
+        return None
+
+    def import_file(self, path: str | os.PathLike) -> int:
+        """Append the records of another labels file (same JSONL form); returns how many were new.
+
+        Every record is validated first (a bad line names the file and row; a record made under
+        another encoder, verifier or dataset is refused), then the new ones are appended with
+        ``source = "import:<file name>"``.  Records already present are not duplicated.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise InputError("labels file not found", path=path)
+        incoming = read_label_file(path)
+        for rec in incoming:
+            self._check(rec, path)
+        seen = {(pair_key(r), r["label"], r.get("time")) for r in self.records}
+        added = 0
+        for rec in incoming:
+            rec = {k: v for k, v in rec.items() if k != "_row"}
+            sig = (pair_key(rec), rec["label"], rec.get("time"))
+            if sig in seen:
+                continue
+            rec.setdefault("query_split", "test")
+            rec.setdefault("neighbour_split", "train")
+            rec.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            rec["source"] = f"import:{path.name}"
+            append_jsonl(self.path, rec)
+            self.records.append(rec)
+            seen.add(sig)
+            added += 1
+        return added
+
+
+def _default_labeller() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return "unknown"
