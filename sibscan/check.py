@@ -121,7 +121,8 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
         c = cut["value"]
         pairs = report["closest_pairs"]
         if fail_rate:
-            offending = [p for p in pairs if p["exact"] or (c is not None and p["score"] is not None and p["score"] >= c)]
+            offending = [p for p in pairs if p["exact"] or (c is not None and p["score"] is not None
+                                                          and np.float32(p["score"]) >= np.float32(c))]
         else:
             offending = [p for p in pairs if p["exact"]]
         offending = offending[:n_pairs]

@@ -39,7 +39,9 @@ CorrectArg = Union[None, np.ndarray, Callable]
 def _best(nb, query_split: str, neighbour_split: str, n: int):
     """Best deciding score per query (NaN where none) and the top-1 rows; plus whether the direction exists."""
     top = nb.top1(query_split, neighbour_split)
-    score = np.full(n, np.nan, np.float64)
+    # float32 like the score column: a cutoff of 0.95 then matches a stored 0.95 (NEP 50 keeps the
+    # comparison in float32)
+    score = np.full(n, np.nan, np.float32)
     score[top["query_index"]] = top["score"]
     exact = np.zeros(n, bool)
     sub = nb.select(nb.mask(query_split, neighbour_split) & nb["exact"].astype(bool))
@@ -237,7 +239,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     closest = pair_records(order[:n_pairs], top_tt, test, train)
     near_cut = None
     if c is not None:
-        sc = top_tt["score"].astype(np.float64)
+        sc = top_tt["score"]
         above = np.flatnonzero(sc >= c)
         above = above[np.argsort(sc[above], kind="stable")][:n_near]
         below = np.flatnonzero(sc < c)

@@ -1,0 +1,125 @@
+"""A small synthetic scan directory with planted exact twins, near siblings, duplicates and conflicts.
+
+Used by tests/test_report.py, test_check.py, test_split.py and test_report_browser.py (not a test
+module itself). The neighbours table is written directly, so the planted truth is known exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sibscan.items import Items
+from sibscan.scandir import Neighbours, ScanDir
+
+CUTOFF = 0.9
+
+
+def _rows(query_split, q_ids, q_idx, nb_split, nb_ids, nb_idx, rank, sim, ver, exact):
+    return {
+        "query_split": np.full(len(q_idx), query_split), "query_id": q_ids[q_idx], "query_index": q_idx,
+        "rank": rank, "neighbour_split": np.full(len(q_idx), nb_split), "neighbour_id": nb_ids[nb_idx],
+        "neighbour_index": nb_idx, "similarity": sim, "verified": ver, "exact": exact,
+    }
+
+
+def make_scan(path, *, seed: int = 0, n_train: int = 60, n_test: int = 30, k: int = 3, modality: str = "table",
+              sources: bool = True, cutoff=CUTOFF, cutoff_source: str = "calibrated", baseline: bool = True):
+    """Write a planted scan to ``path``; return the truth as a dict.
+
+    Planted (test -> train): test 0-3 exact twins of train 0-3 (test 1's label differs: a conflict),
+    test 4-8 near siblings of train 10-14 with scores 0.91..0.99, test 9 just below the cutoff
+    (0.89). Within test: test 20 and 21 are exact duplicates. Sources: test 25-27 share a source
+    with train 40.
+    """
+    rng = np.random.default_rng(seed)
+    labels_train = np.array(["a", "b", "c"])[np.arange(n_train) % 3]
+    labels_test = np.array(["a", "b", "c"])[rng.integers(0, 3, n_test)]
+    fp_train = rng.integers(1, 2**63, size=(n_train, 2), dtype=np.uint64)
+    fp_test = rng.integers(1, 2**63, size=(n_test, 2), dtype=np.uint64)
+    fp_test[0:4] = fp_train[0:4]
+    labels_test[[0, 2, 3]] = labels_train[[0, 2, 3]]
+    labels_test[1] = "c" if labels_train[1] != "c" else "a"
+    labels_test[4:9] = labels_train[10:15]
+    fp_test[21] = fp_test[20]
+    values_train = rng.normal(size=(n_train, 8))
+    values_test = rng.normal(size=(n_test, 8))
+    values_test[0:4] = values_train[0:4]
+    values_test[21] = values_test[20]
+    ids_train = np.array([f"tr{i}" for i in range(n_train)])
+    ids_test = np.array([f"te{i}" for i in range(n_test)])
+    groups_train = np.array([f"s{i % 20}" for i in range(n_train)]) if sources else None
+    groups_test = np.array([f"u{i}" for i in range(n_test)]) if sources else None
+    if sources:
+        groups_test[25:28] = groups_train[40]
+    kw_train = {"values": values_train} if modality == "table" else {"texts": [f"train item number {i} about {labels_train[i]}" for i in range(n_train)]}
+    kw_test = {"values": values_test} if modality == "table" else {"texts": [f"test item number {i} about {labels_test[i]}" for i in range(n_test)]}
+    if modality == "text":
+        for i in range(4):
+            kw_test["texts"][i] = kw_train["texts"][i]
+        for j, i in enumerate(range(4, 9)):
+            kw_test["texts"][i] = kw_train["texts"][10 + j] + " (copy)"
+        kw_test["texts"][21] = kw_test["texts"][20]
+    train = Items("train", modality, ids_train, labels=labels_train, groups=groups_train, **kw_train)
+    test = Items("test", modality, ids_test, labels=labels_test, groups=groups_test, **kw_test)
+    sd = ScanDir(path)
+    sd.write_items(train, fp_train)
+    sd.write_items(test, fp_test)
+
+    # test -> train, k neighbours each; rank 0 carries the planted pair
+    q = np.repeat(np.arange(n_test), k)
+    rank = np.tile(np.arange(k), n_test).astype(np.int32)
+    nbi = rng.integers(20, n_train, size=q.size)
+    sim = rng.uniform(0.2, 0.85, size=q.size).astype(np.float32)
+    sim = np.where(rank == 0, sim, sim - 0.1 * rank).astype(np.float32)
+    ver = np.full(q.size, np.nan, np.float32)
+    exact = np.zeros(q.size, bool)
+    r0 = rank == 0
+    for i in range(4):
+        m = r0 & (q == i)
+        nbi[m], sim[m], exact[m] = i, 1.0, True
+    for j, i in enumerate(range(4, 9)):
+        m = r0 & (q == i)
+        nbi[m], sim[m], ver[m] = 10 + j, 0.8, 0.91 + 0.02 * j  # verification lifts them
+    m = r0 & (q == 9)
+    nbi[m], sim[m], ver[m] = 15, 0.95, 0.89  # verification drops it just below
+    # a rank-1 row that verification lifts above rank 0 for test 12 (top1 must use score)
+    m = (rank == 1) & (q == 12)
+    ver[m] = 0.905
+    tt = _rows("test", ids_test, q, "train", ids_train, nbi, rank, sim, ver, exact)
+
+    # train -> test, k=1: train 0-3 see their twins, train 10-14 their near siblings
+    rq = np.arange(n_train)
+    rn = rng.integers(22, n_test, size=n_train)
+    rs = rng.uniform(0.2, 0.8, size=n_train).astype(np.float32)
+    rex = np.zeros(n_train, bool)
+    rn[0:4], rs[0:4], rex[0:4] = np.arange(4), 1.0, True
+    rn[10:15], rs[10:15] = np.arange(4, 9), 0.95
+    rt = _rows("train", ids_train, rq, "test", ids_test, rn, np.zeros(n_train, np.int32), rs,
+               np.full(n_train, np.nan, np.float32), rex)
+
+    # test -> test, k=1 (self removed): 20<->21 exact, 22<->23 near
+    wq = np.arange(n_test)
+    wn = (wq + 5) % n_test
+    ws = rng.uniform(0.1, 0.7, size=n_test).astype(np.float32)
+    wex = np.zeros(n_test, bool)
+    wn[20], wn[21], ws[20], ws[21], wex[20], wex[21] = 21, 20, 1.0, 1.0, True, True
+    wn[22], wn[23], ws[22], ws[23] = 23, 22, 0.97, 0.97
+    ww = _rows("test", ids_test, wq, "test", ids_test, wn, np.zeros(n_test, np.int32), ws,
+               np.full(n_test, np.nan, np.float32), wex)
+    nb = Neighbours.concat([Neighbours(tt), Neighbours(rt), Neighbours(ww)])
+    sd.write_neighbours(nb)
+    sd.write_manifest({
+        "sibscan_version": "0.1.0", "created": "2024-01-01T00:00:00", "status": "complete", "modality": modality,
+        "inputs": {"train": {"source": "train.csv", "fingerprint": "ab", "n_items": n_train, "n_skipped": 0},
+                   "test": {"source": "test.csv", "fingerprint": "cd", "n_items": n_test, "n_skipped": 0}},
+        "dataset_fingerprint": "abcd", "encoder": {"name": "znorm", "identity": "znorm-v1", "dim": 8},
+        "verifier": {"name": "lagcorr", "identity": "lagcorr-v1"},
+        "parameters": {"k": k, "decimals": 6, "directions": ["test-train", "train-test", "test-test"]},
+        "cutoff": {"value": cutoff, "source": cutoff_source if cutoff is not None else "none",
+                   "calibration": None, "interval": [0.88, 0.93] if cutoff is not None else None, "score": "verified"},
+        "timings": {"search": 0.1}, "skipped": {"train": [], "test": []},
+    })
+    if baseline:
+        from sibscan.calibration.baseline import compute_baseline
+
+        sd.write_baseline(compute_baseline(rng.normal(size=(n_train, 8)), rng.normal(size=(n_test, 8)), n_pairs=3000, seed=seed))
+    return {"train": train, "test": test, "fp_train": fp_train, "fp_test": fp_test, "neighbours": nb}

@@ -1,0 +1,278 @@
+"""Every number of the report JSON against an independent (plain Python) computation on a planted scan."""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from planted_scan import CUTOFF, make_scan
+from typer.testing import CliRunner
+
+from sibscan.cli import app
+from sibscan.errors import InputError, SibscanError
+from sibscan.items import Items
+from sibscan.report import build_report, render_html, render_markdown, write_reports
+from sibscan.report.sections import sweep
+from sibscan.scandir import Neighbours, ScanDir
+
+
+def wilson(k, n, z=1.959963984540054):
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return [c - h, c + h]
+
+
+def best_scores(nb, qs, ns, n):
+    """Brute force: each query's max deciding score (verified where present, else similarity)."""
+    best = [None] * n
+    for i in range(len(nb)):
+        if nb["query_split"][i] == qs and nb["neighbour_split"][i] == ns:
+            v = float(nb["verified"][i])
+            s = float(nb["similarity"][i]) if math.isnan(v) else v
+            q = int(nb["query_index"][i])
+            best[q] = s if best[q] is None else max(best[q], s)
+    return best
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("scan")
+    truth = make_scan(d)
+    rng = np.random.default_rng(5)
+    correct = rng.random(30) < 0.7
+    correct[:9] = True  # siblings are answered right: the gap the report must show
+    report = build_report(d, correct=correct)
+    return d, truth, correct, report
+
+
+def _rec(report_part, k, n):
+    assert report_part["count"] == k and report_part["n"] == n
+    assert report_part["rate"] == pytest.approx(k / n)
+    assert report_part["ci"] == pytest.approx(wilson(k, n))
+
+
+def test_sibling_rates_match_brute_force(planted):
+    d, t, _, r = planted
+    train_fp = {tuple(x) for x in t["fp_train"].tolist()}
+    test_fp = {tuple(x) for x in t["fp_test"].tolist()}
+    nb = t["neighbours"]
+    exact = [tuple(x) in train_fp for x in t["fp_test"].tolist()]
+    best = best_scores(nb, "test", "train", 30)
+    near = [not e and b is not None and b >= np.float32(CUTOFF) for e, b in zip(exact, best)]
+    tt = r["sibling_rate"]["test_to_train"]
+    _rec(tt["exact"], sum(exact), 30)
+    _rec(tt["near"], sum(near), 30)
+    _rec(tt["any"], sum(exact) + sum(near), 30)
+    assert (sum(exact), sum(near)) == (4, 6)  # planted: 4 twins, 5 near + test 12 lifted by verification
+    # the calibrated interval: rate at its high end, then at its low end
+    rate_at = lambda c: sum(e or (b is not None and b >= c) for e, b in zip(exact, best)) / 30  # noqa: E731
+    assert tt["at_interval"] == pytest.approx([rate_at(0.93), rate_at(0.88)])
+    from sibscan.calibration.baseline import expected_chance_siblings
+
+    assert tt["expected_chance_siblings"] == pytest.approx(
+        expected_chance_siblings(ScanDir(d).baseline(), CUTOFF, 60, 30))
+    rt = r["sibling_rate"]["train_to_test"]
+    ex_rt = [tuple(x) in test_fp for x in t["fp_train"].tolist()]
+    best_rt = best_scores(nb, "train", "test", 60)
+    near_rt = [not e and b is not None and b >= CUTOFF for e, b in zip(ex_rt, best_rt)]
+    _rec(rt["exact"], sum(ex_rt), 60)
+    _rec(rt["near"], sum(near_rt), 60)
+    ww = r["sibling_rate"]["within_test"]
+    fps = t["fp_test"].tolist()
+    dup = [fps.count(x) > 1 for x in fps]
+    best_ww = best_scores(nb, "test", "test", 30)
+    _rec(ww["exact"], sum(dup), 30)
+    _rec(ww["near"], sum(not e and b is not None and b >= CUTOFF for e, b in zip(dup, best_ww)), 30)
+    assert ww["n_exact_groups"] == 1
+
+
+def test_per_class_conflicts_and_sources(planted):
+    d, t, _, r = planted
+    test, train = t["test"], t["train"]
+    tt_any = set()
+    train_fp = {tuple(x) for x in t["fp_train"].tolist()}
+    best = best_scores(t["neighbours"], "test", "train", 30)
+    for i in range(30):
+        if tuple(t["fp_test"][i].tolist()) in train_fp or (best[i] is not None and best[i] >= np.float32(CUTOFF)):
+            tt_any.add(i)
+    for row in r["per_class"]:
+        members = [i for i in range(30) if test.labels[i] == row["label"]]
+        k = sum(i in tt_any for i in members)
+        assert (row["n_test"], row["siblings"]) == (len(members), k)
+        assert row["ci"] == pytest.approx(wilson(k, len(members)))
+    # conflicts: union-find in plain Python over exact fingerprints and edges at the cutoff
+    nodes = [("train", i) for i in range(60)] + [("test", i) for i in range(30)]
+    parent = {x: x for x in nodes}
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    fp = {("train", i): tuple(t["fp_train"][i].tolist()) for i in range(60)}
+    fp.update({("test", i): tuple(t["fp_test"][i].tolist()) for i in range(30)})
+    by_fp = defaultdict(list)
+    for x in nodes:
+        by_fp[fp[x]].append(x)
+    for members in by_fp.values():
+        for m in members[1:]:
+            union(members[0], m)
+    nb = t["neighbours"]
+    for i in range(len(nb)):
+        if nb["exact"][i] or nb["score"][i] >= CUTOFF:
+            union((nb["query_split"][i], int(nb["query_index"][i])), (nb["neighbour_split"][i], int(nb["neighbour_index"][i])))
+    label = {("train", i): train.labels[i] for i in range(60)}
+    label.update({("test", i): test.labels[i] for i in range(30)})
+    comps = defaultdict(set)
+    for x in nodes:
+        comps[find(x)].add(label[x])
+    bad = [labs for labs in comps.values() if len(labs) > 1]
+    lc = r["label_conflicts"]
+    assert lc["n_groups"] == len(bad) >= 2  # planted: te1 vs tr1, te20 vs te21 (labels random)
+    for c in ("a", "b", "c"):
+        assert lc["per_class"].get(c, 0) == sum(c in labs for labs in bad)
+    assert any(g["exact"] and {m["id"] for m in g["members"]} == {"te1", "tr1"} for g in lc["groups"])
+    ss = r["shared_sources"]
+    shared = [i for i in range(30) if test.groups[i] in set(train.groups)]
+    assert ss["available"] and ss["count"] == len(shared) == 3 and ss["n_sources_shared"] == 1
+    assert ss["top"][0] == {"source": train.groups[40], "n_test": 3, "n_train": 3}
+
+
+def test_accuracy_split_and_sweep(planted):
+    d, t, correct, r = planted
+    train_fp = {tuple(x) for x in t["fp_train"].tolist()}
+    exact = np.array([tuple(x) in train_fp for x in t["fp_test"].tolist()])
+    best = np.array([-np.inf if b is None else b for b in best_scores(t["neighbours"], "test", "train", 30)])
+    sib = exact | (best >= np.float32(CUTOFF))
+    acc = r["accuracy"]["siblings"]
+    assert acc["all"]["n"] == 30 and acc["all"]["accuracy"] == pytest.approx(correct.mean())
+    assert acc["masked"]["accuracy"] == pytest.approx(correct[sib].mean())
+    assert acc["rest"]["accuracy"] == pytest.approx(correct[~sib].mean())
+    assert acc["difference"] == pytest.approx(correct[sib].mean() - correct[~sib].mean())
+    assert r["accuracy"]["exact_twins"]["masked"]["n"] == 4
+    shared = np.array([g == t["train"].groups[40] for g in t["test"].groups])
+    assert r["accuracy"]["shared_sources"]["masked"]["accuracy"] == pytest.approx(correct[shared].mean())
+    sw = r["sweep"]
+    assert len(sw["cutoff"]) == 101 and sw["cutoff"][-1] == 1.0 and sw["cutoff"][0] <= np.nanmin(best[np.isfinite(best)])
+    for j in (0, 37, 60, 90, 100):
+        c = sw["cutoff"][j]
+        m = exact | (best >= c)
+        assert sw["n_sibling"][j] == m.sum() and sw["sibling_rate"][j] == pytest.approx(m.mean())
+        if m.any() and (~m).any():
+            assert sw["gap"][j] == pytest.approx(correct[m].mean() - correct[~m].mean())
+    assert sw["n_sibling"][-1] >= 4  # exact twins stay siblings at cutoff 1
+
+
+def test_sweep_random_against_loop():
+    rng = np.random.default_rng(1)
+    s = rng.uniform(-1, 1, 200)
+    s[rng.random(200) < 0.1] = np.nan
+    ex = rng.random(200) < 0.05
+    ok = rng.random(200) < 0.6
+    cuts = np.linspace(-1, 1, 17)
+    out = sweep(s, ex, cuts, ok)
+    for j, c in enumerate(cuts):
+        m = ex | (np.nan_to_num(s, nan=-np.inf) >= c)
+        assert out["n_sibling"][j] == m.sum()
+        exp = correct_gap = None
+        if m.any() and (~m).any():
+            correct_gap = ok[m].mean() - ok[~m].mean()
+        exp = correct_gap
+        assert (out["gap"][j] is None) == (exp is None)
+        if exp is not None:
+            assert out["gap"][j] == pytest.approx(exp)
+
+
+def test_pairs_histogram_and_manifest(planted):
+    d, t, _, r = planted
+    scores = [p["score"] for p in r["closest_pairs"]]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 20
+    assert {p["test_id"] for p in r["closest_pairs"][:4]} == {"te0", "te1", "te2", "te3"}
+    above, below = r["near_cutoff"]["above"], r["near_cutoff"]["below"]
+    assert above[0]["test_id"] == "te12" and all(p["score"] >= CUTOFF - 1e-6 for p in above)
+    assert below[0]["test_id"] == "te9" and below[0]["score"] == pytest.approx(0.89) and below[0]["label_match"] is not None
+    assert [p["score"] for p in below] == sorted([p["score"] for p in below], reverse=True)
+    h = r["histogram"]
+    assert sum(h["nn_counts"]) == 30 and len(h["edges"]) == len(h["nn_counts"]) + 1
+    assert h["baseline_density"] is not None
+    width = h["edges"][1] - h["edges"][0]
+    assert sum(h["baseline_density"]) * width == pytest.approx(1.0)
+    assert r["schema_version"] == 1 and r["manifest"]["encoder"]["identity"] == "znorm-v1"
+    assert r["cutoff"]["value"] == CUTOFF and r["cutoff"]["source"] == "calibrated"
+    json.dumps(r, allow_nan=False)
+
+
+def test_markdown_and_html_come_from_the_json(planted, tmp_path):
+    d, t, correct, _ = planted
+    written = write_reports(d, out=tmp_path, correct=correct)
+    rep = json.loads(written["json"].read_text())
+    md = written["md"].read_text()
+    assert md == render_markdown(rep)
+    assert f"accuracy {100 * correct.mean():.1f} % (n=30); 33.3 % of test items have a training sibling at cutoff 0.9 (calibrated); on the rest:" in md
+    page = written["html"].read_text()
+    sd = ScanDir(d)
+    assert page == render_html(rep, sd.items("test"), sd.items("train"))
+    assert page.count('<svg class="plot') == 2 and "class=\"baseline\"" in page and "class=\"interval\"" in page
+    assert 'class="spark"' in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_cutoff_override_and_no_cutoff(tmp_path):
+    make_scan(tmp_path, cutoff=None)
+    r = build_report(tmp_path)
+    assert r["cutoff"]["source"] == "none" and r["sibling_rate"]["test_to_train"]["near"]["count"] == 0
+    assert r["sibling_rate"]["test_to_train"]["exact"]["count"] == 4 and r["near_cutoff"] is None
+    assert "counting exact twins only" in render_markdown(r)
+    r2 = build_report(tmp_path, cutoff=0.95)
+    assert r2["cutoff"]["source"] == "user" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3  # 0.95, 0.97, 0.99
+    with pytest.raises(SibscanError, match=r"--cutoff is a similarity in \[-1, 1\], got 3"):
+        build_report(tmp_path, cutoff=3)
+
+
+def test_predictions_file_and_bad_correct(tmp_path):
+    t = make_scan(tmp_path)
+    labels = t["test"].labels
+    preds = [labels[i] if i % 2 == 0 else "zzz" for i in range(30)]
+    f = tmp_path / "preds.csv"
+    f.write_text("id,prediction\n" + "".join(f"te{i},{p}\n" for i, p in enumerate(preds)))
+    r = build_report(tmp_path, predictions=f)
+    assert r["accuracy"]["siblings"]["all"]["accuracy"] == pytest.approx(0.5)
+    with pytest.raises(InputError, match=r"correct has shape \(3,\); expected \(30,\)"):
+        build_report(tmp_path, correct=np.ones(3, bool))
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("accuracy 50.0 % (n=30); 33.3 % of test items") and (tmp_path / "o" / "report.md").exists()
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "pdf"])
+    assert res.exit_code == 1 and "unknown report format pdf; available: json, md, html" in res.output
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "nope")])
+    assert res.exit_code == 1 and "is not a sibscan scan directory" in res.output
+
+
+def test_text_and_image_gallery(tmp_path):
+    make_scan(tmp_path / "text", modality="text", sources=False)
+    write_reports(tmp_path / "text", formats=["html"])
+    page = (tmp_path / "text" / "report.html").read_text()
+    assert "<mark>(copy)</mark>" in page and "Shared sources" not in page
+    from PIL import Image
+
+    paths = []
+    for i, colour in enumerate([(200, 10, 10), (10, 200, 10), (10, 10, 200)]):
+        p = tmp_path / f"im{i}.png"
+        Image.new("RGB", (40, 30), colour).save(p)
+        paths.append(str(p))
+    sd = ScanDir(tmp_path / "img")
+    sd.write_items(Items("train", "image", ["a", "b"], paths=paths[:2]))
+    sd.write_items(Items("test", "image", ["x"], paths=paths[2:]))
+    sd.write_neighbours(Neighbours({
+        "query_split": ["test"], "query_id": ["x"], "query_index": [0], "rank": [0], "neighbour_split": ["train"],
+        "neighbour_id": ["a"], "neighbour_index": [0], "similarity": [0.5], "exact": [False]}))
+    sd.write_manifest({"status": "complete", "cutoff": {"value": 0.9, "source": "uncalibrated"}})
+    write_reports(sd.path, formats=["html", "md"])
+    page = (sd.path / "report.html").read_text()
+    assert page.count("data:image/jpeg;base64,") == 4  # closest pair + just below the cutoff, two sides each
