@@ -70,9 +70,11 @@ def _decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        # utf-8-sig reports offsets after the byte-order mark; report them in the file
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data.count(b"\n", 0, start) + 1
         raise InputError(
-            f"not valid UTF-8 at byte offset {exc.start} (line {line}: byte {data[exc.start]:#04x}); "
+            f"not valid UTF-8 at byte offset {start} (line {line}: byte {data[start]:#04x}); "
             "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
             path=path,
         ) from None
