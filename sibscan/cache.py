@@ -1,0 +1,315 @@
+"""The embedding cache: embeddings stored per (content fingerprint, encoder identity) on disk.
+
+Layout, one folder per encoder identity and storage dtype::
+
+    CACHE/<encoder>-<sha256(identity)[:16]>-<f16|f32>/
+        meta.json                    identity, dim, dtype (written once, atomically)
+        <shard>.emb.npy              (m, dim) float16/float32 embeddings of one finished block
+        <shard>.fp.npy               (m, 2) uint64 fingerprints of those rows — the commit marker
+
+A block is committed by writing its embeddings, then its fingerprints, each atomically (temporary
+name, then rename); a shard counts only once its ``.fp.npy`` exists, so an interrupted run leaves
+whole blocks and resumes after the last one. Shards are memory-mapped; the fingerprint -> row index
+is rebuilt from the ``.fp.npy`` files (16 bytes per item) when the cache is opened. Shard names are
+unique per process, so two runs sharing a cache never overwrite each other (a row embedded twice is
+harmless).
+
+The key is the item's exact fingerprint: items that the fingerprint calls identical (e.g. texts that
+differ only in case or whitespace) share one embedding, as the exact twins they are.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .atomic import save_npy, write_json
+from .errors import CompatibilityError, SibscanError
+from .items import Items
+
+__all__ = ["EmbeddingCache", "embed", "DTYPES"]
+
+log = logging.getLogger("sibscan.cache")
+
+DTYPES = {"float16": "f16", "float32": "f32"}
+_FP = np.dtype([("hi", "<u8"), ("lo", "<u8")])
+
+
+def _as_keys(fingerprints: np.ndarray) -> np.ndarray:
+    """(n, 2) uint64 fingerprints as a 1-d structured array that sorts lexicographically."""
+    fp = np.ascontiguousarray(np.asarray(fingerprints, dtype="<u8"))
+    if fp.ndim != 2 or fp.shape[1] != 2:
+        raise ValueError(f"fingerprints must have shape (n, 2), got {fp.shape}")
+    return fp.view(_FP).ravel()
+
+
+class EmbeddingCache:
+    """The cache folder of one encoder identity (see the module docstring).
+
+    Parameters
+    ----------
+    cache_dir : path
+        The cache root; one sub-folder per encoder identity and dtype.
+    encoder : Encoder
+        Supplies ``name``, ``identity`` and ``dim``.
+    dtype : {"float16", "float32"}
+        Storage dtype; lookups always return float32 rows re-normalised to unit length.
+    """
+
+    def __init__(self, cache_dir: str | os.PathLike, encoder: Any, dtype: str = "float16"):
+        if dtype not in DTYPES:
+            raise SibscanError(f"unknown cache dtype {dtype!r}; available: {', '.join(DTYPES)}")
+        self.root = Path(cache_dir)
+        self.identity = str(encoder.identity)
+        self.dim = int(encoder.dim)
+        self.dtype = np.dtype(dtype)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(encoder.name)) or "encoder"
+        digest = hashlib.sha256(self.identity.encode("utf-8")).hexdigest()[:16]
+        self.path = self.root / f"{slug}-{digest}-{DTYPES[dtype]}"
+        self._check_meta()
+        self._prefix = f"{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._seq = 0
+        self.refresh()
+
+    # --- metadata ------------------------------------------------------------------------------
+    def _fix(self) -> str:
+        return f"delete {self.path} or pass another --cache-dir"
+
+    def _check_meta(self) -> None:
+        meta_path = self.path / "meta.json"
+        if not meta_path.exists():
+            write_json(meta_path, {"identity": self.identity, "dim": self.dim, "dtype": self.dtype.name,
+                                   "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
+            return
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CompatibilityError(f"embedding cache {self.path} has an unreadable meta.json ({exc}); {self._fix()}") from None
+        if meta.get("identity") != self.identity:
+            raise CompatibilityError(
+                f"embedding cache {self.path} belongs to encoder {meta.get('identity')!r}, not {self.identity!r}; {self._fix()}"
+            )
+        if int(meta.get("dim", -1)) != self.dim:
+            raise CompatibilityError(
+                f"embedding cache {self.path} holds {meta.get('dim')}-dim vectors but encoder {self.identity!r} "
+                f"gives {self.dim}-dim vectors; {self._fix()}"
+            )
+
+    # --- reading -------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Re-read the committed shards and rebuild the fingerprint -> (shard, row) index."""
+        shards, keys, shard_of, row_of = [], [], [], []
+        for fp_path in sorted(self.path.glob("*.fp.npy")):
+            emb_path = fp_path.with_name(fp_path.name[: -len(".fp.npy")] + ".emb.npy")
+            if not emb_path.exists():
+                continue
+            emb = np.load(emb_path, mmap_mode="r")
+            fp = np.load(fp_path)
+            if emb.ndim != 2 or emb.shape[1] != self.dim or emb.dtype != self.dtype or len(emb) != len(fp):
+                raise CompatibilityError(
+                    f"embedding cache shard {emb_path} has shape {emb.shape} {emb.dtype}, expected "
+                    f"({len(fp)}, {self.dim}) {self.dtype}; {self._fix()}"
+                )
+            keys.append(_as_keys(fp))
+            shard_of.append(np.full(len(fp), len(shards), dtype=np.int32))
+            row_of.append(np.arange(len(fp), dtype=np.int64))
+            shards.append(emb)
+        self._shards = shards
+        if keys:
+            all_keys = np.concatenate(keys)
+            order = np.argsort(all_keys, kind="stable")
+            self._keys = all_keys[order]
+            self._shard_of = np.concatenate(shard_of)[order]
+            self._row_of = np.concatenate(row_of)[order]
+        else:
+            self._keys = np.zeros(0, dtype=_FP)
+            self._shard_of = np.zeros(0, dtype=np.int32)
+            self._row_of = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def n_shards(self) -> int:
+        return len(self._shards)
+
+    def find(self, fingerprints: np.ndarray) -> np.ndarray:
+        """Position of each fingerprint in the index, or -1.
+
+        Parameters
+        ----------
+        fingerprints : ndarray of shape (n, 2), uint64
+
+        Returns
+        -------
+        ndarray of shape (n,), int64
+        """
+        q = _as_keys(fingerprints)
+        if len(self._keys) == 0:
+            return np.full(len(q), -1, dtype=np.int64)
+        pos = np.searchsorted(self._keys, q)
+        safe = np.minimum(pos, len(self._keys) - 1)
+        hit = (pos < len(self._keys)) & (self._keys[safe] == q)
+        return np.where(hit, safe, -1).astype(np.int64)
+
+    def get(self, positions: np.ndarray) -> np.ndarray:
+        """Rows at index ``positions`` (from :meth:`find`, all >= 0): ndarray (n, dim) float32, unit rows."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.empty((len(positions), self.dim), dtype=np.float32)
+        shard = self._shard_of[positions]
+        rows = self._row_of[positions]
+        for s in np.unique(shard):
+            sel = np.flatnonzero(shard == s)
+            order = np.argsort(rows[sel])  # sorted reads are sequential on the memory map
+            out[sel[order]] = self._shards[s][rows[sel][order]]
+        if self.dtype != np.float32:
+            # float16 storage shifts norms by ~1e-3; exact copies must still score 1.0
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    # --- writing -------------------------------------------------------------------------------
+    def add(self, fingerprints: np.ndarray, embeddings: np.ndarray) -> Path:
+        """Commit one block: ``embeddings`` (m, dim) for ``fingerprints`` (m, 2). Returns the shard path."""
+        emb = np.asarray(embeddings)
+        fp = np.ascontiguousarray(np.asarray(fingerprints, dtype=np.uint64))
+        if emb.ndim != 2 or emb.shape[1] != self.dim:
+            raise CompatibilityError(
+                f"encoder {self.identity!r} gave vectors of shape {emb.shape[1:]} but the cache {self.path} "
+                f"holds {self.dim}-dim vectors; {self._fix()}"
+            )
+        if len(fp) != len(emb):
+            raise ValueError(f"{len(fp)} fingerprints for {len(emb)} embeddings")
+        name = f"{self._prefix}-{self._seq:06d}"
+        self._seq += 1
+        save_npy(self.path / f"{name}.emb.npy", emb.astype(self.dtype))
+        save_npy(self.path / f"{name}.fp.npy", fp)  # written last: the commit marker
+        return self.path / f"{name}.emb.npy"
+
+
+def _content_rows(content: Any, index: np.ndarray) -> Any:
+    if isinstance(content, np.ndarray):
+        return content[index]
+    return [content[i] for i in index]
+
+
+def _encode_block(encoder: Any, batch: Any, batch_size: Optional[int], bar: Any) -> np.ndarray:
+    """Encode one block: torch encoders batch internally; others get ``batch_size`` slices."""
+    if getattr(encoder, "batches_internally", False):
+        return np.asarray(encoder.encode(batch, batch_size=batch_size, on_batch=bar.update), dtype=np.float32)
+    bs = int(batch_size or getattr(encoder, "batch_size", 256) or 256)
+    parts = []
+    for start in range(0, len(batch), bs):
+        part = batch[start:start + bs]
+        parts.append(np.asarray(encoder.encode(part), dtype=np.float32))
+        bar.update(len(part))
+    return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
+
+
+def embed(
+    items: Items,
+    encoder: Any,
+    *,
+    cache_dir: Optional[str | os.PathLike],
+    fingerprints: Optional[np.ndarray] = None,
+    batch_size: Optional[int] = None,
+    block_size: int = 4096,
+    dtype: str = "float16",
+    progress: bool = True,
+) -> np.ndarray:
+    """Embed ``items`` with ``encoder``, reusing and filling the on-disk cache.
+
+    Only items whose fingerprint is not in the cache are embedded (each distinct fingerprint once),
+    in blocks of ``block_size`` committed atomically: an interrupted call resumes, on the next call,
+    after the last finished block.
+
+    Parameters
+    ----------
+    items : Items
+        One split; its ``content`` is handed to ``encoder.encode`` in slices.
+    encoder : Encoder
+    cache_dir : path or None
+        Cache root; ``None`` embeds everything without caching.
+    fingerprints : ndarray of shape (n, 2), uint64, optional
+        Exact fingerprints of the items (default: :func:`sibscan.fingerprint.fingerprint`).
+    batch_size : int, optional
+        Items per forward pass (default: the encoder's ``batch_size``).
+    block_size : int
+        Items per committed cache block (the unit of resumption).
+    dtype : {"float16", "float32"}
+        Storage dtype of the cache.
+    progress : bool
+        Show a progress bar (items/s, ETA) on stderr.
+
+    Returns
+    -------
+    ndarray of shape (n, dim), float32, rows L2-normalised.
+
+    Raises
+    ------
+    CompatibilityError
+        The cache holds vectors of another dimension or encoder identity; the message says to delete
+        it or use another cache directory.
+    """
+    from tqdm.auto import tqdm
+
+    if int(block_size) < 1:
+        raise SibscanError(f"block size must be at least 1, got {block_size}")
+    block_size = int(block_size)
+    n = len(items)
+    content = items.content
+    dim = int(encoder.dim)
+    desc = f"embed {items.split} ({encoder.name})"
+
+    if cache_dir is None:
+        with tqdm(total=n, desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
+            out = np.zeros((n, dim), np.float32)
+            for start in range(0, n, block_size):
+                idx = np.arange(start, min(start + block_size, n))
+                out[idx] = _check_dim(_encode_block(encoder, _content_rows(content, idx), batch_size, bar), encoder, len(idx))
+        return out
+
+    if fingerprints is None:
+        from .fingerprint import fingerprint
+
+        fingerprints = fingerprint(items)
+    fingerprints = np.asarray(fingerprints, dtype=np.uint64)
+    if fingerprints.shape != (n, 2):
+        raise ValueError(f"fingerprints have shape {fingerprints.shape}, expected ({n}, 2)")
+
+    cache = EmbeddingCache(cache_dir, encoder, dtype=dtype)
+    pos = cache.find(fingerprints)
+    missing = np.flatnonzero(pos < 0)
+    # one representative row per distinct missing fingerprint
+    _, first = np.unique(_as_keys(fingerprints[missing]), return_index=True)
+    todo = missing[np.sort(first)]
+    log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - len(missing), n, len(todo))
+
+    if len(todo):
+        with tqdm(total=len(todo), desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
+            for start in range(0, len(todo), block_size):
+                idx = todo[start:start + block_size]
+                emb = _check_dim(_encode_block(encoder, _content_rows(content, idx), batch_size, bar), encoder, len(idx))
+                cache.add(fingerprints[idx], emb)
+        cache.refresh()
+        pos = cache.find(fingerprints)
+        if (pos < 0).any():  # pragma: no cover - would mean a write was lost
+            raise SibscanError(f"embedding cache {cache.path} lost rows while writing; re-run the command")
+    return cache.get(pos)
+
+
+def _check_dim(emb: np.ndarray, encoder: Any, n: int) -> np.ndarray:
+    if emb.shape != (n, int(encoder.dim)):
+        raise CompatibilityError(
+            f"encoder {encoder.identity!r} returned an array of shape {emb.shape} for {n} items, but declares "
+            f"dim={encoder.dim}; delete the cache made under this identity or fix the encoder"
+        )
+    return emb
