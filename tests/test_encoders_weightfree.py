@@ -278,6 +278,17 @@ def test_znorm_missing_values_and_padding():
     assert not flat.any()
 
 
+def test_numeric_dim_is_the_row_length():
+    enc = get_encoder("znorm", dim=12, device="cpu")
+    assert enc.dim == 12 and "d=12" in enc.identity
+    assert get_encoder("znorm", dim=13).identity != enc.identity  # caches of other widths never mix
+    lazy = get_encoder("raw")
+    with pytest.raises(SibscanError, match=r"the raw encoder's dimension is the row length: build it with get_encoder\('raw', dim="):
+        lazy.dim
+    lazy.encode(np.ones((2, 7)))
+    assert lazy.dim == 7 and "d=7" in lazy.identity
+
+
 def test_raw_encoder():
     x = np.array([[3.0, 4.0, np.nan], [6.0, 8.0, 0.0]])
     e = get_encoder("raw").encode(x)
@@ -296,7 +307,8 @@ def test_registry_errors():
         get_encoder("minhash", device="tpu")
     weightfree = {c.name: c for c in list_encoders() if c.weight_free}
     assert {"pixels", "phash", "ngram", "minhash", "znorm", "raw"} <= set(weightfree)
-    idents = {n: get_encoder(n).identity for n in weightfree if n in ("pixels", "phash", "ngram", "minhash", "znorm", "raw")}
+    numeric = {"znorm": {"dim": 5}, "raw": {"dim": 5}}
+    idents = {n: get_encoder(n, **numeric.get(n, {})).identity for n in ("pixels", "phash", "ngram", "minhash", "znorm", "raw")}
     assert len(set(idents.values())) == len(idents)
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from ..device import resolve_device
-from ..errors import InputError
+from ..errors import InputError, SibscanError
 from .base import Encoder, l2_normalise, register_encoder
 
 __all__ = ["RawEncoder", "ZNormEncoder", "series_lengths", "znormalise"]
@@ -80,22 +80,46 @@ def _check_rows(batch, dim: Optional[int], name: str) -> np.ndarray:
 
 
 class _NumericEncoder(Encoder):
+    """Shared by ``znorm`` and ``raw``: the dimension is the row length.
+
+    Build with ``dim=<number of columns>`` (the scan passes the train split's width); without it
+    the first encoded batch fixes it, and reading ``dim`` or ``identity`` before that raises a
+    :class:`SibscanError` that says so.  The identity names the width, so that caches and
+    calibrations of tables of other widths never mix.
+    """
+
     modality = "table"
     weight_free = True
+    _recipe: str = ""
 
     def __init__(self, dim: Optional[int] = None, *, device: str = "auto", batch_size: int = 65536) -> None:
         if dim is not None and (not isinstance(dim, (int, np.integer)) or dim < 1):
             raise InputError(f"{self.name}: dim must be a positive integer, got {dim!r}")
         resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
         self.device = "cpu"
-        #: row length; fixed by the first batch when not given
-        self.dim = None if dim is None else int(dim)
+        self._dim = None if dim is None else int(dim)
         self.batch_size = int(batch_size)
 
+    @property
+    def dim(self) -> int:  # type: ignore[override]
+        if self._dim is None:
+            raise SibscanError(
+                f"the {self.name} encoder's dimension is the row length: build it with "
+                f"get_encoder({self.name!r}, dim=<number of columns>) or encode a batch first"
+            )
+        return self._dim
+
+    @property
+    def identity(self) -> str:  # type: ignore[override]
+        return f"{self.name}/v{PREPROCESSING_VERSION} d={self.dim} {self._recipe}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} d={self._dim}>"
+
     def _rows(self, batch) -> np.ndarray:
-        x = _check_rows(batch, self.dim, self.name)
-        if self.dim is None:
-            self.dim = x.shape[1]
+        x = _check_rows(batch, self._dim, self.name)
+        if self._dim is None:
+            self._dim = x.shape[1]
         return x
 
 
@@ -105,7 +129,7 @@ class ZNormEncoder(_NumericEncoder):
 
     name = "znorm"
     description = "per-row z-normalised values (NaN -> 0 after); cosine = Pearson r; dim = row length"
-    identity = f"znorm/v{PREPROCESSING_VERSION} ddof=0 nan=0-after padding=refused"
+    _recipe = "ddof=0 nan=0-after padding=refused"
 
     def encode(self, batch) -> np.ndarray:
         """Embed numeric rows.
@@ -141,7 +165,7 @@ class RawEncoder(_NumericEncoder):
 
     name = "raw"
     description = "raw values (NaN -> 0), L2-normalised; cosine of the rows; dim = row length"
-    identity = f"raw/v{PREPROCESSING_VERSION} nan=0"
+    _recipe = "nan=0"
 
     def encode(self, batch) -> np.ndarray:
         """Embed numeric rows.
