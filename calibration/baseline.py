@@ -10,9 +10,10 @@ Tail model
 ----------
 Up to the baseline's threshold ``u`` (about its 99th percentile) the survival function
 ``p(c) = P(score > c)`` is the empirical one, interpolated on a grid of quantiles.  Beyond ``u`` it
-is an exponential fitted to the exceedances (``p(c) = p_u * exp(-(c - u) / scale)``, ``scale`` =
-mean exceedance, its maximum-likelihood estimate).  Similarity is bounded by 1, so the true tail is
-lighter than exponential: the extrapolation errs on the side of *more* chance siblings, and it is
+is a generalised Pareto distribution fitted to the exceedances by probability-weighted moments
+(Hosking & Wallis 1987): ``p(c) = p_u * (1 - kappa (c - u) / scale) ** (1 / kappa)``.  Similarity is
+bounded by 1, so the fitted tail is usually bounded too (``kappa > 0``, ending at
+``tail["endpoint"]``); beyond its end the probability is reported as the smallest positive float,
 never exactly 0.
 """
 from __future__ import annotations
@@ -43,6 +44,27 @@ def _normalised_dot(test_emb: np.ndarray, train_emb: np.ndarray, ti: np.ndarray,
     return out
 
 
+def _gpd_pwm(y: np.ndarray) -> tuple:
+    """Hosking-Wallis probability-weighted-moment fit of a generalised Pareto to exceedances ``y``.
+
+    Returns ``(kappa, scale)`` of the survival function ``(1 - kappa * y / scale) ** (1 / kappa)``
+    (``kappa > 0``: bounded tail ending at ``scale / kappa``; ``kappa = 0``: exponential).  Shape is
+    clipped to [-0.5, 1] and the scale kept positive, so a handful of ties cannot break the fit.
+    """
+    k = len(y)
+    if k < 2 or float(np.max(y)) <= 0:
+        return 0.0, max(float(np.mean(y)) if k else 0.0, 1e-6)
+    y = np.sort(y)
+    a0 = float(y.mean())
+    a1 = float(np.mean((1.0 - (np.arange(1, k + 1) - 0.35) / k) * y))
+    denom = a0 - 2.0 * a1
+    if denom <= 0:
+        return 0.0, max(a0, 1e-6)
+    kappa = float(np.clip(a0 / denom - 2.0, -0.5, 1.0))
+    scale = max(float(2.0 * a0 * a1 / denom), 1e-6)
+    return kappa, scale
+
+
 def _tail(scores: np.ndarray) -> dict:
     """Empirical survival grid up to the threshold and the exponential fitted beyond it."""
     s = np.sort(scores.astype(np.float64))
@@ -51,16 +73,16 @@ def _tail(scores: np.ndarray) -> dict:
     u = float(s[n - k - 1]) if n > k else float(s[0])
     exceed = s[s > u] - u
     p_u = len(exceed) / n
-    scale = float(exceed.mean()) if len(exceed) else 0.0
-    # a degenerate tail (all ties) still needs a positive scale so p never drops to 0 silently
-    scale = max(scale, 1e-6)
+    kappa, scale = _gpd_pwm(exceed)
     levels = np.linspace(0.0, 1.0 - p_u, _GRID)
     body_x = np.quantile(s, levels)
     return {
-        "method": "empirical below the threshold, exponential beyond it (conservative: similarity is bounded)",
+        "method": "empirical below the threshold, generalised Pareto (probability-weighted moments) beyond it",
         "threshold": u,
         "p_threshold": p_u,
         "scale": scale,
+        "shape": kappa,
+        "endpoint": u + scale / kappa if kappa > 0 else None,
         "n_exceed": int(len(exceed)),
         "body_x": body_x.tolist(),
         "body_p": (1.0 - levels).tolist(),
@@ -162,9 +184,17 @@ def tail_probability(baseline: dict, cutoff: float | np.ndarray) -> np.ndarray |
     c = np.asarray(cutoff, dtype=np.float64)
     u, p_u, scale = float(tail["threshold"]), float(tail["p_threshold"]), float(tail["scale"])
     body = np.interp(c, np.asarray(tail["body_x"]), np.asarray(tail["body_p"]), left=1.0, right=p_u)
-    beyond = p_u * np.exp(-np.maximum(c - u, 0.0) / scale)
+    y = np.maximum(c - u, 0.0)
+    kappa = float(tail.get("shape", 0.0))
+    if abs(kappa) < 1e-9:
+        beyond = p_u * np.exp(-y / scale)
+    else:
+        base = np.maximum(1.0 - kappa * y / scale, 0.0)
+        with np.errstate(divide="ignore"):
+            beyond = p_u * base ** (1.0 / kappa)
     p = np.where(c > u, beyond, np.maximum(body, p_u))
-    # exp underflows to 0 for cutoffs far beyond the tail; keep the smallest positive probability
+    # beyond a bounded tail's end the model says 0; keep the smallest positive probability instead
+    # so a count is never silently exactly 0 (``tail["endpoint"]`` says where the model ends)
     p = np.clip(p, np.finfo(np.float64).tiny, 1.0)
     return float(p) if p.ndim == 0 else p
 

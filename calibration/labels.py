@@ -159,7 +159,8 @@ class LabelStore:
 
         Every record is validated first (a bad line names the file and row; a record made under
         another encoder, verifier or dataset is refused), then the new ones are appended with
-        ``source = "import:<file name>"``.  Records already present are not duplicated.
+        ``source = "import:<file name>"``.  A record that repeats its pair's current answer is not
+        appended again.
         """
         path = Path(path)
         if not path.exists():
@@ -167,20 +168,23 @@ class LabelStore:
         incoming = read_label_file(path)
         for rec in incoming:
             self._check(rec, path)
-        seen = {(pair_key(r), r["label"], r.get("time")) for r in self.records}
+        current = {k: r["label"] for k, r in self.current().items()}
         added = 0
         for rec in incoming:
             rec = {k: v for k, v in rec.items() if k != "_row"}
-            sig = (pair_key(rec), rec["label"], rec.get("time"))
-            if sig in seen:
-                continue
+            key = pair_key(rec)
+            if current.get(key) == rec["label"] or (rec["label"] == "undo" and key not in current):
+                continue  # already the pair's answer: importing the same file twice adds nothing
             rec.setdefault("query_split", "test")
             rec.setdefault("neighbour_split", "train")
             rec.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             rec["source"] = f"import:{path.name}"
             append_jsonl(self.path, rec)
             self.records.append(rec)
-            seen.add(sig)
+            if rec["label"] == "undo":
+                current.pop(key, None)
+            else:
+                current[key] = rec["label"]
             added += 1
         return added
 

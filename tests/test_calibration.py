@@ -1,0 +1,302 @@
+"""Calibration: baseline tail, draw, append-only labels, the fitted cutoff on planted data, records."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from sibscan.calibration import (
+    Calibration, baseline_warning, calibrate, compute_baseline, expected_chance_siblings, load_calibration, pava, resolve,
+    tail_probability,
+)
+from sibscan.calibration import record as record_mod
+from sibscan.calibration.fit import design_estimates
+from sibscan.calibration.sampling import allocate
+from sibscan.calibration.synthetic import oracle_labels, planted_scan
+from sibscan.cli import app
+from sibscan.errors import CompatibilityError, InputError, SibscanError
+
+ENC = "planted-encoder/v1"
+
+
+def _oracle_file(tmp_path: Path, planted, cal_dir: Path, name: str = "oracle.jsonl", **override) -> Path:
+    """Label every pair of the recorded draw as the truth says, in the labels.jsonl form."""
+    draw = json.loads((cal_dir / "draw.json").read_text())
+    pairs = [(p["query_id"], p["neighbour_id"]) for p in draw["pairs"]]
+    out = tmp_path / name
+    with open(out, "w") as fh:
+        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs)):
+            rec = {"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
+                   "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t, "label": lab}
+            rec.update(override)
+            fh.write(json.dumps(rec) + "\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return planted_scan(tmp_path_factory.mktemp("cal") / "scan", n_train=400, n_test=300, rate=0.1, seed=3)
+
+
+# --- baseline ------------------------------------------------------------------------------------
+def test_baseline_summary_matches_brute_force():
+    rng = np.random.default_rng(0)
+    tr, te = rng.standard_normal((50, 8)), rng.standard_normal((40, 8))
+    b = compute_baseline(tr, te, n_pairs=2000, seed=5, encoder_identity="e")
+    r = np.random.default_rng(5)
+    ti, tj = r.integers(0, 40, 2000), r.integers(0, 50, 2000)
+    ref = np.array([te[i] @ tr[j] / np.linalg.norm(te[i]) / np.linalg.norm(tr[j]) for i, j in zip(ti, tj)])
+    assert b["score"] == "similarity" and b["n_pairs"] == 2000
+    assert b["mean"] == pytest.approx(ref.mean(), abs=1e-5)
+    assert b["quantiles"]["0.99"] == pytest.approx(np.quantile(ref, 0.99), abs=1e-5)
+    assert b["max"] == pytest.approx(ref.max(), abs=1e-5)
+    assert sum(b["histogram"]["counts"]) == 2000
+    # the empirical part of the tail reproduces the sample's survival function
+    for c in (-0.5, 0.0, 0.3, np.quantile(ref, 0.95)):
+        assert tail_probability(b, c) == pytest.approx((ref > c).mean(), abs=0.01)
+
+
+def test_baseline_score_fn_and_errors():
+    tr, te = np.ones((5, 3)), np.ones((4, 3))
+    b = compute_baseline(tr, te, n_pairs=100, score_fn=lambda i, j: (i + j) / 10.0, verifier_identity="v")
+    assert b["score"] == "verified" and b["verifier_identity"] == "v"
+    with pytest.raises(SibscanError, match=r"score_fn returned shape \(3,\) for 100 pairs"):
+        compute_baseline(tr, te, n_pairs=100, score_fn=lambda i, j: np.zeros(3))
+    with pytest.raises(SibscanError, match="needs both splits non-empty"):
+        compute_baseline(tr, te[:0])
+
+
+def test_tail_never_zero_and_monotone():
+    rng = np.random.default_rng(1)
+    b = compute_baseline(rng.standard_normal((300, 16)), rng.standard_normal((300, 16)), n_pairs=20000)
+    c = np.linspace(-1, 1.5, 400)
+    p = tail_probability(b, c)
+    assert np.all(p > 0) and np.all(np.diff(p) <= 1e-12)
+    assert expected_chance_siblings(b, 1.0, 1000, 50) > 0
+    assert expected_chance_siblings(b, -1.0, 1000, 50) == pytest.approx(50)
+
+
+@pytest.mark.parametrize("d", [24, 64])
+def test_expected_chance_siblings_against_simulated_nearest_neighbours(d):
+    """Unrelated random data: the predicted count of chance NN above c matches the simulated count."""
+    rng = np.random.default_rng(2)
+    tr = rng.standard_normal((3000, d)).astype(np.float32)
+    te = rng.standard_normal((400, d)).astype(np.float32)
+    b = compute_baseline(tr, te, n_pairs=100_000, seed=0)
+    nn = ((te / np.linalg.norm(te, axis=1, keepdims=True)) @ (tr / np.linalg.norm(tr, axis=1, keepdims=True)).T).max(1)
+    for c in np.quantile(nn, [0.3, 0.7, 0.95]):  # all beyond the baseline's sample: the fitted tail extrapolates
+        assert c > b["tail"]["threshold"]
+        observed = (nn > c).sum()
+        predicted = expected_chance_siblings(b, c, len(tr), len(te))
+        assert 0.5 * observed <= predicted <= 2 * observed + 5, (c, observed, predicted)
+
+
+def test_baseline_warning():
+    b = {"quantiles": {"0.5": 0.1, "0.9": 0.3, "0.99": 0.5, "0.999": 0.6, "0.9999": 0.7}}
+    assert baseline_warning(b, 0.65) is None
+    with pytest.raises(AssertionError):
+        assert baseline_warning(b, 0.55) is None
+    assert "more than 1 in 1000 unrelated pairs" in baseline_warning(b, 0.55)
+    assert baseline_warning(b, 0.4).startswith("cutoff 0.4000 is below the random-pair baseline's 99.9th percentile (0.6000)")
+
+
+# --- fitting -------------------------------------------------------------------------------------
+def _pava_reference(y, w):
+    """Brute force: minimise weighted squared error over non-decreasing sequences by repeated pooling."""
+    blocks = [[float(v), float(x), 1] for v, x in zip(y, w)]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(blocks) - 1):
+            if blocks[i][0] > blocks[i + 1][0] + 1e-15:
+                a, b = blocks[i], blocks[i + 1]
+                tw = a[1] + b[1]
+                blocks[i:i + 2] = [[(a[0] * a[1] + b[0] * b[1]) / tw, tw, a[2] + b[2]]]
+                changed = True
+                break
+    return np.repeat([b[0] for b in blocks], [b[2] for b in blocks])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0.1, 5)), min_size=1, max_size=30))
+def test_pava_matches_reference(data):
+    y, w = np.array([d[0] for d in data]), np.array([d[1] for d in data])
+    got = pava(y, w)
+    assert np.all(np.diff(got) >= -1e-12)
+    np.testing.assert_allclose(got, _pava_reference(y, w), atol=1e-9)
+
+
+def test_allocate_respects_room_and_total():
+    N = np.array([50, 0, 3, 10])
+    out = allocate(N, np.array([1.0, 1.0, 5.0, 1.0]), 20)
+    assert out.sum() == 20 and np.all(out <= N) and out[1] == 0 and np.all(out[[0, 2, 3]] >= 1)
+    assert allocate(N, np.ones(4), 1000).tolist() == N.tolist()
+
+
+def test_design_estimates_census_is_exact():
+    scores = np.array([0.1, 0.5, 0.6, 0.9, 0.95])
+    strata = np.array([-1, 0, 0, 1, 1])
+    same = np.array([False, True, True, True])
+    est = design_estimates(scores, strata, 2, np.array([1, 2, 3, 4]), same, cutoff=0.55)
+    assert est["sibling_rate"][1] == pytest.approx(3 / 5)
+    assert est["siblings"][0] == est["siblings"][2] == 3  # every pair labelled: no uncertainty left
+    assert est["precision"] == 1.0 and est["recall"] == 1.0 and est["flagged"] == 3
+
+
+# --- the whole flow on planted data --------------------------------------------------------------
+def test_oracle_cutoff_separates_planted_siblings(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    first = calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=60, seed=0)
+    assert first.status == "no labels yet" and first.cutoff is None
+    labels = _oracle_file(tmp_path, planted, cal_dir)
+    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", n_pairs=60, seed=0)
+    assert cal.status == "ok", cal.advice
+    from sibscan.scandir import ScanDir
+
+    top = ScanDir(planted.path).neighbours().top1()
+    is_sib = np.array([planted.sibling_of.get(q) == t for q, t in zip(top["query_id"], top["neighbour_id"])])
+    assert is_sib.sum() == len(planted.sibling_of)
+    assert top["score"][is_sib].min() >= cal.cutoff > top["score"][~is_sib].max()
+    lo, mid, hi = cal.estimates["sibling_rate"]
+    assert lo <= planted.true_rate <= hi and hi - lo < 0.2
+    assert cal.interval[0] <= cal.cutoff <= cal.interval[1]
+    assert cal.n_labels["same"] + cal.n_labels["different"] == 60
+    assert cal.estimates["precision"] == pytest.approx(1.0) and cal.estimates["recall"] == pytest.approx(1.0)
+    back = load_calibration(cal_dir)
+    assert back.cutoff == pytest.approx(cal.cutoff) and back.encoder_identity == ENC and back.path == cal_dir
+    assert back.baseline["quantiles"]["0.99"] == pytest.approx(cal.baseline["quantiles"]["0.99"])
+
+
+def test_target_precision_rule(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none")
+    labels = _oracle_file(tmp_path, planted, cal_dir)
+    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", target_precision=0.9)
+    assert cal.rule == "precision >= 0.9" and cal.cutoff is not None
+    with pytest.raises(SibscanError, match=r"--target-precision is a fraction in \(0, 1\), got 1.5"):
+        calibrate(planted.path, calibration_dir=cal_dir, ui="none", target_precision=1.5)
+
+
+def test_cannot_support_a_cutoff_says_why_and_where(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none")
+    labels = _oracle_file(tmp_path, planted, cal_dir, label="different")
+    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none")
+    assert cal.cutoff is None and "no flip observed" in cal.status and "too few 'same' labels (0" in cal.status
+    assert any("more pairs scoring between" in a for a in cal.advice)
+
+
+def test_labels_append_only_resume_and_extend(planted, tmp_path):
+    from sibscan.calibration import LabelSession, LabelStore
+    from sibscan.calibration.flow import _identity
+    from sibscan.calibration.sampling import Draw, Population
+    from sibscan.scandir import ScanDir
+
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
+    sd = ScanDir(planted.path)
+    pop = Population.from_neighbours(sd.neighbours())
+    store = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
+    draw = Draw.load(cal_dir / "draw.json", pop)
+    s = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"))
+    for i in range(4):
+        s.answer(s.next_pending(), "different")
+    assert s.undo() == 3 and s.state()["done"] == 3 and s.next_pending() == 3
+    before = (cal_dir / "labels.jsonl").read_text()
+    assert len(before.splitlines()) == 5 and json.loads(before.splitlines()[-1])["label"] == "undo"
+    # a new session on the same directory continues where the first stopped; the file only grows
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
+    store2 = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
+    s2 = LabelSession(pop, Draw.load(cal_dir / "draw.json", pop), store2, sd.items("test"), sd.items("train"))
+    assert s2.state()["done"] == 3 and s2.next_pending() == 3
+    s2.answer(3, "same")
+    assert (cal_dir / "labels.jsonl").read_text().startswith(before)
+    # more pairs extend the same draw: the first 30 stay, in the same order
+    old_pairs = json.loads((cal_dir / "draw.json").read_text())["pairs"]
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=45)
+    new = json.loads((cal_dir / "draw.json").read_text())
+    assert len(new["pairs"]) == 45 and new["pairs"][:30] == old_pairs and new["phases"] == [30, 15]
+    assert len({(p["query_id"], p["neighbour_id"]) for p in new["pairs"]}) == 45
+
+
+def test_import_validation_and_refusals(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query_id": "te1", "neighbour_id": "tr1", "label": "same"}\n{oops\n')
+    with pytest.raises(InputError, match=r"bad.jsonl, row 2: not valid JSON"):
+        calibrate(planted.path, calibration_dir=cal_dir, labels=bad, ui="none")
+    bad.write_text('{"query_id": "te1", "neighbour_id": "tr1", "label": "maybe"}\n')
+    with pytest.raises(InputError, match=r"row 1: unknown label 'maybe'; use one of: same, different, skip, undo"):
+        calibrate(planted.path, calibration_dir=cal_dir, labels=bad, ui="none")
+    other = _oracle_file(tmp_path, planted, cal_dir, name="other.jsonl", encoder_identity="clip/ViT-B-32")
+    with pytest.raises(CompatibilityError, match=r"other.jsonl, row 1: label made under another encoder identity 'clip/ViT-B-32'"):
+        calibrate(planted.path, calibration_dir=cal_dir, labels=other, ui="none")
+    assert not (cal_dir / "labels.jsonl").exists()  # validated before anything is appended
+    good = _oracle_file(tmp_path, planted, cal_dir)
+    calibrate(planted.path, calibration_dir=cal_dir, labels=good, ui="none")
+    calibrate(planted.path, calibration_dir=cal_dir, labels=good, ui="none")  # importing twice adds nothing
+    assert len((cal_dir / "labels.jsonl").read_text().splitlines()) == 60
+
+
+def test_check_compatible_and_force(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none")
+    calibrate(planted.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, planted, cal_dir), ui="none")
+    cal = load_calibration(cal_dir)
+    manifest = json.loads((planted.path / "manifest.json").read_text())
+    assert cal.check_compatible(manifest) == []
+    other = {**manifest, "encoder": {"name": "clip", "identity": "clip/other"}}
+    with pytest.raises(CompatibilityError, match=r"another encoder identity 'planted-encoder/v1' \(scan: 'clip/other'\); recalibrate"):
+        cal.check_compatible(other)
+    with pytest.warns(UserWarning, match="applied anyway"):
+        assert len(cal.check_compatible({**other, "dataset_fingerprint": "x"}, force=True)) == 2
+    with pytest.raises(CompatibilityError, match="verifier identity None"):
+        cal.check_compatible({**manifest, "verifier": {"name": "v", "identity": "v/1"}})
+
+
+def test_verified_score_kind(tmp_path):
+    p = planted_scan(tmp_path / "scan", n_train=200, n_test=100, seed=4, verifier=True)
+    cal_dir = tmp_path / "cal"
+    with pytest.warns(UserWarning, match="has no baseline.json; computing the embedding-similarity baseline"):
+        calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
+    cal = calibrate(p.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, p, cal_dir), ui="none")
+    assert cal.score == "verified" and cal.verifier_identity == "planted-verifier/v1"
+    rec = json.loads((cal_dir / "labels.jsonl").read_text().splitlines()[0])
+    assert rec["verifier_identity"] == "planted-verifier/v1" and rec["source"] == "import:oracle.jsonl"
+
+
+def test_resolve_kept_calibration_then_path(tmp_path, monkeypatch):
+    kept = tmp_path / "repo_calibration"
+    (kept / "ucr-powercons").mkdir(parents=True)
+    record_mod.write_calibration(kept / "ucr-powercons", Calibration(0.9, (0.88, 0.92), "similarity", ENC, None, "fp"))
+    monkeypatch.setattr(record_mod, "CALIBRATIONS_DIR", kept)
+    assert resolve("ucr-powercons") == kept / "ucr-powercons"
+    assert resolve(str(kept / "ucr-powercons")) == kept / "ucr-powercons"
+    assert load_calibration(resolve("ucr-powercons")).interval == (0.88, 0.92)
+    with pytest.raises(SibscanError, match=r"no calibration 'nope'.*kept in the repository: ucr-powercons"):
+        resolve("nope")
+    with pytest.raises(SibscanError, match="holds no calibration"):
+        load_calibration(tmp_path)
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+def test_cli_calibrate(planted, tmp_path):
+    cal_dir = tmp_path / "cal"
+    runner = CliRunner()
+    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir)])
+    assert res.exit_code == 0, res.output
+    assert "cutoff: none" in res.output and "cannot support a cutoff yet: no labels yet" in res.output
+    labels = _oracle_file(tmp_path, planted, cal_dir)
+    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels", str(labels)])
+    assert res.exit_code == 0, res.output
+    assert "cutoff: 0." in res.output and "sibling rate: 10.00%" in res.output and "chance siblings expected" in res.output
+    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "paper", "--out", str(cal_dir)])
+    assert res.exit_code == 1 and "unknown --ui 'paper'; available: web, terminal, none" in res.output
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "missing"), "--ui", "none"])
+    assert res.exit_code == 1 and "is not a sibscan scan directory" in res.output
