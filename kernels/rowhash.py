@@ -11,7 +11,8 @@ How it is computed (all numpy, in row blocks that stay in the CPU cache; no per-
 2. The 64 bits of ``q`` are xored with a per-column key (so that swapping two values changes the
    row) and passed through the SplitMix64 finaliser, a bijective avalanche mix.
 3. Two lanes: ``h1 = sum_j a_j * m_j`` and ``h2 = sum_j b_j * m_j`` (mod 2**64) with random odd
-   per-column multipliers ``a_j``, ``b_j``, each lane finalised once more with SplitMix64.
+   per-column multipliers ``a_j``, ``b_j`` (one integer matmul), each lane finalised once more
+   with SplitMix64.
 
 Why 128 bits suffice: treating the fingerprint as a uniform 128-bit value, the chance that *any*
 two of ``n`` distinct rows collide is at most ``n * (n - 1) / 2 / 2**128`` (the birthday bound).
@@ -33,7 +34,7 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _CANON_NAN = np.float64(np.nan)
 # bytes per block of the working array: small enough to stay in L2, big enough to amortise Python
-_BLOCK_BYTES = 1 << 19
+_BLOCK_BYTES = 1 << 20
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -45,6 +46,18 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         x *= _M2
         x ^= x >> _S31
     return x
+
+
+def _splitmix_inplace(w: np.ndarray, tmp: np.ndarray) -> None:
+    """:func:`splitmix64` on ``w`` using ``tmp`` (same shape) for the shifted copies."""
+    np.right_shift(w, _S30, out=tmp)
+    w ^= tmp
+    w *= _M1
+    np.right_shift(w, _S27, out=tmp)
+    w ^= tmp
+    w *= _M2
+    np.right_shift(w, _S31, out=tmp)
+    w ^= tmp
 
 
 def _keys(d: int, seed: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,31 +133,31 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     if n == 0:
         return out
     key, a, b = _keys(d, seed)
+    lanes = np.stack([a, b], axis=1)  # (d, 2): one matmul computes both lanes' sums
     scale = 10.0 ** int(decimals)
     rows = max(1, _BLOCK_BYTES // (8 * max(d, 1)))
+    # preallocated work buffers: temporaries of this size would be mmap'ed and faulted in per op
     q = np.empty((rows, d), dtype=np.float64)
     t = np.empty((rows, d), dtype=np.uint64)
+    nan = np.empty((rows, d), dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, rows):
             stop = min(n, start + rows)
             m = stop - start
-            qb, tb = q[:m], t[:m]
+            qb, tb, nb = q[:m], t[:m], nan[:m]
             block = x[start:stop]
             if znorm:
                 block = znormalise_rows(block)
             np.multiply(block, scale, out=qb, casting="unsafe")
             np.rint(qb, out=qb)
             np.add(qb, 0.0, out=qb)
-            nan = np.isnan(qb)
-            if nan.any():
-                qb[nan] = _CANON_NAN
+            np.isnan(qb, out=nb)
+            if nb.any():
+                qb[nb] = _CANON_NAN
             w = qb.view(np.uint64)
             np.bitwise_xor(w, key, out=w)
-            splitmix64(w)
-            np.multiply(w, a, out=tb)
-            out[start:stop, 0] = tb.sum(axis=1, dtype=np.uint64)
-            np.multiply(w, b, out=tb)
-            out[start:stop, 1] = tb.sum(axis=1, dtype=np.uint64)
+            _splitmix_inplace(w, tb)
+            np.matmul(w, lanes, out=out[start:stop])
     # mix the width in, then avalanche each lane so that similar sums give unrelated fingerprints
     out ^= np.uint64((d * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF)
     splitmix64(out)
