@@ -74,7 +74,7 @@ def svg_histogram(hist: dict, cutoff: Optional[float], interval=None) -> str:
         centres = (edges[:-1] + edges[1:]) / 2
         pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(centres, base))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="#d46a6a" stroke-width="2" class="baseline"/>')
-        parts.append(f'<text x="{PAD + 6}" y="{PAD}" fill="#d46a6a">— random-pair baseline</text>')
+        parts.append(f'<text x="{PAD}" y="12" fill="#d46a6a">— random-pair baseline</text>')
     if interval and None not in interval:
         parts.append(f'<rect x="{sx(interval[0]):.1f}" y="{PAD - 10}" width="{sx(interval[1]) - sx(interval[0]):.1f}" '
                      f'height="{H - 2 * PAD + 20}" fill="#2a2" opacity="0.12"/>')
@@ -104,10 +104,10 @@ def svg_sweep(sw: dict, cutoff: Optional[float], interval=None) -> str:
         return f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" class="{cls}"/>'
 
     parts.append(line(rate, "#1f5fa8", "rate"))
-    parts.append(f'<text x="{PAD + 6}" y="{H - PAD - 4}" fill="#1f5fa8">— sibling rate</text>')
+    parts.append(f'<text x="{PAD}" y="12" fill="#1f5fa8">— sibling rate</text>')
     if gap is not None:
         parts.append(line(np.abs(gap), "#c27400", "gap"))
-        parts.append(f'<text x="{PAD + 6}" y="{H - PAD + 6}" fill="#c27400">— |accuracy gap|, sibling rows vs the rest</text>')
+        parts.append(f'<text x="{PAD}" y="24" fill="#c27400">— |accuracy gap|, sibling rows vs the rest</text>')
     if cutoff is not None:
         parts.append(_vline(sx, cutoff, "#080", f"cutoff {cutoff:.3g}"))
     return f'<svg class="plot sweep" width="{W}" height="{H}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
@@ -210,7 +210,7 @@ def render_html(report: dict, test=None, train=None) -> str:
     body.append("<h2>Sibling rate</h2>" + _table(["direction", "exact", "near", "siblings", "rate", "95 % CI"], rows))
     tt = sr["test_to_train"]
     if tt.get("expected_chance_siblings") is not None:
-        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {tt['expected_chance_siblings']:.2f}.</p>")
+        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {tt['expected_chance_siblings']:.3g}.</p>")
     body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
     body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval))
     acc = report.get("accuracy")

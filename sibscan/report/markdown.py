@@ -88,7 +88,7 @@ def render_markdown(report: dict) -> str:
                      f"{pct(lo)}–{pct(hi)}.")
     if tt.get("expected_chance_siblings") is not None:
         lines.append(f"Expected chance siblings at this cutoff (random-pair baseline): "
-                     f"{tt['expected_chance_siblings']:.2f} of {tt['any']['count']} found.")
+                     f"{tt['expected_chance_siblings']:.3g} of {tt['any']['count']} found.")
     if report.get("baseline_warning"):
         lines.append(f"Warning: {report['baseline_warning']}")
     lines += ["", *_table(
