@@ -204,10 +204,12 @@ def block_topk_torch(scores, k: int):
     import torch
 
     m, b = scores.shape
+    ng = b // _GROUP
+    if k == 1 and ng >= 2:
+        return _top1_torch(scores, ng)
     if k == 1:
         vals, idx = scores.max(dim=1)  # first maximal index on ties
         return vals[:, None], idx[:, None]
-    ng = b // _GROUP
     if k >= b or ng <= k:
         vals, idx = torch.sort(scores, dim=1, descending=True, stable=True)
         return vals[:, :k], idx[:, :k]
@@ -229,6 +231,26 @@ def block_topk_torch(scores, k: int):
         fv, fi = torch.sort(scores[rows], dim=1, descending=True, stable=True)
         vals[rows], idx[rows] = fv[:, :k], fi[:, :k]
     return vals, idx
+
+
+def _top1_torch(scores, ng: int):
+    """Top-1 through group maxima (torch's row ``max`` is several times slower than ``amax``
+    over short contiguous groups); the first group holding the maximum holds its first index."""
+    import torch
+
+    m, b = scores.shape
+    main = ng * _GROUP
+    gmax = scores[:, :main].reshape(m, ng, _GROUP).amax(dim=2)
+    gv, gi = gmax.max(dim=1)
+    cols = gi[:, None] * _GROUP + torch.arange(_GROUP, device=scores.device)
+    first = (torch.gather(scores, 1, cols) == gv[:, None]).to(torch.uint8).argmax(dim=1)
+    vals, idx = gv, gi * _GROUP + first
+    if main < b:
+        tv, ti = scores[:, main:].max(dim=1)
+        later = tv > gv  # strictly: on a tie the earlier (grouped) index wins
+        vals = torch.where(later, tv, vals)
+        idx = torch.where(later, ti + main, idx)
+    return vals[:, None], idx[:, None]
 
 
 def _merge_torch(sims, ids, new_sims, new_ids, k: int):

@@ -1,0 +1,283 @@
+"""Search backends against the brute-force reference, sharded (out-of-core) search, errors, CUDA."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sibscan.errors import InputError, SibscanError
+from sibscan.kernels.topk import ResultHeap, block_topk_numpy, block_topk_torch, merge_topk
+from sibscan.search import brute_force_search, plan_blocks, search
+from sibscan.shards import ShardedEmbeddings
+
+BACKENDS = ["numpy", "torch"] + (["faiss"] if importlib.util.find_spec("faiss") else [])
+
+
+def unit(rng, n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def ties(rng, n, d):
+    """Small integer vectors: every product is exact in fp32, so ties are exact ties."""
+    return rng.integers(-1, 2, size=(n, d)).astype(np.float32)
+
+
+def assert_same(sims, ids, ref_sims, ref_ids, exact=False):
+    assert sims.shape == ref_sims.shape and ids.shape == ref_ids.shape
+    if exact:
+        np.testing.assert_array_equal(ids, ref_ids)
+        np.testing.assert_array_equal(sims, ref_sims)
+    else:
+        np.testing.assert_allclose(sims, ref_sims, atol=2e-6)
+        # a different index is only allowed where the reference has an equal-similarity neighbour
+        diff = ids != ref_ids
+        assert diff.mean() < 0.01, f"{diff.sum()} of {diff.size} neighbours differ"
+
+
+# ------------------------------------------------------------------------------ vs brute force
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", [1, 5])
+def test_backend_matches_brute_force_random(backend, k):
+    rng = np.random.default_rng(0)
+    q, x = unit(rng, 70, 24), unit(rng, 3000, 24)
+    got = search(q, x, k, backend=backend, block_size=700, progress=False)
+    assert_same(*got, *brute_force_search(q, x, k))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k,block", [(1, 97), (3, 1000), (7, 5000), (40, 300)])
+def test_ties_go_to_the_lower_index(backend, k, block):
+    rng = np.random.default_rng(1)
+    q, x = ties(rng, 50, 5), ties(rng, 2500, 5)
+    got = search(q, x, k, backend=backend, block_size=block, progress=False)
+    assert_same(*got, *brute_force_search(q, x, k), exact=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exclude_self_with_exact_duplicates(backend):
+    rng = np.random.default_rng(2)
+    x = unit(rng, 300, 8)
+    x[10] = x[20] = x[250] = x[5]  # four copies: copies of row 20 outrank it (lower index first)
+    sims, ids = search(x, x, 3, backend=backend, exclude_self=True, block_size=64, progress=False)
+    ref = brute_force_search(x, x, 3, exclude_self=True)
+    assert_same(sims, ids, *ref)
+    assert (ids != np.arange(300)[:, None]).all()
+    assert ids[20].tolist() == [5, 10, 250] and np.allclose(sims[20], 1.0)
+    assert ids[5].tolist() == [10, 20, 250]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_k_larger_than_database_pads(backend):
+    rng = np.random.default_rng(3)
+    q, x = unit(rng, 4, 6), unit(rng, 3, 6)
+    sims, ids = search(q, x, 5, backend=backend, progress=False)
+    assert ids.shape == (4, 5) and (ids[:, 3:] == -1).all() and np.isneginf(sims[:, 3:]).all()
+    assert sorted(ids[0, :3].tolist()) == [0, 1, 2]
+    assert_same(sims, ids, *brute_force_search(q, x, 5))
+    sims, ids = search(x, x, 4, backend=backend, exclude_self=True, progress=False)
+    assert (ids[:, 2:] == -1).all() and (ids[:, :2] >= 0).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_memmap_database(backend, tmp_path):
+    rng = np.random.default_rng(4)
+    q, x = unit(rng, 20, 16), unit(rng, 900, 16)
+    np.save(tmp_path / "x.npy", x)
+    mm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    got = search(q, mm, 4, backend=backend, block_size=128, progress=False)
+    assert_same(*got, *brute_force_search(q, x, 4))
+
+
+# ------------------------------------------------------------------------------------ kernels
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 400), st.integers(1, 12), st.integers(0, 2**31 - 1))
+def test_block_topk_equals_stable_argsort(m, b, k, seed):
+    import torch
+
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(-3, 4, size=(m, b)).astype(np.float32)  # many ties
+    ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    vals, idx = block_topk_numpy(scores, k)
+    np.testing.assert_array_equal(idx, ref)
+    tv, ti = block_topk_torch(torch.from_numpy(scores), k)
+    np.testing.assert_array_equal(ti.numpy(), ref)
+    np.testing.assert_array_equal(tv.numpy(), np.take_along_axis(scores, ref, axis=1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 9), st.lists(st.integers(1, 120), min_size=1, max_size=6),
+       st.integers(0, 2**31 - 1))
+def test_result_heap_merge_in_any_order(n, k, cuts, seed):
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(-2, 3, size=(5, n)).astype(np.float32)
+    ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    bounds = sorted({0, n, *[c % n for c in cuts]})
+    parts = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        v, i = block_topk_numpy(scores[:, a:b], k)
+        parts.append((v, i + a))
+    heap = ResultHeap(5, k)
+    for v, i in parts[::-1]:  # reverse order: the merge must not depend on arrival order
+        heap.add_result(v, i)
+    sims, ids = heap.finalize()
+    np.testing.assert_array_equal(ids[:, : ref.shape[1]], ref)
+    assert (ids[:, ref.shape[1]:] == -1).all()
+    s2, i2 = merge_topk(sims, ids, sims[:, :0], ids[:, :0], k)
+    np.testing.assert_array_equal(i2, ids)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 30), st.integers(2, 30), st.integers(0, 2**31 - 1))
+def test_both_directions_agree(m, n, seed):
+    """If b is a's top-1 with similarity s, b's own top-1 in the reverse search scores >= s."""
+    rng = np.random.default_rng(seed)
+    a, b = unit(rng, m, 6), unit(rng, n, 6)
+    s_ab, i_ab = search(a, b, 1, backend="torch", progress=False)
+    s_ba, _ = search(b, a, 1, backend="numpy", progress=False)
+    assert (s_ba[i_ab[:, 0], 0] >= s_ab[:, 0] - 1e-6).all()
+    # and the pair similarity is the same read from either side
+    full = a @ b.T
+    np.testing.assert_allclose(s_ab[:, 0], full[np.arange(m), i_ab[:, 0]], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------- shards
+def test_shards_roundtrip_blocks_and_take(tmp_path):
+    rng = np.random.default_rng(5)
+    x = unit(rng, 1000, 12)
+    sh = ShardedEmbeddings.create(tmp_path / "s", 12, dtype="float32", shard_rows=300)
+    sh.append(x[:450])
+    sh.append(x[450:])
+    again = ShardedEmbeddings(tmp_path / "s")
+    assert again.shape == (1000, 12) and again.shard_bounds == [(0, 300), (300, 450), (450, 750), (750, 1000)]
+    np.testing.assert_array_equal(again.read(), x)
+    starts = [s for s, blk in again.iter_blocks(200)]
+    assert starts == [0, 200, 300, 450, 650, 750, 950]  # blocks never cross a shard boundary
+    idx = np.array([999, 0, 301, 301, 450])
+    np.testing.assert_array_equal(again.take(idx), x[idx])
+    meta = json.loads((tmp_path / "s" / "index.json").read_text())
+    assert meta["n"] == 1000 and meta["dtype"] == "float32"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float16_shards_equal_in_memory_search(backend, tmp_path):
+    rng = np.random.default_rng(6)
+    q, x = unit(rng, 40, 32), unit(rng, 2000, 32)
+    sh = ShardedEmbeddings.from_array(tmp_path / "s", x, dtype="float16", shard_rows=512)
+    x16 = x.astype(np.float16).astype(np.float32)
+    got = search(q, sh, 5, backend=backend, block_size=200, progress=False)
+    assert_same(*got, *brute_force_search(q, x16, 5))
+
+
+def test_memory_bounded_sharded_search_equals_in_memory(tmp_path):
+    rng = np.random.default_rng(7)
+    q, x = unit(rng, 64, 16), unit(rng, 5000, 16)
+    sh = ShardedEmbeddings.from_array(tmp_path / "s", x, dtype="float32", shard_rows=1500)
+    qb, rows, est = plan_blocks(64, 5000, 16, memory_limit=64 * 1024)
+    assert rows < 5000 and est <= 2 * 64 * 1024 + 64 * 16 * 8
+    small = search(q, sh, 3, backend="torch", memory_limit=64 * 1024, progress=False)
+    whole = search(q, x, 3, backend="torch", progress=False)
+    np.testing.assert_array_equal(small[1], whole[1])
+    np.testing.assert_allclose(small[0], whole[0], atol=1e-6)
+
+
+def test_shard_errors(tmp_path):
+    sh = ShardedEmbeddings.create(tmp_path / "s", 4)
+    with pytest.raises(InputError, match=r"shape \(2, 3\), expected \(rows, 4\)"):
+        sh.append(np.zeros((2, 3)))
+    bad = np.zeros((3, 4))
+    bad[1, 2] = np.nan
+    with pytest.raises(InputError, match="row 1 of the appended block is not finite"):
+        sh.append(bad)
+    with pytest.raises(SibscanError, match="already holds shards"):
+        ShardedEmbeddings.create(tmp_path / "s", 4)
+    with pytest.raises(SibscanError, match="not a shard directory"):
+        ShardedEmbeddings(tmp_path / "nothing")
+    with pytest.raises(SibscanError, match="unknown shard dtype 'int8'"):
+        ShardedEmbeddings.create(tmp_path / "t", 4, dtype="int8")
+
+
+# ------------------------------------------------------------------------------------- errors
+def test_search_errors():
+    rng = np.random.default_rng(8)
+    q, x = unit(rng, 5, 8), unit(rng, 20, 8)
+    with pytest.raises(InputError, match="queries have dimension 8 but the database has 6; embed both"):
+        search(q, x[:, :6], 2, progress=False)
+    bad = q.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(InputError, match="query row 3 contains NaN"):
+        search(bad, x, 2, progress=False)
+    xb = x.copy()
+    xb[17, 0] = np.inf
+    for backend in BACKENDS:
+        with pytest.raises(InputError, match="database row 17 contains NaN or inf"):
+            search(q, xb, 2, backend=backend, block_size=5, progress=False)
+    with pytest.raises(SibscanError, match="unknown search backend 'fais'; available: auto, torch, faiss, numpy"):
+        search(q, x, 2, backend="fais")
+    with pytest.raises(SibscanError, match="k must be a positive integer"):
+        search(q, x, 0)
+    with pytest.raises(SibscanError, match="exclude_self needs the queries to be the database rows"):
+        search(q, x, 2, exclude_self=True)
+    with pytest.raises(SibscanError, match="numpy backend runs on the CPU only"):
+        search(q, x, 2, backend="numpy", device="cuda")
+    with pytest.raises(InputError, match="must be a 2-D array"):
+        search(q[0], x, 2)
+    with pytest.raises(SibscanError, match="unknown device 'tpu'"):
+        search(q, x, 2, backend="torch", device="tpu")
+
+
+def test_empty_queries_and_auto_backend():
+    rng = np.random.default_rng(9)
+    x = unit(rng, 10, 4)
+    s, i = search(np.empty((0, 4), np.float32), x, 3, progress=False)
+    assert s.shape == (0, 3) and i.shape == (0, 3)
+    q = unit(rng, 3, 4)
+    assert_same(*search(q, x, 2, progress=False), *brute_force_search(q, x, 2))
+
+
+# --------------------------------------------------------------------------------------- CUDA
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_cuda_half_path_equals_fp32_brute_force(precision):
+    rng = np.random.default_rng(10)
+    x = unit(rng, 20000, 128)
+    # queries near some rows (siblings) and unrelated ones
+    q = np.concatenate([x[:300] + 0.05 * unit(rng, 300, 128), unit(rng, 200, 128)])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    sims, ids = search(q, x, 5, backend="torch", device="cuda", precision=precision, block_size=4096,
+                       progress=False)
+    ref_s, ref_i = brute_force_search(q, x, 5)
+    np.testing.assert_array_equal(ids[:, 0], ref_i[:, 0])
+    np.testing.assert_allclose(sims, ref_s, atol=1e-5)
+    assert (ids[:300, 0] == np.arange(300)).all()
+
+
+@pytest.mark.cuda
+def test_cuda_uncertified_rows_are_searched_again_in_fp32():
+    from sibscan.kernels.topk import search_blocks_torch, iter_array_blocks
+
+    rng = np.random.default_rng(11)
+    x = unit(rng, 5000, 64)
+    x[1000:1100] = x[7] + 1e-4 * unit(rng, 100, 64)  # near-ties that bf16 cannot order
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = x[[7, 1050, 3]] + 0.0
+    stats = {}
+    sims, ids = search_blocks_torch(q, lambda: iter_array_blocks(x, 1024), 3, device="cuda", half="bf16",
+                                    margin=0, stats=stats)
+    ref_s, ref_i = brute_force_search(q, x, 3)
+    assert stats["uncertified_rows"] >= 2
+    np.testing.assert_array_equal(ids[:, 0], ref_i[:, 0])
+    np.testing.assert_allclose(sims, ref_s, atol=1e-5)
+
+
+@pytest.mark.cuda
+def test_cuda_exclude_self_and_ties():
+    rng = np.random.default_rng(12)
+    x = ties(rng, 3000, 6)
+    sims, ids = search(x, x, 4, backend="torch", device="cuda", exclude_self=True, precision="fp32",
+                       block_size=512, progress=False)
+    assert_same(sims, ids, *brute_force_search(x, x, 4, exclude_self=True), exact=True)
