@@ -105,18 +105,19 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
     ids = np.array([r.get("id", "") for r in recs], dtype=str)
     uniq, counts = np.unique(ids, return_counts=True)
     if (counts > 1).any():
-        raise InputError(f"id {uniq[counts > 1][0]!r} appears {counts[counts > 1][0]} times", path=path)
+        raise InputError(f"id {str(uniq[counts > 1][0])!r} appears {int(counts[counts > 1][0])} times; "
+                         "give one prediction per id", path=path)
     order = np.argsort(ids)
     pos = np.searchsorted(ids[order], test.ids)
     pos = np.minimum(pos, len(ids) - 1)
     found = ids[order][pos] == test.ids
     if not found.all():
         miss = test.ids[~found]
-        raise InputError(f"{len(miss)} of {n} test ids have no prediction (first: {', '.join(map(repr, miss[:3]))})",
+        raise InputError(f"{len(miss)} of {n} test ids have no prediction (first: {', '.join(map(repr, miss[:3].tolist()))})",
                          path=path)
     extra = np.setdiff1d(ids, test.ids)
     if len(extra):
-        raise InputError(f"{len(extra)} ids are not in the test split (first: {', '.join(map(repr, extra[:3]))})",
+        raise InputError(f"{len(extra)} ids are not in the test split (first: {', '.join(map(repr, extra[:3].tolist()))})",
                          path=path)
     return preds[order][pos]
 
