@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -132,25 +133,26 @@ class LabelStore:
         return {lab: sum(1 for r in cur if r["label"] == lab) for lab in LABELS}
 
     # --- writing -------------------------------------------------------------------------------
-    def append(self, key: PairKey, label: str, score: float, score_kind: str, source: str = "ui") -> dict:
+    def append(self, key: PairKey, label: str, score: Optional[float], score_kind: str, source: str = "ui") -> dict:
         """Append one answer (or ``"undo"``) for pair ``key`` and return the record written."""
         if label not in _ALL_LABELS:
             raise InputError(f"unknown label {label!r}; use one of: {', '.join(_ALL_LABELS)}")
         rec = {
             **self.identity.to_dict(),
             "query_split": key[0], "query_id": key[1], "neighbour_split": key[2], "neighbour_id": key[3],
-            "score": float(score), "score_kind": score_kind, "label": label,
+            "score": float(score) if score is not None and math.isfinite(score) else None, "score_kind": score_kind, "label": label,
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labeller": self.labeller, "source": source,
         }
         append_jsonl(self.path, rec)
         self.records.append(rec)
         return rec
 
-    def undo_last(self, score_of: Dict[PairKey, float], score_kind: str, keys: Optional[set] = None) -> Optional[PairKey]:
+    def undo_last(self, score_of: Dict[PairKey, float], score_kind: str, keys: Optional[set] = None,
+                  source: str = "ui") -> Optional[PairKey]:
         """Withdraw the most recent effective answer (among ``keys`` when given) by appending an undo."""
         for key in reversed(list(self.current())):
             if keys is None or key in keys:
-                self.append(key, "undo", score_of.get(key, float("nan")), score_kind)
+                self.append(key, "undo", score_of.get(key, float("nan")), score_kind, source=source)
                 return key
         return None
 

@@ -129,7 +129,7 @@ class LabelSession:
         self.store.append(key, label, self.score_of[key], self.pop.score_kind, source=source)
         return {"index": i, "label": label, "score": self.score_of[key]}
 
-    def undo(self) -> Optional[int]:
+    def undo(self, source: str = "ui") -> Optional[int]:
         """Withdraw the latest answer of this draw; returns its pair index (then pending again) or None."""
-        key = self.store.undo_last(self.score_of, self.pop.score_kind, keys=self._key_set)
+        key = self.store.undo_last(self.score_of, self.pop.score_kind, keys=self._key_set, source=source)
         return None if key is None else self.keys.index(key)

@@ -83,11 +83,11 @@ def run_terminal(session: LabelSession, stdin: Optional[TextIO] = None, stdout: 
                 return "quit"
             key = line.strip().lower()[:1]
             if key in _KEYS:
-                res = session.answer(i, _KEYS[key])
+                res = session.answer(i, _KEYS[key], source="terminal")
                 out.write(f"  -> {res['label']} (score {res['score']:.4f})\n")
                 break
             if key == "u":
-                j = session.undo()
+                j = session.undo(source="terminal")
                 out.write("  nothing to undo\n" if j is None else f"  undid the answer to pair #{j}\n")
                 break
             if key == "q":

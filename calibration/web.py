@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
                         self.server.done.set()
                     return None
                 if route == "/api/undo":
-                    j = session.undo()
+                    j = session.undo(source="web")
                     return self._json({"undone": j, "state": session.state()})
             except SibscanError as exc:
                 return self._error(400, str(exc))

@@ -1,0 +1,136 @@
+"""The labelling page in a real browser (Debian chromium driven by Playwright), and its server's guards."""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from sibscan.calibration import LabelSession, LabelStore, calibrate
+from sibscan.calibration.flow import _identity
+from sibscan.calibration.sampling import Draw, Population
+from sibscan.calibration.synthetic import planted_scan
+from sibscan.calibration.web import LabelServer
+from sibscan.scandir import ScanDir
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+
+def _session(tmp_path, modality, n_pairs, **kw):
+    p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=11, modality=modality, **kw)
+    cal_dir = tmp_path / "cal"
+    calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=n_pairs)
+    sd = ScanDir(p.path)
+    pop = Population.from_neighbours(sd.neighbours())
+    store = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
+    return LabelSession(pop, Draw.load(cal_dir / "draw.json", pop), store, sd.items("test"), sd.items("train")), cal_dir
+
+
+def _get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def test_token_required_and_no_traversal(tmp_path):
+    session, _ = _session(tmp_path, "text", 3)
+    with LabelServer(session) as server:
+        base, tok = f"http://127.0.0.1:{server.port}", server.token
+        assert _get(f"{base}/")[0] == 403
+        assert _get(f"{base}/api/state?t=wrong")[0] == 403
+        assert _get(f"{base}/api/pair/0")[0] == 403
+        code, body = _get(f"{base}/api/state?t={tok}")
+        assert code == 200 and json.loads(body)["total"] == 3
+        for path in ("/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/api/item/0/../../../etc/passwd",
+                     "/static/../web.py", "/api/pair/999", "/api/item/0/left", "/api/item/0/top"):
+            code, body = _get(f"{base}{path}?t={tok}")
+            assert code == 404, path
+            assert b"root:" not in body and b"import" not in body
+        req = urllib.request.Request(f"{base}/api/answer", data=b'{"index": 0, "label": "same"}', method="POST")
+        assert _get(req)[0] == 403
+        assert not (session.store.path.exists())
+
+
+def test_label_by_keyboard_and_click_with_reload(tmp_path, browser):
+    from playwright.sync_api import expect
+
+    session, cal_dir = _session(tmp_path, "text", 6)
+    with LabelServer(session) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        progress = page.locator("#progress")
+        expect(progress).to_have_text("0 / 6 labelled")
+        expect(page.locator("#left .text")).not_to_be_empty()
+        assert "score" not in page.locator("body").inner_text()  # hidden until answered
+        page.keyboard.press("y")
+        expect(progress).to_have_text("1 / 6 labelled")
+        expect(page.locator("#last")).to_contain_text("same — score 0.")
+        page.click("#different")
+        expect(progress).to_have_text("2 / 6 labelled")
+        page.keyboard.press("u")
+        expect(progress).to_have_text("1 / 6 labelled")
+        expect(page.locator("#last")).to_have_text("undid pair #1")
+        page.reload()
+        expect(progress).to_have_text("1 / 6 labelled")
+        page.keyboard.press("n")
+        expect(progress).to_have_text("2 / 6 labelled")
+        page.click("#skip")
+        expect(progress).to_have_text("3 / 6 labelled")
+        page.click("#same")
+        expect(progress).to_have_text("4 / 6 labelled")
+        page.keyboard.press("s")
+        expect(progress).to_have_text("5 / 6 labelled")
+        page.keyboard.press("n")
+        expect(page.locator("#done")).to_be_visible()
+        expect(progress).to_have_text("6 / 6 labelled")
+        assert server.done.wait(5)
+        page.close()
+    recs = [json.loads(x) for x in (cal_dir / "labels.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in recs] == ["same", "different", "undo", "different", "skip", "same", "skip", "different"]
+    assert [r["query_id"] for r in recs[:3]] == [session.keys[0][1], session.keys[1][1], session.keys[1][1]]
+    assert {r["source"] for r in recs} == {"web"}
+    assert session.answers() == {0: "same", 1: "different", 2: "skip", 3: "same", 4: "skip", 5: "different"}
+
+
+def test_images_scaled_and_series_plotted(tmp_path, browser):
+    from playwright.sync_api import expect
+
+    session, _ = _session(tmp_path, "image", 2, dim=48)
+    with LabelServer(session) as server:
+        code, body = _get(f"http://127.0.0.1:{server.port}/api/item/0/right?t={server.token}")
+        assert code == 200 and body[:8] == b"\x89PNG\r\n\x1a\n"
+        page = browser.new_page()
+        page.goto(server.url)
+        img = page.locator("#left img")
+        expect(img).to_have_count(1)
+        # the page's CSP forbids eval, so poll from here rather than with wait_for_function
+        for _ in range(50):
+            widths = [page.locator(f"#{side} img").evaluate("el => el.complete ? el.naturalWidth : -1") for side in ("left", "right")]
+            if min(widths) >= 0:
+                break
+            page.wait_for_timeout(100)
+        assert widths == [64, 64]
+        page.close()
+    (tmp_path / "t").mkdir()
+    session, _ = _session(tmp_path / "t", "table", 2, dim=16)
+    with LabelServer(session) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        expect(page.locator("#left svg polyline")).to_have_count(2)
+        assert len(page.locator("#left svg polyline").nth(1).get_attribute("points").split()) == 16
+        page.close()
