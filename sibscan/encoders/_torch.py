@@ -1,0 +1,328 @@
+"""Shared torch machinery of the neural encoders (``clip``, ``clip-text``, ``minilm``, ``effnet``).
+
+* one device policy (:func:`sibscan.device.resolve_device`), bf16 autocast on CUDA;
+* images decoded by :func:`sibscan.imageio.open_image` and preprocessed in ``DataLoader`` workers
+  (``num_workers`` defaults to ``min(4, cpus)`` on CUDA, 0 on CPU), pinned memory and
+  ``non_blocking`` copies on CUDA;
+* batched inference under ``torch.inference_mode``; the output is always float32, L2-normalised
+  numpy.
+
+torch is imported lazily: importing this module costs nothing.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..device import resolve_device
+from ..errors import InputError, SibscanError, require
+from .base import Encoder
+
+__all__ = ["TorchEncoder", "ImageTorchEncoder", "TextTorchEncoder", "file_sha256", "short_hash"]
+
+log = logging.getLogger("sibscan.encoders")
+
+_SHA_CACHE: Dict[Tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, remembered per (path, size, mtime) for the life of the process."""
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _SHA_CACHE[key] = h.hexdigest()
+    return _SHA_CACHE[key]
+
+
+def short_hash(text: str, n: int = 12) -> str:
+    """First ``n`` hex digits of the sha256 of ``text`` (identities of preprocessing pipelines)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def torch_available(extra: str, *modules: str) -> Tuple[bool, str]:
+    """``(True, "")`` when torch and ``modules`` import, else ``(False, "pip install 'sibscan[extra]'")``."""
+    import importlib.util
+
+    for m in ("torch", *modules):
+        if importlib.util.find_spec(m) is None:
+            return False, f"{m} is not installed; install it with: pip install 'sibscan[{extra}]'"
+    return True, ""
+
+
+class _ImageFiles:
+    """Map-style dataset: path -> (preprocessed tensor, "") or (None, "path: reason")."""
+
+    def __init__(self, paths: Sequence[str], transform: Callable):
+        self.paths = list(paths)
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int):
+        from ..imageio import open_image
+
+        try:
+            return self.transform(open_image(self.paths[i])), ""
+        except InputError as exc:
+            # Raised again in the main process: an exception from a worker would come wrapped in a
+            # multi-line traceback instead of the one-line message.
+            return None, str(exc)
+
+
+def _collate(samples):
+    import torch
+
+    for _, err in samples:
+        if err:
+            return None, err
+    return torch.stack([t for t, _ in samples]), ""
+
+
+class TorchEncoder(Encoder):
+    """Base of the neural encoders: device, batching, autocast and normalisation.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        Resolved once; ``"cuda"`` where there is none raises :class:`SibscanError`.
+    batch_size : int, optional
+        Items per forward pass (default: 256 on CUDA, 32 on CPU).
+    num_workers : int, optional
+        Image-decoding ``DataLoader`` workers (default ``min(4, cpus)`` on CUDA, 0 on CPU).
+    autocast : bool
+        bf16 autocast on CUDA (ignored on CPU, which always runs float32).
+    """
+
+    weight_free: ClassVar[bool] = False
+    #: :func:`sibscan.cache.embed` hands whole blocks to ``encode`` and lets it batch internally
+    batches_internally: ClassVar[bool] = True
+    #: extra needed for ``available()``: (extra name, modules to find)
+    requires: ClassVar[Tuple[str, Tuple[str, ...]]] = ("torch", ())
+
+    def __init__(
+        self,
+        *,
+        device: str = "auto",
+        batch_size: Optional[int] = None,
+        num_workers: Optional[int] = None,
+        autocast: bool = True,
+    ) -> None:
+        require("torch", self.requires[0], f"the {self.name} encoder")
+        self.device = resolve_device(device)
+        self.on_cuda = self.device.startswith("cuda")
+        if batch_size is not None and int(batch_size) < 1:
+            raise SibscanError(f"batch size must be at least 1, got {batch_size}")
+        self.batch_size = int(batch_size) if batch_size else (256 if self.on_cuda else 32)
+        if num_workers is None:
+            num_workers = min(4, os.cpu_count() or 1) if self.on_cuda else 0
+        if int(num_workers) < 0:
+            raise SibscanError(f"num_workers must be 0 or more, got {num_workers}")
+        self.num_workers = int(num_workers)
+        self.use_autocast = bool(autocast)
+
+    @classmethod
+    def available(cls) -> Tuple[bool, str]:
+        extra, modules = cls.requires
+        return torch_available(extra, *modules)
+
+    # --- machinery ---------------------------------------------------------------------------
+    def autocast(self):
+        """bf16 autocast on CUDA; a no-op context on CPU."""
+        import torch
+
+        if self.on_cuda and self.use_autocast:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _finish(self, parts: list, n: int) -> np.ndarray:
+        """Concatenate per-batch outputs (on the device) into float32 unit rows on the host."""
+        import torch
+
+        if not parts:
+            return np.zeros((n, self.dim), dtype=np.float32)
+        out = torch.cat(parts).float()
+        out = torch.nn.functional.normalize(out, dim=1).cpu().numpy()
+        if out.shape != (n, self.dim):
+            raise SibscanError(
+                f"encoder {self.name!r} produced an array of shape {out.shape}, expected {(n, self.dim)}"
+            )
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def _forward(self, x):  # pragma: no cover - interface
+        """Model forward on a device batch; returns ``Tensor`` of shape (batch, dim)."""
+        raise NotImplementedError
+
+
+class ImageTorchEncoder(TorchEncoder):
+    """An image encoder: ``encode(paths)`` decodes in workers, ``encode_tensors`` takes pixels."""
+
+    modality: ClassVar[str] = "image"
+
+    #: PIL image -> float tensor (3, H, W), set by the subclass
+    transform: Callable
+    #: per-channel mean and std of the model's input normalisation (0..1 scale)
+    mean: Tuple[float, float, float]
+    std: Tuple[float, float, float]
+
+    def encode(
+        self,
+        batch: Sequence[str],
+        *,
+        batch_size: Optional[int] = None,
+        on_batch: Optional[Callable[[int], Any]] = None,
+    ) -> np.ndarray:
+        """Embed image files.
+
+        Parameters
+        ----------
+        batch : sequence of str
+            Image paths.
+        batch_size : int, optional
+            Images per forward pass (default: the encoder's ``batch_size``).
+        on_batch : callable, optional
+            Called with the number of images after each forward pass (progress bars).
+
+        Returns
+        -------
+        ndarray of shape (len(batch), dim), float32, rows L2-normalised.
+        """
+        import torch
+
+        bs = int(batch_size or self.batch_size)
+        workers = min(self.num_workers, max(0, (len(batch) + bs - 1) // bs))
+        loader = torch.utils.data.DataLoader(
+            _ImageFiles(batch, self.transform),
+            batch_size=bs,
+            shuffle=False,
+            num_workers=workers,
+            collate_fn=_collate,
+            pin_memory=self.on_cuda,
+            prefetch_factor=4 if workers else None,
+        )
+        parts = []
+        with torch.inference_mode():
+            for x, err in loader:
+                if err:
+                    raise InputError(f"{err} (while embedding with {self.name})")
+                parts.append(self._forward_device(x))
+                if on_batch is not None:
+                    on_batch(len(x))
+        return self._finish(parts, len(batch))
+
+    def encode_tensors(self, x, *, batch_size: Optional[int] = None) -> np.ndarray:
+        """Embed already decoded images.
+
+        Parameters
+        ----------
+        x : Tensor or ndarray of shape (n, 3, H, W)
+            ``uint8`` pixels (0..255, already at the model's input size: normalised on the device)
+            or float values already preprocessed by ``self.transform``.
+
+        Returns
+        -------
+        ndarray of shape (n, dim), float32, rows L2-normalised.
+        """
+        import torch
+
+        x = torch.as_tensor(x)
+        if x.ndim != 4 or x.shape[1] != 3:
+            raise SibscanError(f"encode_tensors takes an (n, 3, H, W) batch, got shape {tuple(x.shape)}")
+        bs = int(batch_size or self.batch_size)
+        if self.on_cuda and x.device.type == "cpu" and not x.is_pinned():
+            x = x.pin_memory()
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(x), bs):
+                parts.append(self._forward_device(x[start:start + bs]))
+        return self._finish(parts, len(x))
+
+    def _forward_device(self, x):
+        import torch
+
+        x = x.to(self.device, non_blocking=True)
+        if x.dtype == torch.uint8:
+            mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1) * 255.0
+            std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1) * 255.0
+            x = (x.float() - mean) / std
+        with self.autocast():
+            return self._forward(x)
+
+
+class TextTorchEncoder(TorchEncoder):
+    """A text encoder: ``encode(texts)`` in mini-batches of ``batch_size``."""
+
+    modality: ClassVar[str] = "text"
+
+    def encode(
+        self,
+        batch: Sequence[str],
+        *,
+        batch_size: Optional[int] = None,
+        on_batch: Optional[Callable[[int], Any]] = None,
+    ) -> np.ndarray:
+        """Embed strings.
+
+        Parameters
+        ----------
+        batch : sequence of str
+        batch_size : int, optional
+            Strings per forward pass (default: the encoder's ``batch_size``).
+        on_batch : callable, optional
+            Called with the number of strings after each forward pass.
+
+        Returns
+        -------
+        ndarray of shape (len(batch), dim), float32, rows L2-normalised.
+        """
+        import torch
+
+        texts = [str(t) for t in batch]
+        bs = int(batch_size or self.batch_size)
+        parts = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), bs):
+                chunk = texts[start:start + bs]
+                with self.autocast():
+                    parts.append(self._forward(chunk))
+                if on_batch is not None:
+                    on_batch(len(chunk))
+        return self._finish(parts, len(texts))
+
+
+def reject_options(encoder: str, options: Dict[str, Any], accepted: Sequence[str]) -> None:
+    """Raise a :class:`SibscanError` for options an encoder does not take (never swallow them)."""
+    if options:
+        bad = sorted(options)
+        raise SibscanError(
+            f"encoder {encoder!r} does not take option(s) {', '.join(bad)}; "
+            f"its options are: {', '.join(sorted(accepted))}"
+        )
+
+
+@contextlib.contextmanager
+def quiet_logger(name: str, startswith: str):
+    """Drop log records of logger ``name`` whose message starts with ``startswith``."""
+
+    class _Drop(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not str(record.getMessage()).startswith(startswith)
+
+    logger = logging.getLogger(name)
+    flt = _Drop()
+    logger.addFilter(flt)
+    try:
+        yield
+    finally:
+        logger.removeFilter(flt)

