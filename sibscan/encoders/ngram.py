@@ -19,43 +19,63 @@ from ..kernels.minhash import char_ngram_hashes, word_ngram_hashes
 from ..loaders.text import normalise_text
 from .base import Encoder, l2_normalise, register_encoder
 
-__all__ = ["NgramEncoder", "hashed_counts"]
+__all__ = ["NgramEncoder", "feature_weights", "hashed_counts"]
 
 PREPROCESSING_VERSION = 1
 _WORD = re.compile(r"\w+")
 
 
-def hashed_counts(hashes: np.ndarray, offsets: np.ndarray, dim: int, sublinear: bool = True) -> np.ndarray:
-    """Signed feature hashing of ragged shingle hashes into dense rows.
+def feature_weights(hashes: np.ndarray, offsets: np.ndarray, sublinear: bool = True):
+    """Distinct features of ragged shingle hashes with their term weights.
 
     Parameters
     ----------
     hashes : ndarray of shape (total,), uint64
     offsets : ndarray of shape (n + 1,), int64
-    dim : int
-        Buckets.
     sublinear : bool
         Weight each distinct feature by ``1 + log(count)`` instead of ``count``.
 
     Returns
     -------
-    ndarray of shape (n, dim), float32 (not normalised)
+    doc : ndarray of shape (m,), int64
+        Document of each distinct (document, feature) pair.
+    feature : ndarray of shape (m,), uint64
+    weight : ndarray of shape (m,), float64
     """
     n = len(offsets) - 1
     doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    if len(hashes) == 0:
-        return np.zeros((n, dim), dtype=np.float32)
     order = np.lexsort((hashes, doc))
     h, d = hashes[order], doc[order]
-    first = np.flatnonzero(np.r_[True, (h[1:] != h[:-1]) | (d[1:] != d[:-1])])
+    first = np.flatnonzero(np.r_[True, (h[1:] != h[:-1]) | (d[1:] != d[:-1])]) if len(h) else np.empty(0, np.int64)
     counts = np.diff(np.r_[first, len(h)]).astype(np.float64)
     weight = 1.0 + np.log(counts) if sublinear else counts
-    hf, df = h[first], d[first]
-    bucket = (hf % np.uint64(dim)).astype(np.int64)
+    return d[first], h[first], weight
+
+
+def hashed_counts(doc: np.ndarray, feature: np.ndarray, weight: np.ndarray, n: int, dim: int) -> np.ndarray:
+    """Signed feature hashing of sparse (document, feature, weight) entries into dense rows.
+
+    Returns
+    -------
+    ndarray of shape (n, dim), float32 (not normalised)
+    """
+    bucket = (feature % np.uint64(dim)).astype(np.int64)
     # the sign comes from the top bit, independent of the bucket bits: collisions cancel on average
-    sign = np.where((hf >> np.uint64(63)) == 1, -1.0, 1.0)
-    out = np.bincount(df * dim + bucket, weights=sign * weight, minlength=n * dim)
+    sign = np.where((feature >> np.uint64(63)) == 1, -1.0, 1.0)
+    out = np.bincount(doc * dim + bucket, weights=sign * weight, minlength=n * dim)
     return out.reshape(n, dim).astype(np.float32)
+
+
+def _concat_ragged(parts):
+    """Merge ragged arrays over the same documents into one ragged array (documents kept in order)."""
+    hashes = [h for h, _ in parts]
+    offsets = [o for _, o in parts]
+    n = len(offsets[0]) - 1
+    doc = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), np.diff(o)) for o in offsets])
+    order = np.argsort(doc, kind="stable")
+    merged = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc, minlength=n), out=merged[1:])
+    return np.concatenate(hashes)[order], merged
 
 
 def _range(value, what: str) -> Tuple[int, int]:
@@ -113,16 +133,21 @@ class NgramEncoder(Encoder):
         ndarray of shape (n, dim), float32, rows of unit norm (an empty text gives a zero row)
         """
         texts = [normalise_text(t) for t in batch]
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        n = len(texts)
+        families = []
         if self.word_ngrams is not None:
             tokens = [_WORD.findall(t) for t in texts]
-            fam = np.zeros_like(out)
-            for n in range(self.word_ngrams[0], self.word_ngrams[1] + 1):
-                fam += hashed_counts(*word_ngram_hashes(tokens, n), self.dim, self.sublinear)
-            out += l2_normalise(fam)
+            families.append([word_ngram_hashes(tokens, k) for k in range(self.word_ngrams[0], self.word_ngrams[1] + 1)])
         if self.char_ngrams is not None:
-            fam = np.zeros_like(out)
-            for n in range(self.char_ngrams[0], self.char_ngrams[1] + 1):
-                fam += hashed_counts(*char_ngram_hashes(texts, n), self.dim, self.sublinear)
-            out += l2_normalise(fam)
+            families.append([char_ngram_hashes(texts, k) for k in range(self.char_ngrams[0], self.char_ngrams[1] + 1)])
+        docs, feats, weights = [], [], []
+        for parts in families:
+            # n-grams of different n never share a hash (n is mixed in), so one family is one bag
+            d, f, w = feature_weights(*_concat_ragged(parts), self.sublinear)
+            # each family gets unit weight per document before the families are added
+            norm = np.sqrt(np.bincount(d, weights=w * w, minlength=n))
+            docs.append(d)
+            feats.append(f)
+            weights.append(w / np.maximum(norm[d], 1e-12))
+        out = hashed_counts(np.concatenate(docs), np.concatenate(feats), np.concatenate(weights), n, self.dim)
         return l2_normalise(out)

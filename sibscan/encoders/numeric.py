@@ -55,16 +55,23 @@ def znormalise(x: np.ndarray) -> np.ndarray:
     ndarray of shape (n, d), float64
         Constant or all-NaN rows become zero rows.
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = np.array(x, dtype=np.float64)  # a copy: normalised in place below
     mask = np.isnan(x)
-    count = (~mask).sum(axis=1, keepdims=True)
-    filled = np.where(mask, 0.0, x)
-    mean = filled.sum(axis=1, keepdims=True) / np.maximum(count, 1)
-    centred = np.where(mask, 0.0, x - mean)
-    std = np.sqrt((centred ** 2).sum(axis=1, keepdims=True) / np.maximum(count, 1))
+    if mask.any():
+        count = (~mask).sum(axis=1, keepdims=True)
+        x[mask] = 0.0
+        mean = x.sum(axis=1, keepdims=True) / np.maximum(count, 1)
+        x -= mean
+        x[mask] = 0.0
+    else:
+        count = np.full((len(x), 1), x.shape[1])
+        mean = x.mean(axis=1, keepdims=True)
+        x -= mean
+    std = np.sqrt(np.einsum("ij,ij->i", x, x)[:, None] / np.maximum(count, 1))
     # a constant row has no shape to correlate: leave it at zero rather than divide by ~0
-    tiny = std <= 1e-12 * np.maximum(np.abs(mean), 1.0)
-    return np.where(tiny, 0.0, centred / np.where(tiny, 1.0, std))
+    std[std <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = np.inf
+    x /= std
+    return x
 
 
 def _check_rows(batch, dim: Optional[int], name: str) -> np.ndarray:
