@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
-from typing import Callable, Iterable, Optional, Tuple
+from typing import Callable, Iterable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -71,22 +71,26 @@ def _check_database(database) -> Tuple[object, int, int]:
     return db, int(db.shape[0]), int(db.shape[1])
 
 
-def _checked_blocks(database, block_rows: int) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
-    """A re-iterable stream of ``(start, float32 block)`` that rejects NaN/inf rows by number."""
+def _checked_blocks(database, block_rows: int, start: int = 0,
+                    stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
+    """A re-iterable stream of ``(start, block)`` over rows ``start:stop`` that rejects NaN/inf rows
+    by number.  Blocks start at multiples of ``block_rows`` (or at shard starts), so a row range
+    aligned to them is cut into the same blocks as the whole database."""
+    stop = database.shape[0] if stop is None else min(stop, database.shape[0])
 
     def raw():
         if isinstance(database, ShardedEmbeddings):
-            return database.iter_blocks(block_rows, dtype=None)
-        return ((s, database[s:s + block_rows]) for s in range(0, database.shape[0], block_rows))
+            return database.iter_blocks(block_rows, dtype=None, start=start, stop=stop)
+        return ((s, database[s:min(stop, s + block_rows)]) for s in range(start, stop, block_rows))
 
     def blocks():
-        for start, block in raw():
+        for s0, block in raw():
             block = np.asarray(block)
             bad = ~np.isfinite(block).all(axis=1)
             if bad.any():
-                raise InputError(f"database row {start + int(np.argmax(bad))} contains NaN or inf; "
+                raise InputError(f"database row {s0 + int(np.argmax(bad))} contains NaN or inf; "
                                  "drop or re-encode that item")
-            yield start, block
+            yield s0, block
 
     return blocks
 
@@ -174,6 +178,38 @@ def search(queries, database, k: int, *, backend: str = "auto", device: str = "a
     similarities : ndarray of shape (m, k) float32, descending per row
     indices : ndarray of shape (m, k) int64, database rows (lower index first on ties)
     """
+    plan = _prepare(queries, database, k, backend=backend, device=device, block_size=block_size,
+                    exclude_self=exclude_self, memory_limit=memory_limit, precision=precision)
+    q, k, m = plan.queries, plan.k, plan.queries.shape[0]
+    if m == 0:
+        return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+    blocks = _checked_blocks(plan.database, plan.block_rows)
+    with _progress(plan.n, progress) as bar:
+        sims, ids = _run_backend(q, blocks, plan.search_k, backend=plan.backend, device=plan.device,
+                                 half=plan.half, margin=margin, query_block=plan.query_block,
+                                 block_rows=plan.block_rows, on_block=bar.update)
+    if exclude_self:
+        sims, ids = _drop_self(sims, ids, k)
+    return sims, ids
+
+
+class SearchPlan(NamedTuple):
+    """Validated inputs and resolved choices of one search (shared by the local and Ray engines)."""
+
+    queries: np.ndarray
+    database: object
+    n: int
+    k: int
+    search_k: int  # k + 1 when the query itself is to be dropped
+    backend: str
+    device: str
+    half: Optional[str]
+    query_block: int
+    block_rows: int
+
+
+def _prepare(queries, database, k, *, backend: str, device: str, block_size: Optional[int],
+             exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
     if backend not in BACKENDS:
         raise SibscanError(f"unknown search backend {backend!r}; available: {', '.join(BACKENDS)}")
     if precision not in PRECISIONS:
@@ -209,25 +245,25 @@ def search(queries, database, k: int, *, backend: str = "auto", device: str = "a
     log.log(level, "search %d x %d x %d (k=%d) on %s/%s: blocks of %d database x %d query rows, "
             "about %.0f MiB of buffers", m, n, d, k, backend, dev, block_rows, query_block, estimate / _MIB)
 
-    if m == 0:
-        return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
-    blocks = _checked_blocks(db, block_rows)
-    with _progress(n, progress) as bar:
-        if backend == "numpy":
-            from .kernels.topk import search_blocks_numpy
+    return SearchPlan(q, db, n, k, kk, backend, dev, half, query_block, block_rows)
 
-            sims, ids = search_blocks_numpy(q, blocks, kk, query_block=query_block, block_rows=block_rows,
-                                            on_block=bar.update)
-        elif backend == "torch":
-            from .kernels.topk import search_blocks_torch
 
-            sims, ids = search_blocks_torch(q, blocks, kk, device=dev, half=half, margin=margin,
-                                            query_block=query_block, on_block=bar.update)
-        else:
-            sims, ids = _search_faiss(q, blocks, kk, dev, bar.update)
-    if exclude_self:
-        sims, ids = _drop_self(sims, ids, k)
-    return sims, ids
+def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, half: Optional[str],
+                 margin: int, query_block: int, block_rows: int,
+                 on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """One resolved backend over one stream of blocks (also the body of a Ray task)."""
+    on_block = on_block or (lambda rows: None)
+    if backend == "numpy":
+        from .kernels.topk import search_blocks_numpy
+
+        return search_blocks_numpy(q, blocks, k, query_block=query_block, block_rows=block_rows,
+                                   on_block=on_block)
+    if backend == "torch":
+        from .kernels.topk import search_blocks_torch
+
+        return search_blocks_torch(q, blocks, k, device=device, half=half, margin=margin,
+                                   query_block=query_block, on_block=on_block)
+    return _search_faiss(q, blocks, k, device, on_block)
 
 
 def _resolve_backend(backend: str, device: str) -> str:
