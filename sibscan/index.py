@@ -103,7 +103,9 @@ class TrainIndex:
         cfg = ScanConfig(train=source, encoder=encoder, device=device, batch_size=batch_size, progress=progress,
                          decimals=decimals, znorm=znorm).merged({**(load_options or {}), **opts})
         items = load_split(cfg, "train")
-        enc = build_encoder(cfg, items.modality)
+        enc = build_encoder(cfg, items)
+        if items.modality == "table":
+            opts["dim"] = int(items.values.shape[1])
         meta = {
             "sibscan_version": __version__,
             "modality": items.modality,

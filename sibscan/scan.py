@@ -127,9 +127,11 @@ def _check_pair(train: Items, test: Items) -> None:
         )
 
 
-def build_encoder(cfg: ScanConfig, modality: str):
+def build_encoder(cfg: ScanConfig, items: Items):
+    """The configured encoder for ``items`` (numeric encoders take their width from the rows)."""
     from .encoders import get_encoder
 
+    modality = items.modality
     name = cfg.encoder or default_encoder(modality)
     from .encoders import encoder_class
 
@@ -144,6 +146,8 @@ def build_encoder(cfg: ScanConfig, modality: str):
         value = getattr(cfg, key)
         if value is not None:
             options[key] = value
+    if modality == "table":
+        options["dim"] = int(items.values.shape[1])
     return get_encoder(name, **options)
 
 
@@ -315,14 +319,9 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
         index = TrainIndex.open(cfg.index)
         index.check_encoder(cfg.encoder)
         train = index.items()
-        cfg_modality = train.modality
-        if cfg.modality is None:
-            cfg = cfg.merged({"modality": cfg_modality})
     else:
         index = None
         train = load_split(cfg, "train")
-        if cfg.modality is None:
-            cfg = cfg.merged({"modality": train.modality})
     test = load_split(cfg, "test")
     _check_pair(train, test)
     modality = train.modality
@@ -339,7 +338,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     test_dfp = dataset_fingerprint(test_fp, modality)
     timings["fingerprint"] = time.perf_counter() - t
 
-    encoder = index.encoder(device=cfg.device) if index is not None else build_encoder(cfg, modality)
+    encoder = index.encoder(device=cfg.device) if index is not None else build_encoder(cfg, train)
     verifier = build_verifier(cfg, modality)
     manifest = {
         "sibscan_version": __version__,

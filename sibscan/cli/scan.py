@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use."),
         baseline_pairs: Optional[int] = typer.Option(None, "--baseline-pairs", help="Random (test, train) pairs for the baseline [default: 100000]."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Random seed [default: 0]."),
-        force: Optional[bool] = typer.Option(None, "--force", help="Start over in OUT (labels under OUT/calibration are kept); also accept a calibration made for other data.", is_flag=True),
+        force: bool = typer.Option(False, "--force", help="Start over in OUT (labels under OUT/calibration are kept); also accept a calibration made for other data."),
         json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr."),
     ) -> None:

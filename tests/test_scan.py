@@ -1,0 +1,185 @@
+"""``sibscan scan`` end to end on small planted data: tables, text, images; resume; errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sibscan.cli import app
+from sibscan.config import ScanConfig
+from sibscan.scan import aggregate_chunks, fingerprint_membership, run_scan
+from sibscan.scandir import ScanDir
+
+runner = CliRunner()
+
+
+def _write_csv(path, X, y):
+    header = ",".join([f"f{i}" for i in range(X.shape[1])] + ["label"])
+    lines = [header] + [",".join([repr(float(v)) for v in row] + [str(lab)]) for row, lab in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def planted_tables(tmp_path):
+    """60 train rows of random walks; test = 10 exact copies, 10 noisy+rescaled copies, 20 fresh rows."""
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(60, 32)).cumsum(axis=1)
+    y_train = rng.integers(0, 3, 60)
+    exact = train[:10].copy()
+    near = train[10:20] * 3.0 + 1.0 + rng.normal(scale=0.05, size=(10, 32))
+    fresh = rng.normal(size=(20, 32)).cumsum(axis=1)
+    test = np.vstack([exact, near, fresh])
+    y_test = np.concatenate([y_train[:10], y_train[10:20], rng.integers(0, 3, 20)])
+    _write_csv(tmp_path / "train.csv", train, y_train)
+    _write_csv(tmp_path / "test.csv", test, y_test)
+    return tmp_path
+
+
+def _scan(args):
+    result = runner.invoke(app, ["scan", *args, "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout[result.stdout.index("{"):])
+
+
+def test_table_scan_finds_exact_and_near_copies(planted_tables):
+    d = planted_tables
+    summary = _scan(["--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--label", "label",
+                     "--out", str(d / "scan"), "--cutoff", "0.98"])
+    assert summary["exact_test_rows_with_train_twin"] == 10
+    assert summary["cutoff"]["source"] == "uncalibrated"
+    sd = ScanDir(d / "scan")
+    nb = sd.neighbours()
+    top = nb.top1("test", "train")
+    by_q = dict(zip(top["query_index"].tolist(), top["neighbour_index"].tolist()))
+    assert all(by_q[i] == i for i in range(20)), "exact and rescaled copies must be their source's nearest neighbour"
+    assert top["exact"][:10].all() and not top["exact"][10:].any()
+    scores = dict(zip(top["query_index"].tolist(), top["score"].tolist()))
+    fresh_max = max(scores[i] for i in range(20, 40))
+    assert min(scores[i] for i in range(20)) > fresh_max
+    assert summary["siblings"] == sum(1 for i in range(40) if scores[i] >= 0.98 or i < 10)
+    assert summary["siblings"] >= 20
+    manifest = sd.manifest()
+    assert manifest["status"] == "complete" and manifest["encoder"]["name"] == "znorm"
+    assert set(manifest["stages"]) >= {"encode", "search", "baseline"}
+    assert sd.baseline()["n_pairs"] > 0
+    # all three directions are present; within-test search never returns the query itself
+    assert len(nb.direction("train", "test")) and len(nb.direction("test", "test"))
+    tt = nb.direction("test", "test")
+    assert not (tt["query_index"] == tt["neighbour_index"]).any()
+
+
+def test_rescan_resumes_and_force_starts_over(planted_tables, monkeypatch):
+    d = planted_tables
+    args = ["--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--out", str(d / "scan")]
+    _scan(args)
+    from sibscan import get_encoder
+
+    calls = []
+    enc_cls = type(get_encoder("znorm"))
+    original = enc_cls.encode
+    monkeypatch.setattr(enc_cls, "encode", lambda self, batch: calls.append(len(batch)) or original(self, batch))
+    result = runner.invoke(app, ["scan", *args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "resuming" in result.output
+    assert calls == [], "a re-scan must take every embedding from the cache"
+    # other options into the same directory: refused without --force
+    result = runner.invoke(app, ["scan", *args, "--k", "3", "--no-progress"])
+    assert result.exit_code == 1 and "--force" in result.output
+    (d / "scan" / "calibration").mkdir()
+    (d / "scan" / "calibration" / "labels.jsonl").write_text('{"label": "same"}\n')
+    result = runner.invoke(app, ["scan", *args, "--k", "3", "--force", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert (d / "scan" / "calibration" / "labels.jsonl").read_text() == '{"label": "same"}\n'
+
+
+def test_config_preset_and_flags_override(planted_tables):
+    d = planted_tables
+    summary = _scan(["--config", "ucr-znorm", "--train", str(d / "train.csv"), "--test", str(d / "test.csv"),
+                     "--out", str(d / "scan"), "--k", "2", "--directions", "test-train"])
+    manifest = ScanDir(d / "scan").manifest()
+    assert manifest["parameters"]["k"] == 2 and manifest["parameters"]["directions"] == ["test-train"]
+    assert summary["n_test"] == 40
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--encoder", "clp"], "unknown encoder 'clp'; available:"),
+        (["--encoder", "ngram"], "encoder 'ngram' is for text items but the data is table"),
+        (["--directions", "test-dev"], "unknown direction 'test-dev'"),
+        (["--config", "nope"], "config 'nope' is neither a file nor a preset"),
+    ],
+)
+def test_scan_user_errors(planted_tables, extra, message):
+    d = planted_tables
+    result = runner.invoke(app, ["scan", "--train", str(d / "train.csv"), "--test", str(d / "test.csv"),
+                                 "--out", str(d / "scan"), "--no-progress", *extra])
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_width_mismatch_and_modality_mismatch(planted_tables):
+    d = planted_tables
+    (d / "narrow.csv").write_text("a,b,label\n1,2,0\n3,4,1\n")
+    result = runner.invoke(app, ["scan", "--train", str(d / "train.csv"), "--test", str(d / "narrow.csv"),
+                                 "--out", str(d / "s1"), "--no-progress"])
+    assert result.exit_code == 1 and "narrow.csv" in result.output and "same columns" in result.output
+    (d / "t.txt").write_text("hello world\nsecond line\n")
+    result = runner.invoke(app, ["scan", "--train", str(d / "train.csv"), "--test", str(d / "t.txt"),
+                                 "--out", str(d / "s2"), "--no-progress"])
+    assert result.exit_code == 1 and "both splits must be of one modality" in result.output
+
+
+def test_out_dir_that_is_not_a_scan_is_refused(planted_tables):
+    d = planted_tables
+    (d / "busy").mkdir()
+    (d / "busy" / "precious.txt").write_text("keep me")
+    with pytest.raises(Exception, match="is not a sibscan scan"):
+        run_scan(ScanConfig(train=str(d / "train.csv"), test=str(d / "test.csv"), out=str(d / "busy"), progress=False))
+    assert (d / "busy" / "precious.txt").read_text() == "keep me"
+
+
+def test_text_scan_with_ngram_and_verification(tmp_path):
+    base = [
+        "The quick brown fox jumps over the lazy dog near the river bank.",
+        "A journey of a thousand miles begins with a single step forward.",
+        "Machine learning models can memorise their training data verbatim.",
+        "Evaluation sets should not contain copies of training examples.",
+        "Paris is the capital and most populous city of France.",
+        "Photosynthesis converts light energy into chemical energy in plants.",
+    ]
+    (tmp_path / "train.txt").write_text("\n".join(base) + "\n")
+    test = ["  the QUICK brown fox   jumps over the lazy dog near the river bank. ",
+            "Completely unrelated sentence about astronomy and distant galaxies."]
+    (tmp_path / "test.txt").write_text("\n".join(test) + "\n")
+    summary = _scan(["--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
+                     "--out", str(tmp_path / "scan"), "--encoder", "ngram", "--cutoff", "0.6"])
+    sd = ScanDir(tmp_path / "scan")
+    top = sd.neighbours().top1("test", "train")
+    assert top["neighbour_index"][0] == 0 and top["score"][0] > 0.9
+    assert top["score"][1] < 0.6
+    assert summary["siblings"] == 1
+    manifest = sd.manifest()
+    if manifest["verifier"] is not None:
+        assert not np.isnan(top["verified"]).any()
+
+
+def test_fingerprint_membership_matches_sets():
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 5, size=(200, 2)).astype(np.uint64)
+    b = rng.integers(0, 5, size=(50, 2)).astype(np.uint64)
+    ref = np.array([tuple(x) in {tuple(y) for y in b} for x in a])
+    assert np.array_equal(fingerprint_membership(a, b), ref)
+
+
+def test_aggregate_chunks_keeps_best_chunk_pair_per_document():
+    # 3 query chunks (docs 0,0,1) vs 4 database chunks (docs 0,0,1,2)
+    sims = np.array([[0.9, 0.8, 0.1], [0.95, 0.2, 0.1], [0.7, 0.6, 0.5]], np.float32)
+    idx = np.array([[0, 2, 3], [1, 3, 2], [3, 2, 0]])
+    s, i, qc, nc = aggregate_chunks(sims, idx, np.array([0, 0, 1]), np.array([0, 0, 1, 2]), 2, k=2, same_split=False)
+    assert i[0].tolist() == [0, 1] and np.allclose(s[0], [0.95, 0.8])
+    assert qc[0, 0] == 1 and nc[0, 0] == 1
+    assert i[1].tolist() == [2, 1] and np.allclose(s[1], [0.7, 0.6])
