@@ -11,7 +11,7 @@ How it is computed (all numpy, in row blocks that stay in the CPU cache; no per-
 2. The 64 bits of ``q`` are xored with a per-column key (so that swapping two values changes the
    row) and passed through the SplitMix64 finaliser, a bijective avalanche mix.
 3. Two lanes: ``h1 = sum_j a_j * m_j`` and ``h2 = sum_j b_j * m_j`` (mod 2**64) with random odd
-   per-column multipliers ``a_j``, ``b_j`` (one integer matmul), each lane finalised once more
+   per-column multipliers ``a_j``, ``b_j`` (integer einsum), each lane finalised once more
    with SplitMix64.
 
 Why 128 bits suffice: treating the fingerprint as a uniform 128-bit value, the chance that *any*
@@ -23,7 +23,9 @@ independent random linear forms of those words, so each lane collides with proba
 """
 from __future__ import annotations
 
-from typing import Tuple
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -35,6 +37,7 @@ _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _CANON_NAN = np.float64(np.nan)
 # bytes per block of the working array: small enough to stay in L2, big enough to amortise Python
 _BLOCK_BYTES = 1 << 20
+_MAX_THREADS = 8
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -103,7 +106,37 @@ def round_rows(x: np.ndarray, decimals: int) -> np.ndarray:
     return q
 
 
-def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed: int = 0) -> np.ndarray:
+def _hash_range(x, out, lo, hi, rows, scale, znorm, key, a, b) -> None:
+    """Hash rows ``lo:hi`` of ``x`` into ``out`` (lanes before the final avalanche), block by block."""
+    d = x.shape[1]
+    # preallocated work buffers: temporaries of this size would be mmap'ed and faulted in per op
+    q = np.empty((rows, d), dtype=np.float64)
+    t = np.empty((rows, d), dtype=np.uint64)
+    nan = np.empty((rows, d), dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(lo, hi, rows):
+            stop = min(hi, start + rows)
+            m = stop - start
+            qb, tb, nb = q[:m], t[:m], nan[:m]
+            block = x[start:stop]
+            if znorm:
+                block = znormalise_rows(block)
+            np.multiply(block, scale, out=qb, casting="unsafe")
+            np.rint(qb, out=qb)
+            np.add(qb, 0.0, out=qb)
+            np.isnan(qb, out=nb)
+            if nb.any():
+                qb[nb] = _CANON_NAN
+            w = qb.view(np.uint64)
+            np.bitwise_xor(w, key, out=w)
+            _splitmix_inplace(w, tb)
+            # einsum's sum-of-products loop is ~1.5x faster than numpy's integer matmul here
+            np.einsum("ij,j->i", w, a, out=out[start:stop, 0])
+            np.einsum("ij,j->i", w, b, out=out[start:stop, 1])
+
+
+def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed: int = 0,
+                     threads: Optional[int] = None) -> np.ndarray:
     """128-bit fingerprint of each row of a numeric array.
 
     Parameters
@@ -118,6 +151,8 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
         share a fingerprint).
     seed : int, default 0
         Selects the hash keys; fingerprints are comparable only under the same seed and width.
+    threads : int, optional
+        Worker threads (default: CPU count, at most 8). Results do not depend on it.
 
     Returns
     -------
@@ -133,31 +168,20 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     if n == 0:
         return out
     key, a, b = _keys(d, seed)
-    lanes = np.stack([a, b], axis=1)  # (d, 2): one matmul computes both lanes' sums
     scale = 10.0 ** int(decimals)
     rows = max(1, _BLOCK_BYTES // (8 * max(d, 1)))
-    # preallocated work buffers: temporaries of this size would be mmap'ed and faulted in per op
-    q = np.empty((rows, d), dtype=np.float64)
-    t = np.empty((rows, d), dtype=np.uint64)
-    nan = np.empty((rows, d), dtype=bool)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            m = stop - start
-            qb, tb, nb = q[:m], t[:m], nan[:m]
-            block = x[start:stop]
-            if znorm:
-                block = znormalise_rows(block)
-            np.multiply(block, scale, out=qb, casting="unsafe")
-            np.rint(qb, out=qb)
-            np.add(qb, 0.0, out=qb)
-            np.isnan(qb, out=nb)
-            if nb.any():
-                qb[nb] = _CANON_NAN
-            w = qb.view(np.uint64)
-            np.bitwise_xor(w, key, out=w)
-            _splitmix_inplace(w, tb)
-            np.matmul(w, lanes, out=out[start:stop])
+    if threads is None:
+        threads = min(_MAX_THREADS, os.cpu_count() or 1)
+    # numpy releases the GIL inside each block operation, so row ranges hash in parallel threads;
+    # every row's fingerprint is the same whichever thread computes it
+    n_parts = max(1, min(int(threads), -(-n // (rows * 4))))
+    bounds = np.linspace(0, n, n_parts + 1).astype(np.int64)
+    work = lambda i: _hash_range(x, out, int(bounds[i]), int(bounds[i + 1]), rows, scale, znorm, key, a, b)  # noqa: E731
+    if n_parts == 1:
+        work(0)
+    else:
+        with ThreadPoolExecutor(n_parts) as pool:
+            list(pool.map(work, range(n_parts)))
     # mix the width in, then avalanche each lane so that similar sums give unrelated fingerprints
     out ^= np.uint64((d * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF)
     splitmix64(out)

@@ -326,9 +326,13 @@ def assert_no_twins(X_train, X_test, max_pct: float = 0.0, decimals: int = 6, zn
 
 def format_twin_report(r: TwinReport) -> str:
     """The human summary printed by ``sibscan twins``."""
-    how = f"rounded to {r.decimals} decimals" + (", z-normalised" if r.znorm else "")
+    if r.row_length:
+        how = f"rounded to {r.decimals} decimals" + (", z-normalised" if r.znorm else "")
+        head = f"exact twins ({how}): train {r.n_train} rows, test {r.n_test} rows, row length {r.row_length}"
+    else:  # text and images: content fingerprints, no rounding
+        head = f"exact twins (content fingerprints): train {r.n_train} items, test {r.n_test} items"
     lines = [
-        f"exact twins ({how}): train {r.n_train} rows, test {r.n_test} rows, row length {r.row_length}",
+        head,
         f"  test rows with a train twin:   {r.test_rows_with_train_twin:>7} ({r.test_twin_pct:.2f}% of test)",
         f"  train rows with a test twin:   {r.train_rows_with_test_twin:>7} ({r.train_twin_pct:.2f}% of train)",
         f"  distinct rows:                 {r.distinct_rows:>7}  duplicate rows (both splits): {r.duplicate_rows}",

@@ -148,3 +148,12 @@ def test_benchmark_quick_runs(tmp_path, monkeypatch):
     result = bench.main(["--quick"])
     assert result["rows"] == 2000 and result["fingerprints_agree_with_blake2b"]
     assert (tmp_path / "fingerprint_quick_test.json").exists()
+
+
+def test_threads_do_not_change_results(monkeypatch):
+    import sibscan.kernels.rowhash as rh
+
+    monkeypatch.setattr(rh, "_BLOCK_BYTES", 8 * 5 * 100)  # 100-row blocks: many parts per thread
+    x = np.random.default_rng(3).standard_normal((20_000, 5))
+    one = row_fingerprints(x, threads=1)
+    assert (row_fingerprints(x, threads=3) == one).all() and (row_fingerprints(x, threads=8) == one).all()
