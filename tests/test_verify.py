@@ -1,0 +1,237 @@
+"""Verification stage: pair-correlation kernels against brute force, verifiers on planted copies."""
+from __future__ import annotations
+
+import codecs
+import this
+
+import numpy as np
+import pytest
+
+from benchmarks.verify import pixel_embeddings, planted_photos
+from sibscan.errors import SibscanError
+from sibscan.items import Items
+from sibscan.kernels.paircorr import (
+    image_pair_corr,
+    image_pair_corr_reference,
+    series_lag_corr,
+    series_lag_corr_reference,
+)
+from sibscan.verify import default_verifier, get_verifier, list_verifiers
+from sibscan.verify.images import ImageCorrVerifier, describe_image_transform
+from sibscan.verify.text import lcs_length, longest_common_run, tokenize
+
+
+# -- image kernel ------------------------------------------------------------------------------
+@pytest.mark.parametrize("channels", [1, 3])
+def test_image_kernel_matches_reference(channels):
+    rng = np.random.default_rng(channels)
+    q = rng.random((5, channels, 22, 22))
+    d = rng.random((5, channels, 22, 22))
+    d[0] = np.roll(q[0], (2, -1), axis=(1, 2))
+    d[1] = q[1][..., ::-1] * 2.0 + 0.3
+    fast = image_pair_corr(q, d, max_shift=3, scales=(1.0, 0.8))
+    ref = image_pair_corr_reference(q, d, max_shift=3, scales=(1.0, 0.8))
+    np.testing.assert_allclose(fast.score, ref.score, atol=2e-5)
+    for field in ("flipped", "dy", "dx", "crop_query", "crop_database"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(ref, field), err_msg=field)
+
+
+def test_image_kernel_recovers_shift_flip_and_gain():
+    rng = np.random.default_rng(0)
+    base = rng.random((3, 1, 32, 32))
+    q = np.stack([np.roll(base[0], (1, 3), axis=(1, 2)), base[1][..., ::-1], 0.5 * base[2] + 0.2])
+    res = image_pair_corr(q, base, max_shift=4, batch_size=2)
+    assert res.score.min() > 0.999
+    assert (res.dy[0], res.dx[0]) == (1, 3)  # the query is the database image moved 1 down, 3 right
+    assert res.flipped.tolist() == [False, True, False]
+    assert describe_image_transform(False, 1, 3, 1.0, 1.0, "test", "train") == "shifted 3 px right 1 px down"
+
+
+def test_image_kernel_flat_is_nan_and_bad_shapes_raise():
+    q = np.ones((2, 1, 16, 16))
+    d = np.random.default_rng(1).random((2, 1, 16, 16))
+    assert np.isnan(image_pair_corr(q, d, max_shift=2).score).all()
+    with pytest.raises(ValueError, match="same|shape"):
+        image_pair_corr(q, d[:1], max_shift=2)
+    with pytest.raises(ValueError, match="max_shift=8 does not fit"):
+        image_pair_corr(q, d, max_shift=8)
+
+
+@pytest.mark.cuda
+def test_image_kernel_cuda_matches_cpu():
+    rng = np.random.default_rng(2)
+    q, d = rng.random((300, 1, 64, 64)), rng.random((300, 1, 64, 64))
+    cpu, gpu = image_pair_corr(q, d, device="cpu"), image_pair_corr(q, d, device="cuda")
+    np.testing.assert_allclose(cpu.score, gpu.score, atol=1e-4)
+
+
+# -- image verifier on real photos ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    data = planted_photos(tmp_path_factory.mktemp("photos"),
+                          photos=("astronaut", "chelsea", "coffee", "camera", "rocket", "immunohistochemistry"))
+    train = Items("train", "image", ids=data["train_ids"], paths=data["train_paths"])
+    test = Items("test", "image", ids=data["test_ids"], paths=data["test_paths"])
+    return data, train, test
+
+
+def test_imagecorr_beats_embedding_and_every_hard_negative(photos):
+    data, train, test = photos
+    qi, di = (a.ravel() for a in np.meshgrid(np.arange(len(test)), np.arange(len(train)), indexing="ij"))
+    res = get_verifier("imagecorr", device="cpu", progress=False).verify(test, qi, train, di)
+    assert res.scores.shape == (len(qi),) and len(res.details) == len(qi)
+    truth = np.array(data["test_photo"])[qi] + "-A" == np.array(data["train_ids"])[di]
+    cosine = (pixel_embeddings(data["test_paths"])[qi] * pixel_embeddings(data["train_paths"])[di]).sum(1)
+    pos, neg = res.scores[truth], res.scores[~truth]
+    kinds = np.array(data["test_transform"])[qi]
+    geometric = truth & np.isin(kinds, ["shift", "flip", "crop"])
+    # geometric changes break the plain pixel cosine; the verifier sees through them
+    assert (res.scores[geometric] > cosine[geometric] + 0.02).all()
+    # photometric changes (colour, JPEG q20) the 32 px cosine already tolerates (JPEG noise costs
+    # the 64 px correlation up to ~0.03); they stay far above every negative
+    assert (res.scores[truth & ~geometric] > 0.95).all()
+    assert pos.min() > neg.max(), (pos.min(), neg.max())
+    # the hard negatives include the other half of the same photo
+    same_photo = ~truth & (np.array(data["test_photo"])[qi] == np.array([i.rsplit("-", 1)[0] for i in data["train_ids"]])[di])
+    assert same_photo.sum() == len(test)
+    details = np.array(res.details, dtype=object)
+    assert all("flipped" in s for s in details[truth & (kinds == "flip")])
+    assert all("crop" in s for s in details[truth & (kinds == "crop")])
+    assert all("shifted" in s for s in details[truth & (kinds == "shift")])
+
+
+def test_imagecorr_decodes_only_items_in_pairs_once(photos, monkeypatch):
+    _, train, test = photos
+    verifier = ImageCorrVerifier(device="cpu", progress=False)
+    calls = []
+    real = verifier.load_array
+    monkeypatch.setattr(verifier, "load_array", lambda p: calls.append(p) or real(p))
+    qi = np.array([0, 0, 0, 1, 1, 1, 0])
+    di = np.array([2, 3, 4, 2, 3, 4, 2])
+    res = verifier.verify(test, qi, train, di)
+    assert len(res.scores) == 7
+    assert sorted(calls) == sorted([test.paths[0], test.paths[1]] + [train.paths[i] for i in (2, 3, 4)])
+
+
+def test_imagecorr_options_identity_and_errors(photos):
+    a = ImageCorrVerifier(device="cpu")
+    assert a.identity.startswith("imagecorr-v1(") and a.identity == ImageCorrVerifier(device="cpu").identity
+    assert ImageCorrVerifier(max_shift=2, device="cpu").identity != a.identity
+    assert ImageCorrVerifier(colour="rgb", device="cpu").identity != a.identity
+    with pytest.raises(SibscanError, match="unknown colour mode 'hsv'; available: gray, rgb"):
+        ImageCorrVerifier(colour="hsv")
+    with pytest.raises(SibscanError, match="max_shift must be between 0 and 15"):
+        ImageCorrVerifier(max_shift=40)
+    _, train, _ = photos
+    table = Items("test", "table", ids=["a"], values=np.zeros((1, 3)))
+    with pytest.raises(SibscanError, match="imagecorr works on images, not table"):
+        a.verify(table, np.array([0]), train, np.array([0]))
+
+
+def test_imagecorr_rgb_mode_runs(photos):
+    _, train, test = photos
+    res = ImageCorrVerifier(colour="rgb", device="cpu", progress=False).verify(
+        test, np.array([0, 0]), train, np.array([0, 2]))
+    assert res.scores[0] > 0.9 > res.scores[1]
+
+
+# -- registry --------------------------------------------------------------------------------------
+def test_registry_has_the_three_verifiers():
+    assert [c.name for c in list_verifiers("image")] == ["imagecorr"]
+    assert default_verifier("text") == "textalign"
+    assert default_verifier("table") == "lagcorr"
+    with pytest.raises(SibscanError, match="unknown verifier 'nope'; available: .*imagecorr.*lagcorr.*textalign"):
+        get_verifier("nope")
+
+
+# -- text ------------------------------------------------------------------------------------------
+def _zen_words():
+    return tokenize(codecs.decode(this.s, "rot13"))
+
+
+def test_lcs_and_run_match_brute_force():
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        a, b = rng.integers(0, 4, rng.integers(0, 25)), rng.integers(0, 4, rng.integers(0, 25))
+        table = np.zeros((len(a) + 1, len(b) + 1), int)
+        run = 0
+        for i in range(len(a)):
+            for j in range(len(b)):
+                table[i + 1, j + 1] = max(table[i, j + 1], table[i + 1, j], table[i, j] + (a[i] == b[j]))
+        streak = np.zeros((len(a) + 1, len(b) + 1), int)
+        for i in range(len(a)):
+            for j in range(len(b)):
+                streak[i + 1, j + 1] = streak[i, j] + 1 if a[i] == b[j] else 0
+        run = streak.max() if streak.size else 0
+        assert lcs_length(a.tolist(), b.tolist()) == table[-1, -1]
+        length, ia, ib = longest_common_run(a, b)
+        assert length == run
+        np.testing.assert_array_equal(a[ia:ia + length], b[ib:ib + length])
+
+
+def test_textalign_finds_planted_verbatim_span_in_paraphrase():
+    rng = np.random.default_rng(4)
+    words = _zen_words()
+    original = list(rng.choice(words, 1500))
+    # paraphrase: every word swapped for another from the same vocabulary, except the span
+    paraphrase = [w if rng.random() < 0.3 else rng.choice(words) for w in original]
+    span = original[700:740]
+    paraphrase[900:940] = span  # the verbatim stretch moved, inside a long reworded text
+    other = list(rng.choice(words, 1500))  # same vocabulary and style: a hard negative
+    test = Items("test", "text", ids=["p", "o"], texts=[" ".join(paraphrase), " ".join(other).upper()])
+    train = Items("train", "text", ids=["orig"], texts=[" ".join(original)])
+    res = get_verifier("textalign", progress=False).verify(test, np.array([0, 1]), train, np.array([0, 0]))
+    assert res.scores[0] == pytest.approx(1.0)
+    assert res.scores[1] < 0.6
+    assert res.details[0].startswith("40-word run: '" + " ".join(span[:8]))
+    assert "test words 900-939, train words 700-739" in res.details[0]
+
+
+def test_textalign_short_and_empty_texts_and_identity():
+    v = get_verifier("textalign", progress=False)
+    test = Items("test", "text", ids=["a", "b", "c"], texts=["The cat sat.", "", "Ｔｈｅ　ＣＡＴ sat"])
+    train = Items("train", "text", ids=["x"], texts=["the cat sat"])
+    res = v.verify(test, np.array([0, 1, 2]), train, np.array([0, 0, 0]))
+    assert res.scores[0] == pytest.approx(1.0) and res.scores[2] == pytest.approx(1.0)  # NFKC + casefold
+    assert np.isnan(res.scores[1]) and res.details[1] == "no words: similarity undefined"
+    assert v.identity != get_verifier("textalign", full_run=20).identity
+    with pytest.raises(SibscanError, match="min_run <= full_run"):
+        get_verifier("textalign", full_run=4, min_run=8)
+
+
+# -- series ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("absolute", [False, True])
+def test_series_kernel_matches_reference(absolute):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((6, 2, 40)), rng.standard_normal((6, 2, 40))
+    b[0] = np.roll(a[0], 3, axis=-1) * 4 + 1
+    b[1] = -a[1]
+    a[2, :, 30:] = np.nan  # padding
+    b[3, 0, ::5] = np.nan  # missing values
+    a[4] = 1.0  # constant: undefined
+    fast = series_lag_corr(a, b, max_lag=5, absolute=absolute)
+    ref = series_lag_corr_reference(a, b, max_lag=5, absolute=absolute)
+    np.testing.assert_allclose(fast.score, ref.score, atol=1e-6)
+    np.testing.assert_array_equal(fast.lag, ref.lag)
+    np.testing.assert_array_equal(fast.negated, ref.negated)
+    assert np.isnan(fast.score[4])
+
+
+def test_lagcorr_finds_shifted_window():
+    rng = np.random.default_rng(6)
+    walk = np.cumsum(rng.standard_normal((3, 2, 230)), axis=-1)
+    train_vals = walk[:, :, :200].reshape(3, -1)
+    test_vals = np.full((3, 2 * 200), np.nan)
+    shifted = walk[:, :, 7:207]  # test[t] == train[t + 7]
+    test_vals[0] = (3 * shifted[0] - 5).ravel()
+    test_vals[1] = shifted[1].ravel()
+    test_vals[2] = np.cumsum(rng.standard_normal((2, 200)), axis=-1).ravel()
+    train = Items("train", "table", ids=list("abc"), values=train_vals, shape=(2, 200))
+    test = Items("test", "table", ids=list("xyz"), values=test_vals, shape=(2, 200))
+    res = get_verifier("lagcorr", device="cpu").verify(test, np.array([0, 1, 2]), train, np.array([0, 1, 2]))
+    assert res.details[:2] == ["lag 7", "lag 7"]  # query[t] matches database[t + 7]
+    assert res.scores[0] > 0.999 and res.scores[1] > 0.999
+    assert res.scores[2] < res.scores[0]
+    assert get_verifier("lagcorr", max_lag=3).identity != get_verifier("lagcorr").identity
+    with pytest.raises(SibscanError, match="min_overlap must be in"):
+        get_verifier("lagcorr", min_overlap=0)
