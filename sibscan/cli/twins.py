@@ -8,13 +8,14 @@ import typer
 
 from ._common import parse_int_list, user_errors
 
-HELP = """Find exact copies ("twins") between TRAIN and TEST, in both directions.
-
-Rows are compared by a fingerprint of their values rounded to --decimals (label left out). Reports
-test rows with a train twin and the reverse, duplicates within each split, twin groups whose labels
-conflict, and with --predictions the accuracy on twin rows vs the rest. --decimals 2,3,4,6,10 sweeps
-the rounding: a flat count means real copies, a climbing one means rounding merges similar rows.
-"""
+HELP = (
+    'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'
+    "Rows are compared by a fingerprint of their values rounded to --decimals (label left out). Reports test "
+    "rows with a train twin and the reverse, duplicates within each split, twin groups whose labels conflict, "
+    "and with --predictions the accuracy on twin rows vs the rest.\n\n"
+    "--decimals 2,3,4,6,10 sweeps the rounding: a flat count means real copies, a climbing one means rounding "
+    "merges rows that are merely similar."
+)
 
 
 def register(app: typer.Typer) -> None:
