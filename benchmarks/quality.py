@@ -1,0 +1,492 @@
+"""Detection quality on planted siblings of real items: calibrated cutoffs vs fixed defaults.
+
+    python -m benchmarks.quality            # default sizes (~10 min on 2 cores)
+    python -m benchmarks.quality --quick    # tiny, for the tests
+    python -m benchmarks.quality --no-neural --sets images,text
+
+For every planted set (:mod:`benchmarks.planted`: images, text, one per row dataset) and every
+encoder of its modality (the weight-free ones always; ``minilm`` and ``effnet`` when they load),
+without and with verification (the top-``k`` candidates re-scored by the modality's verifier):
+
+* the cutoff is calibrated as a user would: the random-pair baseline's 99th percentile bounds the
+  range, 60 nearest-neighbour pairs are drawn across it (:func:`sibscan.calibration.sampling.make_draw`),
+  an oracle answers "same" exactly for planted pairs, and :func:`sibscan.calibration.fit.fit` sets
+  the cutoff where the answers flip;
+* at that cutoff: recall (planted test items flagged with their true source), precision (of the
+  flagged pile), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
+  ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``); threshold-free: ROC AUC (planted vs clean test items by
+  their best score) and the best recall at precision >= 0.95 (the oracle's choice of cutoff);
+* per transform: recall, AUC and precision at 1 % prevalence.
+
+Side by side on the same items, each at its fixed default: plain exact hashing (blake2b of the
+bytes), imagededup's PHash (Hamming distance <= 10), cleanlab Datalab's ``near_duplicate``
+(threshold 0.13 of the median NN distance, on the default encoder's embeddings), datasketch
+MinHashLSH (threshold 0.5, 128 permutations, word sets).  Results: ``benchmarks/results/quality.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from benchmarks._common import print_table, write_results
+from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
+
+log = logging.getLogger("benchmarks.quality")
+
+ENCODERS = {"image": ("pixels", "phash", "effnet"), "text": ("ngram", "minhash", "minilm"), "table": ("znorm", "raw")}
+NEURAL = ("effnet", "minilm", "clip")
+VERIFIERS = {"image": "imagecorr", "text": "textalign", "table": "lagcorr"}
+PREVALENCE = 0.01
+TARGET_PRECISION = 0.95
+
+SIZES = {
+    # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
+    "quick": {"image": (60, 3, 30), "text": (80, 3, 30), "table": (80, 3, 30), "labels": 40, "verified_pairs": 120,
+              "rows": ("ItalyPowerDemand", "digits")},
+    "default": {"image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
+                "verified_pairs": 500, "rows": None},
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# scoring
+# ------------------------------------------------------------------------------------------------
+def top_k(test_emb: np.ndarray, train_emb: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact top-k by cosine (brute force: these sets are small). Returns sims, idx of shape (n_test, k)."""
+    sims = test_emb @ train_emb.T
+    k = min(k, sims.shape[1])
+    idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    part = np.take_along_axis(sims, idx, axis=1)
+    order = np.argsort(-part, axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+
+class PairScores:
+    """Verifier scores of (test, train) pairs, each pair verified once however many encoders propose it."""
+
+    def __init__(self, ps: PlantedSet, verifier) -> None:
+        self.ps, self.verifier = ps, verifier
+        self.cache: Dict[Tuple[int, int], float] = {}
+        self.seconds = 0.0
+        self.pairs = 0
+
+    def __call__(self, qi: np.ndarray, ni: np.ndarray) -> np.ndarray:
+        qi, ni = np.asarray(qi, np.int64), np.asarray(ni, np.int64)
+        keys = list(zip(qi.tolist(), ni.tolist()))
+        todo = sorted({k for k in keys if k not in self.cache})
+        if todo:
+            q, n = np.array(todo, dtype=np.int64).T
+            t = time.perf_counter()
+            res = self.verifier.verify(self.ps.test, q, self.ps.train, n)
+            self.seconds += time.perf_counter() - t
+            self.pairs += len(todo)
+            self.cache.update(zip(todo, np.asarray(res.scores, np.float64).tolist()))
+        return np.array([self.cache[k] for k in keys], dtype=np.float64)
+
+
+def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores: np.ndarray, n_labels: int,
+              seed: int = 0) -> Dict[str, object]:
+    """Calibrate a cutoff as a user would, with an oracle answering for the drawn pairs.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n_test,)
+        Deciding score of each test item's nearest train item.
+    nb : ndarray of shape (n_test,), int
+        That nearest train item.
+    same : ndarray of shape (n_test,), bool
+        The oracle: whether the pair is a planted sibling.
+    random_scores : ndarray of shape (m,)
+        Scores of random (test, train) pairs: the baseline whose 99th percentile bounds the draw.
+    n_labels : int
+        Pairs the oracle labels.
+
+    Returns
+    -------
+    dict
+        ``cutoff``, ``status`` (the fit's, or how a no-flip case was resolved), ``lo``, ``labelled``,
+        ``labelled_same``, ``interval``.
+    """
+    from sibscan.calibration.fit import fit
+    from sibscan.calibration.sampling import Population, make_draw
+
+    n = len(score)
+    lo = float(np.quantile(random_scores, 0.99))
+    pop = Population(query_id=np.array([f"te{i}" for i in range(n)]), neighbour_id=np.asarray(nb).astype(str),
+                     query_index=np.arange(n, dtype=np.int64), neighbour_index=np.asarray(nb, np.int64),
+                     score=np.asarray(score, np.float64), exact=np.zeros(n, bool), score_kind="similarity")
+    out: Dict[str, object] = {"lo": lo, "labelled": 0, "labelled_same": 0, "interval": None}
+    if not (pop.score >= lo).any():
+        out.update(cutoff=float(pop.score.max()) + 1e-6, status="no pair above the baseline's 99th percentile")
+        return out
+    rows = make_draw(pop, lo, n_labels, seed=seed).rows
+    s, y = pop.score[rows], np.asarray(same, bool)[rows]
+    out.update(labelled=int(len(rows)), labelled_same=int(y.sum()))
+    res = fit(s, y, pop.score, lo=lo, n_boot=100, seed=seed)
+    if res.cutoff is not None:
+        out.update(cutoff=float(res.cutoff), status=res.status,
+                   interval=None if res.interval is None else [float(v) for v in res.interval])
+    elif y.all():
+        # every labelled pair down to the baseline's tail was a sibling: a user flags all of them
+        out.update(cutoff=lo, status="no flip, all labelled pairs same: cutoff at the baseline's 99th percentile")
+    else:
+        out.update(cutoff=float(s[y].min()) if y.any() else float(pop.score.max()) + 1e-6,
+                   status=f"no flip: {res.status}")
+    return out
+
+
+def _auc(pos: np.ndarray, neg: np.ndarray) -> float:
+    """ROC AUC of positive vs negative scores (ties count a half)."""
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    from scipy.stats import rankdata
+
+    r = rankdata(np.concatenate([pos, neg]))
+    return float((r[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def _precision_at(tpr: float, flag_pos: float, fpr: float, prevalence: float = PREVALENCE) -> float:
+    den = prevalence * flag_pos + (1 - prevalence) * fpr
+    return float(prevalence * tpr / den) if den > 0 else float("nan")
+
+
+def recall_at_precision(score: np.ndarray, correct: np.ndarray, planted: np.ndarray, target: float) -> float:
+    """Best recall over all cutoffs whose flagged pile has precision >= ``target`` (oracle cutoff)."""
+    order = np.argsort(-score, kind="stable")
+    tp = np.cumsum(correct[order])
+    prec = tp / np.arange(1, len(order) + 1)
+    # a cutoff sits between distinct scores: evaluate only at the last index of each tie group
+    s = score[order]
+    last = np.r_[s[1:] != s[:-1], True]
+    ok = last & (prec >= target)
+    return float(tp[ok].max() / max(planted.sum(), 1)) if ok.any() else 0.0
+
+
+def detection_metrics(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray,
+                      score: Optional[np.ndarray] = None) -> Dict[str, float]:
+    """Recall, precision and precision at 1 % prevalence of a flagged set (and AUC when scores exist).
+
+    ``flagged``, ``correct`` : bool arrays of shape (n_test,); ``correct`` = planted and paired with its source.
+    """
+    planted, clean = ps.planted, ~ps.planted
+    tp = flagged & correct
+    tpr = tp.sum() / max(planted.sum(), 1)
+    fpr = (flagged & clean).sum() / max(clean.sum(), 1)
+    out = {
+        "recall": float(tpr),
+        "precision": float(tp.sum() / flagged.sum()) if flagged.any() else float("nan"),
+        "fpr": float(fpr),
+        "precision_at_1pct": _precision_at(tpr, (flagged & planted).sum() / max(planted.sum(), 1), fpr),
+        "flagged": int(flagged.sum()),
+    }
+    if score is not None:
+        out["auc"] = _auc(score[planted], score[clean])
+        out["recall_at_p95"] = recall_at_precision(score, correct, planted, TARGET_PRECISION)
+    return out
+
+
+def per_transform(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray, score: np.ndarray) -> Dict[str, dict]:
+    clean = ~ps.planted
+    fpr = (flagged & clean).sum() / max(clean.sum(), 1)
+    out = {}
+    for t in dict.fromkeys(ps.transform[ps.planted].tolist()):
+        m = ps.transform == t
+        tpr = (flagged & correct & m).sum() / m.sum()
+        out[t] = {"n": int(m.sum()), "recall": float(tpr), "auc": _auc(score[m], score[clean]),
+                  "precision_at_1pct": _precision_at(tpr, (flagged & m).sum() / m.sum(), fpr)}
+    return out
+
+
+def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs: Optional[PairScores], *, k: int,
+             n_labels: int, n_verified_random: int, seed: int) -> dict:
+    """Calibrate and score one encoder on one set, with (``pairs`` given) or without verification."""
+    rng = np.random.default_rng(seed)
+    sims, idx = top_k(test_emb, train_emb, k)
+    n_test = len(test_emb)
+    if pairs is None:
+        score, nb = sims[:, 0].astype(np.float64), idx[:, 0]
+        ti, tj = rng.integers(0, n_test, 20000), rng.integers(0, len(train_emb), 20000)
+        random_scores = np.einsum("ij,ij->i", test_emb[ti], train_emb[tj])
+    else:
+        ver = pairs(np.repeat(np.arange(n_test), idx.shape[1]), idx.reshape(-1)).reshape(idx.shape)
+        best = np.argmax(ver, axis=1)
+        score, nb = ver[np.arange(n_test), best], idx[np.arange(n_test), best]
+        # the random pairs are the same for every encoder (seeded): verified once, reused
+        ti, tj = rng.integers(0, n_test, n_verified_random), rng.integers(0, len(train_emb), n_verified_random)
+        random_scores = pairs(ti, tj)
+    correct = ps.planted & (nb == ps.source)
+    cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
+    flagged = score >= cal["cutoff"]
+    return {
+        "calibration": cal,
+        "metrics": detection_metrics(ps, flagged, correct, score),
+        "nn_is_source": float(correct.sum() / max(ps.planted.sum(), 1)),
+        "per_transform": per_transform(ps, flagged, correct, score),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# the fixed-default methods, side by side
+# ------------------------------------------------------------------------------------------------
+def exact_hashing(ps: PlantedSet) -> dict:
+    """blake2b of the raw bytes: a test item is flagged when its digest occurs in train."""
+    digest = lambda b: hashlib.blake2b(b, digest_size=16).hexdigest()  # noqa: E731
+    train = {}
+    for j, b in enumerate(ps.content_bytes("train")):
+        train.setdefault(digest(b), j)
+    hit = np.array([train.get(digest(b), -1) for b in ps.content_bytes("test")])
+    return detection_metrics(ps, hit >= 0, ps.planted & (hit == ps.source))
+
+
+def imagededup_phash(ps: PlantedSet, max_distance: int = 10) -> Optional[dict]:
+    """imagededup's PHash at its default ``max_distance_threshold`` (10 bits of 64)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from imagededup.methods import PHash
+    except ImportError:
+        return None
+    logging.getLogger("imagededup").setLevel(logging.ERROR)
+    ph = PHash(verbose=False)
+
+    def codes(paths: Sequence[str]) -> np.ndarray:
+        return np.array([int(ph.encode_image(image_file=p), 16) for p in paths], dtype=np.uint64)
+
+    a, b = codes(ps.train.paths), codes(ps.test.paths)
+    dist = np.bitwise_count(b[:, None] ^ a[None, :]).astype(np.int64)
+    nb = dist.argmin(axis=1)
+    d = dist[np.arange(len(b)), nb]
+    return detection_metrics(ps, d <= max_distance, ps.planted & (nb == ps.source), -d.astype(np.float64))
+
+
+def cleanlab_near_duplicate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray) -> Optional[dict]:
+    """cleanlab Datalab ``near_duplicate`` at its defaults, on train + test embeddings together."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from cleanlab import Datalab
+    except ImportError:
+        return None
+    n_train = len(train_emb)
+    feats = np.concatenate([train_emb, test_emb]).astype(np.float32)
+    lab = Datalab(data={"id": np.arange(len(feats))}, verbosity=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lab.find_issues(features=feats, issue_types={"near_duplicate": {}})
+    issues = lab.get_issues("near_duplicate")
+    sets = issues["near_duplicate_sets"].to_numpy()[n_train:]
+    flagged = np.array([bool(len(s)) and bool((np.asarray(s) < n_train).any()) for s in sets])
+    correct = np.array([src >= 0 and src in set(np.asarray(s).tolist()) for s, src in zip(sets, ps.source)])
+    return detection_metrics(ps, flagged, correct)
+
+
+def datasketch_lsh(ps: PlantedSet, threshold: float = 0.5, num_perm: int = 128) -> Optional[dict]:
+    """datasketch MinHashLSH at its default threshold, on each text's set of (lower-cased) words."""
+    try:
+        from datasketch import MinHash, MinHashLSH
+    except ImportError:
+        return None
+
+    def mh(text: str) -> "MinHash":
+        m = MinHash(num_perm=num_perm, seed=1)
+        m.update_batch([w.encode("utf-8") for w in set(text.lower().split())])
+        return m
+
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    train_mh = [mh(t) for t in ps.train.texts]
+    for j, m in enumerate(train_mh):
+        lsh.insert(j, m)
+    flagged = np.zeros(len(ps.test), bool)
+    correct = np.zeros(len(ps.test), bool)
+    for i, t in enumerate(ps.test.texts):
+        hits = lsh.query(mh(t))
+        flagged[i] = bool(hits)
+        correct[i] = ps.source[i] >= 0 and int(ps.source[i]) in hits
+    return detection_metrics(ps, flagged, correct)
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+# ------------------------------------------------------------------------------------------------
+def _encoders(modality: str, neural: bool) -> List[str]:
+    from sibscan.encoders import encoder_class
+
+    names = []
+    for name in ENCODERS[modality]:
+        if name in NEURAL and not neural:
+            continue
+        ok, why = encoder_class(name).available()
+        if ok:
+            names.append(name)
+        else:
+            log.warning("skipping encoder %s: %s", name, why)
+    return names
+
+
+def _default_encoder(modality: str, names: List[str]) -> str:
+    from sibscan.scan import default_encoder
+
+    name = default_encoder(modality)
+    return name if name in names else names[0]
+
+
+def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_random: int, seed: int) -> dict:
+    from sibscan.encoders import get_encoder
+    from sibscan.errors import SibscanError
+    from sibscan.verify import get_verifier
+
+    print(f"\n## {ps.name}: {len(ps.train)} train, {len(ps.test)} test ({int(ps.planted.sum())} planted, "
+          f"{int((~ps.planted).sum())} clean of which {int(ps.hard.sum())} hard)", flush=True)
+    verifier = get_verifier(VERIFIERS[ps.modality])
+    pairs = PairScores(ps, verifier)
+    names = _encoders(ps.modality, neural)
+    out: Dict[str, object] = {"modality": ps.modality, "n_train": len(ps.train), "n_test": len(ps.test),
+                              "n_planted": int(ps.planted.sum()), "n_clean": int((~ps.planted).sum()),
+                              "n_hard": int(ps.hard.sum()), "notes": ps.notes, "verifier": verifier.identity,
+                              "encoders": {}, "fixed_defaults": {}}
+    embeddings = {}
+    for name in names:
+        try:
+            enc = get_encoder(name, device="cpu")
+            t = time.perf_counter()
+            train_emb = enc.encode(ps.train.content)
+            test_emb = enc.encode(ps.test.content)
+            secs = time.perf_counter() - t
+        except (SibscanError, OSError, RuntimeError) as exc:  # a neural encoder whose weights do not load here
+            log.warning("skipping encoder %s: %s", name, exc)
+            continue
+        embeddings[name] = (train_emb, test_emb)
+        entry = {"identity": enc.identity, "encode_items_per_s": (len(ps.train) + len(ps.test)) / max(secs, 1e-9)}
+        for verified in (False, True):
+            entry["verified" if verified else "embedding"] = evaluate(
+                ps, train_emb, test_emb, pairs if verified else None, k=k, n_labels=n_labels,
+                n_verified_random=n_verified_random, seed=seed)
+        out["encoders"][name] = entry
+    default = _default_encoder(ps.modality, list(embeddings))
+    out["default_encoder"] = default
+    out["difficulty"] = difficulty(ps, *embeddings[default], seed=seed)
+    check_difficulty(out["difficulty"], f"{ps.name} under {default}")
+    out["verify_pairs_per_s"] = pairs.pairs / pairs.seconds if pairs.seconds else None
+    fixed = {"exact hash (blake2b)": exact_hashing(ps)}
+    if ps.modality == "image":
+        fixed["imagededup PHash (<=10 bits)"] = imagededup_phash(ps)
+    if ps.modality == "text":
+        fixed["datasketch MinHashLSH (0.5)"] = datasketch_lsh(ps)
+    fixed[f"cleanlab near_duplicate ({default})"] = cleanlab_near_duplicate(ps, *embeddings[default])
+    out["fixed_defaults"] = {k: v for k, v in fixed.items() if v is not None}
+    out["skipped_methods"] = [k for k, v in fixed.items() if v is None]
+    _print_set(ps, out)
+    return out
+
+
+def _print_set(ps: PlantedSet, out: dict) -> None:
+    rows = []
+    for name, entry in out["encoders"].items():
+        for mode in ("embedding", "verified"):
+            r = entry[mode]
+            m = r["metrics"]
+            rows.append({"method": f"{name}{' + ' + VERIFIERS[ps.modality] if mode == 'verified' else ''}",
+                         "cutoff": f"calibrated {r['calibration']['cutoff']:.4f}", "precision": m["precision"],
+                         "recall": m["recall"], "P@1%": m["precision_at_1pct"], "AUC": m["auc"],
+                         "R@P95": m["recall_at_p95"], "flagged": m["flagged"]})
+    for name, m in out["fixed_defaults"].items():
+        rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
+                     "P@1%": m["precision_at_1pct"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
+                     "flagged": m["flagged"]})
+    print_table(rows)
+    d = out["difficulty"]
+    print(f"difficulty under {out['default_encoder']}: best negative {d['best_negative']:.4f} > random-pair median "
+          f"{d['random_median']:.4f}; {d['share_negatives_above_random_q99']:.0%} of clean items score above the "
+          f"random q99 {d['random_q99']:.4f}")
+    rows = []
+    for name, entry in out["encoders"].items():
+        for mode in ("embedding", "verified"):
+            row = {"method": f"{name}{' + verify' if mode == 'verified' else ''}"}
+            for t, v in entry[mode]["per_transform"].items():
+                row[t] = f"{v['recall']:.2f} / {v['auc']:.2f}"
+            rows.append(row)
+    print("recall at the calibrated cutoff / ROC AUC, per transform:")
+    print_table(rows)
+
+
+def image_encoder_verdict(results: dict) -> Optional[dict]:
+    """Which image encoder finds more planted siblings at equal precision (recall at precision >= 0.95)."""
+    img = results.get("images")
+    if not img or "effnet" not in img["encoders"] or "pixels" not in img["encoders"]:
+        return None
+    verdict = {}
+    for mode in ("embedding", "verified"):
+        r = {n: img["encoders"][n][mode]["metrics"]["recall_at_p95"] for n in ("pixels", "effnet")}
+        verdict[mode] = {**r, "winner": max(r, key=r.get) if r["pixels"] != r["effnet"] else "tie"}
+    return verdict
+
+
+def _finite(obj):
+    """``obj`` with NaN/inf floats replaced by None (results files are strict JSON)."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (under a minute)")
+    ap.add_argument("--no-neural", action="store_true", help="weight-free encoders only (skip minilm, effnet)")
+    ap.add_argument("--sets", default="images,text,rows", help="comma list of images, text, rows")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the set sizes (e.g. 0.5)")
+    ap.add_argument("--k", type=int, default=5, help="candidates verified per test item")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--name", default="quality", help="results file stem (benchmarks/results/NAME.json)")
+    ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    size = SIZES["quick" if args.quick else "default"]
+    scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
+    wanted = {s.strip() for s in args.sets.split(",") if s.strip()}
+    bad = wanted - {"images", "text", "rows"}
+    if bad:
+        ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, text, rows")
+    t0 = time.perf_counter()
+    results: Dict[str, object] = {}
+    common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"], n_verified_random=size["verified_pairs"],
+                  seed=args.seed)
+    with tempfile.TemporaryDirectory(prefix="sibscan-quality-") as tmp:
+        work = Path(args.workdir or tmp)
+        sets: List[PlantedSet] = []
+        if "images" in wanted:
+            n_train, per, n_clean = scale(size["image"])
+            sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+        if "text" in wanted:
+            n_train, per, n_clean = scale(size["text"])
+            sets.append(text_set(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+        if "rows" in wanted:
+            n_train, per, n_clean = scale(size["table"])
+            sets += row_sets(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed, datasets=size["rows"])
+        for ps in sets:
+            results[ps.name] = run_set(ps, **common)
+    verdict = image_encoder_verdict(results)
+    if verdict:
+        print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
+              + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}" for m, v in verdict.items()))
+    payload = {"quick": args.quick, "scale": args.scale, "seed": args.seed, "k": args.k,
+               "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
+               "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0}
+    path = write_results(args.name, _finite(payload))
+    print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
+    return payload
+
+
+if __name__ == "__main__":
+    main()
