@@ -294,6 +294,11 @@ def _resolve_cutoff(cfg: ScanConfig, manifest: dict, force: bool) -> dict:
 
         cal = load_calibration(resolve(cfg.calibration))
         cal.check_compatible(manifest, force=force)
+        if cal.cutoff is None:
+            raise SibscanError(
+                f"the calibration in {cal.path} has no cutoff yet ({cal.status}); label more pairs with "
+                "'sibscan calibrate', or pass --cutoff X for an uncalibrated one"
+            )
         return {"value": float(cal.cutoff), "source": "calibrated", "calibration": str(cal.path),
                 "interval": list(cal.interval) if cal.interval is not None else None, "score": cal.score}
     if cfg.cutoff is not None:

@@ -91,3 +91,12 @@ def test_device_policy():
     assert resolve_device("auto") in ("cpu", "cuda")
     with pytest.raises(SibscanError, match="unknown device 'tpu'; available: auto, cpu, cuda"):
         resolve_device("tpu")
+
+
+def test_public_api_names_resolve_to_callables_not_submodules():
+    import types
+
+    for name in sibscan.__all__:
+        if name == "__version__":
+            continue
+        assert not isinstance(getattr(sibscan, name), types.ModuleType), name
