@@ -338,6 +338,32 @@ def _to_device(block, dev):
     return torch.from_numpy(np.require(block, requirements=["C", "W"])).to(dev, non_blocking=True).float()
 
 
+def _half_candidates(sh, kp: int):
+    """The ``kp`` best columns of a half-precision score block, and the most a column left out
+    can score (``None`` when every column is a candidate).
+
+    Grouped like :func:`block_topk_torch`: a column outside the ``kp`` best groups scores at most
+    the ``kp+1``-th group maximum; one inside them but not kept, at most the ``kp``-th kept score.
+    """
+    import torch
+
+    m, b = sh.shape
+    ng = b // _GROUP
+    if b <= kp:
+        return torch.arange(b, device=sh.device).expand(m, b), None
+    if ng <= kp + 1:
+        cv, ci = torch.topk(sh, kp + 1, dim=1)
+        return ci[:, :kp], cv[:, kp]
+    main = ng * _GROUP
+    gmax = sh[:, :main].reshape(m, ng, _GROUP).amax(dim=2)
+    gv, gi = torch.topk(gmax, kp + 1, dim=1)
+    cols = (gi[:, :kp, None] * _GROUP + torch.arange(_GROUP, device=sh.device)).reshape(m, -1)
+    if main < b:
+        cols = torch.cat([cols, torch.arange(main, b, device=sh.device).expand(m, b - main)], dim=1)
+    cv, order = torch.topk(torch.gather(sh, 1, cols), kp + 1, dim=1)
+    return torch.gather(cols, 1, order[:, :kp]), torch.maximum(gv[:, kp], cv[:, kp])
+
+
 def _search_half(q32, blocks: Blocks, k: int, half: str, margin: int, query_block: int,
                  run_s, run_i, on_block, stats):
     """bf16/fp16 candidates, fp32 re-scoring, certification, fp32 re-search of uncertified rows."""
@@ -364,12 +390,9 @@ def _search_half(q32, blocks: Blocks, k: int, half: str, margin: int, query_bloc
         for q0 in range(0, m, query_block):
             q1 = min(m, q0 + query_block)
             sh = qh[q0:q1] @ xh.T
-            if b > kp:
-                cv, ci = torch.topk(sh, kp, dim=1)
-                blk_bound = cv[:, -1].float() + eps[q0:q1]
-                bound[q0:q1] = torch.maximum(bound[q0:q1], blk_bound)
-            else:
-                ci = torch.arange(b, device=dev).expand(q1 - q0, b)
+            ci, blk_bound = _half_candidates(sh, kp)
+            if blk_bound is not None:
+                bound[q0:q1] = torch.maximum(bound[q0:q1], blk_bound.float() + eps[q0:q1])
             ci, _ = torch.sort(ci, dim=1)  # index order, so the stable sort below breaks ties low-first
             exact = torch.einsum("md,mkd->mk", q32[q0:q1], x[ci])
             vals, order = torch.sort(exact, dim=1, descending=True, stable=True)
@@ -378,7 +401,8 @@ def _search_half(q32, blocks: Blocks, k: int, half: str, margin: int, query_bloc
         if on_block is not None:
             on_block(b)
     # certified: the k-th exact similarity beats anything a non-candidate could score
-    uncertified = torch.nonzero(~(run_s[:, -1] > bound)).flatten()
+    certified = (run_s[:, -1] > bound) | torch.isneginf(bound)  # -inf: every row was a candidate
+    uncertified = torch.nonzero(~certified).flatten()
     if stats is not None:
         stats["uncertified_rows"] = int(uncertified.numel())
     if uncertified.numel():

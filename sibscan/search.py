@@ -85,8 +85,13 @@ def _checked_blocks(database, block_rows: int, start: int = 0,
 
     def blocks():
         for s0, block in raw():
-            block = np.asarray(block)
-            bad = ~np.isfinite(block).all(axis=1)
+            if type(block).__module__.startswith("torch"):  # a tensor (possibly on the GPU) stays one
+                import torch
+
+                bad = (~torch.isfinite(block).all(dim=1)).cpu().numpy()
+            else:
+                block = np.asarray(block)
+                bad = ~np.isfinite(block).all(axis=1)
             if bad.any():
                 raise InputError(f"database row {s0 + int(np.argmax(bad))} contains NaN or inf; "
                                  "drop or re-encode that item")

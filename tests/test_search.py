@@ -239,6 +239,25 @@ def test_empty_queries_and_auto_backend():
     assert_same(*search(q, x, 2, progress=False), *brute_force_search(q, x, 2))
 
 
+@pytest.mark.parametrize("half", ["bf16", "fp16"])
+def test_half_precision_path_on_cpu_equals_fp32(half):
+    """The tensor-core algorithm (half candidates, fp32 re-scoring, certificate) runs on the CPU too."""
+    from sibscan.kernels.topk import iter_array_blocks, search_blocks_torch
+
+    rng = np.random.default_rng(13)
+    x = unit(rng, 4000, 32)
+    x[1000:1040] = x[7] + 1e-2 * unit(rng, 40, 32)  # near-ties only fp32 can order
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    q = np.concatenate([x[[7, 1020]], x[:50] + 0.05 * unit(rng, 50, 32), unit(rng, 30, 32)])
+    stats = {}
+    sims, ids = search_blocks_torch(q, lambda: iter_array_blocks(x, 1500), 3, device="cpu", half=half,
+                                    margin=2, stats=stats)
+    ref_s, ref_i = brute_force_search(q, x, 3)
+    assert 2 <= stats["uncertified_rows"] < len(q)
+    np.testing.assert_array_equal(ids, ref_i)
+    np.testing.assert_allclose(sims, ref_s, atol=1e-6)
+
+
 # --------------------------------------------------------------------------------------- CUDA
 @pytest.mark.cuda
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
