@@ -5,7 +5,7 @@ padding) with one series shifted against the other, maximised over lags ``-max_l
 (default: 10 % of the length, at least 1), optionally over the sign too (``absolute=True``: a
 negated copy counts).  Pearson r is already invariant to offset and scale.  A multivariate
 series (``Items.shape = (n_dims, length)``) shifts all its dimensions together.  All lags come
-from a handful of FFT cross-correlations (:func:`sibscan.kernels.paircorr.series_lag_corr`).
+from a handful of FFT cross-correlations (:func:`sibscan.kernels.lagcorr.series_lag_corr`).
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class LagCorrVerifier(Verifier):
             side is constant or the overlap is too short.  ``details`` like ``"lag 3"``
             (``query[t]`` matches ``database[t + 3]``) or ``"lag -2, negated"``.
         """
-        from ..kernels.paircorr import series_lag_corr
+        from ..kernels.lagcorr import series_lag_corr
 
         for items in (queries, database):
             if items.modality != "table":
