@@ -131,6 +131,10 @@ class TorchEncoder(Encoder):
             raise SibscanError(f"num_workers must be 0 or more, got {num_workers}")
         self.num_workers = int(num_workers)
         self.use_autocast = bool(autocast)
+        if self.on_cuda:
+            import torch
+
+            torch.backends.cudnn.benchmark = True  # fixed input sizes: let cuDNN pick the fastest kernels
 
     @classmethod
     def available(cls) -> Tuple[bool, str]:
