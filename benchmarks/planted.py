@@ -233,7 +233,8 @@ def _image_transform(name: str, a: np.ndarray, rng: np.random.Generator):
         im = ImageEnhance.Brightness(im).enhance(rng.choice([rng.uniform(0.6, 0.85), rng.uniform(1.15, 1.4)]))
         return ImageEnhance.Contrast(im).enhance(rng.uniform(0.7, 1.3)), ".png", {}
     if name == "grayscale":
-        return im.convert("L").convert("RGB"), ".png", {}
+        # saved as a one-channel file: of an already gray picture this is a pixel-exact copy in other bytes
+        return im.convert("L"), ".png", {}
     if name == "flip":
         return im.transpose(Image.FLIP_LEFT_RIGHT), ".png", {}
     if name == "caption":
@@ -263,7 +264,9 @@ def image_set(root: Path, *, n_train: int = 600, per_transform: int = 20, n_clea
     root = Path(root)
     tiles, tile_groups = _tiles(_photo_arrays(), tile)
     digits, digit_groups = _digit_images()
-    # no more digits than the split needs (with room for the dedupe): small sets stay fast
+    # no more tiles or digits than the split needs (with room for the dedupe): small sets stay fast
+    pick = np.sort(rng.permutation(len(tiles))[: n_train + n_clean])
+    tiles, tile_groups = [tiles[i] for i in pick], [tile_groups[i] for i in pick]
     pick = np.sort(rng.permutation(len(digits))[: 2 * (n_train + n_clean)])
     digits, digit_groups = [digits[i] for i in pick], [digit_groups[i] for i in pick]
     arrays = tiles + digits

@@ -49,7 +49,7 @@ TARGET_PRECISION = 0.95
 
 SIZES = {
     # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
-    "quick": {"image": (60, 3, 30), "text": (80, 3, 30), "table": (80, 3, 30), "labels": 40, "verified_pairs": 120,
+    "quick": {"image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
               "rows": ("ItalyPowerDemand", "digits")},
     "default": {"image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
                 "verified_pairs": 500, "rows": None},

@@ -1,0 +1,149 @@
+"""The detection-quality and end-to-end benchmarks: planted sets, metrics, and their --quick runs."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import _common, planted, quality, scan_e2e
+from sibscan.encoders import get_encoder
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("planted")
+    return {
+        "images": planted.image_set(root, n_train=40, per_transform=2, n_clean=20, seed=1),
+        "text": planted.text_set(n_train=60, per_transform=2, n_clean=20, seed=1),
+        "rows": planted.row_sets(n_train=60, per_transform=2, n_clean=20, seed=1, datasets=("digits",))[0],
+    }
+
+
+@pytest.mark.parametrize("name, encoder", [("images", "pixels"), ("text", "ngram"), ("rows", "znorm")])
+def test_planted_negatives_are_hard(sets, name, encoder):
+    ps = sets[name]
+    enc = get_encoder(encoder, device="cpu")
+    stats = planted.difficulty(ps, enc.encode(ps.train.content), enc.encode(ps.test.content))
+    planted.check_difficulty(stats, name)  # raises when the negatives are trivially different
+    assert stats["best_negative"] > stats["random_median"]
+    assert ps.hard.sum() >= 0.5 * (~ps.planted).sum()
+
+
+def test_check_difficulty_refuses_trivial_negatives():
+    with pytest.raises(AssertionError, match="trivially different"):
+        planted.check_difficulty({"best_negative": 0.1, "random_median": 0.2}, "toy")
+
+
+@pytest.mark.parametrize("name", ["images", "text", "rows"])
+def test_planted_truth(sets, name):
+    ps = sets[name]
+    transforms = {"images": planted.IMAGE_TRANSFORMS, "text": planted.TEXT_TRANSFORMS, "rows": planted.ROW_TRANSFORMS}[name]
+    assert set(ps.transform[ps.planted]) == set(transforms)
+    assert (ps.transform[~ps.planted] == "").all()
+    assert ps.source.max() < len(ps.train) and len(ps.source) == len(ps.test)
+    train_bytes = ps.content_bytes("train")
+    test_bytes = ps.content_bytes("test")
+    for i in np.flatnonzero(ps.transform == "exact"):
+        assert test_bytes[i] == train_bytes[ps.source[i]]
+    for i in np.flatnonzero(ps.planted & (ps.transform != "exact") & (ps.transform != "noise-below-rounding")):
+        assert test_bytes[i] != train_bytes[ps.source[i]], ps.transform[i]
+    # clean items are not copies of any train item (the pool was deduplicated)
+    train_set = set(train_bytes)
+    assert not any(test_bytes[i] in train_set for i in np.flatnonzero(~ps.planted))
+
+
+def test_dedupe_pool_matches_greedy_reference():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(30, 8))
+    x = np.concatenate([base, base[:10] + 1e-3 * rng.normal(size=(10, 8))])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    kept = planted.dedupe_pool(x, 0.99)
+    ref = []
+    for i in range(len(x)):
+        if all(x[i] @ x[j] < 0.99 for j in ref):
+            ref.append(i)
+    assert kept.tolist() == ref
+
+
+def test_top_k_matches_full_sort():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(50, 6)).astype(np.float32), rng.normal(size=(12, 6)).astype(np.float32)
+    sims, idx = quality.top_k(b, a, 4)
+    ref = np.argsort(-(b @ a.T), axis=1)[:, :4]
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_allclose(sims, np.take_along_axis(b @ a.T, ref, axis=1), rtol=1e-6)
+
+
+def test_auc_and_recall_at_precision_match_brute_force():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(2)
+    score = np.round(rng.uniform(size=80), 2)  # ties on purpose
+    planted_ = rng.random(80) < 0.4
+    correct = planted_ & (rng.random(80) < 0.8)
+    assert quality._auc(score[planted_], score[~planted_]) == pytest.approx(roc_auc_score(planted_, score))
+    best = 0.0
+    for c in np.unique(score):
+        flagged = score >= c
+        if (flagged & correct).sum() / flagged.sum() >= 0.6:
+            best = max(best, (flagged & correct).sum() / planted_.sum())
+    assert quality.recall_at_precision(score, correct, planted_, 0.6) == pytest.approx(best)
+
+
+def test_calibrate_puts_the_cutoff_between_separated_classes():
+    rng = np.random.default_rng(3)
+    same = np.r_[np.ones(30, bool), np.zeros(170, bool)]
+    score = np.where(same, rng.uniform(0.9, 1.0, 200), rng.uniform(0.3, 0.8, 200))
+    cal = quality.calibrate(score, np.arange(200), same, rng.uniform(0.0, 0.75, 5000), n_labels=40)
+    assert 0.8 <= cal["cutoff"] <= 0.9
+    assert cal["labelled"] == 40 and 0 < cal["labelled_same"] < 40
+
+
+def test_detection_metrics_reweight_to_one_percent_prevalence(sets):
+    ps = sets["rows"]
+    flagged = ps.planted.copy()
+    flagged[np.flatnonzero(~ps.planted)[:2]] = True  # two false alarms
+    m = quality.detection_metrics(ps, flagged, ps.planted)
+    fpr = 2 / (~ps.planted).sum()
+    assert m["recall"] == 1.0 and m["fpr"] == pytest.approx(fpr)
+    assert m["precision_at_1pct"] == pytest.approx(0.01 / (0.01 + 0.99 * fpr))
+
+
+def test_quality_quick_writes_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    quality.main(["--quick", "--no-neural", "--sets", "images,text,rows"])
+    data = json.loads((tmp_path / "quality.json").read_text())
+    assert {"images", "text", "rows:digits-rows"} <= set(data["sets"])
+    for name, s in data["sets"].items():
+        assert s["difficulty"]["best_negative"] > s["difficulty"]["random_median"], name
+        assert "exact hash (blake2b)" in s["fixed_defaults"]
+        for enc, entry in s["encoders"].items():
+            for mode in ("embedding", "verified"):
+                m = entry[mode]["metrics"]
+                assert {"recall", "precision", "precision_at_1pct", "auc", "recall_at_p95"} <= set(m), (name, enc)
+                assert 0.0 <= m["recall"] <= 1.0
+                assert entry[mode]["calibration"]["cutoff"] is not None
+                assert set(entry[mode]["per_transform"]) == set(s["encoders"][enc]["embedding"]["per_transform"])
+    assert set(data["sets"]["images"]["encoders"]) >= {"pixels", "phash"}
+    # exact copies are found by every calibrated encoder
+    assert data["sets"]["text"]["encoders"]["ngram"]["embedding"]["per_transform"]["exact"]["recall"] == 1.0
+
+
+def test_quality_rejects_unknown_set(capsys):
+    with pytest.raises(SystemExit):
+        quality.main(["--quick", "--sets", "imags"])
+    assert "unknown set(s) imags" in capsys.readouterr().err
+
+
+def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    scan_e2e.main(["--quick", "--cases", "table,text"])
+    data = json.loads((tmp_path / "scan_e2e.json").read_text())
+    cases = {c["modality"]: c for c in data["cases"]}
+    assert set(cases) == {"table", "text"}
+    for c in cases.values():
+        assert c["items_per_s"] > 0 and c["bare_seconds"] > 0
+        assert {"load", "fingerprint", "encode", "search", "baseline"} <= set(c["timings"])
+    # the planted exact copies (a third of the planted table rows) are found exactly
+    assert cases["table"]["exact_test_twins"] >= cases["table"]["planted"] // 3
