@@ -65,6 +65,10 @@ class ScanConfig:
     directions: Tuple[str, ...] = ("test-train", "train-test", "test-test")
     backend: str = "auto"
     block_size: Optional[int] = None
+    #: "local" or "ray" (the same blocks as Ray tasks; identical results)
+    engine: str = "local"
+    #: Ray cluster address ("auto" for the cluster this machine belongs to); None starts a local Ray
+    address: Optional[str] = None
     # verification
     verify: Optional[bool] = None
     verifier: Optional[str] = None
@@ -95,7 +99,8 @@ class ScanConfig:
 
     def parameters(self) -> Dict[str, Any]:
         """The options that change a scan's results (recorded in the manifest, compared on resume)."""
-        skip = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff"}
+        skip = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff",
+                "engine", "address"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
 
 

@@ -10,7 +10,7 @@ Layout::
     IDX/index.json              sibscan version, modality, encoder {name, options, identity, dim},
                                 decimals, znorm, shards [{file, n}], n_items
     IDX/items/train.npz|.jsonl  the items (as in a scan directory), fingerprints included
-    IDX/embeddings/shard-NNNNN.npy
+    IDX/embeddings/             sibscan.shards.ShardedEmbeddings (index.json + shard-NNNNN.npy)
     IDX/cache/                  the embedding cache used while building
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from . import __version__
-from .atomic import save_npy, write_json
+from .atomic import write_json
 from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .scandir import load_items, save_items
@@ -113,7 +113,6 @@ class TrainIndex:
             "decimals": decimals,
             "znorm": znorm,
             "load_options": load_options or {},
-            "shards": [],
             "n_items": 0,
         }
         index = cls(out, meta)
@@ -153,11 +152,18 @@ class TrainIndex:
         else:
             items, fps = new, fp_new
         emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=fp_new, batch_size=batch_size, progress=progress)
-        shard = f"shard-{len(self.meta['shards']):05d}.npy"
-        save_npy(self.path / "embeddings" / shard, np.asarray(emb, np.float32))
+        from .shards import ShardedEmbeddings
+
+        shards = ShardedEmbeddings.create(self.path / "embeddings", int(enc.dim), dtype="float32", exist_ok=True)
+        if shards.n != self.meta["n_items"]:
+            raise SibscanError(
+                f"{self.path}: the embeddings hold {shards.n} rows but the index lists {self.meta['n_items']} items "
+                "(an interrupted 'index add'?); rebuild it with 'sibscan index build --force'"
+            )
+        # items first, then the embeddings, then index.json: a crash in between leaves index.json on the
+        # previous state, and the row-count check above names the problem
         save_items(self.path, items, fps)
-        # index.json is written last: a crash before it leaves the previous index intact and readable
-        self.meta["shards"].append({"file": shard, "n": int(len(new))})
+        shards.append(np.asarray(emb, np.float32))
         self.meta["n_items"] = int(len(items))
         write_json(self.path / "index.json", self.meta)
 
@@ -171,10 +177,11 @@ class TrainIndex:
         _, fp = load_items(self.path, "train")
         return fp[: self.meta["n_items"]]
 
-    def embeddings(self) -> np.ndarray:
-        """All train embeddings, shard after shard, as a float32 array of shape (n_items, dim)."""
-        parts = [np.load(self.path / "embeddings" / s["file"], mmap_mode="r") for s in self.meta["shards"]]
-        return np.concatenate(parts).astype(np.float32, copy=False) if parts else np.zeros((0, self.meta["encoder"]["dim"]), np.float32)
+    def embeddings(self):
+        """The train embeddings as a :class:`~sibscan.shards.ShardedEmbeddings` (n_items, dim), read block by block."""
+        from .shards import ShardedEmbeddings
+
+        return ShardedEmbeddings(self.path / "embeddings")
 
     def encoder(self, device: str = "auto"):
         """Rebuild the index's encoder and refuse if its identity changed (other weights/preprocessing)."""

@@ -168,14 +168,27 @@ def build_verifier(cfg: ScanConfig, modality: str):
     return verifier
 
 
-def _search_direction(
-    q_emb: np.ndarray, d_emb: np.ndarray, k: int, cfg: ScanConfig, exclude_self: bool
-) -> Tuple[np.ndarray, np.ndarray]:
+def _search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
     from .search import search
+    from .shards import ShardedEmbeddings
 
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
     if k <= 0:
         return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
+    if cfg.engine not in ("local", "ray"):
+        raise SibscanError(f"unknown engine {cfg.engine!r}; available: local, ray")
+    if isinstance(q_emb, ShardedEmbeddings):
+        # queries larger than memory (a big train index searched against the test set): block by block
+        parts = [_search_direction(block, d_emb, k, cfg, exclude_self=False) for _, block in q_emb.iter_blocks(65536)]
+        if not parts:
+            return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    if cfg.engine == "ray":
+        from .engines import search_ray
+
+        return search_ray(q_emb, d_emb, k, address=cfg.address, backend=cfg.backend, block_size=cfg.block_size,
+                          exclude_self=exclude_self, progress=cfg.progress)
     return search(
         q_emb, d_emb, k, backend=cfg.backend, device=cfg.device, block_size=cfg.block_size,
         exclude_self=exclude_self, progress=cfg.progress,
@@ -563,6 +576,16 @@ def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, spli
     if chunks:
         # random document pairs: represent each document by its first chunk
         embeddings = {s: embeddings[s][np.unique(chunks[s][0], return_index=True)[1]] for s in embeddings}
+    from .shards import ShardedEmbeddings
+
+    if isinstance(embeddings["train"], ShardedEmbeddings):
+        # a train index may not fit in memory: random pairs only need a random subset of its rows
+        sh = embeddings["train"]
+        rng = np.random.default_rng(cfg.seed)
+        rows = np.sort(rng.choice(sh.n, size=min(sh.n, cfg.baseline_pairs), replace=False))
+        embeddings = {"train": sh.take(rows), "test": embeddings["test"]}
+        if verifier is not None:
+            splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
 
     score_fn = None
     n_pairs = cfg.baseline_pairs

@@ -73,6 +73,8 @@ def register(app: typer.Typer) -> None:
         directions: Optional[str] = typer.Option(None, "--directions", help="Comma list of test-train, train-test, test-test [default: all three]."),
         backend: Optional[str] = typer.Option(None, "--backend", help="Search backend: auto, torch, faiss, numpy [default: auto]."),
         block_size: Optional[int] = typer.Option(None, "--block-size", help="Train rows per search block (default: from the memory budget)."),
+        engine: Optional[str] = typer.Option(None, "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results) [default: local]."),
+        address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address for --engine ray ('auto' = the cluster this machine is in; default: a local Ray)."),
         verify: Optional[bool] = typer.Option(None, "--verify/--no-verify", help="Re-score candidates with a transform-invariant verifier [default: on where one exists]."),
         verifier: Optional[str] = typer.Option(None, "--verifier", help="Verifier name (default by modality)."),
         cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Similarity cutoff to use until a calibration exists (reported as uncalibrated)."),
@@ -104,7 +106,7 @@ def register(app: typer.Typer) -> None:
             chunk_words=chunk_words, chunk_stride=chunk_stride, decimals=decimals, znorm=znorm, encoder=encoder,
             model=model, pretrained=pretrained, checkpoint=checkpoint, model_path=model_path, device=device,
             batch_size=batch_size, cache_dir=cache_dir, k=k, k_reverse=k_reverse, directions=directions,
-            backend=backend, block_size=block_size, verify=verify, verifier=verifier, cutoff=cutoff,
+            backend=backend, block_size=block_size, engine=engine, address=address, verify=verify, verifier=verifier, cutoff=cutoff,
             calibration=calibration, baseline_pairs=baseline_pairs, seed=seed, force=force, progress=progress,
         )
         cfg = base.merged(flags)

@@ -1,0 +1,85 @@
+"""The reusable train index (build, add, scan --index) and the Ray engine inside a scan."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sibscan.cli import app
+from sibscan.config import ScanConfig
+from sibscan.errors import CompatibilityError
+from sibscan.index import TrainIndex
+from sibscan.scan import run_scan
+from sibscan.scandir import ScanDir
+
+runner = CliRunner()
+
+
+def _csv(path, X, start=0):
+    lines = ["id," + ",".join(f"f{i}" for i in range(X.shape[1]))]
+    lines += [f"r{start + i}," + ",".join(f"{v:.6f}" for v in row) for i, row in enumerate(X)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def data(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(50, 24)).cumsum(axis=1)
+    b = rng.normal(size=(30, 24)).cumsum(axis=1)
+    test = np.vstack([a[:5] * 2 + 1, b[:5], rng.normal(size=(10, 24)).cumsum(axis=1)])
+    _csv(tmp_path / "a.csv", a)
+    _csv(tmp_path / "b.csv", b, start=50)
+    _csv(tmp_path / "ab.csv", np.vstack([a, b]))
+    lines = ["id," + ",".join(f"f{i}" for i in range(24))] + [f"t{i}," + ",".join(f"{v:.6f}" for v in row) for i, row in enumerate(test)]
+    (tmp_path / "test.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_index_build_add_then_scan_equals_plain_scan(data):
+    r = runner.invoke(app, ["index", "build", str(data / "a.csv"), "--out", str(data / "idx"), "--id", "id"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["index", "add", str(data / "idx"), str(data / "b.csv")])
+    assert r.exit_code == 0, r.output
+    assert "now holds 80" in r.output
+    idx = TrainIndex.open(data / "idx")
+    assert len(idx.items()) == 80 and idx.embeddings().n == 80
+    r = runner.invoke(app, ["index", "add", str(data / "idx"), str(data / "b.csv")])
+    assert r.exit_code == 1 and "ids already in the index" in r.output
+
+    via_index = run_scan(ScanConfig(index=str(data / "idx"), test=str(data / "test.csv"), id="id", out=str(data / "s1"),
+                                    progress=False, cutoff=0.99))
+    plain = run_scan(ScanConfig(train=str(data / "ab.csv"), test=str(data / "test.csv"), id="id", out=str(data / "s2"),
+                                progress=False, cutoff=0.99))
+    n1, n2 = ScanDir(data / "s1").neighbours(), ScanDir(data / "s2").neighbours()
+    assert list(n1["neighbour_id"]) == list(n2["neighbour_id"])
+    assert np.allclose(n1["score"], n2["score"], atol=1e-3)  # the cache stores float16
+    assert via_index.summary["siblings"] == plain.summary["siblings"] >= 10
+
+
+def test_index_refuses_another_encoder(data):
+    TrainIndex.build(str(data / "a.csv"), data / "idx", load_options={"id": "id"}, progress=False)
+    with pytest.raises(CompatibilityError, match="holds znorm embeddings; a scan with --encoder raw cannot use it"):
+        run_scan(ScanConfig(index=str(data / "idx"), test=str(data / "test.csv"), encoder="raw", out=str(data / "s"),
+                            progress=False))
+    meta = json.loads((data / "idx" / "index.json").read_text())
+    meta["encoder"]["identity"] = "znorm(other-preprocessing)"
+    (data / "idx" / "index.json").write_text(json.dumps(meta))
+    with pytest.raises(CompatibilityError, match="rebuild the index"):
+        TrainIndex.open(data / "idx").encoder()
+
+
+def test_ray_engine_scan_is_identical_to_local(data):
+    ray = pytest.importorskip("ray")
+    local = ScanConfig(train=str(data / "ab.csv"), test=str(data / "test.csv"), id="id", out=str(data / "local"),
+                       progress=False, block_size=16, verify=False)
+    run_scan(local)
+    try:
+        run_scan(local.merged({"out": str(data / "ray"), "engine": "ray"}))
+    finally:
+        ray.shutdown()
+    a, b = ScanDir(data / "local").neighbours(), ScanDir(data / "ray").neighbours()
+    for col in ("query_split", "query_index", "neighbour_split", "neighbour_index", "rank"):
+        assert np.array_equal(a[col], b[col]), col
+    assert np.array_equal(a["similarity"], b["similarity"])
