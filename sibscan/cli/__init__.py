@@ -44,13 +44,7 @@ def _root(
 
 
 for _name in COMMANDS:
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:  # command not written yet during development
-        if _exc.name != f"{__name__}.{_name}":
-            raise
-        continue
-    _mod.register(app)
+    importlib.import_module(f"{__name__}.{_name}").register(app)
 
 
 def main() -> None:
