@@ -253,8 +253,8 @@ def image_set(root: Path, *, n_train: int = 600, per_transform: int = 20, n_clea
               tile: int = 128) -> PlantedSet:
     """Photos tiles + digits; siblings by :data:`IMAGE_TRANSFORMS`; files written under ``root``.
 
-    Half of the planted sources and clean items are digits, half photo tiles (as far as the pool
-    allows), so that both hard-negative kinds — same-class digits, tiles of the same photo — are in.
+    About half of the items used are photo tiles and half digits (as far as the pool allows), so
+    that both hard-negative kinds — same-class digits, tiles of the same photo — are in.
     """
     from PIL import Image
 
@@ -545,7 +545,7 @@ def row_sets(*, n_train: int = 600, per_transform: int = 20, n_clean: int = 200,
              datasets: Optional[Sequence[str]] = None) -> List[PlantedSet]:
     """One planted set per row dataset (the aeon-shipped UCR series present, and digits rows).
 
-    Sizes shrink to what each pool allows (a third of the pool stays clean at most).
+    Sizes shrink to what each pool allows (at most a quarter of the pool becomes clean test items).
     """
     from sibscan.encoders import get_encoder
 

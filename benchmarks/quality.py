@@ -14,7 +14,8 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
   the cutoff where the answers flip;
 * at that cutoff: recall (planted test items flagged with their true source), precision (of the
   flagged pile), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
-  ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``); threshold-free: ROC AUC (planted vs clean test items by
+  ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``, and its pessimistic end with FPR at its upper 95 % bound:
+  a few hundred clean items pin the false-alarm rate only to about 1/n); threshold-free: ROC AUC (planted vs clean test items by
   their best score) and the best recall at precision >= 0.95 (the oracle's choice of cutoff);
 * per transform: recall, AUC and precision at 1 % prevalence.
 
@@ -176,15 +177,24 @@ def detection_metrics(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray,
 
     ``flagged``, ``correct`` : bool arrays of shape (n_test,); ``correct`` = planted and paired with its source.
     """
+    from scipy.stats import beta
+
     planted, clean = ps.planted, ~ps.planted
     tp = flagged & correct
     tpr = tp.sum() / max(planted.sum(), 1)
-    fpr = (flagged & clean).sum() / max(clean.sum(), 1)
+    fp, n_clean = int((flagged & clean).sum()), int(clean.sum())
+    fpr = fp / max(n_clean, 1)
+    # the benchmark holds a few hundred clean items: the false-alarm rate is known only to about
+    # 1/n_clean, so the precision at 1 % prevalence also gets its pessimistic end (FPR's upper 95 % bound)
+    fpr_hi = float(beta.ppf(0.975, fp + 1, n_clean - fp)) if fp < n_clean else 1.0
+    flag_pos = (flagged & planted).sum() / max(planted.sum(), 1)
     out = {
         "recall": float(tpr),
         "precision": float(tp.sum() / flagged.sum()) if flagged.any() else float("nan"),
         "fpr": float(fpr),
-        "precision_at_1pct": _precision_at(tpr, (flagged & planted).sum() / max(planted.sum(), 1), fpr),
+        "fpr_upper95": fpr_hi,
+        "precision_at_1pct": _precision_at(tpr, flag_pos, fpr),
+        "precision_at_1pct_lower95": _precision_at(tpr, flag_pos, fpr_hi),
         "flagged": int(flagged.sum()),
     }
     if score is not None:
@@ -395,11 +405,12 @@ def _print_set(ps: PlantedSet, out: dict) -> None:
             m = r["metrics"]
             rows.append({"method": f"{name}{' + ' + VERIFIERS[ps.modality] if mode == 'verified' else ''}",
                          "cutoff": f"calibrated {r['calibration']['cutoff']:.4f}", "precision": m["precision"],
-                         "recall": m["recall"], "P@1%": m["precision_at_1pct"], "AUC": m["auc"],
+                         "recall": m["recall"], "P@1%": m["precision_at_1pct"],
+                         "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m["auc"],
                          "R@P95": m["recall_at_p95"], "flagged": m["flagged"]})
     for name, m in out["fixed_defaults"].items():
         rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
-                     "P@1%": m["precision_at_1pct"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
+                     "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
                      "flagged": m["flagged"]})
     print_table(rows)
     d = out["difficulty"]

@@ -162,6 +162,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     rows = [{"case": r["modality"], "encoder": r["encoder"], "verifier": r["verifier"] or "-",
              "items": r["n_train"] + r["n_test"], "scan s": r["seconds"], "items/s": r["items_per_s"],
              **{f"{s} s": r["timings"].get(s, 0.0) for s in stages},
+             "other s": r["seconds"] - sum(r["timings"].get(s, 0.0) for s in stages),
              "bare s": r["bare_seconds"], "scan/bare": r["overhead"]} for r in results]
     print_table(rows)
     payload = {"quick": args.quick, "seed": args.seed, "cases": results, "seconds": time.perf_counter() - t0}
