@@ -183,3 +183,41 @@ def test_aggregate_chunks_keeps_best_chunk_pair_per_document():
     assert i[0].tolist() == [0, 1] and np.allclose(s[0], [0.95, 0.8])
     assert qc[0, 0] == 1 and nc[0, 0] == 1
     assert i[1].tolist() == [2, 1] and np.allclose(s[1], [0.7, 0.6])
+
+
+def test_default_encoders_need_no_download():
+    from sibscan.scan import default_encoder
+
+    assert default_encoder("table") == "znorm"
+    assert default_encoder("text") == "minilm"
+    assert default_encoder("image") == "effnet"
+
+
+def test_image_scan_skips_broken_files_and_verifies_flips(tmp_path):
+    from PIL import Image, ImageOps
+    from skimage import data
+
+    photos = {"cat": data.chelsea(), "astronaut": data.astronaut(), "coffee": data.coffee(), "rocket": data.rocket()}
+    for split in ("train", "test"):
+        (tmp_path / split / "a").mkdir(parents=True)
+    for name, arr in photos.items():
+        Image.fromarray(arr).resize((96, 64)).save(tmp_path / "train" / "a" / f"{name}.png")
+    cat = Image.fromarray(photos["cat"]).resize((96, 64))
+    ImageOps.mirror(cat).save(tmp_path / "test" / "a" / "cat_flipped.jpg", quality=60)
+    Image.fromarray(data.camera()).resize((96, 64)).save(tmp_path / "test" / "a" / "camera.png")
+    (tmp_path / "test" / "a" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    summary = _scan(["--train", str(tmp_path / "train"), "--test", str(tmp_path / "test"), "--out", str(tmp_path / "scan"),
+                     "--encoder", "pixels", "--cutoff", "0.8"])
+    assert summary["skipped"] == {"train": 0, "test": 1}
+    sd = ScanDir(tmp_path / "scan")
+    manifest = sd.manifest()
+    assert manifest["skipped"]["test"][0]["where"].endswith("broken.jpg")
+    assert manifest["verifier"]["name"] == "imagecorr"
+    test = sd.items("test")
+    top = sd.neighbours().top1("test", "train")
+    flipped = int(np.flatnonzero(test.ids == "a/cat_flipped.jpg")[0])
+    row = int(np.flatnonzero(top["query_index"] == flipped)[0])
+    assert sd.items("train").ids[top["neighbour_index"][row]] == "a/cat.png"
+    assert top["verified"][row] > 0.8 > top["similarity"][row] or top["verified"][row] > top["similarity"][row]
+    assert "flipped" in top["detail"][row]
+    assert summary["siblings"] == 1

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         chunk_stride: Optional[int] = typer.Option(None, "--chunk-stride", help="Words between chunk starts (default: --chunk-words)."),
         decimals: Optional[int] = typer.Option(None, "--decimals", help="Rounding of numeric rows for exact fingerprints [default: 6]."),
         znorm: Optional[bool] = typer.Option(None, "--znorm/--no-znorm", help="z-normalise rows before exact hashing (catches rescaled copies)."),
-        encoder: Optional[str] = typer.Option(None, "--encoder", "-e", help="Encoder name (see 'sibscan encoders'); default by modality: text minilm, table znorm, image pixels."),
+        encoder: Optional[str] = typer.Option(None, "--encoder", "-e", help="Encoder name (see 'sibscan encoders'); default by modality: text minilm, table znorm, image effnet (all offline)."),
         model: Optional[str] = typer.Option(None, "--model", help="Model architecture for clip (e.g. ViT-B-32)."),
         pretrained: Optional[str] = typer.Option(None, "--pretrained", help="open_clip pretrained tag (needs internet once)."),
         checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Local weights file for clip."),
