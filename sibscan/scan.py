@@ -14,7 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from . import __version__
 from .config import DIRECTIONS, ScanConfig
 from .errors import InputError, SibscanError
 from .items import Items
+from .candidates import search_direction, table_from_search, verify_neighbours
+from .chunks import aggregate_chunks, embed_chunked
 from .scandir import Neighbours, ScanDir
 
 __all__ = ["ScanResult", "aggregate_chunks", "default_encoder", "fingerprint_membership", "run_scan", "summarise"]
@@ -158,88 +160,6 @@ def build_verifier(cfg: ScanConfig, modality: str):
         names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
         raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
     return verifier
-
-
-def _search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
-    from .search import search
-    from .shards import ShardedEmbeddings
-
-    k = min(k, len(d_emb) - (1 if exclude_self else 0))
-    if k <= 0:
-        return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
-    if cfg.engine not in ("local", "ray"):
-        raise SibscanError(f"unknown engine {cfg.engine!r}; available: local, ray")
-    if isinstance(q_emb, ShardedEmbeddings):
-        # queries larger than memory (a big train index searched against the test set): block by block
-        parts = [_search_direction(block, d_emb, k, cfg, exclude_self=False) for _, block in q_emb.iter_blocks(65536)]
-        if not parts:
-            return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    if cfg.engine == "ray":
-        from .engines import search_ray
-
-        return search_ray(q_emb, d_emb, k, address=cfg.address, backend=cfg.backend, block_size=cfg.block_size,
-                          exclude_self=exclude_self, progress=cfg.progress)
-    return search(
-        q_emb, d_emb, k, backend=cfg.backend, device=cfg.device, block_size=cfg.block_size,
-        exclude_self=exclude_self, progress=cfg.progress,
-    )
-
-
-def _table_from_search(
-    qsplit: str, q: Items, nsplit: str, n: Items, sims: np.ndarray, idx: np.ndarray,
-    q_fp: np.ndarray, n_fp: np.ndarray,
-) -> Neighbours:
-    m, k = idx.shape
-    qi = np.repeat(np.arange(m, dtype=np.int64), k)
-    ni = idx.reshape(-1)
-    si = sims.reshape(-1)
-    keep = ni >= 0
-    qi, ni, si = qi[keep], ni[keep], si[keep]
-    rank = np.tile(np.arange(k, dtype=np.int32), m)[keep]
-    exact = (q_fp[qi] == n_fp[ni]).all(axis=1)
-    return Neighbours({
-        "query_split": np.full(len(qi), qsplit), "query_id": q.ids[qi], "query_index": qi,
-        "rank": rank, "neighbour_split": np.full(len(qi), nsplit), "neighbour_id": n.ids[ni],
-        "neighbour_index": ni, "similarity": si, "exact": exact,
-    })
-
-
-def _rerank(nb: Neighbours) -> Neighbours:
-    """Sort each query's rows by the deciding score (ties: embedding similarity) and renumber ranks."""
-    if len(nb) == 0:
-        return nb
-    c = nb.columns
-    key_dir = np.char.add(np.char.add(c["query_split"].astype(str), ">"), c["neighbour_split"].astype(str))
-    order = np.lexsort((-c["similarity"], -c["score"], c["query_index"], key_dir))
-    out = nb.select(order)
-    kd = key_dir[order]
-    q = out["query_index"]
-    start = np.ones(len(q), bool)
-    start[1:] = (q[1:] != q[:-1]) | (kd[1:] != kd[:-1])
-    group_start = np.maximum.accumulate(np.where(start, np.arange(len(q)), 0))
-    out.columns["rank"] = (np.arange(len(q)) - group_start).astype(np.int32)
-    return out
-
-
-def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progress: bool = True) -> Neighbours:
-    """Fill ``verified``/``detail``/``score`` of every row with the verifier, then re-rank."""
-    if verifier is None or len(nb) == 0:
-        return nb
-    verified = np.full(len(nb), np.nan, np.float32)
-    detail = np.full(len(nb), "", dtype=object)
-    for (qs, ns) in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist()))):
-        rows = np.flatnonzero(nb.mask(qs, ns))
-        res = verifier.verify(splits[qs], nb["query_index"][rows], splits[ns], nb["neighbour_index"][rows])
-        verified[rows] = np.asarray(res.scores, np.float32)
-        detail[rows] = np.asarray(res.details, dtype=object)
-    cols = dict(nb.columns)
-    cols["verified"] = verified
-    previous = np.asarray(nb["detail"], dtype=object)
-    cols["detail"] = np.array([f"{d}; {p}" if p and d else (d or p) for d, p in zip(detail, previous)], dtype=object)
-    cols["score"] = np.where(np.isnan(verified), cols["similarity"], verified).astype(np.float32)
-    return _rerank(Neighbours(cols))
 
 
 def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
@@ -408,17 +328,17 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
             k = cfg.k if name == "test-train" else cfg.k_reverse
             echo(f"searching {qs} → {ns} (k={k})")
             if chunks:
-                sims, idx = _search_direction(embeddings[qs], embeddings[ns], 4 * k, cfg, exclude_self=(qs == ns))
+                sims, idx = search_direction(embeddings[qs], embeddings[ns], 4 * k, cfg, exclude_self=(qs == ns))
                 (qdoc, qchunk), (ndoc, nchunk) = chunks[qs], chunks[ns]
                 sims, idx, qrow, nrow = aggregate_chunks(sims, idx, qdoc, ndoc, len(splits[qs]), k, qs == ns)
-                part = _table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
+                part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
                 valid = (idx >= 0).reshape(-1)
                 part.columns["detail"] = np.array(
                     [f"chunk {a} ~ chunk {b}" for a, b in zip(qchunk[qrow.reshape(-1)[valid]], nchunk[nrow.reshape(-1)[valid]])],
                     dtype=object)
             else:
-                sims, idx = _search_direction(embeddings[qs], embeddings[ns], k, cfg, exclude_self=(qs == ns))
-                part = _table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
+                sims, idx = search_direction(embeddings[qs], embeddings[ns], k, cfg, exclude_self=(qs == ns))
+                part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
             parts.append(part)
         nb = Neighbours.concat(parts)
         timings["search"] = time.perf_counter() - t
@@ -470,67 +390,8 @@ def _embed_items(cfg: ScanConfig, sd: ScanDir, encoder, items: Items, fp: np.nda
 
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
     if items.modality == "text" and cfg.chunk_words:
-        return _embed_chunked(cfg, cache_dir, encoder, items)
+        return embed_chunked(cfg, cache_dir, encoder, items)
     return embed(items, encoder, cache_dir=cache_dir, fingerprints=fp, batch_size=cfg.batch_size, progress=cfg.progress)
-
-
-def _chunks(cfg: ScanConfig, items: Items) -> Items:
-    from .loaders.text import chunk_items
-
-    stride = cfg.chunk_stride or cfg.chunk_words
-    return chunk_items(items, cfg.chunk_words, stride)
-
-
-def _embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray]:
-    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk)``."""
-    from .cache import embed
-    from .fingerprint import fingerprint
-
-    chunks = _chunks(cfg, items)
-    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=cfg.batch_size,
-                progress=cfg.progress)
-    return emb, np.asarray(chunks.extra["doc_index"], np.int64), np.asarray(chunks.extra["chunk"], np.int64)
-
-
-def aggregate_chunks(
-    sims: np.ndarray, idx: np.ndarray, q_doc: np.ndarray, n_doc: np.ndarray, n_q_docs: int, k: int,
-    same_split: bool,
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Chunk-level top-k → document-level top-k, a document pair scoring its best chunk pair.
-
-    Returns ``(sims, doc_idx, q_chunk_row, n_chunk_row)``, each of shape (n_q_docs, k); missing
-    entries have index -1 and similarity -inf; the chunk rows name the matching chunks.
-    """
-    m, kk = idx.shape
-    qc = np.repeat(np.arange(m, dtype=np.int64), kk)
-    nc = idx.reshape(-1)
-    sv = sims.reshape(-1)
-    keep = nc >= 0
-    qc, nc, sv = qc[keep], nc[keep], sv[keep]
-    qd, nd = q_doc[qc], n_doc[nc]
-    if same_split:
-        keep = qd != nd
-        qc, nc, sv, qd, nd = qc[keep], nc[keep], sv[keep], qd[keep], nd[keep]
-    order = np.lexsort((-sv, nd, qd))
-    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
-    first = np.ones(len(qd), bool)
-    first[1:] = (qd[1:] != qd[:-1]) | (nd[1:] != nd[:-1])
-    qc, nc, sv, qd, nd = qc[first], nc[first], sv[first], qd[first], nd[first]
-    order = np.lexsort((nd, -sv, qd))
-    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
-    start = np.ones(len(qd), bool)
-    start[1:] = qd[1:] != qd[:-1]
-    pos = np.arange(len(qd)) - np.maximum.accumulate(np.where(start, np.arange(len(qd)), 0))
-    keep = pos < k
-    out_s = np.full((n_q_docs, k), -np.inf, np.float32)
-    out_i = np.full((n_q_docs, k), -1, np.int64)
-    out_qc = np.full((n_q_docs, k), -1, np.int64)
-    out_nc = np.full((n_q_docs, k), -1, np.int64)
-    out_s[qd[keep], pos[keep]] = sv[keep]
-    out_i[qd[keep], pos[keep]] = nd[keep]
-    out_qc[qd[keep], pos[keep]] = qc[keep]
-    out_nc[qd[keep], pos[keep]] = nc[keep]
-    return out_s, out_i, out_qc, out_nc
 
 
 def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
@@ -543,7 +404,7 @@ def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
             raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
         cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
         for split, items in (("train", train), ("test", test)):
-            emb, doc, chunk = _embed_chunked(cfg, cache_dir, encoder, items)
+            emb, doc, chunk = embed_chunked(cfg, cache_dir, encoder, items)
             out[split] = emb
             chunks[split] = (doc, chunk)
             sd.write_embeddings(split, emb)
@@ -579,14 +440,12 @@ def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, spli
         if verifier is not None:
             splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
 
-    score_fn = None
-    n_pairs = cfg.baseline_pairs
-    if verifier is not None:
-        n_pairs = min(cfg.baseline_pairs, cfg.verified_baseline_pairs)
+    def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+        return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
 
-        def score_fn(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
-            return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
-
+    # verification is per pair and slower than a dot product: fewer random pairs when it decides
+    score_fn = None if verifier is None else verified_scores
+    n_pairs = cfg.baseline_pairs if verifier is None else min(cfg.baseline_pairs, cfg.verified_baseline_pairs)
     return compute_baseline(
         embeddings["train"], embeddings["test"], n_pairs=n_pairs, seed=cfg.seed, score_fn=score_fn,
         encoder_identity=encoder.identity, verifier_identity=None if verifier is None else verifier.identity,

@@ -50,7 +50,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple
 

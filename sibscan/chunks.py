@@ -1,0 +1,71 @@
+"""Long texts scanned by chunks: embed each chunk, and score a document pair by its best chunk pair."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Tuple
+
+import numpy as np
+
+from .config import ScanConfig
+from .items import Items
+
+__all__ = ["aggregate_chunks", "chunk_split", "embed_chunked"]
+
+
+def chunk_split(cfg: ScanConfig, items: Items) -> Items:
+    from .loaders.text import chunk_items
+
+    stride = cfg.chunk_stride or cfg.chunk_words
+    return chunk_items(items, cfg.chunk_words, stride)
+
+
+def embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray]:
+    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk)``."""
+    from .cache import embed
+    from .fingerprint import fingerprint
+
+    chunks = chunk_split(cfg, items)
+    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=cfg.batch_size,
+                progress=cfg.progress)
+    return emb, np.asarray(chunks.extra["doc_index"], np.int64), np.asarray(chunks.extra["chunk"], np.int64)
+
+
+def aggregate_chunks(
+    sims: np.ndarray, idx: np.ndarray, q_doc: np.ndarray, n_doc: np.ndarray, n_q_docs: int, k: int,
+    same_split: bool,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Chunk-level top-k → document-level top-k, a document pair scoring its best chunk pair.
+
+    Returns ``(sims, doc_idx, q_chunk_row, n_chunk_row)``, each of shape (n_q_docs, k); missing
+    entries have index -1 and similarity -inf; the chunk rows name the matching chunks.
+    """
+    m, kk = idx.shape
+    qc = np.repeat(np.arange(m, dtype=np.int64), kk)
+    nc = idx.reshape(-1)
+    sv = sims.reshape(-1)
+    keep = nc >= 0
+    qc, nc, sv = qc[keep], nc[keep], sv[keep]
+    qd, nd = q_doc[qc], n_doc[nc]
+    if same_split:
+        keep = qd != nd
+        qc, nc, sv, qd, nd = qc[keep], nc[keep], sv[keep], qd[keep], nd[keep]
+    order = np.lexsort((-sv, nd, qd))
+    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
+    first = np.ones(len(qd), bool)
+    first[1:] = (qd[1:] != qd[:-1]) | (nd[1:] != nd[:-1])
+    qc, nc, sv, qd, nd = qc[first], nc[first], sv[first], qd[first], nd[first]
+    order = np.lexsort((nd, -sv, qd))
+    qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
+    start = np.ones(len(qd), bool)
+    start[1:] = qd[1:] != qd[:-1]
+    pos = np.arange(len(qd)) - np.maximum.accumulate(np.where(start, np.arange(len(qd)), 0))
+    keep = pos < k
+    out_s = np.full((n_q_docs, k), -np.inf, np.float32)
+    out_i = np.full((n_q_docs, k), -1, np.int64)
+    out_qc = np.full((n_q_docs, k), -1, np.int64)
+    out_nc = np.full((n_q_docs, k), -1, np.int64)
+    out_s[qd[keep], pos[keep]] = sv[keep]
+    out_i[qd[keep], pos[keep]] = nd[keep]
+    out_qc[qd[keep], pos[keep]] = qc[keep]
+    out_nc[qd[keep], pos[keep]] = nc[keep]
+    return out_s, out_i, out_qc, out_nc
