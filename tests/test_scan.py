@@ -221,3 +221,30 @@ def test_image_scan_skips_broken_files_and_verifies_flips(tmp_path):
     assert top["verified"][row] > 0.8 > top["similarity"][row] or top["verified"][row] > top["similarity"][row]
     assert "flipped" in top["detail"][row]
     assert summary["siblings"] == 1
+
+
+def test_chunked_text_scan_scores_documents_by_their_best_chunk(tmp_path):
+    import pydoc_data.topics
+
+    words = pydoc_data.topics.topics["specialnames"].split()
+    other = pydoc_data.topics.topics["compound"].split()
+    filler = pydoc_data.topics.topics["types"].split()
+    train = [" ".join(words[:300]), " ".join(other[:300]), " ".join(filler[:300])]
+    # a test document: unrelated text around a 60-word passage copied from train document 0
+    test = [" ".join(filler[300:400] + words[100:160] + filler[400:500]), " ".join(other[300:500])]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(train)))
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(test)))
+    _scan(["--train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"), "--id", "id",
+           "--out", str(tmp_path / "scan"), "--encoder", "ngram", "--chunk-words", "50", "--chunk-stride", "25",
+           "--no-verify"])
+    sd = ScanDir(tmp_path / "scan")
+    nb = sd.neighbours()
+    top = nb.top1("test", "train")
+    assert top["neighbour_id"][0] == "d0"
+    assert top["detail"][0].startswith("chunk ") and top["similarity"][0] > 0.9
+    assert top["neighbour_id"][1] == "d1"
+    # document-level rows: one row per (query document, train document), never a chunk id
+    t2t = nb.direction("test", "train")
+    assert set(t2t["query_id"]) == {"q0", "q1"} and set(t2t["neighbour_id"]) <= {"d0", "d1", "d2"}
+    pairs = list(zip(t2t["query_id"], t2t["neighbour_id"]))
+    assert len(pairs) == len(set(pairs))
