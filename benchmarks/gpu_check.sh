@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu_check.sh            # output under "$OUT", or ./gpu_out when OUT is unset
 # Needs only python3 with torch, numpy, tqdm and pytest.  Missing pure-python packages are installed
 # from wheels carried in ./.whl (tqdm, pytest and its deps iniconfig, pluggy, packaging), if present.
-# Budget: about 6 minutes (tests ~1 min, benchmark ~2-4 min).
+# Budget: about 8 minutes (tests ~2 min, search benchmark ~2-4 min, encoders ~2 min when open_clip is there).
 set -u
 OUT="${OUT:-$PWD/gpu_out}"
 mkdir -p "$OUT"
@@ -45,4 +45,15 @@ timeout 150 "$PY" -m pytest -q -m cuda -p no:cacheprovider tests/test_search_cud
 say "GPU search benchmark (10,000 x 1,000,000 x 512)"
 timeout 240 "$PY" -m benchmarks.search --device cuda 2>&1 | tee "$OUT/search_cuda.txt" | tail -n 30 | tee -a "$LOG"
 cp benchmarks/results/search_cuda*.json "$OUT/" 2>/dev/null || true
+say "CUDA tests of verification and the neural encoders (skipped where their packages are missing)"
+timeout 120 "$PY" -m pytest -q -m cuda -p no:cacheprovider --continue-on-collection-errors \
+  tests/test_verify.py tests/test_encoders_neural.py 2>&1 | tee "$OUT/cuda_tests_more.txt" | tail -n 20 | tee -a "$LOG"
+
+if "$PY" -c "import open_clip" >/dev/null 2>&1; then
+  say "CLIP ViT-B/32 image embedding from decoded tensors (target >= 20,000 img/s)"
+  timeout 150 "$PY" -m benchmarks.encoders --device cuda --decoded 2>&1 | tee "$OUT/encoders_cuda.txt" | tail -n 20 | tee -a "$LOG"
+  cp benchmarks/results/encoders_cuda*.json "$OUT/" 2>/dev/null || true
+else
+  say "open_clip not installed here: CLIP throughput not measured (carry its wheels in .whl to measure it)"
+fi
 say "done; results in $OUT"
