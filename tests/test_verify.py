@@ -18,7 +18,16 @@ from sibscan.kernels.paircorr import (
 )
 from sibscan.verify import default_verifier, get_verifier, list_verifiers
 from sibscan.verify.images import ImageCorrVerifier, describe_image_transform
-from sibscan.verify.text import lcs_length, longest_common_run, tokenize
+import sibscan.verify.text as textalign_module
+from sibscan.verify.text import (
+    TextAlignVerifier,
+    boilerplate_mask,
+    lcs_length,
+    longest_common_run,
+    shingle_document_frequency,
+    shingle_hashes,
+    tokenize,
+)
 
 
 # -- image kernel ------------------------------------------------------------------------------
@@ -194,9 +203,91 @@ def test_textalign_short_and_empty_texts_and_identity():
     res = v.verify(test, np.array([0, 1, 2]), train, np.array([0, 0, 0]))
     assert res.scores[0] == pytest.approx(1.0) and res.scores[2] == pytest.approx(1.0)  # NFKC + casefold
     assert np.isnan(res.scores[1]) and res.details[1] == "no words: similarity undefined"
+    assert v.identity.startswith("textalign-v2(") and "boilerplate_df=auto" in v.identity
     assert v.identity != get_verifier("textalign", full_run=20).identity
+    assert v.identity != get_verifier("textalign", boilerplate_df=10).identity
+    assert v.identity != get_verifier("textalign", shingle=6).identity
     with pytest.raises(SibscanError, match="min_run <= full_run"):
         get_verifier("textalign", full_run=4, min_run=8)
+    with pytest.raises(SibscanError, match="boilerplate_df must be 0 \\(no masking\\) or >= 2 documents, got 1"):
+        get_verifier("textalign", boilerplate_df=1)
+
+
+def _words(rng, n, vocab=5000):
+    return [f"w{i}" for i in rng.integers(0, vocab, n)]
+
+
+def test_textalign_masks_boilerplate_that_recurs_in_the_corpus():
+    rng = np.random.default_rng(7)
+    note = _words(rng, 50)  # e.g. numpy's "old polynomial API" note
+    query = " ".join(_words(rng, 100) + note + _words(rng, 30))
+    source = " ".join(_words(rng, 80) + note + _words(rng, 60))
+    others = [" ".join(_words(rng, 90) + note + _words(rng, 20)) for _ in range(5)]
+    unrelated = [" ".join(_words(rng, 150)) for _ in range(5)]
+    test = Items("test", "text", ids=["q"], texts=[query])
+    v = TextAlignVerifier(progress=False)
+    # the note recurs in 6 train texts (>= max(3, ...)): boilerplate, the pair is unrelated
+    common = Items("train", "text", ids=[f"t{i}" for i in range(6)], texts=[source] + others)
+    res = v.verify(test, np.array([0]), common, np.array([0]))
+    assert res.scores[0] < 0.5
+    assert "50 test and 50 train words masked as boilerplate (8-word shingles in >= 3 texts)" in res.details[0]
+    # the same pair when the note is in that one train text only: a real copied passage
+    rare = Items("train", "text", ids=[f"t{i}" for i in range(6)], texts=[source] + unrelated)
+    res = v.verify(test, np.array([0]), rare, np.array([0]))
+    assert res.scores[0] == pytest.approx(1.0)
+    assert res.details[0].startswith("50-word run: '" + " ".join(note[:8]))
+    assert "masked" not in res.details[0]
+    # masking off, or a threshold above the recurrence (6 train + 1 test texts), restores the old score
+    assert TextAlignVerifier(boilerplate_df=0, progress=False).verify(test, [0], common, [0]).scores[0] == 1.0
+    assert TextAlignVerifier(boilerplate_df=8, progress=False).verify(test, [0], common, [0]).scores[0] == 1.0
+    # identical train texts count once: a text duplicated in the train set is not boilerplate
+    dup = Items("train", "text", ids=[f"t{i}" for i in range(6)], texts=[source] * 4 + unrelated[:2])
+    assert v.verify(test, np.array([0]), dup, np.array([2])).scores[0] == pytest.approx(1.0)
+    # a query that is only boilerplate has nothing left to match
+    bare = Items("test", "text", ids=["n"], texts=[" ".join(note)])
+    assert v.verify(bare, np.array([0]), common, np.array([1])).scores[0] == 0.0
+
+
+def test_textalign_corpus_is_cached_per_database_object():
+    rng = np.random.default_rng(8)
+    texts = [" ".join(_words(rng, 30)) for _ in range(4)]
+    train = Items("train", "text", ids=list("abcd"), texts=texts)
+    test = Items("test", "text", ids=["x"], texts=[texts[1]])
+    v = TextAlignVerifier(progress=False)
+    first = v.split(train)
+    assert v.verify(test, np.array([0, 0]), train, np.array([1, 2])).scores[0] == pytest.approx(1.0)
+    assert v.split(train) is first
+    copy = Items("train", "text", ids=list("abcd"), texts=list(texts))
+    assert v.split(copy) is not first
+    np.testing.assert_array_equal(v.split(copy).ids, first.ids)
+
+
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_shingle_document_frequency_matches_brute_force(monkeypatch, chunk):
+    if chunk:  # documents hashed a few at a time must give the same counts
+        monkeypatch.setattr(textalign_module, "_CHUNK_WORDS", chunk)
+    rng = np.random.default_rng(9)
+    docs = [rng.integers(0, 3, rng.integers(0, 15)) for _ in range(40)]
+    docs += [docs[5].copy(), docs[5].copy(), np.array([1, 2], np.int64)]  # duplicates count once
+    s = 3
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])])
+    hashes, df = shingle_document_frequency(np.concatenate(docs), offsets, s)
+    assert np.all(np.diff(hashes.astype(np.float64)) >= 0) and len(np.unique(hashes)) == len(hashes)
+    brute = {}
+    for doc in {tuple(d.tolist()) for d in docs}:
+        for g in {doc[i:i + s] for i in range(len(doc) - s + 1)}:
+            brute[g] = brute.get(g, 0) + 1
+    fast = dict(zip(hashes.tolist(), df.tolist()))
+    assert len(fast) == len(brute)
+    assert {g: fast[int(shingle_hashes(np.array(g), s)[0])] for g in brute} == brute
+    # the mask: words covered by a shingle in >= 5 documents
+    boiler = np.sort(hashes[df >= 5])
+    for d in docs[:10]:
+        expect = np.zeros(len(d), bool)
+        for i in range(len(d) - s + 1):
+            if brute[tuple(d[i:i + s].tolist())] >= 5:
+                expect[i:i + s] = True
+        np.testing.assert_array_equal(boilerplate_mask(d, boiler, s), expect)
 
 
 # -- series ----------------------------------------------------------------------------------------
