@@ -122,7 +122,7 @@ def block_topk_numpy(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray
     main = ng * _GROUP
     # interleaved groups: group c holds columns c, c + ng, c + 2 ng, ... (a strided max is SIMD-fast)
     gmax = scores[:, :main].reshape(m, _GROUP, ng).max(axis=1)
-    part = np.argpartition(-gmax, k, axis=1)[:, : k + 1]
+    part = np.argpartition(gmax, ng - k - 1, axis=1)[:, ng - k - 1:]  # the k + 1 largest group maxima
     pvals = np.take_along_axis(gmax, part, axis=1)
     porder = np.argsort(-pvals, axis=1, kind="stable")
     part = np.take_along_axis(part, porder, axis=1)
@@ -134,9 +134,17 @@ def block_topk_numpy(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray
         tail = np.broadcast_to(np.arange(main, b), (m, b - main))
         cols = np.concatenate([cols, tail], axis=1)
     cvals = np.take_along_axis(scores, cols, axis=1)
-    order = np.lexsort((cols, -cvals), axis=1)[:, :k]
-    vals = np.take_along_axis(cvals, order, axis=1)
-    idx = np.take_along_axis(cols, order, axis=1).astype(np.int64)
+    # the k + 1 best candidates (unordered), then an exact (value desc, column asc) sort of those alone
+    best = np.argpartition(cvals, cvals.shape[1] - k - 1, axis=1)[:, cvals.shape[1] - k - 1:]
+    bvals = np.take_along_axis(cvals, best, axis=1)
+    bcols = np.take_along_axis(cols, best, axis=1)
+    order = np.lexsort((bcols, -bvals), axis=1)
+    bvals = np.take_along_axis(bvals, order, axis=1)
+    bcols = np.take_along_axis(bcols, order, axis=1)
+    # a tie at the k-th place may hide an equal candidate of lower column outside the k + 1: redo exactly
+    tied |= bvals[:, k - 1] == bvals[:, k]
+    vals = np.ascontiguousarray(bvals[:, :k])
+    idx = bcols[:, :k].astype(np.int64)
     if tied.any():
         rows = np.flatnonzero(tied)
         full = np.argsort(-scores[rows], axis=1, kind="stable")[:, :k]

@@ -109,6 +109,38 @@ def test_block_topk_equals_stable_argsort(m, b, k, seed):
     np.testing.assert_array_equal(tv.numpy(), np.take_along_axis(scores, ref, axis=1))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(200, 3000), st.integers(2, 8), st.integers(0, 2**31 - 1))
+def test_block_topk_fast_path_equals_stable_argsort(m, b, k, seed):
+    """Continuous scores take the grouped fast path; copied top values plant ties at the k-th place."""
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((m, b)).astype(np.float32)
+    rows = rng.random(m) < 0.5
+    kth = -np.sort(-scores, axis=1)[:, k - 1]
+    cols = rng.integers(0, b, size=m)
+    scores[rows, cols[rows]] = kth[rows]  # an equal value elsewhere (maybe at a lower column)
+    ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    vals, idx = block_topk_numpy(scores, k)
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_array_equal(vals, np.take_along_axis(scores, ref, axis=1))
+
+
+def test_block_topk_tie_inside_one_group_goes_to_the_lower_column():
+    """Three equal runner-up values inside the winning group: only k + 1 of them are kept as the best
+    candidates, so the k-th place must be decided among all equal values (lowest column wins)."""
+    rng = np.random.default_rng(0)
+    b, k = 1024, 2
+    ng = b // 32
+    scores = rng.uniform(0, 1, size=(64, b)).astype(np.float32)
+    for r in range(64):
+        members = rng.permutation(32)[:4] * ng + r % ng  # four columns of one interleaved group
+        scores[r, members[0]] = 10.0
+        scores[r, members[1:]] = 5.0
+    ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    vals, idx = block_topk_numpy(scores, k)
+    np.testing.assert_array_equal(idx, ref)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 300), st.integers(1, 9), st.lists(st.integers(1, 120), min_size=1, max_size=6),
        st.integers(0, 2**31 - 1))
