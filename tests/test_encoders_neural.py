@@ -236,6 +236,14 @@ def test_minilm_paraphrase_closer_than_unrelated_with_shared_words(minilm_enc):
     assert a @ para > a @ unrelated + 0.1
 
 
+def test_minilm_batches_by_length_but_keeps_the_input_order(minilm_enc):
+    texts = ["short one", "a much longer sentence about the evaluation set and its training data " * 3,
+             "mid length text here", "x", "another fairly long sentence that needs several tokens to encode"]
+    together = minilm_enc.encode(texts, batch_size=2)
+    alone = np.vstack([minilm_enc.encode([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
 def test_minilm_model_path_and_errors(minilm_enc, tmp_path):
     from sibscan.encoders.minilm import bundled_model_path
 

@@ -294,15 +294,20 @@ class TextTorchEncoder(TorchEncoder):
 
         texts = [str(t) for t in batch]
         bs = int(batch_size or self.batch_size)
+        # mini-batches of similar length pad less: encode longest first, then restore the order
+        order = np.argsort([-len(t) for t in texts], kind="stable")
         parts = []
         with torch.inference_mode():
             for start in range(0, len(texts), bs):
-                chunk = texts[start:start + bs]
+                chunk = [texts[i] for i in order[start:start + bs]]
                 with self.autocast():
                     parts.append(self._forward(chunk))
                 if on_batch is not None:
                     on_batch(len(chunk))
-        return self._finish(parts, len(texts))
+        out = self._finish(parts, len(texts))
+        restored = np.empty_like(out)
+        restored[order] = out
+        return restored
 
 
 def reject_options(encoder: str, options: Dict[str, Any], accepted: Sequence[str]) -> None:
