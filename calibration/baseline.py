@@ -229,3 +229,8 @@ def baseline_warning(baseline: Optional[dict], cutoff: Optional[float]) -> Optio
             f"{share} unrelated pairs score above it, so it flags unrelated items; calibrate it with 'sibscan calibrate'"
         )
     return None
+
+
+def format_expected(count: float) -> str:
+    """A chance-sibling count for people: 3 significant digits, or "< 0.01" for the tail's tiny values."""
+    return "< 0.01" if count < 0.01 else f"{count:.3g}"

@@ -9,6 +9,8 @@ from typing import Callable, List, Optional, TextIO
 import numpy as np
 
 from sibscan.errors import CompatibilityError, SibscanError
+
+from .baseline import format_expected
 from sibscan.scandir import ScanDir
 
 from .baseline import baseline_warning, compute_baseline, expected_chance_siblings
@@ -210,7 +212,7 @@ def describe(cal: Calibration) -> List[str]:
         lines.append(f"at the cutoff: precision {fmt(e.get('precision'))}, recall {fmt(e.get('recall'))}, "
                      f"{e.get('flagged')} pairs flagged")
     if e.get("expected_chance_siblings") is not None:
-        lines.append(f"about {e['expected_chance_siblings']:.3g} chance siblings expected at this cutoff (random-pair baseline)")
+        lines.append(f"about {format_expected(e['expected_chance_siblings'])} chance siblings expected at this cutoff (random-pair baseline)")
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
     if cal.status != "ok":

@@ -1,8 +1,8 @@
 """Write a small demo dataset with planted siblings (no download): ``python examples/make_demo.py demo``.
 
 * ``demo/series_train.tsv`` / ``demo/series_test.tsv`` — UCR-style series (label first, no header):
-  120 train random-walk series in 3 classes; the test set holds 10 value-for-value copies of train
-  rows, 10 rescaled + noisy copies, and 40 new series.
+  1,000 train series in 3 classes; the test set holds 10 value-for-value copies of train rows,
+  10 rescaled + noisy copies, and 180 new series.
 * ``demo/text_train.jsonl`` / ``demo/text_test.jsonl`` — paragraphs from Python's own documentation
   (``pydoc_data``): the test set holds 10 copies with changed case/whitespace, 10 truncated copies,
   and 30 paragraphs that are not in train.
@@ -20,14 +20,14 @@ import numpy as np
 
 
 def series(out: Path, rng: np.random.Generator) -> None:
-    n_train, length = 120, 64
+    n_train, length = 1000, 64
     labels = rng.integers(1, 4, n_train)
     base = {c: np.sin(np.linspace(0, c * np.pi, length)) for c in (1, 2, 3)}
-    train = np.array([base[c] + rng.normal(scale=0.3, size=length).cumsum() * 0.3 for c in labels])
+    train = np.array([base[c] + rng.normal(scale=0.25, size=length).cumsum() for c in labels])
     exact = train[:10]
     near = train[10:20] * 2.5 + 0.7 + rng.normal(scale=0.02, size=(10, length))
-    new_labels = rng.integers(1, 4, 40)
-    fresh = np.array([base[c] + rng.normal(scale=0.3, size=length).cumsum() * 0.3 for c in new_labels])
+    new_labels = rng.integers(1, 4, 180)
+    fresh = np.array([base[c] + rng.normal(scale=0.25, size=length).cumsum() for c in new_labels])
     test = np.vstack([exact, near, fresh])
     test_labels = np.concatenate([labels[:20], new_labels])
 
@@ -37,7 +37,7 @@ def series(out: Path, rng: np.random.Generator) -> None:
     write(out / "series_train.tsv", train, labels)
     write(out / "series_test.tsv", test, test_labels)
     # a model that memorised its training set: right on copies, 70 % right elsewhere
-    correct = np.concatenate([np.ones(20, bool), rng.random(40) < 0.7])
+    correct = np.concatenate([np.ones(20, bool), rng.random(180) < 0.7])
     pred = np.where(correct, test_labels, test_labels % 3 + 1)
     (out / "test_predictions.csv").write_text("id,prediction\n" + "".join(f"{i},{p}\n" for i, p in enumerate(pred)))
 

@@ -76,7 +76,7 @@ class ScanConfig:
     cutoff: Optional[float] = None
     calibration: Optional[str] = None
     baseline_pairs: int = 100_000
-    verified_baseline_pairs: int = 2_000
+    verified_baseline_pairs: int = 20_000
     seed: int = 0
     force: bool = False
     progress: bool = True

@@ -33,7 +33,9 @@ def _fmt_summary(summary: dict, path: Path) -> str:
             f"({summary['sibling_pct']:.2f} %)"
         )
         if "expected_chance_siblings" in summary:
-            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {summary['expected_chance_siblings']:.1f}")
+            from ..calibration.baseline import format_expected
+
+            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {format_expected(summary['expected_chance_siblings'])}")
         if summary.get("warning"):
             lines.append(f"  warning: {summary['warning']}")
     return "\n".join(lines)

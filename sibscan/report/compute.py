@@ -83,29 +83,13 @@ def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
     return pred_mod.accuracy_split(correct, mask)
 
 
-def _calibration_fn(name: str):
-    """A function of sibscan.calibration (its package namespace, else its baseline module), or None."""
-    import importlib
-
-    for mod in ("sibscan.calibration", "sibscan.calibration.baseline"):
-        try:
-            fn = getattr(importlib.import_module(mod), name, None)
-        except ImportError:
-            fn = None
-        if fn is not None:
-            return fn
-    return None
-
-
 def _chance(baseline, cutoff, n_train, n_test):
+    from ..calibration import baseline_warning, expected_chance_siblings
+
     if baseline is None or cutoff is None:
         return None, None
-    expected_fn, warning_fn = _calibration_fn("expected_chance_siblings"), _calibration_fn("baseline_warning")
-    if expected_fn is None or warning_fn is None:
-        warnings.warn("sibscan.calibration has no expected_chance_siblings; chance siblings left out of the report")
-        return None, None
     try:
-        return finite_or_none(expected_fn(baseline, cutoff, n_train, n_test)), warning_fn(baseline, cutoff)
+        return finite_or_none(expected_chance_siblings(baseline, cutoff, n_train, n_test)), baseline_warning(baseline, cutoff)
     except (SibscanError, KeyError, TypeError) as exc:
         warnings.warn(f"baseline.json cannot give expected chance siblings ({exc}); left out of the report")
         return None, None

@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ..errors import SibscanError
+from ..calibration.baseline import format_expected
 from .markdown import _ci, accuracy_parts, headline, pct, pp
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -210,7 +211,7 @@ def render_html(report: dict, test=None, train=None) -> str:
     body.append("<h2>Sibling rate</h2>" + _table(["direction", "exact", "near", "siblings", "rate", "95 % CI"], rows))
     tt = sr["test_to_train"]
     if tt.get("expected_chance_siblings") is not None:
-        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {tt['expected_chance_siblings']:.3g}.</p>")
+        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {format_expected(tt['expected_chance_siblings'])}.</p>")
     body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
     body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval))
     acc = report.get("accuracy")

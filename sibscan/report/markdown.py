@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..calibration.baseline import format_expected
+
 __all__ = ["render_markdown", "headline", "pct", "pp", "accuracy_parts"]
 
 
@@ -88,7 +90,7 @@ def render_markdown(report: dict) -> str:
                      f"{pct(lo)}–{pct(hi)}.")
     if tt.get("expected_chance_siblings") is not None:
         lines.append(f"Expected chance siblings at this cutoff (random-pair baseline): "
-                     f"{tt['expected_chance_siblings']:.3g} of {tt['any']['count']} found.")
+                     f"{format_expected(tt['expected_chance_siblings'])} of {tt['any']['count']} found.")
     if report.get("baseline_warning"):
         lines.append(f"Warning: {report['baseline_warning']}")
     lines += ["", *_table(
