@@ -248,3 +248,23 @@ def test_chunked_text_scan_scores_documents_by_their_best_chunk(tmp_path):
     assert set(t2t["query_id"]) == {"q0", "q1"} and set(t2t["neighbour_id"]) <= {"d0", "d1", "d2"}
     pairs = list(zip(t2t["query_id"], t2t["neighbour_id"]))
     assert len(pairs) == len(set(pairs))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: (d / "bad.csv").write_text("f0,f1,label\n"), "bad.csv"),                       # header only
+        (lambda d: (d / "bad.csv").write_text(""), "bad.csv: empty file"),                       # zero bytes
+        (lambda d: (d / "bad.csv").write_text("f0,f1,label\n1,2,a\n3,x,b\n"), "bad.csv"),         # non-numeric cell
+        (lambda d: None, "bad.csv"),                                                               # missing file
+    ],
+)
+def test_bad_test_split_stops_with_one_line_naming_the_file(planted_tables, make, message):
+    d = planted_tables
+    make(d)
+    result = runner.invoke(app, ["scan", "--train", str(d / "train.csv"), "--test", str(d / "bad.csv"),
+                                 "--out", str(d / "scan"), "--no-progress"])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and message in lines[0], result.output
+    assert "Traceback" not in result.output
