@@ -20,7 +20,11 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
     ) -> None:
-        """Exit 0 when the sibling rates are within their limits, 1 with the reason and the first offending pairs otherwise."""
+        """Gate CI on a scan: exit 1 when a sibling rate is over its limit.
+
+        Exit 0 when the rates are within their limits; otherwise exit 1 with a one-paragraph reason
+        and the first offending pairs.
+        """
         from ..check import check as run_check
 
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force)

@@ -75,8 +75,11 @@ def register(app: typer.Typer) -> None:
         modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
     ) -> None:
-        """List the encoders: modality, dimension ("?" = depends on data or weights), whether they
-        need weights, and whether they can run here (and if not, why)."""
+        """List the encoders and whether each can run here.
+
+        Columns: modality, dimension ("?" = depends on the data or the weights), whether it needs
+        weights, whether it is usable now (and if not, why).
+        """
         rows = encoder_rows(modality)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))

@@ -21,7 +21,11 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
     ) -> None:
-        """Sibling rate (exact, near, both directions, per class), accuracy split, sweep, pairs, conflicts."""
+        """Write report.json, report.md and report.html for a finished scan.
+
+        Sibling rate (exact and near, both directions, per class), accuracy on sibling rows vs the
+        rest (with --predictions), the cutoff sweep, the closest pairs and the label conflicts.
+        """
         from ..report import build_report, headline, write_reports
 
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)

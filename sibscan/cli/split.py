@@ -23,7 +23,11 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
         no_sources: bool = typer.Option(False, "--no-sources", help="Do not join items that share a group/source value."),
     ) -> None:
-        """Connected components of the sibling graph (exact twins, siblings at the cutoff, shared sources) over all splits."""
+        """Group siblings for a leak-free split (and optionally re-split).
+
+        Groups are the connected components of the sibling graph over all splits: exact twins,
+        siblings at the cutoff and shared sources. --resplit writes a stratified group split.
+        """
         from ..split import resplit, sibling_groups, write_groups, write_resplit
 
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
