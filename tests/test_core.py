@@ -100,3 +100,22 @@ def test_public_api_names_resolve_to_callables_not_submodules():
         if name == "__version__":
             continue
         assert not isinstance(getattr(sibscan, name), types.ModuleType), name
+
+
+def test_neighbours_csv_parses_back_with_the_csv_module():
+    import csv
+    import io
+
+    nb = Neighbours({
+        "query_split": ["test", "test"], "query_id": ['a,"1"', "b\nc"], "query_index": [0, 1], "rank": [0, 0],
+        "neighbour_split": ["train", "train"], "neighbour_id": ["x", "y"], "neighbour_index": [3, 4],
+        "similarity": [0.5, 0.25], "verified": [np.nan, 0.75], "exact": [True, False],
+        "detail": ["flipped, shifted 2 px", ""],
+    })
+    rows = list(csv.reader(io.StringIO(nb.to_csv())))
+    assert rows[0][:3] == ["query_split", "query_id", "query_index"]
+    assert rows[1][1] == 'a,"1"' and rows[2][1] == "b\nc"
+    header = rows[0]
+    assert rows[1][header.index("verified")] == "" and rows[2][header.index("verified")] == "0.750000"
+    assert rows[1][header.index("exact")] == "1" and rows[1][header.index("detail")] == "flipped, shifted 2 px"
+    assert rows[2][header.index("score")] == "0.750000" and rows[1][header.index("score")] == "0.500000"
