@@ -28,7 +28,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Iterable, Optional, Tuple
 
 import numpy as np
 
@@ -224,6 +224,7 @@ def embed(
     block_size: int = 4096,
     dtype: str = "float16",
     progress: bool = True,
+    encode_blocks: Optional[Callable[[Iterable[Tuple[np.ndarray, Any]], Optional[int]], Iterable[Tuple[np.ndarray, np.ndarray]]]] = None,
 ) -> np.ndarray:
     """Embed ``items`` with ``encoder``, reusing and filling the on-disk cache.
 
@@ -248,6 +249,11 @@ def embed(
         Storage dtype of the cache.
     progress : bool
         Show a progress bar (items/s, ETA) on stderr.
+    encode_blocks : callable, optional
+        Encodes elsewhere: called with an iterable of ``(row index, content)`` blocks and the batch
+        size, yields ``(row index, embeddings)`` in any order (the Ray engine,
+        :func:`sibscan.engines.ray_embed.ray_block_encoder`); each result is committed to the cache as
+        it arrives. Needs a ``cache_dir``.
 
     Returns
     -------
@@ -270,6 +276,8 @@ def embed(
     desc = f"embed {items.split} ({encoder.name})"
 
     if cache_dir is None:
+        if encode_blocks is not None:
+            raise SibscanError("embedding elsewhere (encode_blocks, --engine ray) needs a cache directory")
         with tqdm(total=n, desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
             out = np.zeros((n, dim), np.float32)
             for start in range(0, n, block_size):
@@ -295,10 +303,16 @@ def embed(
 
     if len(todo):
         with tqdm(total=len(todo), desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
-            for start in range(0, len(todo), block_size):
-                idx = todo[start:start + block_size]
-                emb = _check_dim(_encode_block(encoder, _content_rows(content, idx), batch_size, bar), encoder, len(idx))
-                cache.add(fingerprints[idx], emb)
+            block_rows = (todo[s:s + block_size] for s in range(0, len(todo), block_size))
+            if encode_blocks is not None:
+                results = encode_blocks(((idx, _content_rows(content, idx)) for idx in block_rows), batch_size)
+                for idx, emb in results:
+                    cache.add(fingerprints[idx], _check_dim(np.asarray(emb, np.float32), encoder, len(idx)))
+                    bar.update(len(idx))
+            else:
+                for idx in block_rows:
+                    emb = _encode_block(encoder, _content_rows(content, idx), batch_size, bar)
+                    cache.add(fingerprints[idx], _check_dim(emb, encoder, len(idx)))
         cache.refresh()
         pos = cache.find(fingerprints)
         if (pos < 0).any():  # pragma: no cover - would mean a write was lost

@@ -123,11 +123,10 @@ def _check_pair(train: Items, test: Items) -> None:
 
 def build_encoder(cfg: ScanConfig, items: Items):
     """The configured encoder for ``items`` (numeric encoders take their width from the rows)."""
-    from .encoders import get_encoder
+    from .encoders import encoder_class, get_encoder
 
     modality = items.modality
     name = cfg.encoder or default_encoder(modality)
-    from .encoders import encoder_class
 
     cls = encoder_class(name)
     if cls.modality != modality:
@@ -135,14 +134,19 @@ def build_encoder(cfg: ScanConfig, items: Items):
             f"encoder {name!r} is for {cls.modality} items but the data is {modality}; "
             f"run 'sibscan encoders --modality {modality}' for the ones that fit"
         )
+    return get_encoder(name, **encoder_options(cfg, items))
+
+
+def encoder_options(cfg: ScanConfig, items: Items) -> dict:
+    """Keyword arguments of ``get_encoder`` from the config (numeric encoders: the row width)."""
     options = {"device": cfg.device}
     for key in ("model", "pretrained", "checkpoint", "model_path"):
         value = getattr(cfg, key)
         if value is not None:
             options[key] = value
-    if modality == "table":
+    if items.modality == "table":
         options["dim"] = int(items.values.shape[1])
-    return get_encoder(name, **options)
+    return options
 
 
 def build_verifier(cfg: ScanConfig, modality: str):
@@ -389,9 +393,21 @@ def _embed_items(cfg: ScanConfig, sd: ScanDir, encoder, items: Items, fp: np.nda
     from .cache import embed
 
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
-    if items.modality == "text" and cfg.chunk_words:
-        return embed_chunked(cfg, cache_dir, encoder, items)
-    return embed(items, encoder, cache_dir=cache_dir, fingerprints=fp, batch_size=cfg.batch_size, progress=cfg.progress)
+    return embed(items, encoder, cache_dir=cache_dir, fingerprints=fp, batch_size=cfg.batch_size, progress=cfg.progress,
+                 encode_blocks=_remote_encoder(cfg, encoder, items))
+
+
+def _remote_encoder(cfg: ScanConfig, encoder, items: Items):
+    """With ``--engine ray``: a function that embeds blocks as Ray tasks (None for the local engine)."""
+    if cfg.engine != "ray":
+        return None
+    import functools
+
+    from .encoders import get_encoder
+    from .engines.ray_embed import ray_block_encoder
+
+    factory = functools.partial(get_encoder, encoder.name, **encoder_options(cfg, items))
+    return ray_block_encoder(factory, encoder.identity, address=cfg.address)
 
 
 def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
