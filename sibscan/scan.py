@@ -150,7 +150,7 @@ def encoder_options(cfg: ScanConfig, items: Items) -> dict:
 
 
 def build_verifier(cfg: ScanConfig, modality: str):
-    from .verify import default_verifier, get_verifier, list_verifiers
+    from .verify import default_verifier, get_verifier, list_verifiers, verifier_class
 
     if cfg.verify is False:
         return None
@@ -158,6 +158,12 @@ def build_verifier(cfg: ScanConfig, modality: str):
     if name is None:
         if cfg.verify:
             raise SibscanError(f"no verifier exists for {modality} items; drop --verify")
+        return None
+    ok, why = verifier_class(name).available()
+    if not ok:
+        if cfg.verify:
+            raise SibscanError(f"verifier {name!r} cannot run here: {why}; or scan with --no-verify")
+        log.warning("verification is off: verifier %r cannot run here (%s)", name, why)
         return None
     verifier = get_verifier(name)
     if verifier.modality != modality:

@@ -268,3 +268,16 @@ def test_bad_test_split_stops_with_one_line_naming_the_file(planted_tables, make
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], result.output
     assert "Traceback" not in result.output
+
+
+def test_unavailable_default_verifier_is_skipped_with_a_warning_but_an_explicit_one_fails(planted_tables, monkeypatch, caplog):
+    from sibscan.verify import verifier_class
+
+    monkeypatch.setattr(verifier_class("lagcorr"), "requires", (("no_such_module_xyz", "torch"),))
+    d = planted_tables
+    args = ["--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--no-progress"]
+    summary = _scan([*args, "--out", str(d / "s1")])
+    assert ScanDir(d / "s1").manifest()["verifier"] is None and summary["n_test"] == 40
+    result = runner.invoke(app, ["scan", *args, "--out", str(d / "s2"), "--verify"])
+    assert result.exit_code == 1
+    assert "verifier 'lagcorr' cannot run here: no_such_module_xyz is not installed" in result.output

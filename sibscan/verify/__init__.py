@@ -1,4 +1,15 @@
 """Verifiers: re-score candidate pairs with a transform-invariant similarity."""
-from .base import Verifier, VerifyResult, default_verifier, get_verifier, list_verifiers, register_verifier
+from .base import (
+    Verifier,
+    VerifyResult,
+    default_verifier,
+    get_verifier,
+    list_verifiers,
+    register_verifier,
+    verifier_class,
+)
 
-__all__ = ["Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier"]
+__all__ = [
+    "Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier",
+    "verifier_class",
+]

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import SibscanError
 from ..items import Items
 
-__all__ = ["Verifier", "VerifyResult", "register_verifier", "get_verifier", "list_verifiers", "default_verifier"]
+__all__ = ["Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier", "verifier_class"]
 
 _REGISTRY: Dict[str, Type["Verifier"]] = {}
 
@@ -41,6 +41,18 @@ class Verifier:
     modality: ClassVar[str] = ""
     description: ClassVar[str] = ""
     identity: str = ""
+    #: modules the verifier needs, with the extra that installs them: ((module, extra), ...)
+    requires: ClassVar[tuple] = ()
+
+    @classmethod
+    def available(cls) -> tuple:
+        """``(True, "")`` when the verifier can run here, else ``(False, why and what to install)``."""
+        import importlib.util
+
+        for module, extra in cls.requires:
+            if importlib.util.find_spec(module) is None:
+                return False, f"{module} is not installed; install it with: pip install 'sibscan[{extra}]'"
+        return True, ""
 
     def verify(
         self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray
@@ -66,13 +78,17 @@ def list_verifiers(modality: Optional[str] = None) -> List[Type[Verifier]]:
     return [c for c in classes if modality is None or c.modality == modality]
 
 
-def get_verifier(name: str, **options) -> Verifier:
+def verifier_class(name: str) -> Type[Verifier]:
+    """The registered verifier class ``name``; unknown names list the available ones."""
     _load_builtin()
     try:
-        cls = _REGISTRY[name]
+        return _REGISTRY[name]
     except KeyError:
         raise SibscanError(f"unknown verifier {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
-    return cls(**options)
+
+
+def get_verifier(name: str, **options) -> Verifier:
+    return verifier_class(name)(**options)
 
 
 def default_verifier(modality: str) -> Optional[str]:

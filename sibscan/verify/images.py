@@ -74,6 +74,7 @@ class ImageCorrVerifier(Verifier):
     """
 
     name = "imagecorr"
+    requires = (("torch", "torch"), ("PIL", "images"))
     modality = "image"
     description = "image correlation maximised over shifts, horizontal flip and crop-scales"
 

@@ -53,6 +53,7 @@ class LagCorrVerifier(Verifier):
     """
 
     name = "lagcorr"
+    requires = (("torch", "torch"),)
     modality = "table"
     description = "Pearson r of rows/series maximised over lags (shifted windows), NaN-aware"
 
