@@ -4,8 +4,8 @@
   1,000 train series in 3 classes; the test set holds 10 value-for-value copies of train rows,
   10 rescaled + noisy copies, and 180 new series.
 * ``demo/text_train.jsonl`` / ``demo/text_test.jsonl`` — paragraphs from Python's own documentation
-  (``pydoc_data``): the test set holds 10 copies with changed case/whitespace, 10 truncated copies,
-  and 30 paragraphs that are not in train.
+  (``pydoc_data``): 900 train paragraphs; the test set holds 10 copies with changed case/whitespace,
+  10 truncated copies, and 150 paragraphs that are not in train.
 * ``demo/test_predictions.csv`` — a model's predictions for the series test set (id,prediction), to
   see accuracy split into sibling rows and the rest.
 """
@@ -46,9 +46,9 @@ def text(out: Path, seed: int) -> None:
     import pydoc_data.topics
 
     paragraphs = sorted({" ".join(p.split()) for doc in pydoc_data.topics.topics.values() for p in doc.split("\n\n")})
-    paragraphs = [p for p in paragraphs if 25 <= len(p.split()) <= 90]
+    paragraphs = [p for p in paragraphs if 15 <= len(p.split()) <= 120]
     random.Random(seed).shuffle(paragraphs)
-    train, fresh = paragraphs[:300], paragraphs[300:330]
+    train, fresh = paragraphs[:900], paragraphs[900:1050]
     test = [p.upper().replace(" ", "  ") for p in train[:10]]
     test += [" ".join(p.split()[: int(len(p.split()) * 0.7)]) for p in train[10:20]]
     test += fresh

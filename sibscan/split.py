@@ -165,7 +165,7 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
     """
     scan = ScanDir(scan_dir)
     manifest = scan.manifest()
-    rec, _ = resolve_cutoff(manifest, cutoff, calibration, force)
+    rec, _ = resolve_cutoff(manifest, cutoff, calibration, force, scan_dir=scan.path)
     train, fp_train = _load(scan, "train")
     test, fp_test = _load(scan, "test")
     n_train, n = len(train), len(train) + len(test)

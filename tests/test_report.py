@@ -276,3 +276,31 @@ def test_text_and_image_gallery(tmp_path):
     write_reports(sd.path, formats=["html", "md"])
     page = (sd.path / "report.html").read_text()
     assert page.count("data:image/jpeg;base64,") == 4  # closest pair + just below the cutoff, two sides each
+
+
+def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
+    """`sibscan calibrate SCAN` then `sibscan report SCAN`: the report picks up SCAN/calibration."""
+    import json as _json
+
+    from sibscan.calibration import calibrate
+    from sibscan.calibration.synthetic import oracle_labels, planted_scan
+    from sibscan.report import build_report
+    from sibscan.scandir import ScanDir as _ScanDir
+
+    planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
+    scan = planted.path
+    assert build_report(scan)["cutoff"]["source"] == "none"
+    sd = _ScanDir(scan)
+    m = sd.manifest()
+    top = sd.neighbours().top1()
+    pairs = list(zip(top["query_id"].tolist(), top["neighbour_id"].tolist()))
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(
+        _json.dumps({"query_id": q, "neighbour_id": t, "label": lab, "dataset_fingerprint": m["dataset_fingerprint"],
+                     "encoder_identity": m["encoder"]["identity"], "verifier_identity": None}) + "\n"
+        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs))))
+    cal = calibrate(scan, labels=str(labels), ui="none")
+    after = build_report(scan)
+    assert after["cutoff"]["source"] == "calibrated"
+    assert after["cutoff"]["value"] == pytest.approx(cal.cutoff)
+    assert build_report(scan, cutoff=0.5)["cutoff"]["source"] == "user"  # an explicit cutoff still wins

@@ -131,7 +131,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    rec, cal = resolve_cutoff(manifest, cutoff, calibration, force)
+    rec, cal = resolve_cutoff(manifest, cutoff, calibration, force, scan_dir=scan.path)
     c = rec["value"]
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")

@@ -1,8 +1,9 @@
 """Which cutoff a report, check or split uses, and where it came from.
 
 Precedence: an explicit ``cutoff`` > a ``calibration`` directory (refused when it belongs to another
-dataset, encoder or verifier unless ``force``) > the scan manifest's ``cutoff`` entry > none (only
-exact twins count).
+dataset, encoder or verifier unless ``force``) > the scan's own ``SCAN_DIR/calibration`` when it holds a
+fitted cutoff (what ``sibscan calibrate SCAN_DIR`` writes) > the scan manifest's ``cutoff`` entry >
+none (only exact twins count).
 """
 from __future__ import annotations
 
@@ -17,15 +18,28 @@ CUTOFF_SOURCES = ("user", "calibrated", "uncalibrated", "none")
 
 
 def _load_calibration(path):
-    from ..errors import require
+    from ..calibration import load_calibration
 
-    cal_mod = require("sibscan.calibration", "all", "reading a calibration")
-    if not hasattr(cal_mod, "load_calibration"):
-        raise SibscanError("this sibscan has no calibration support (sibscan.calibration.load_calibration missing)")
-    return cal_mod.load_calibration(path)
+    return load_calibration(path)
 
 
-def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=None, force: bool = False):
+def _own_calibration(scan_dir):
+    """``SCAN_DIR/calibration`` when it holds a fitted cutoff, else None."""
+    from pathlib import Path
+
+    from ..calibration.record import CUTOFF_FILE
+
+    if scan_dir is None:
+        return None
+    own = Path(scan_dir) / "calibration"
+    if not (own / CUTOFF_FILE).exists():
+        return None
+    cal = _load_calibration(own)
+    return cal if cal.cutoff is not None else None
+
+
+def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=None, force: bool = False,
+                   scan_dir=None):
     """The cutoff record used downstream.
 
     Parameters
@@ -38,6 +52,9 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
         A calibration directory (or an already loaded calibration); checked against the manifest.
     force : bool
         Apply a calibration made for another dataset/encoder anyway (recorded in the report).
+    scan_dir : path, optional
+        The scan directory: its own ``calibration/`` is used when no calibration is given and it
+        holds a fitted cutoff.
 
     Returns
     -------
@@ -51,6 +68,8 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
            "score": (manifest.get("cutoff") or {}).get("score"), "n_labels": None, "estimates": None,
            "forced": bool(force)}
     cal = None
+    if calibration is None and cutoff is None:
+        calibration = _own_calibration(scan_dir)
     if calibration is not None:
         cal = _load_calibration(calibration) if not hasattr(calibration, "cutoff") else calibration
         cal.check_compatible(manifest, force=force)
