@@ -78,9 +78,16 @@ class TwinReport:
 
 
 def as_items(x, split: str) -> Items:
-    """``x`` if it is :class:`Items`, else a table of its rows (arrays of shape (n, d) or (n, ...))."""
+    """``x`` if it is :class:`Items`; a file path is loaded (:func:`sibscan.loaders.load`); else a table
+    of its rows (arrays of shape (n, d) or (n, ...))."""
+    import os
+
     if isinstance(x, Items):
         return x
+    if isinstance(x, (str, os.PathLike)):
+        from .loaders import load
+
+        return load(x, split)
     arr = np.asarray(x)
     if arr.dtype.kind not in "biuf":
         raise SibscanError(f"{split} array has dtype {arr.dtype}; expected numbers (or pass Items)")

@@ -287,3 +287,14 @@ def test_cli_bad_input_one_line(tmp_path, ucr_pair):
         assert result.exit_code == 1, result.output
         assert message in result.output and "Traceback" not in result.output
         assert len(result.output.strip().splitlines()) == 1
+
+
+def test_find_twins_and_assert_no_twins_take_file_paths(tmp_path):
+    import sibscan
+
+    (tmp_path / "train.tsv").write_text("1\t0.5\t1.5\n2\t2.0\t3.0\n")
+    (tmp_path / "test.tsv").write_text("3\t0.5\t1.5\n1\t9.0\t9.0\n")
+    rep = sibscan.find_twins(str(tmp_path / "train.tsv"), tmp_path / "test.tsv")
+    assert rep.to_dict()["test_rows_with_train_twin"] == 1
+    with pytest.raises(AssertionError, match="1 of 2 test rows"):
+        sibscan.assert_no_twins(str(tmp_path / "train.tsv"), str(tmp_path / "test.tsv"))
