@@ -99,6 +99,12 @@ class MiniLMEncoder(TextTorchEncoder):
             # Offline by construction: a local folder, and the hub told not to reach the network.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             st = require("sentence_transformers", "minilm", "the minilm encoder")
+            try:  # transformers draws its own "Loading weights" bar on stderr: the scan has its own bars
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+                pass
             try:
                 _LOADED[key] = st.SentenceTransformer(str(folder), device="cpu", local_files_only=True)
             except (OSError, ValueError) as exc:
