@@ -98,6 +98,7 @@ def compute_baseline(
     score_fn: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
     encoder_identity: str = "",
     verifier_identity: Optional[str] = None,
+    exclude: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
 ) -> dict:
     """Score random (test, train) pairs and summarise the distribution.
 
@@ -117,6 +118,9 @@ def compute_baseline(
         (arrays of shape (m,)); by default the cosine similarity of the embeddings.
     encoder_identity, verifier_identity : str
         Recorded so a baseline is never applied to another encoder.
+    exclude : callable ``(test_idx, train_idx) -> bool mask``, optional
+        Pairs known not to be unrelated, dropped from the sample: the scan passes exact twins (equal
+        fingerprints), which would otherwise sit in the tail that the chance estimate reads.
 
     Returns
     -------
@@ -132,6 +136,14 @@ def compute_baseline(
     rng = np.random.default_rng(seed)
     ti = rng.integers(0, n_test, n_pairs)
     tj = rng.integers(0, n_train, n_pairs)
+    n_excluded = 0
+    if exclude is not None:
+        keep = ~np.asarray(exclude(ti, tj), dtype=bool)
+        n_excluded = int((~keep).sum())
+        ti, tj = ti[keep], tj[keep]
+        n_pairs = len(ti)
+        if n_pairs < 2:
+            raise SibscanError("the random-pair baseline has fewer than 2 pairs left after excluding exact twins")
     if score_fn is None:
         scores = _normalised_dot(test_emb, train_emb, ti, tj)
         kind = "similarity"
@@ -149,6 +161,7 @@ def compute_baseline(
     counts, edges = np.histogram(s64, bins=60)
     return {
         "n_pairs": int(len(scores)),
+        "n_excluded": n_excluded,
         "seed": int(seed),
         "score": kind,
         "mean": float(s64.mean()),

@@ -364,7 +364,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     t = time.perf_counter()
     baseline = sd.baseline() if "baseline" in done else None
     if baseline is None:
-        baseline = _baseline(cfg, embeddings, verifier, splits, encoder, chunks)
+        baseline = _baseline(cfg, embeddings, verifier, splits, encoder, chunks, fps)
         sd.write_baseline(baseline)
         _mark(sd, manifest, "baseline")
     timings["baseline"] = time.perf_counter() - t
@@ -445,7 +445,7 @@ def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
 
 
 def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, splits: Dict[str, Items], encoder,
-              chunks: Optional[dict] = None) -> dict:
+              chunks: Optional[dict] = None, fps: Optional[Dict[str, np.ndarray]] = None) -> dict:
     from .calibration import compute_baseline
 
     if chunks:
@@ -461,6 +461,8 @@ def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, spli
         embeddings = {"train": sh.take(rows), "test": embeddings["test"]}
         if verifier is not None:
             splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
+        if fps is not None:
+            fps = {"train": fps["train"][rows], "test": fps["test"]}
 
     def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
@@ -468,7 +470,11 @@ def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, spli
     # verification is per pair and slower than a dot product: fewer random pairs when it decides
     score_fn = None if verifier is None else verified_scores
     n_pairs = cfg.baseline_pairs if verifier is None else min(cfg.baseline_pairs, cfg.verified_baseline_pairs)
+    def exact_twins(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+        return (fps["test"][test_idx] == fps["train"][train_idx]).all(axis=1)
+
     return compute_baseline(
         embeddings["train"], embeddings["test"], n_pairs=n_pairs, seed=cfg.seed, score_fn=score_fn,
         encoder_identity=encoder.identity, verifier_identity=None if verifier is None else verifier.identity,
+        exclude=None if fps is None or chunks else exact_twins,
     )

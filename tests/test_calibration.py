@@ -300,3 +300,16 @@ def test_cli_calibrate(planted, tmp_path):
     assert res.exit_code == 1 and "unknown --ui 'paper'; available: web, terminal, none" in res.output
     res = runner.invoke(app, ["calibrate", str(tmp_path / "missing"), "--ui", "none"])
     assert res.exit_code == 1 and "is not a sibscan scan directory" in res.output
+
+
+def test_baseline_drops_the_pairs_it_is_told_are_exact_twins():
+    from sibscan.calibration import compute_baseline
+
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(20, 16)).astype(np.float32)
+    # test == train: a random pair (i, i) is an exact twin and scores 1.0
+    with_twins = compute_baseline(emb, emb, n_pairs=4000, seed=1)
+    without = compute_baseline(emb, emb, n_pairs=4000, seed=1, exclude=lambda ti, tj: ti == tj)
+    assert with_twins["max"] == pytest.approx(1.0, abs=1e-5)
+    assert without["max"] < 0.99
+    assert without["n_excluded"] > 0 and without["n_pairs"] == 4000 - without["n_excluded"]
