@@ -304,3 +304,14 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     assert after["cutoff"]["source"] == "calibrated"
     assert after["cutoff"]["value"] == pytest.approx(cal.cutoff)
     assert build_report(scan, cutoff=0.5)["cutoff"]["source"] == "user"  # an explicit cutoff still wins
+
+
+def test_markdown_says_when_the_calibration_cannot_support_its_cutoff(tmp_path):
+    from sibscan.calibration.synthetic import planted_scan
+    from sibscan.report import build_report, render_markdown
+
+    planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
+    rep = build_report(planted.path, cutoff=0.9)
+    assert "cannot support" not in render_markdown(rep)
+    rep["cutoff"].update(source="calibrated", status="interval [0.65, 0.93] is wider than 0.1")
+    assert "labels cannot support this cutoff yet (interval [0.65, 0.93] is wider than 0.1)" in render_markdown(rep)

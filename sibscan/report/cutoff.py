@@ -59,14 +59,15 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
     Returns
     -------
     record : dict
-        ``{value, source, interval, calibration, score, n_labels, estimates, forced}``;
-        ``value`` is None when there is no cutoff at all.
+        ``{value, source, interval, calibration, score, n_labels, estimates, forced, status}``;
+        ``value`` is None when there is no cutoff at all; ``status`` is the calibration's verdict
+        ("ok", or why its labels cannot support the cutoff yet).
     calibration : Calibration or None
         The loaded calibration, when one was given.
     """
     rec = {"value": None, "source": "none", "interval": None, "calibration": None,
            "score": (manifest.get("cutoff") or {}).get("score"), "n_labels": None, "estimates": None,
-           "forced": bool(force)}
+           "forced": bool(force), "status": None}
     cal = None
     if calibration is None and cutoff is None:
         calibration = _own_calibration(scan_dir)
@@ -78,6 +79,7 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
             interval=[finite_or_none(v) for v in cal.interval] if getattr(cal, "interval", None) is not None else None,
             score=getattr(cal, "score", rec["score"]), n_labels=dict(getattr(cal, "n_labels", {}) or {}),
             estimates=dict(getattr(cal, "estimates", {}) or {}),
+            status=getattr(cal, "status", None),
         )
     else:
         mc = manifest.get("cutoff") or {}
@@ -91,6 +93,6 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
         if not -1.0 <= cutoff <= 1.0:
             raise SibscanError(f"--cutoff is a similarity in [-1, 1], got {cutoff}")
         if cal is None:
-            rec.update(interval=None, calibration=None, n_labels=None, estimates=None)
+            rec.update(interval=None, calibration=None, n_labels=None, estimates=None, status=None)
         rec.update(value=cutoff, source="user")
     return rec, cal

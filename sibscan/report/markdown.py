@@ -80,6 +80,9 @@ def render_markdown(report: dict) -> str:
     enc = (scan.get("encoder") or {}).get("identity", "?")
     ver = (scan.get("verifier") or {}) or {}
     lines = ["### Sibling scan", "", headline(report) + ".", ""]
+    if cut.get("source") == "calibrated" and cut.get("status") not in (None, "ok"):
+        lines += [f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
+                  "label more pairs with `sibscan calibrate`.", ""]
     lines.append(f"sibscan report (schema {report['schema_version']}), {scan['modality']} items, "
                  f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder `{enc}`"
                  + (f", verifier `{ver.get('identity')}`" if ver.get("identity") else "") + ".")
