@@ -188,6 +188,24 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     return out
 
 
+def fingerprint_keys(fp: np.ndarray) -> np.ndarray:
+    """(n, 2) uint64 fingerprints as a 1-D structured view, so that np.unique / np.isin / sorting
+    compare whole fingerprints (lexicographically: first lane, then second)."""
+    fp = np.ascontiguousarray(np.asarray(fp, dtype="<u8"))
+    if fp.ndim != 2 or fp.shape[1] != 2:
+        raise ValueError(f"fingerprints must have shape (n, 2), got {fp.shape}")
+    return fp.view([("hi", "<u8"), ("lo", "<u8")]).ravel()
+
+
+def fingerprint_membership(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bool array of shape (len(a),): whether each (2,) uint64 fingerprint of ``a`` occurs in ``b``."""
+    a = np.asarray(a, np.uint64).reshape(-1, 2)
+    b = np.asarray(b, np.uint64).reshape(-1, 2)
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros(len(a), bool)
+    return np.isin(fingerprint_keys(a), fingerprint_keys(b))
+
+
 def group_fingerprints(fp: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal fingerprints.
 

@@ -35,23 +35,13 @@ import numpy as np
 from .atomic import save_npy, write_json
 from .errors import CompatibilityError, SibscanError
 from .items import Items
+from .kernels.rowhash import fingerprint_keys
 
 __all__ = ["EmbeddingCache", "embed", "DTYPES"]
 
 log = logging.getLogger("sibscan.cache")
 
 DTYPES = {"float16": "f16", "float32": "f32"}
-_FP = np.dtype([("hi", "<u8"), ("lo", "<u8")])
-
-
-def _as_keys(fingerprints: np.ndarray) -> np.ndarray:
-    """(n, 2) uint64 fingerprints as a 1-d structured array that sorts lexicographically."""
-    fp = np.ascontiguousarray(np.asarray(fingerprints, dtype="<u8"))
-    if fp.ndim != 2 or fp.shape[1] != 2:
-        raise ValueError(f"fingerprints must have shape (n, 2), got {fp.shape}")
-    return fp.view(_FP).ravel()
-
-
 class EmbeddingCache:
     """The cache folder of one encoder identity (see the module docstring).
 
@@ -119,7 +109,7 @@ class EmbeddingCache:
                     f"embedding cache shard {emb_path} has shape {emb.shape} {emb.dtype}, expected "
                     f"({len(fp)}, {self.dim}) {self.dtype}; {self._fix()}"
                 )
-            keys.append(_as_keys(fp))
+            keys.append(fingerprint_keys(fp))
             shard_of.append(np.full(len(fp), len(shards), dtype=np.int32))
             row_of.append(np.arange(len(fp), dtype=np.int64))
             shards.append(emb)
@@ -131,7 +121,7 @@ class EmbeddingCache:
             self._shard_of = np.concatenate(shard_of)[order]
             self._row_of = np.concatenate(row_of)[order]
         else:
-            self._keys = np.zeros(0, dtype=_FP)
+            self._keys = fingerprint_keys(np.zeros((0, 2), np.uint64))
             self._shard_of = np.zeros(0, dtype=np.int32)
             self._row_of = np.zeros(0, dtype=np.int64)
 
@@ -153,7 +143,7 @@ class EmbeddingCache:
         -------
         ndarray of shape (n,), int64
         """
-        q = _as_keys(fingerprints)
+        q = fingerprint_keys(fingerprints)
         if len(self._keys) == 0:
             return np.full(len(q), -1, dtype=np.int64)
         pos = np.searchsorted(self._keys, q)
@@ -297,7 +287,7 @@ def embed(
     pos = cache.find(fingerprints)
     missing = np.flatnonzero(pos < 0)
     # one representative row per distinct missing fingerprint
-    _, first = np.unique(_as_keys(fingerprints[missing]), return_index=True)
+    _, first = np.unique(fingerprint_keys(fingerprints[missing]), return_index=True)
     todo = missing[np.sort(first)]
     log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - len(missing), n, len(todo))
 

@@ -10,7 +10,7 @@ from .errors import SibscanError
 from .items import Items
 from .scandir import Neighbours
 
-__all__ = ["rerank", "search_direction", "table_from_search", "verify_neighbours"]
+__all__ = ["flatten_topk", "rank_within_groups", "rerank", "search_direction", "table_from_search", "verify_neighbours"]
 
 
 def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) -> Tuple[np.ndarray, np.ndarray]:
@@ -40,17 +40,28 @@ def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) 
     )
 
 
+def flatten_topk(sims: np.ndarray, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A top-k result of shape (m, k) as flat ``(query row, neighbour row, similarity, rank)`` arrays,
+    without the padding entries (index -1)."""
+    m, k = idx.shape
+    qi = np.repeat(np.arange(m, dtype=np.int64), k)
+    ni = idx.reshape(-1)
+    keep = ni >= 0
+    rank = np.tile(np.arange(k, dtype=np.int32), m)
+    return qi[keep], ni[keep], sims.reshape(-1)[keep], rank[keep]
+
+
+def rank_within_groups(start: np.ndarray) -> np.ndarray:
+    """Position of each row inside its run of rows, given a bool mask of where each run starts."""
+    n = len(start)
+    return np.arange(n) - np.maximum.accumulate(np.where(start, np.arange(n), 0))
+
+
 def table_from_search(
     qsplit: str, q: Items, nsplit: str, n: Items, sims: np.ndarray, idx: np.ndarray,
     q_fp: np.ndarray, n_fp: np.ndarray,
 ) -> Neighbours:
-    m, k = idx.shape
-    qi = np.repeat(np.arange(m, dtype=np.int64), k)
-    ni = idx.reshape(-1)
-    si = sims.reshape(-1)
-    keep = ni >= 0
-    qi, ni, si = qi[keep], ni[keep], si[keep]
-    rank = np.tile(np.arange(k, dtype=np.int32), m)[keep]
+    qi, ni, si, rank = flatten_topk(sims, idx)
     exact = (q_fp[qi] == n_fp[ni]).all(axis=1)
     return Neighbours({
         "query_split": np.full(len(qi), qsplit), "query_id": q.ids[qi], "query_index": qi,
@@ -71,8 +82,7 @@ def rerank(nb: Neighbours) -> Neighbours:
     q = out["query_index"]
     start = np.ones(len(q), bool)
     start[1:] = (q[1:] != q[:-1]) | (kd[1:] != kd[:-1])
-    group_start = np.maximum.accumulate(np.where(start, np.arange(len(q)), 0))
-    out.columns["rank"] = (np.arange(len(q)) - group_start).astype(np.int32)
+    out.columns["rank"] = rank_within_groups(start).astype(np.int32)
     return out
 
 

@@ -184,13 +184,13 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
         ``{n_test, exact, near, rate}`` when the assertion holds.
     """
     from .fingerprint import fingerprint
-    from .report.sections import rows_in
+    from .kernels.rowhash import fingerprint_membership
 
     max_rate = _limit(max_rate, "max_rate")
     tr, te = _as_items(train, "train"), _as_items(test, "test")
     if tr.modality != te.modality:
         raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")
-    exact = rows_in(fingerprint(te, decimals=decimals), fingerprint(tr, decimals=decimals))
+    exact = fingerprint_membership(fingerprint(te, decimals=decimals), fingerprint(tr, decimals=decimals))
     near = np.zeros(len(te), bool)
     best = np.full(len(te), np.nan, np.float32)
     arg = np.zeros(len(te), np.int64)

@@ -6,6 +6,7 @@ from typing import Tuple
 
 import numpy as np
 
+from .candidates import flatten_topk, rank_within_groups
 from .config import ScanConfig
 from .items import Items
 
@@ -39,12 +40,7 @@ def aggregate_chunks(
     Returns ``(sims, doc_idx, q_chunk_row, n_chunk_row)``, each of shape (n_q_docs, k); missing
     entries have index -1 and similarity -inf; the chunk rows name the matching chunks.
     """
-    m, kk = idx.shape
-    qc = np.repeat(np.arange(m, dtype=np.int64), kk)
-    nc = idx.reshape(-1)
-    sv = sims.reshape(-1)
-    keep = nc >= 0
-    qc, nc, sv = qc[keep], nc[keep], sv[keep]
+    qc, nc, sv, _ = flatten_topk(sims, idx)
     qd, nd = q_doc[qc], n_doc[nc]
     if same_split:
         keep = qd != nd
@@ -58,7 +54,7 @@ def aggregate_chunks(
     qc, nc, sv, qd, nd = qc[order], nc[order], sv[order], qd[order], nd[order]
     start = np.ones(len(qd), bool)
     start[1:] = qd[1:] != qd[:-1]
-    pos = np.arange(len(qd)) - np.maximum.accumulate(np.where(start, np.arange(len(qd)), 0))
+    pos = rank_within_groups(start)
     keep = pos < k
     out_s = np.full((n_q_docs, k), -np.inf, np.float32)
     out_i = np.full((n_q_docs, k), -1, np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Items", "Skipped", "MODALITIES", "SPLITS"]
+__all__ = ["Items", "Skipped", "MODALITIES", "SPLITS", "check_pair"]
 
 MODALITIES = ("table", "text", "image")
 SPLITS = ("train", "test")
@@ -115,4 +115,21 @@ class Items:
             source=self.source,
             skipped=list(self.skipped),
             extra={k: np.asarray(v)[index] for k, v in self.extra.items()},
+        )
+
+
+def check_pair(train: Items, test: Items) -> None:
+    """Refuse a train/test pair that cannot be compared: other modalities, or tables of other widths."""
+    from .errors import SibscanError
+
+    if train.modality != test.modality:
+        raise SibscanError(
+            f"train is {train.modality} ({train.source or 'train'}) but test is {test.modality} "
+            f"({test.source or 'test'}); both splits must be of one modality (pass --modality to force how they are read)"
+        )
+    if train.modality == "table" and train.values.shape[1] != test.values.shape[1]:
+        raise InputError(
+            f"test rows have {test.values.shape[1]} values but train rows ({train.source or 'train'}) have "
+            f"{train.values.shape[1]}; both splits must have the same columns / series length",
+            path=test.source or "test",
         )

@@ -21,7 +21,8 @@ import numpy as np
 from . import __version__
 from .config import DIRECTIONS, ScanConfig
 from .errors import InputError, SibscanError
-from .items import Items
+from .items import Items, check_pair
+from .kernels.rowhash import fingerprint_membership
 from .candidates import search_direction, table_from_search, verify_neighbours
 from .chunks import aggregate_chunks, embed_chunked
 from .scandir import Neighbours, ScanDir
@@ -65,17 +66,6 @@ def default_encoder(modality: str) -> str:
     return fallback
 
 
-def fingerprint_membership(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Bool array of shape (len(a),): whether each (2,) uint64 fingerprint of ``a`` occurs in ``b``."""
-    a = np.asarray(a, np.uint64).reshape(-1, 2)
-    b = np.asarray(b, np.uint64).reshape(-1, 2)
-    if len(a) == 0 or len(b) == 0:
-        return np.zeros(len(a), bool)
-    _, inverse = np.unique(np.concatenate([a, b]), axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    return np.isin(inverse[: len(a)], inverse[len(a):])
-
-
 def _pair_fingerprint(train_fp: str, test_fp: str) -> str:
     return hashlib.blake2b(f"{train_fp}:{test_fp}".encode(), digest_size=16).hexdigest()
 
@@ -105,20 +95,6 @@ def load_split(cfg: ScanConfig, split: str) -> Items:
         raise InputError(f"the {split} split has no usable items ({len(items.skipped)} skipped)", path=source)
     items.check_unique_ids()
     return items
-
-
-def _check_pair(train: Items, test: Items) -> None:
-    if train.modality != test.modality:
-        raise SibscanError(
-            f"train is {train.modality} ({train.source}) but test is {test.modality} ({test.source}); "
-            "both splits must be of one modality (pass --modality to force how they are read)"
-        )
-    if train.modality == "table" and train.values.shape[1] != test.values.shape[1]:
-        raise InputError(
-            f"test rows have {test.values.shape[1]} values but train rows have {train.values.shape[1]}; "
-            "both splits must have the same columns / series length",
-            path=test.source,
-        )
 
 
 def build_encoder(cfg: ScanConfig, items: Items):
@@ -263,7 +239,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
         index = None
         train = load_split(cfg, "train")
     test = load_split(cfg, "test")
-    _check_pair(train, test)
+    check_pair(train, test)
     modality = train.modality
     timings["load"] = time.perf_counter() - t0
 

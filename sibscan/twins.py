@@ -25,9 +25,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import InputError, SibscanError
+from .errors import SibscanError
 from .fingerprint import fingerprint
-from .items import Items
+from .items import Items, check_pair
 
 __all__ = ["TwinReport", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "as_items",
            "format_twin_report", "twin_violation", "write_groups_csv"]
@@ -99,19 +99,10 @@ def as_items(x, split: str) -> Items:
                  values=arr.astype(np.float64), source=f"{split} array")
 
 
-def _check_pair(train: Items, test: Items) -> None:
-    if train.modality != test.modality:
-        raise SibscanError(f"train is {train.modality} but test is {test.modality}; both splits need one modality")
-    if train.modality == "table" and train.values.shape[1] != test.values.shape[1]:
-        raise InputError(f"test rows have {test.values.shape[1]} values but train rows ({train.source or 'train'}) "
-                         f"have {train.values.shape[1]}; train and test need the same columns",
-                         path=test.source or "test")
-
-
 def _fingerprints(train: Items, test: Items, decimals: int, znorm: bool):
     from .kernels.rowhash import group_fingerprints
 
-    _check_pair(train, test)
+    check_pair(train, test)
     fp = np.concatenate([fingerprint(train, decimals, znorm), fingerprint(test, decimals, znorm)])
     group, counts, _ = group_fingerprints(fp)
     return group[: len(train)], group[len(train):], len(counts)

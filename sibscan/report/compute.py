@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..scandir import ScanDir, load_items
 from .cutoff import resolve_cutoff
-from .sections import duplicated_rows, histogram, label_conflicts, pair_records, rows_in, sweep
+from ..kernels.rowhash import fingerprint_membership
+from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from .stats import finite_or_none, rate_record, wilson_interval
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
@@ -141,12 +142,12 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # test -> train
     s_tt, ex_tt, top_tt, _ = _best(nb, "test", "train", n_test)
     if fp_train is not None and fp_test is not None:
-        ex_tt |= rows_in(fp_test, fp_train)
+        ex_tt |= fingerprint_membership(fp_test, fp_train)
     tt, sib = _classify(s_tt, ex_tt, c)
     # train -> test
     s_rt, ex_rt, _, has_rt = _best(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
-        ex_rt |= rows_in(fp_train, fp_test)
+        ex_rt |= fingerprint_membership(fp_train, fp_test)
         has_rt = True
     rt, _ = _classify(s_rt, ex_rt, c)
     # within test

@@ -17,12 +17,6 @@ __all__ = ["resolve_cutoff", "CUTOFF_SOURCES"]
 CUTOFF_SOURCES = ("user", "calibrated", "uncalibrated", "none")
 
 
-def _load_calibration(path):
-    from ..calibration import load_calibration
-
-    return load_calibration(path)
-
-
 def _own_calibration(scan_dir):
     """``SCAN_DIR/calibration`` when it holds a fitted cutoff, else None."""
     from pathlib import Path
@@ -34,7 +28,9 @@ def _own_calibration(scan_dir):
     own = Path(scan_dir) / "calibration"
     if not (own / CUTOFF_FILE).exists():
         return None
-    cal = _load_calibration(own)
+    from ..calibration import load_calibration
+
+    cal = load_calibration(own)
     return cal if cal.cutoff is not None else None
 
 
@@ -72,7 +68,9 @@ def resolve_cutoff(manifest: dict, cutoff: Optional[float] = None, calibration=N
     if calibration is None and cutoff is None:
         calibration = _own_calibration(scan_dir)
     if calibration is not None:
-        cal = _load_calibration(calibration) if not hasattr(calibration, "cutoff") else calibration
+        from ..calibration import load_calibration
+
+        cal = load_calibration(calibration) if not hasattr(calibration, "cutoff") else calibration
         cal.check_compatible(manifest, force=force)
         rec.update(
             value=finite_or_none(cal.cutoff), source="calibrated", calibration=str(calibration) if not hasattr(calibration, "cutoff") else getattr(calibration, "path", None),

@@ -9,29 +9,17 @@ from typing import Optional
 
 import numpy as np
 
+from ..kernels.rowhash import fingerprint_keys
 from .stats import finite_or_none
 
-__all__ = ["rows_in", "duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
-
-
-def _keys(fp: np.ndarray) -> np.ndarray:
-    """(n, 2) uint64 fingerprints as a 1-D structured view so that np.unique/isin compare rows."""
-    fp = np.ascontiguousarray(fp, dtype=np.uint64).reshape(len(fp), -1)
-    return fp.view([("", np.uint64)] * fp.shape[1]).ravel()
-
-
-def rows_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Bool of shape (len(a),): row ``a[i]`` (a fingerprint) occurs among the rows of ``b``."""
-    if len(a) == 0 or len(b) == 0:
-        return np.zeros(len(a), bool)
-    return np.isin(_keys(a), _keys(b))
+__all__ = ["duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
 
 
 def duplicated_rows(a: np.ndarray):
     """``(mask, n_groups)``: rows of ``a`` that occur at least twice, and how many such values."""
     if len(a) == 0:
         return np.zeros(0, bool), 0
-    _, inv, counts = np.unique(_keys(a), return_inverse=True, return_counts=True)
+    _, inv, counts = np.unique(fingerprint_keys(a), return_inverse=True, return_counts=True)
     return counts[inv.ravel()] > 1, int((counts > 1).sum())
 
 
@@ -174,7 +162,7 @@ def label_conflicts(groups, max_groups: int = 50, max_members: int = 20) -> dict
         rows = by_group[st: st + sizes[gid]]
         exact = None
         if groups.fingerprints is not None:
-            exact = bool(len(np.unique(_keys(groups.fingerprints[rows]))) == 1)
+            exact = bool(len(np.unique(fingerprint_keys(groups.fingerprints[rows]))) == 1)
         listed.append({
             "group": f"g{gid}", "size": int(sizes[gid]), "exact": exact,
             "labels": sorted({str(x) for x in labels[rows] if x != ""}),
