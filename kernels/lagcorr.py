@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SeriesCorr", "series_lag_corr", "series_lag_corr_reference"]
+__all__ = ["SeriesCorr", "TIE_TOL", "series_lag_corr", "series_lag_corr_reference"]
+
 
 @dataclass
 class SeriesCorr:
@@ -132,12 +133,22 @@ def series_lag_corr(
     return SeriesCorr(score=score, lag=lag, negated=neg)
 
 
+#: lags whose key is within this of the best count as tied (r is a float64 FFT sum in the fast path
+#: and a direct sum in the reference: a mathematical tie, such as lags +-tau of a series against its
+#: own negation, differs between the two by ~1e-15)
+TIE_TOL = 1e-7
+
+
 def _store(score, lag, neg, lo, r, key, lags) -> None:
-    # prefer the smallest |lag| among ties: order the columns by |lag| before argmax
-    order = np.argsort(np.abs(lags), kind="stable")
-    best = order[np.argmax(key[:, order], axis=1)]
+    """Pick each pair's lag under the tie-break contract shared by the fast path and the reference:
+    among the lags whose key is within :data:`TIE_TOL` of the best, the smallest ``|lag|``, and of
+    ``-tau`` and ``+tau`` the negative one."""
+    order = np.lexsort((lags, np.abs(lags)))  # |lag| ascending, then lag ascending
+    k = key[:, order]
     rows = np.arange(len(r))
-    found = np.isfinite(key[rows, best])
+    top = k.max(axis=1, initial=-np.inf)
+    best = order[np.argmax(k >= (top - TIE_TOL)[:, None], axis=1)]
+    found = np.isfinite(top)
     hi = lo + len(r)
     score[lo:hi] = np.where(found, key[rows, best], np.nan)
     lag[lo:hi] = np.where(found, lags[best], 0)

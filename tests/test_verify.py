@@ -308,6 +308,16 @@ def test_series_kernel_matches_reference(absolute):
     assert np.isnan(fast.score[4])
 
 
+def test_series_kernel_tie_break_contract():
+    # a series against its own negation: r at lags -tau and +tau is the same number (the same pairs,
+    # swapped), up to rounding that differs between the FFT path and the loop; both take -tau
+    a = np.random.default_rng(8).standard_normal((4, 1, 30))
+    fast = series_lag_corr(a, -a, max_lag=4)
+    ref = series_lag_corr_reference(a, -a, max_lag=4)
+    assert (fast.lag < 0).all(), fast.lag
+    np.testing.assert_array_equal(fast.lag, ref.lag)
+
+
 def test_lagcorr_finds_shifted_window():
     rng = np.random.default_rng(6)
     walk = np.cumsum(rng.standard_normal((3, 2, 230)), axis=-1)
