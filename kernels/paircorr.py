@@ -341,6 +341,3 @@ def image_pair_corr_reference(
                         best[i], arg[i] = r, vi * n * n + oy * n + ox
     return _decode(best, arg, variants, s, n)
 
-
-# series pairs live in their own module; re-exported here as part of the pair-correlation API
-from .lagcorr import SeriesCorr, series_lag_corr, series_lag_corr_reference  # noqa: E402

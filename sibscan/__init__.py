@@ -6,12 +6,8 @@ Attributes are imported lazily so that ``import sibscan`` stays light (no torch,
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = version("sibscan")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0+unknown"
+from ._version import __version__
 
 # public name -> module that defines it
 _API = {

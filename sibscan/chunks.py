@@ -20,8 +20,9 @@ def chunk_split(cfg: ScanConfig, items: Items) -> Items:
     return chunk_items(items, cfg.chunk_words, stride)
 
 
-def embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray]:
-    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk)``."""
+def embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk, chunk
+    number within its document)``, the last two of shape (n_chunks,)."""
     from .cache import embed
     from .fingerprint import fingerprint
 

@@ -22,16 +22,13 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .atomic import write_json
 from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .scandir import load_items, save_items
 
 __all__ = ["TrainIndex", "concat_items"]
-
-_ENCODER_OPTIONS = ("model", "pretrained", "checkpoint", "model_path")
-
 
 def concat_items(a: Items, b: Items) -> Items:
     """Items of ``a`` followed by those of ``b`` (same modality and table width); ids must not collide."""

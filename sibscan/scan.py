@@ -18,7 +18,7 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .config import DIRECTIONS, ScanConfig
 from .errors import InputError, SibscanError
 from .items import Items, check_pair

@@ -27,7 +27,7 @@ COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split"
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from .._version import __version__
 
         typer.echo(f"sibscan {__version__}")
         raise typer.Exit()
