@@ -1,20 +1,16 @@
-"""Transform-invariant correlation of candidate pairs: the compute behind verification.
+"""Transform-invariant correlation of image pairs: the compute behind image verification.
 
-Images
-    :func:`image_pair_corr` scores pairs of equally sized images (grayscale or colour) by the
-    normalised cross-correlation (NCC) of the query's centre, ``max_shift`` pixels in from each
-    edge, against every window of the database image it can slide to, maximised over those
-    translations, a horizontal flip and a few centre crop-scales (either image may be the
-    crop).  Each channel is normalised on its own, so brightness, contrast and per-channel colour
-    gains do not matter.  The cross-correlation runs as a batched FFT in torch (CPU or CUDA); the
-    window statistics come from integral images.  :func:`image_pair_corr_reference` is the plain
-    numpy loop the tests hold it to.
+:func:`image_pair_corr` scores pairs of equally sized images (grayscale or colour) by the
+normalised cross-correlation (NCC) of the query's centre, ``max_shift`` pixels in from each
+edge, against every window of the database image it can slide to, maximised over those
+translations, a horizontal flip and a few centre crop-scales (either image may be the crop).
+Each channel is normalised on its own, so brightness, contrast and per-channel colour gains do
+not matter.  The cross-correlation runs as a batched FFT in torch (CPU or CUDA); the
+window statistics come from integral images.  :func:`image_pair_corr_reference` is the plain
+numpy loop the tests hold it to.  (Series pairs: :mod:`sibscan.kernels.lagcorr`.)
 
-Series
-    :func:`series_lag_corr` (in :mod:`.lagcorr`, re-exported here): Pearson r maximised over lags.
-
-Undefined correlations (a flat image or series, too little overlap) come back as NaN: the scan
-then falls back to the embedding similarity for that pair.
+Undefined correlations (a flat image) come back as NaN: the scan then falls back to the embedding
+similarity for that pair.
 """
 from __future__ import annotations
 
@@ -24,16 +20,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = [
-    "ImageCorr",
-    "SeriesCorr",
-    "image_pair_corr",
-    "image_pair_corr_reference",
-    "image_variants",
-    "series_lag_corr",
-    "series_lag_corr_reference",
-    "zoom_reference",
-]
+__all__ = ["ImageCorr", "image_pair_corr", "image_pair_corr_reference", "image_variants", "zoom_reference"]
 
 #: a window or template whose variance is below this (values in [0, 1]) counts as flat
 FLAT_VAR = 1e-6
