@@ -5,37 +5,18 @@ draw, and an item's content (text, numeric row, image file) comes from the scan'
 """
 from __future__ import annotations
 
-import difflib
-import re
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from sibscan.errors import SibscanError
 from sibscan.items import Items
+from sibscan.kernels.textalign import word_diff
 
 from .labels import LABELS, LabelStore, PairKey
 from .sampling import Draw, Population
 
-__all__ = ["LabelSession", "word_diff"]
-
-_WORD = re.compile(r"\S+")
-
-
-def word_diff(a: str, b: str) -> tuple:
-    """Words of ``a`` and ``b`` flagged where they differ.
-
-    Returns
-    -------
-    (list of [word, changed], list of [word, changed])
-        ``changed`` is True for words outside the longest matching blocks (case-sensitive).
-    """
-    wa, wb = _WORD.findall(a), _WORD.findall(b)
-    fa, fb = [True] * len(wa), [True] * len(wb)
-    for i, j, n in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_matching_blocks():
-        fa[i:i + n] = [False] * n
-        fb[j:j + n] = [False] * n
-    return [[w, c] for w, c in zip(wa, fa)], [[w, c] for w, c in zip(wb, fb)]
+__all__ = ["LabelSession"]
 
 
 def _finite_list(row: np.ndarray) -> list:

@@ -198,7 +198,7 @@ def _char_shingles(s: str, n: int) -> set:
 
 
 def test_minhash_cosine_estimates_jaccard(sentences):
-    from sibscan.loaders.text import normalise_text
+    from sibscan.kernels.textalign import normalise_text
 
     enc = get_encoder("minhash", num_perm=512, bits=6)
     a = [sentences[i] for i in range(40)]

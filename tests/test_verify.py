@@ -15,16 +15,17 @@ from sibscan.kernels.lagcorr import series_lag_corr, series_lag_corr_reference
 from sibscan.kernels.paircorr import image_pair_corr, image_pair_corr_reference
 from sibscan.verify import default_verifier, get_verifier, list_verifiers
 from sibscan.verify.images import ImageCorrVerifier, describe_image_transform
-import sibscan.verify.text as textalign_module
-from sibscan.verify.text import (
-    TextAlignVerifier,
+import sibscan.kernels.textalign as textalign_module
+from sibscan.kernels.textalign import (
     boilerplate_mask,
     lcs_length,
     longest_common_run,
     shingle_document_frequency,
     shingle_hashes,
     tokenize,
+    word_diff,
 )
+from sibscan.verify.text import TextAlignVerifier
 
 
 # -- image kernel ------------------------------------------------------------------------------
@@ -155,6 +156,13 @@ def _zen_words():
     with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints the Zen; here it is data
         import this
     return tokenize(codecs.decode(this.s, "rot13"))
+
+
+def test_word_diff_matches_words_as_the_verifier_does():
+    # the labelling page and the report mark what differs the way textalign compares: casefolded
+    a, b = word_diff("The quick  brown fox", "the QUICK red fox")
+    assert a == [("The", False), ("quick", False), ("brown", True), ("fox", False)]
+    assert b == [("the", False), ("QUICK", False), ("red", True), ("fox", False)]
 
 
 def test_lcs_and_run_match_brute_force():

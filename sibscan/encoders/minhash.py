@@ -16,7 +16,7 @@ import numpy as np
 from ..device import resolve_device
 from ..errors import InputError
 from ..kernels.minhash import EMPTY, char_ngram_hashes, fmix64, minhash_signatures, word_ngram_hashes
-from ..loaders.text import normalise_text
+from ..kernels.textalign import normalise_text
 from .base import Encoder, l2_normalise, register_encoder
 
 __all__ = ["MinHashEncoder", "signatures_to_vectors"]

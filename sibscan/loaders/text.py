@@ -10,8 +10,6 @@ import csv
 import hashlib
 import io
 import json
-import re
-import unicodedata
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -19,23 +17,17 @@ import numpy as np
 
 from ..errors import InputError, require
 from ..items import Items, Skipped
+from ..kernels.textalign import normalise_text
 
 __all__ = [
     "TEXT_EXTENSIONS",
     "chunk_items",
     "load_text",
-    "normalise_text",
     "raw_text_fingerprints",
     "text_fingerprints",
 ]
 
 TEXT_EXTENSIONS = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt")
-_WS = re.compile(r"\s+")
-
-
-def normalise_text(text: str) -> str:
-    """Unicode NFKC, case folding, whitespace runs collapsed to one space, ends stripped."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
 def _hash128(blobs) -> np.ndarray:

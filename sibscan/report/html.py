@@ -7,17 +7,18 @@ rows as SVG sparklines).
 from __future__ import annotations
 
 import base64
-import difflib
 import html
 import io
+import itertools
 import json
 import logging
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import SibscanError
 from ..calibration.baseline import format_expected
+from ..errors import SibscanError
+from ..kernels.textalign import word_diff
 from .markdown import _ci, accuracy_parts, headline, pct, pp
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -139,22 +140,17 @@ def _thumb(path: str, size: int = 160) -> str:
     return f'<img alt="{_e(path)}" src="data:image/jpeg;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
+def _marked(words) -> str:
+    """``(word, changed)`` pairs as HTML, each run of changed words in one ``<mark>``."""
+    runs = itertools.groupby(words, key=lambda wc: wc[1])
+    return " ".join(f"<mark>{_e(' '.join(w for w, _ in run))}</mark>" if changed else _e(" ".join(w for w, _ in run))
+                    for changed, run in runs)
+
+
 def _diff_words(a: str, b: str):
     """Both texts as HTML with the words that differ between them marked."""
-    wa, wb = a.split(), b.split()
-    sm = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
-    out_a: List[str] = []
-    out_b: List[str] = []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        ta, tb = _e(" ".join(wa[i1:i2])), _e(" ".join(wb[j1:j2]))
-        if op == "equal":
-            out_a.append(ta), out_b.append(tb)
-        else:
-            if ta:
-                out_a.append(f"<mark>{ta}</mark>")
-            if tb:
-                out_b.append(f"<mark>{tb}</mark>")
-    return " ".join(out_a), " ".join(out_b)
+    wa, wb = word_diff(a, b)
+    return _marked(wa), _marked(wb)
 
 
 def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200):
