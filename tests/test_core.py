@@ -119,3 +119,23 @@ def test_neighbours_csv_parses_back_with_the_csv_module():
     assert rows[1][header.index("verified")] == "" and rows[2][header.index("verified")] == "0.750000"
     assert rows[1][header.index("exact")] == "1" and rows[1][header.index("detail")] == "flipped, shifted 2 px"
     assert rows[2][header.index("score")] == "0.750000" and rows[1][header.index("score")] == "0.500000"
+
+
+def test_registry_warns_when_a_name_is_registered_again():
+    from sibscan.registry import Registry
+
+    reg = Registry("widget", builtin="sibscan.errors")
+
+    class First:
+        name, modality = "w", "table"
+
+    class Second:
+        name, modality = "w", "table"
+
+    reg.register(First)
+    reg.register(First)  # the same class again (a re-imported module) is not a clash
+    with pytest.warns(UserWarning, match=r"widget 'w' registered again: .*Second replaces .*First"):
+        reg.register(Second)
+    assert reg.get("w") is Second and reg.list("table") == [Second] and reg.list("text") == []
+    with pytest.raises(SibscanError, match="unknown widget 'x'; available: w"):
+        reg.get("x")

@@ -10,15 +10,14 @@ float64 array of numeric rows (see :class:`sibscan.items.Items`).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, ClassVar, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
 from ..errors import SibscanError
+from ..registry import Registry
 
-__all__ = ["Encoder", "register_encoder", "get_encoder", "list_encoders", "encoder_class", "l2_normalise"]
-
-_REGISTRY: Dict[str, Type["Encoder"]] = {}
+__all__ = ["ENCODERS", "Encoder", "register_encoder", "get_encoder", "list_encoders", "encoder_class", "l2_normalise"]
 
 
 def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -56,36 +55,21 @@ class Encoder:
         return f"<{type(self).__name__} {self.identity}>"
 
 
-def register_encoder(cls: Type[Encoder]) -> Type[Encoder]:
-    """Class decorator: add ``cls`` to the registry under ``cls.name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    # Importing the modules registers the built-in encoders; heavy dependencies stay lazy inside.
-    from . import builtin  # noqa: F401
+#: every encoder class by name; importing sibscan.encoders.builtin registers the built-in ones
+#: (their heavy dependencies stay lazy inside them)
+ENCODERS: Registry[Type[Encoder]] = Registry("encoder", builtin="sibscan.encoders.builtin")
+#: class decorator: add an encoder class under its ``name``
+register_encoder = ENCODERS.register
 
 
 def list_encoders(modality: Optional[str] = None) -> List[Type[Encoder]]:
     """Registered encoder classes, sorted by name, optionally of one modality."""
-    _load_builtin()
-    classes = sorted(_REGISTRY.values(), key=lambda c: c.name)
-    if modality is not None:
-        classes = [c for c in classes if c.modality == modality]
-    return classes
+    return ENCODERS.list(modality)
 
 
 def encoder_class(name: str) -> Type[Encoder]:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise SibscanError(
-            f"unknown encoder {name!r}; available: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+    """The registered encoder class ``name``; unknown names list the available ones."""
+    return ENCODERS.get(name)
 
 
 def get_encoder(name: str, **options: Any) -> Encoder:

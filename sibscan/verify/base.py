@@ -8,16 +8,15 @@ Cost is O(number of pairs): the scan passes each test item's top-k candidates, n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional, Type
+from typing import ClassVar, List, Optional, Type
 
 import numpy as np
 
-from ..errors import SibscanError
 from ..items import Items
+from ..registry import Registry
 
-__all__ = ["Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier", "verifier_class"]
-
-_REGISTRY: Dict[str, Type["Verifier"]] = {}
+__all__ = ["VERIFIERS", "Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers",
+           "register_verifier", "verifier_class"]
 
 
 @dataclass
@@ -61,30 +60,20 @@ class Verifier:
         raise NotImplementedError
 
 
-def register_verifier(cls: Type[Verifier]) -> Type[Verifier]:
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    from . import builtin  # noqa: F401
+#: every verifier class by name; importing sibscan.verify.builtin registers the built-in ones
+VERIFIERS: Registry[Type[Verifier]] = Registry("verifier", builtin="sibscan.verify.builtin")
+#: class decorator: add a verifier class under its ``name``
+register_verifier = VERIFIERS.register
 
 
 def list_verifiers(modality: Optional[str] = None) -> List[Type[Verifier]]:
-    _load_builtin()
-    classes = sorted(_REGISTRY.values(), key=lambda c: c.name)
-    return [c for c in classes if modality is None or c.modality == modality]
+    """Registered verifier classes, sorted by name, optionally of one modality."""
+    return VERIFIERS.list(modality)
 
 
 def verifier_class(name: str) -> Type[Verifier]:
     """The registered verifier class ``name``; unknown names list the available ones."""
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise SibscanError(f"unknown verifier {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
+    return VERIFIERS.get(name)
 
 
 def get_verifier(name: str, **options) -> Verifier:
