@@ -23,16 +23,7 @@ from benchmarks._common import print_table, write_results
 from sibscan.calibration import calibrate
 from sibscan.calibration.synthetic import oracle_labels, planted_scan
 from sibscan.scandir import ScanDir
-
-
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return c - h, c + h
+from sibscan.stats import wilson_interval
 
 
 def one(seed: int, root: Path, n_train: int, n_test: int, n_pairs: int) -> dict:
@@ -55,7 +46,7 @@ def one(seed: int, root: Path, n_train: int, n_test: int, n_pairs: int) -> dict:
     sep = cal.cutoff is not None and top["score"][sib].min() >= cal.cutoff > top["score"][~sib].max()
     above = (top["score"] >= draw["lo"]).mean()
     k = sum(lab == "same" for lab in labels)
-    nlo, nhi = _wilson(k, len(labels))
+    nlo, nhi = wilson_interval(k, len(labels))  # labels are never empty here
     truth = p.true_rate
     return {"seed": seed, "true": truth, "lo": lo, "mid": mid, "hi": hi, "covered": lo <= truth <= hi,
             "naive_lo": nlo * above, "naive_hi": nhi * above, "naive_covered": nlo * above <= truth <= nhi * above,

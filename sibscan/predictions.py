@@ -20,8 +20,9 @@ import numpy as np
 
 from .errors import InputError
 from .items import Items
+from .stats import wilson_interval
 
-__all__ = ["read_predictions", "correct_mask", "accuracy_split", "wilson_interval"]
+__all__ = ["read_predictions", "correct_mask", "accuracy_split"]
 
 _PRED_NAMES = ("prediction", "pred", "y_pred", "predicted")
 
@@ -146,17 +147,6 @@ def correct_mask(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
         return p == y
 
 
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple:
-    """Wilson score interval of a proportion ``k / n`` (95 % by default); ``(nan, nan)`` if ``n == 0``."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def accuracy_split(correct: np.ndarray, mask: np.ndarray) -> dict:
     """Accuracy on all rows, on the masked rows (e.g. rows with a train sibling) and on the rest.
 
@@ -169,8 +159,8 @@ def accuracy_split(correct: np.ndarray, mask: np.ndarray) -> dict:
     -------
     dict
         ``{"all": {...}, "masked": {...}, "rest": {...}, "difference": float}`` where each part
-        has ``n``, ``correct``, ``accuracy`` and ``ci95`` (Wilson interval), and ``difference`` is
-        masked minus rest accuracy (NaN if either is empty).
+        has ``n``, ``correct``, ``accuracy`` and ``ci`` (Wilson 95 % interval, None when the part is
+        empty), and ``difference`` is masked minus rest accuracy (NaN if either is empty).
     """
     correct = np.asarray(correct, dtype=bool)
     mask = np.asarray(mask, dtype=bool)
@@ -180,7 +170,7 @@ def accuracy_split(correct: np.ndarray, mask: np.ndarray) -> dict:
     def part(sel: np.ndarray) -> dict:
         n = int(sel.sum())
         k = int(correct[sel].sum())
-        return {"n": n, "correct": k, "accuracy": k / n if n else math.nan, "ci95": list(wilson_interval(k, n))}
+        return {"n": n, "correct": k, "accuracy": k / n if n else math.nan, "ci": wilson_interval(k, n)}
 
     out = {"all": part(np.ones_like(mask)), "masked": part(mask), "rest": part(~mask)}
     out["difference"] = out["masked"]["accuracy"] - out["rest"]["accuracy"]

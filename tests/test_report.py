@@ -204,7 +204,7 @@ def test_pairs_histogram_and_manifest(planted):
     assert h["baseline_density"] is not None
     width = h["edges"][1] - h["edges"][0]
     assert sum(h["baseline_density"]) * width == pytest.approx(1.0)
-    assert r["schema_version"] == 1 and r["manifest"]["encoder"]["identity"] == "znorm-v1"
+    assert r["schema_version"] == 2 and r["manifest"]["encoder"]["identity"] == "znorm-v1"
     assert r["cutoff"]["value"] == CUTOFF and r["cutoff"]["source"] == "calibrated"
     json.dumps(r, allow_nan=False)
 

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from sibscan.cli import app
 from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
-from sibscan.predictions import accuracy_split, correct_mask, read_predictions, wilson_interval
+from sibscan.predictions import accuracy_split, correct_mask, read_predictions
+from sibscan.stats import wilson_interval
 from sibscan.twins import assert_no_twins, decimals_sweep, find_twins, group_ids
 
 runner = CliRunner()
@@ -191,7 +192,8 @@ def test_accuracy_split_and_wilson():
     assert acc["difference"] == pytest.approx(1.0 - 2 / 6)
     ref = scipy_stats.binomtest(8, 10).proportion_ci(method="wilson")
     assert wilson_interval(8, 10) == pytest.approx((ref.low, ref.high), abs=1e-6)
-    assert np.isnan(accuracy_split(correct, np.zeros(10, bool))["masked"]["accuracy"])
+    empty = accuracy_split(correct, np.zeros(10, bool))["masked"]
+    assert np.isnan(empty["accuracy"]) and empty["ci"] is None and wilson_interval(0, 0) is None
 
 
 # ------------------------------------------------------------------------------------------- CLI

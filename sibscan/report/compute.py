@@ -25,12 +25,12 @@ from ..scandir import ScanDir, load_items
 from .cutoff import resolve_cutoff
 from ..kernels.rowhash import fingerprint_membership
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
-from .stats import finite_or_none, rate_record, wilson_interval
+from ..stats import finite_or_none, rate_record, wilson_interval
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
 
 #: bump on any incompatible change of the JSON layout (docs/report-schema.md)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 log = logging.getLogger("sibscan.report")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import SibscanError
-from .stats import finite_or_none
+from ..stats import finite_or_none
 
 __all__ = ["resolve_cutoff", "CUTOFF_SOURCES"]
 

@@ -28,7 +28,7 @@ def _part(d: Optional[dict]):
         return None, 0, None
     acc = d.get("accuracy", d.get("rate"))
     n = d.get("n", d.get("count", 0))
-    return acc, n, d.get("ci95", d.get("ci"))
+    return acc, n, d.get("ci")
 
 
 def accuracy_parts(split: Optional[dict]) -> dict:

@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from ..kernels.rowhash import fingerprint_keys
-from .stats import finite_or_none
+from ..stats import finite_or_none
 
 __all__ = ["duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
 

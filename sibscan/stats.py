@@ -1,4 +1,4 @@
-"""Small statistics shared by the report and the check: Wilson intervals and rate records."""
+"""Small statistics shared by every output: the one Wilson interval, rate records, JSON-safe floats."""
 from __future__ import annotations
 
 from typing import Optional
