@@ -15,7 +15,7 @@ from typing import List, Optional
 import numpy as np
 
 from .errors import SibscanError
-from .items import Items
+from .loaders import as_items
 from .report.markdown import pct
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
@@ -134,19 +134,6 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)
 
 
-def _as_items(data, split: str) -> Items:
-    if isinstance(data, Items):
-        return data
-    if isinstance(data, (list, tuple)) and all(isinstance(x, str) for x in data):
-        return Items(split, "text", ids=[str(i) for i in range(len(data))], texts=list(data))
-    arr = np.asarray(data, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2:
-        raise SibscanError(f"{split}: expected Items, a list of strings or a 2-D numeric array, got shape {arr.shape}")
-    return Items(split, "table", ids=[str(i) for i in range(len(arr))], values=arr)
-
-
 def _best_cosine(q: np.ndarray, db: np.ndarray, block: int = 2048):
     """Best cosine (and its row) of each query row against ``db``: brute force in blocks of queries."""
     best = np.full(len(q), -np.inf, np.float32)
@@ -187,7 +174,7 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     from .kernels.rowhash import fingerprint_membership
 
     max_rate = _limit(max_rate, "max_rate")
-    tr, te = _as_items(train, "train"), _as_items(test, "test")
+    tr, te = as_items(train, "train"), as_items(test, "test")
     if tr.modality != te.modality:
         raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")
     exact = fingerprint_membership(fingerprint(te, decimals=decimals), fingerprint(tr, decimals=decimals))

@@ -28,38 +28,7 @@ from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .scandir import load_items, save_items
 
-__all__ = ["TrainIndex", "concat_items"]
-
-def concat_items(a: Items, b: Items) -> Items:
-    """Items of ``a`` followed by those of ``b`` (same modality and table width); ids must not collide."""
-    if a.modality != b.modality:
-        raise SibscanError(f"cannot add {b.modality} items to an index of {a.modality} items")
-    if a.modality == "table" and a.values.shape[1] != b.values.shape[1]:
-        raise SibscanError(f"{b.source}: rows have {b.values.shape[1]} values but the index has {a.values.shape[1]}")
-    clash = np.intersect1d(a.ids, b.ids)
-    if len(clash):
-        raise SibscanError(
-            f"{b.source}: {len(clash)} ids already in the index (first: {clash[0]!r}); give the new items other ids (--id)"
-        )
-
-    def cat(x, y):
-        if x is None and y is None:
-            return None
-        if x is None or y is None:
-            raise SibscanError(f"{b.source}: labels/groups must be given for both the index and the new items, or neither")
-        return np.concatenate([x, y])
-
-    def cat_list(x, y):
-        return None if x is None else list(x) + list(y)
-
-    extra = {k: np.concatenate([a.extra[k], b.extra[k]]) for k in a.extra if k in b.extra}
-    return Items(
-        split=a.split, modality=a.modality, ids=np.concatenate([a.ids, b.ids]), labels=cat(a.labels, b.labels),
-        groups=cat(a.groups, b.groups), values=None if a.values is None else np.concatenate([a.values, b.values]),
-        texts=cat_list(a.texts, b.texts), paths=cat_list(a.paths, b.paths), shape=a.shape,
-        source=a.source, skipped=list(a.skipped) + list(b.skipped), extra=extra,
-    )
-
+__all__ = ["TrainIndex"]
 
 @dataclass
 class TrainIndex:
@@ -144,7 +113,7 @@ class TrainIndex:
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
             old, fp_old = load_items(self.path, "train")
-            items = concat_items(old, new)
+            items = old.concat(new, into="the index")
             fps = np.concatenate([fp_old, fp_new])
         else:
             items, fps = new, fp_new

@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, SibscanError
 
 __all__ = ["Items", "Skipped", "MODALITIES", "SPLITS", "check_pair"]
 
@@ -117,11 +117,72 @@ class Items:
             extra={k: np.asarray(v)[index] for k, v in self.extra.items()},
         )
 
+    @classmethod
+    def coerce(cls, data, split: str) -> "Items":
+        """In-memory data as one split: Items as they are, a list of strings as text, numbers as table rows.
+
+        Parameters
+        ----------
+        data : Items, list of str, or array-like of shape (n,), (n, d) or (n, ...)
+            A 1-D array is one value per item; more than two dimensions are flattened per item.
+        split : {"train", "test"}
+
+        Returns
+        -------
+        Items
+            Ids are the positions ``"0" .. "n-1"``.  (A file path is loaded by
+            :func:`sibscan.loaders.as_items`, which calls this for everything else.)
+        """
+        if isinstance(data, Items):
+            return data
+        if isinstance(data, (list, tuple)) and data and all(isinstance(x, str) for x in data):
+            return cls(split, "text", ids=np.arange(len(data)).astype(str), texts=list(data), source=f"{split} texts")
+        arr = np.asarray(data)
+        if arr.dtype.kind not in "biuf" or arr.ndim == 0:
+            raise SibscanError(f"{split}: expected Items, a list of strings or a numeric array of shape (n, d), "
+                               f"got {type(data).__name__} of dtype {arr.dtype} and shape {arr.shape}")
+        arr = arr.reshape(len(arr), -1) if arr.ndim != 1 else arr[:, None]
+        return cls(split, "table", ids=np.arange(len(arr)).astype(str), values=arr.astype(np.float64),
+                   source=f"{split} array")
+
+    def concat(self, other: "Items", into: str = "the items") -> "Items":
+        """These items followed by ``other``'s (same modality and table width; ids must not collide).
+
+        ``into`` names these items in messages ("the index").
+        """
+        if self.modality != other.modality:
+            raise SibscanError(f"cannot add {other.modality} items to {into} of {self.modality} items")
+        if self.modality == "table" and self.values.shape[1] != other.values.shape[1]:
+            raise SibscanError(f"{other.source}: rows have {other.values.shape[1]} values but {into} has "
+                               f"{self.values.shape[1]}")
+        clash = np.intersect1d(self.ids, other.ids)
+        if len(clash):
+            raise SibscanError(f"{other.source}: {len(clash)} ids already in {into} (first: {clash[0]!r}); "
+                               "give the new items other ids (--id)")
+
+        def cat(x, y):
+            if x is None and y is None:
+                return None
+            if x is None or y is None:
+                raise SibscanError(f"{other.source}: labels/groups must be given for both {into} and the new items, "
+                                   "or neither")
+            return np.concatenate([x, y])
+
+        def cat_list(x, y):
+            return None if x is None else list(x) + list(y)
+
+        extra = {k: np.concatenate([self.extra[k], other.extra[k]]) for k in self.extra if k in other.extra}
+        return Items(
+            split=self.split, modality=self.modality, ids=np.concatenate([self.ids, other.ids]),
+            labels=cat(self.labels, other.labels), groups=cat(self.groups, other.groups),
+            values=None if self.values is None else np.concatenate([self.values, other.values]),
+            texts=cat_list(self.texts, other.texts), paths=cat_list(self.paths, other.paths), shape=self.shape,
+            source=self.source, skipped=list(self.skipped) + list(other.skipped), extra=extra,
+        )
+
 
 def check_pair(train: Items, test: Items) -> None:
     """Refuse a train/test pair that cannot be compared: other modalities, or tables of other widths."""
-    from .errors import SibscanError
-
     if train.modality != test.modality:
         raise SibscanError(
             f"train is {train.modality} ({train.source or 'train'}) but test is {test.modality} "

@@ -28,9 +28,10 @@ import numpy as np
 from .errors import SibscanError
 from .fingerprint import fingerprint
 from .items import Items, check_pair
+from .loaders import as_items
 
-__all__ = ["TwinReport", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "as_items",
-           "format_twin_report", "twin_violation", "write_groups_csv"]
+__all__ = ["TwinReport", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
+           "twin_violation", "write_groups_csv"]
 
 
 @dataclass
@@ -75,28 +76,6 @@ class TwinReport:
         mask = np.zeros(self.n_test, dtype=bool)
         mask[np.asarray(self.test_twin_indices, dtype=np.int64)] = True
         return mask
-
-
-def as_items(x, split: str) -> Items:
-    """``x`` if it is :class:`Items`; a file path is loaded (:func:`sibscan.loaders.load`); else a table
-    of its rows (arrays of shape (n, d) or (n, ...))."""
-    import os
-
-    if isinstance(x, Items):
-        return x
-    if isinstance(x, (str, os.PathLike)):
-        from .loaders import load
-
-        return load(x, split)
-    arr = np.asarray(x)
-    if arr.dtype.kind not in "biuf":
-        raise SibscanError(f"{split} array has dtype {arr.dtype}; expected numbers (or pass Items)")
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    elif arr.ndim > 2:
-        arr = arr.reshape(len(arr), -1)
-    return Items(split=split, modality="table", ids=np.arange(len(arr)).astype(str),
-                 values=arr.astype(np.float64), source=f"{split} array")
 
 
 def _fingerprints(train: Items, test: Items, decimals: int, znorm: bool):

@@ -139,3 +139,22 @@ def test_registry_warns_when_a_name_is_registered_again():
     assert reg.get("w") is Second and reg.list("table") == [Second] and reg.list("text") == []
     with pytest.raises(SibscanError, match="unknown widget 'x'; available: w"):
         reg.get("x")
+
+
+def test_items_coerce_one_rule_for_texts_arrays_and_items():
+    texts = Items.coerce(["a b", "c"], "test")
+    assert texts.modality == "text" and texts.ids.tolist() == ["0", "1"] and texts.texts == ["a b", "c"]
+    assert Items.coerce(texts, "test") is texts
+    assert Items.coerce(np.arange(3), "train").values.shape == (3, 1)
+    series = Items.coerce(np.zeros((4, 2, 5), np.float32), "train")  # multivariate: flattened per item
+    assert series.modality == "table" and series.values.shape == (4, 10) and series.values.dtype == np.float64
+    with pytest.raises(SibscanError, match=r"train: expected Items, a list of strings or a numeric array"):
+        Items.coerce([["a", 1]], "train")
+
+
+def test_as_items_loads_a_path(tmp_path):
+    from sibscan.loaders import as_items
+
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4\n")
+    items = as_items(tmp_path / "t.csv", "test")
+    assert items.modality == "table" and items.values.tolist() == [[1, 2], [3, 4]] and items.split == "test"

@@ -19,7 +19,7 @@ from typing import Optional
 from ..errors import InputError, SibscanError
 from ..items import MODALITIES, SPLITS, Items
 
-__all__ = ["load", "modality_of"]
+__all__ = ["as_items", "load", "modality_of"]
 
 _TEXT_SUFFIXES = (".txt", ".jsonl")
 _COLUMN_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
@@ -126,3 +126,11 @@ def load(
     from .images import load_images
 
     return load_images(path, split, label=label, id=id, group=group, path_field=path_field)
+
+
+def as_items(data, split: str) -> Items:
+    """``data`` as one split: a file or folder path is loaded with :func:`load` (modality detected);
+    Items, lists of strings and numeric arrays go through :meth:`Items.coerce`."""
+    if isinstance(data, (str, os.PathLike)):
+        return load(data, split)
+    return Items.coerce(data, split)
