@@ -2,20 +2,27 @@
 
 * tables: rows rounded to ``decimals`` (``-0.0`` == ``0.0``, NaN positions kept), optionally
   z-normalised per row, hashed to 128 bits by :mod:`sibscan.kernels.rowhash`;
-* text: normalised text, by :func:`sibscan.loaders.text.text_fingerprints`;
-* images: decoded pixel content, by :func:`sibscan.loaders.images.image_fingerprints`.
+* text: the text after :func:`sibscan.kernels.textalign.normalise_text` (case, Unicode forms and
+  whitespace do not matter), by :func:`text_fingerprints`;
+* images: the decoded RGB pixels and the size, by :func:`image_fingerprints` (the image loader
+  computes them while it decodes each image once, and keeps them in ``items.extra["pixel_fp"]``).
 
 Two items with the same fingerprint are exact copies ("twins").
 """
 from __future__ import annotations
 
 import hashlib
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .errors import InputError
+from .imageio import decode_images
 from .items import Items
+from .kernels.textalign import normalise_text
 
-__all__ = ["fingerprint", "dataset_fingerprint"]
+__all__ = ["dataset_fingerprint", "file_fingerprint", "fingerprint", "image_fingerprints", "pixel_fingerprint",
+           "raw_text_fingerprints", "text_fingerprints"]
 
 
 def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndarray:
@@ -38,11 +45,7 @@ def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndar
 
         return row_fingerprints(items.values, decimals=decimals, znorm=znorm)
     if items.modality == "text":
-        from .loaders.text import text_fingerprints
-
         return np.asarray(text_fingerprints(items.texts), dtype=np.uint64).reshape(len(items), 2)
-    from .loaders.images import image_fingerprints
-
     return np.asarray(image_fingerprints(items), dtype=np.uint64).reshape(len(items), 2)
 
 
@@ -75,3 +78,76 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
     h.update(f"sibscan-dataset/1|{items.modality}|{params}|{len(fp)}|".encode())
     h.update(np.ascontiguousarray(fp[order]).astype("<u8").tobytes())
     return h.hexdigest()
+
+
+def _hash128(blobs) -> np.ndarray:
+    digests = b"".join(hashlib.blake2b(b, digest_size=16).digest() for b in blobs)
+    return np.frombuffer(digests, dtype="<u8").reshape(-1, 2).astype(np.uint64)
+
+
+def text_fingerprints(texts: Sequence[str]) -> np.ndarray:
+    """128-bit exact fingerprints of texts after :func:`normalise_text`.
+
+    Two texts that differ only in case, Unicode compatibility forms or whitespace get the same
+    fingerprint.
+
+    Returns
+    -------
+    ndarray of shape (n, 2), uint64
+    """
+    return _hash128(normalise_text(t).encode("utf-8") for t in texts)
+
+
+def raw_text_fingerprints(texts: Sequence[str]) -> np.ndarray:
+    """128-bit fingerprints of the texts' raw UTF-8 bytes (no normalisation).
+
+    Returns
+    -------
+    ndarray of shape (n, 2), uint64
+    """
+    return _hash128(t.encode("utf-8") for t in texts)
+
+
+def pixel_fingerprint(image) -> Tuple[int, int]:
+    """128-bit hash of an RGB image's size and pixels, as two 64-bit integers."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.array(image.size, dtype="<u8").tobytes())
+    h.update(image.tobytes())
+    lo, hi = np.frombuffer(h.digest(), dtype="<u8")
+    return int(lo), int(hi)
+
+
+def file_fingerprint(path: str) -> Tuple[int, int]:
+    """128-bit hash of a file's bytes, as two 64-bit integers."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    lo, hi = np.frombuffer(h.digest(), dtype="<u8")
+    return int(lo), int(hi)
+
+
+def image_fingerprints(items: Items, workers: Optional[int] = None) -> np.ndarray:
+    """Exact pixel fingerprints of image items: ``items.extra["pixel_fp"]``, computed if missing.
+
+    Returns
+    -------
+    ndarray of shape (n, 2), uint64
+
+    Raises
+    ------
+    InputError
+        When an image can no longer be decoded.
+    """
+    if items.modality != "image":
+        raise InputError(f"image fingerprints need image items, got {items.modality}", path=items.source or None)
+    fp = items.extra.get("pixel_fp")
+    if fp is not None and len(fp) == len(items):
+        return np.asarray(fp, dtype=np.uint64)
+    results = decode_images(items.paths, lambda im, _p: pixel_fingerprint(im), workers=workers, desc="fingerprints")
+    for res in results:
+        if isinstance(res, InputError):
+            raise res
+    fp = np.asarray(results, dtype=np.uint64).reshape(-1, 2)
+    items.extra["pixel_fp"] = fp
+    return fp

@@ -1,16 +1,21 @@
-"""Decode one image safely into RGB: the one place where sibscan opens image files.
+"""Decode images safely into RGB: the one place where sibscan opens image files.
 
 Grayscale, palette, RGBA (composited on white), CMYK all become RGB; animated GIF/WebP give their
 first frame; a decompression bomb (more than ``MAX_PIXELS`` pixels) is refused before decoding.
+:func:`decode_images` decodes many in a thread pool (Pillow releases the GIL while decoding).
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 from .errors import InputError, require
 
-__all__ = ["open_image", "MAX_PIXELS", "IMAGE_EXTENSIONS"]
+__all__ = ["open_image", "decode_images", "MAX_PIXELS", "IMAGE_EXTENSIONS"]
+
+T = TypeVar("T")
 
 #: refuse images larger than this many pixels (a 20000 x 20000 bomb is 4e8)
 MAX_PIXELS = 89_478_485  # Pillow's own default warning limit
@@ -56,3 +61,45 @@ def open_image(path: str | os.PathLike, max_pixels: int = MAX_PIXELS):
         raise InputError(f"refused as a decompression bomb ({exc})", path=path) from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise InputError(f"corrupt or unsupported image ({exc})", path=path) from None
+
+
+def default_workers() -> int:
+    return max(1, min(8, (os.cpu_count() or 1)))
+
+
+def decode_images(
+    paths: Sequence[Union[str, os.PathLike]],
+    fn: Callable[[object, str], T],
+    *,
+    workers: Optional[int] = None,
+    desc: str = "decoding images",
+) -> List[Union[T, InputError]]:
+    """Decode every image with :func:`open_image` in a thread pool and apply ``fn(image, path)``.
+
+    Parameters
+    ----------
+    paths : sequence of paths, length n
+    fn : callable
+        Called with the decoded RGB ``PIL.Image.Image`` and its path; runs in the worker thread.
+    workers : int, optional
+        Threads; default ``min(8, cpu_count)``.
+    desc : str
+        Progress-bar label (the bar shows on a terminal only).
+
+    Returns
+    -------
+    list of length n
+        ``fn``'s result, or the :class:`InputError` that made the image unreadable.
+    """
+    from tqdm.auto import tqdm
+
+    def one(path):
+        try:
+            return fn(open_image(path), str(path))
+        except InputError as exc:
+            return exc
+
+    workers = workers or default_workers()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(one, paths)
+        return list(tqdm(results, total=len(paths), desc=desc, unit="img", disable=None, leave=False))

@@ -11,7 +11,8 @@ import pytest
 
 from sibscan.errors import InputError
 from sibscan.items import Items
-from sibscan.loaders.images import image_fingerprints, load_images
+from sibscan.fingerprint import image_fingerprints
+from sibscan.loaders.images import load_images
 
 Image = pytest.importorskip("PIL.Image")
 PngImagePlugin = pytest.importorskip("PIL.PngImagePlugin")
@@ -102,7 +103,7 @@ def test_pixel_fingerprint_ignores_metadata_and_lossless_format(image_folder):
     assert len(set(fp.values())) == len(fp) - 3
     # brute-force reference: the hash of the decoded pixels
     from sibscan.imageio import open_image
-    from sibscan.loaders.images import pixel_fingerprint
+    from sibscan.fingerprint import pixel_fingerprint
 
     for i, path in enumerate(items.paths):
         assert tuple(items.extra["pixel_fp"][i]) == pixel_fingerprint(open_image(path))

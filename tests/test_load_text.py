@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 
 from sibscan.errors import InputError
 from sibscan.items import Items
-from sibscan.loaders.text import (
-    chunk_items,
-    load_text,
-    normalise_text,
-    raw_text_fingerprints,
-    text_fingerprints,
-)
+from sibscan.fingerprint import raw_text_fingerprints, text_fingerprints
+from sibscan.kernels.textalign import normalise_text
+from sibscan.loaders.text import chunk_items, load_text
 
 
 def _jsonl(path, rows):

@@ -58,7 +58,7 @@ def shrink_images(
     """
     from PIL import Image
 
-    from ..loaders.images import decode_images
+    from ..imageio import decode_images
 
     method = {"box": Image.Resampling.BOX, "lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR}[resample]
 

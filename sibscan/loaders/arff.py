@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..items import Items
-from .tables import TABLE_HINT, build_table_items, read_text_lines, strings_to_float
+from .rows import TABLE_HINT, build_table_items, read_text_lines, strings_to_float
 
 __all__ = ["load_arff"]
 

@@ -5,8 +5,8 @@ names are the labels (as torchvision's ``ImageFolder``) and ids are the paths re
 folder.  A listing (CSV/TSV, JSONL or Parquet) names one image per row, relative to the listing's
 own folder, with optional label/id/group columns.
 
-Every image is decoded once with :func:`sibscan.imageio.open_image` in a thread pool (Pillow
-releases the GIL while decoding).  Unreadable, zero-byte, corrupt or oversized images are left out
+Every image is decoded once (:func:`sibscan.imageio.decode_images`, a thread pool) and fingerprinted
+while it is decoded (:mod:`sibscan.fingerprint`).  Unreadable, zero-byte, corrupt or oversized images are left out
 and listed in ``items.skipped``.  ``items.extra`` gets
 
 * ``"pixel_fp"`` — (n, 2) uint64, a 128-bit hash of the decoded RGB pixels and the size: the same
@@ -16,72 +16,27 @@ and listed in ``items.skipped``.  ``items.extra`` gets
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
 from ..errors import InputError
-from ..imageio import IMAGE_EXTENSIONS, open_image
+from ..fingerprint import file_fingerprint, pixel_fingerprint
+from ..imageio import IMAGE_EXTENSIONS, decode_images
 from ..items import Items, Skipped
+from .records import column, read_columns
 
-__all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "decode_images", "image_fingerprints", "load_images", "pixel_fingerprint"]
+__all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "load_images"]
 
 log = logging.getLogger(__name__)
 
 LISTING_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet")
 #: column names tried, in order, for the image path of a listing when ``path_field`` is not given
 PATH_FIELDS = ("path", "file", "filename", "image", "image_path", "filepath")
-
-T = TypeVar("T")
-
-
-def default_workers() -> int:
-    return max(1, min(8, (os.cpu_count() or 1)))
-
-
-def decode_images(
-    paths: Sequence[Union[str, os.PathLike]],
-    fn: Callable[[object, str], T],
-    *,
-    workers: Optional[int] = None,
-    desc: str = "decoding images",
-) -> List[Union[T, InputError]]:
-    """Decode every image with :func:`open_image` in a thread pool and apply ``fn(image, path)``.
-
-    Parameters
-    ----------
-    paths : sequence of paths, length n
-    fn : callable
-        Called with the decoded RGB ``PIL.Image.Image`` and its path; runs in the worker thread.
-    workers : int, optional
-        Threads; default ``min(8, cpu_count)``.
-    desc : str
-        Progress-bar label (the bar shows on a terminal only).
-
-    Returns
-    -------
-    list of length n
-        ``fn``'s result, or the :class:`InputError` that made the image unreadable.
-    """
-    from tqdm.auto import tqdm
-
-    def one(path):
-        try:
-            return fn(open_image(path), str(path))
-        except InputError as exc:
-            return exc
-
-    workers = workers or default_workers()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(one, paths)
-        return list(tqdm(results, total=len(paths), desc=desc, unit="img", disable=None, leave=False))
-
 
 def _reason(exc: InputError) -> str:
     """The message of an :class:`InputError` without its ``"<path>: "`` prefix."""
@@ -90,26 +45,8 @@ def _reason(exc: InputError) -> str:
     return text[len(prefix):] if exc.path is not None and text.startswith(prefix) else text
 
 
-def pixel_fingerprint(image) -> Tuple[int, int]:
-    """128-bit hash of an RGB image's size and pixels, as two 64-bit integers."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(np.array(image.size, dtype="<u8").tobytes())
-    h.update(image.tobytes())
-    lo, hi = np.frombuffer(h.digest(), dtype="<u8")
-    return int(lo), int(hi)
-
-
-def _file_fingerprint(path: str) -> Tuple[int, int]:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    lo, hi = np.frombuffer(h.digest(), dtype="<u8")
-    return int(lo), int(hi)
-
-
 def _fingerprint_one(image, path: str):
-    return pixel_fingerprint(image), _file_fingerprint(path), image.size
+    return pixel_fingerprint(image), file_fingerprint(path), image.size
 
 
 def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]]:
@@ -131,9 +68,7 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):
-    from .text import _column, _read_records  # one reader for CSV/TSV/JSONL/Parquet
-
-    names, columns = _read_records(path)
+    names, columns = read_columns(path)
     if path_field is None:
         path_field = next((f for f in PATH_FIELDS if f in columns), None)
         if path_field is None:
@@ -142,11 +77,11 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
                 "(choose one with --path-field)",
                 path=path,
             )
-    raw = _column(columns, names, path_field, "path", path)
+    raw = column(columns, names, path_field, "path", path)
     n = len(raw)
-    ids = _column(columns, names, id_field, "id", path)
-    labels = _column(columns, names, label, "label", path)
-    groups = _column(columns, names, group, "group", path)
+    ids = column(columns, names, id_field, "id", path)
+    labels = column(columns, names, label, "label", path)
+    groups = column(columns, names, group, "group", path)
     base = path.parent
     files = [None if not p else (base / str(p)).resolve() for p in raw]
     ids = [str(x) for x in ids] if ids is not None else [("" if p is None else str(p)) for p in raw]
@@ -248,29 +183,3 @@ def load_images(
     )
     items.check_unique_ids()
     return items
-
-
-def image_fingerprints(items: Items, workers: Optional[int] = None) -> np.ndarray:
-    """Exact pixel fingerprints of image items: ``items.extra["pixel_fp"]``, computed if missing.
-
-    Returns
-    -------
-    ndarray of shape (n, 2), uint64
-
-    Raises
-    ------
-    InputError
-        When an image can no longer be decoded.
-    """
-    if items.modality != "image":
-        raise InputError(f"image fingerprints need image items, got {items.modality}", path=items.source or None)
-    fp = items.extra.get("pixel_fp")
-    if fp is not None and len(fp) == len(items):
-        return np.asarray(fp, dtype=np.uint64)
-    results = decode_images(items.paths, lambda im, _p: pixel_fingerprint(im), workers=workers, desc="fingerprints")
-    for res in results:
-        if isinstance(res, InputError):
-            raise res
-    fp = np.asarray(results, dtype=np.uint64).reshape(-1, 2)
-    items.extra["pixel_fp"] = fp
-    return fp

@@ -29,18 +29,14 @@ import numpy as np
 
 from ..errors import InputError, require
 from ..items import Items
+from .rows import MISSING_TOKENS, TABLE_HINT, build_table_items, read_text_lines, strings_to_float
 
-__all__ = ["load_table", "TABLE_SUFFIXES", "MISSING_TOKENS", "build_table_items", "strings_to_float"]
+__all__ = ["load_table", "TABLE_SUFFIXES"]
 
 log = logging.getLogger(__name__)
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".ts", ".arff", ".npy", ".npz", ".parquet", ".pq")
-MISSING_TOKENS = ("", "?", "nan", "NaN", "NAN", "NA", "N/A", "na", "null", "NULL", "None")
 _LABEL_NAMES = ("label", "class", "target", "y")
-TABLE_HINT = (
-    "a table needs numeric columns besides --label/--id/--group; for text use --text-field COLUMN, "
-    "for image paths --path-field COLUMN, or set --modality"
-)
 
 
 def load_table(
@@ -101,51 +97,6 @@ def load_table(
     return _load_parquet(path, split, label, id, group)
 
 
-def read_text_lines(path: Path) -> List[str]:
-    """All lines of a UTF-8 text file, or an :class:`InputError` saying why it cannot be read."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-
-
-def strings_to_float(cells: np.ndarray, path: Path, names: Sequence[str], rows: np.ndarray) -> np.ndarray:
-    """Convert a 2-D string array to float64; missing tokens become NaN.
-
-    Parameters
-    ----------
-    cells : ndarray of shape (n, d), str
-    path : Path
-        For messages.
-    names : sequence of d str
-        Column names, for messages.
-    rows : ndarray of shape (n,), int
-        The file's line number of each row, for messages.
-
-    Returns
-    -------
-    ndarray of shape (n, d), float64
-    """
-    cells = np.char.strip(np.asarray(cells, dtype=str))
-    cells = np.where(np.isin(cells, MISSING_TOKENS), "nan", cells)
-    try:
-        return cells.astype(np.float64)
-    except ValueError:
-        pass
-    for j in range(cells.shape[1]):  # error path only: find the first bad cell
-        try:
-            cells[:, j].astype(np.float64)
-        except ValueError:
-            for i, cell in enumerate(cells[:, j]):
-                try:
-                    float(cell)
-                except ValueError:
-                    raise InputError(f"column {names[j]!r} has a non-numeric cell {str(cell)[:40]!r}; "
-                                     + TABLE_HINT, path=path, row=int(rows[i])) from None
-    raise AssertionError("unreachable: conversion failed but every cell parses")  # pragma: no cover
-
-
 def _pick(names: List[str], wanted: Optional[str], what: str, path: Path) -> Optional[int]:
     if wanted is None:
         return None
@@ -161,22 +112,6 @@ def _auto_label(names: List[str]) -> Optional[int]:
         if cand in lower:
             return lower.index(cand)
     return None
-
-
-def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None, ids=None, groups=None,
-                      shape: Optional[tuple] = None) -> Items:
-    """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None)."""
-    n = len(values)
-    if n == 0:
-        raise InputError("no data rows", path=path)
-    if values.ndim != 2 or values.shape[1] == 0:
-        raise InputError("no numeric columns; " + TABLE_HINT, path=path)
-    items = Items(split=split, modality="table", ids=np.arange(n).astype(str) if ids is None else ids,
-                  labels=labels, groups=groups, values=np.ascontiguousarray(values, dtype=np.float64),
-                  shape=shape, source=str(path))
-    if ids is not None:
-        items.check_unique_ids()
-    return items
 
 
 def _looks_numeric(row: Sequence[str]) -> bool:

@@ -1,129 +1,23 @@
-"""Load text items (JSONL, CSV/TSV, Parquet, or ``.txt`` one item per line), fingerprint them
-exactly, and cut long documents into overlapping word chunks.
+"""Load text items (JSONL, CSV/TSV, Parquet, or ``.txt`` one item per line), and cut long documents
+into overlapping word chunks (their exact fingerprints: :mod:`sibscan.fingerprint`).
 
 Item ids are the id column when given, else the item's record number in the file (0-based; for
 ``.txt`` the 0-based line number), so that skipping an empty item never renumbers the others.
 """
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
-import json
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional
 
 import numpy as np
 
-from ..errors import InputError, require
+from ..errors import InputError
 from ..items import Items, Skipped
-from ..kernels.textalign import normalise_text
+from .records import column, decode_utf8, read_columns
 
-__all__ = [
-    "TEXT_EXTENSIONS",
-    "chunk_items",
-    "load_text",
-    "raw_text_fingerprints",
-    "text_fingerprints",
-]
+__all__ = ["TEXT_EXTENSIONS", "chunk_items", "load_text"]
 
 TEXT_EXTENSIONS = (".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt")
-
-
-def _hash128(blobs) -> np.ndarray:
-    digests = b"".join(hashlib.blake2b(b, digest_size=16).digest() for b in blobs)
-    return np.frombuffer(digests, dtype="<u8").reshape(-1, 2).astype(np.uint64)
-
-
-def text_fingerprints(texts: Sequence[str]) -> np.ndarray:
-    """128-bit exact fingerprints of texts after :func:`normalise_text`.
-
-    Two texts that differ only in case, Unicode compatibility forms or whitespace get the same
-    fingerprint.
-
-    Returns
-    -------
-    ndarray of shape (n, 2), uint64
-    """
-    return _hash128(normalise_text(t).encode("utf-8") for t in texts)
-
-
-def raw_text_fingerprints(texts: Sequence[str]) -> np.ndarray:
-    """128-bit fingerprints of the texts' raw UTF-8 bytes (no normalisation).
-
-    Returns
-    -------
-    ndarray of shape (n, 2), uint64
-    """
-    return _hash128(t.encode("utf-8") for t in texts)
-
-
-def _decode(data: bytes, path: Path) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        # utf-8-sig reports offsets after the byte-order mark; report them in the file
-        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        line = data.count(b"\n", 0, start) + 1
-        raise InputError(
-            f"not valid UTF-8 at byte offset {start} (line {line}: byte {data[start]:#04x}); "
-            "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
-            path=path,
-        ) from None
-
-
-def _read_records(path: Path) -> Tuple[List[str], Dict[str, list]]:
-    """Columns of a JSONL / CSV / TSV / Parquet file: (column names, {name: values})."""
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        pq = require("pyarrow.parquet", "parquet", "reading Parquet files")
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise InputError(f"cannot read Parquet file ({exc})", path=path) from None
-        return list(table.column_names), {name: table.column(name).to_pylist() for name in table.column_names}
-    text = _decode(path.read_bytes(), path)
-    if suffix in (".jsonl", ".ndjson"):
-        rows: List[dict] = []
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})", path=path) from None
-            if not isinstance(rec, dict):
-                raise InputError(f"line {lineno} is a JSON {type(rec).__name__}, expected an object", path=path)
-            rows.append(rec)
-        names: List[str] = []
-        for rec in rows:
-            names.extend(k for k in rec if k not in names)
-        return names, {name: [rec.get(name) for rec in rows] for name in names}
-    delimiter = "\t" if suffix == ".tsv" else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError("empty file (no header row)", path=path) from None
-    body = list(reader)
-    bad = next((i for i, r in enumerate(body) if len(r) != len(header) and r), None)
-    if bad is not None:
-        raise InputError(
-            f"has {len(body[bad])} fields, the header has {len(header)}", path=path, row=bad
-        )
-    body = [r for r in body if r]
-    return header, {name: [r[j] for r in body] for j, name in enumerate(header)}
-
-
-def _column(columns: Dict[str, list], names: List[str], field: Optional[str], what: str, path: Path):
-    if field is None:
-        return None
-    if field not in columns:
-        raise InputError(
-            f"no {what} column {field!r}; columns: {', '.join(names)} (choose one with the {what} option)",
-            path=path,
-        )
-    return columns[field]
 
 
 def load_text(
@@ -169,25 +63,25 @@ def load_text(
     if suffix == ".txt":
         if any(f is not None for f in (text_field, label, id, group)):
             raise InputError("a .txt file has no columns; use JSONL/CSV/Parquet for text/label/id/group fields", path=path)
-        lines = _decode(path.read_bytes(), path).split("\n")
+        lines = decode_utf8(path.read_bytes(), path).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         texts_all = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
         ids_all: list = [str(i) for i in range(len(texts_all))]
         labels_all = groups_all = None
     else:
-        names, columns = _read_records(path)
+        names, columns = read_columns(path)
         if text_field is None:
             if "text" not in columns:
                 raise InputError(
                     f"no 'text' column; columns: {', '.join(names)} (choose one with --text-field)", path=path
                 )
             text_field = "text"
-        texts_all = _column(columns, names, text_field, "text", path)
+        texts_all = column(columns, names, text_field, "text", path)
         n_rows = len(texts_all)
-        ids_all = _column(columns, names, id, "id", path) or [str(i) for i in range(n_rows)]
-        labels_all = _column(columns, names, label, "label", path)
-        groups_all = _column(columns, names, group, "group", path)
+        ids_all = column(columns, names, id, "id", path) or [str(i) for i in range(n_rows)]
+        labels_all = column(columns, names, label, "label", path)
+        groups_all = column(columns, names, group, "group", path)
         for i, t in enumerate(texts_all):
             if isinstance(t, (dict, list)):
                 raise InputError(f"text field {text_field!r} holds a JSON {type(t).__name__}, not a string", path=path, row=i)

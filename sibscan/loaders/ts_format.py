@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..items import Items
-from .tables import build_table_items, read_text_lines
+from .rows import build_table_items, read_text_lines
 
 __all__ = ["load_ts"]
 
