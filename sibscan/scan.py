@@ -20,6 +20,7 @@ import numpy as np
 
 from ._version import __version__
 from .config import DIRECTIONS, ScanConfig
+from .cutoff import check_cutoff_value, resolve_cutoff
 from .errors import InputError, SibscanError
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
@@ -198,31 +199,16 @@ def _prepare_out(sd: ScanDir, cfg: ScanConfig) -> Optional[dict]:
     return None
 
 
-def _resolve_cutoff(cfg: ScanConfig, manifest: dict, force: bool) -> dict:
-    score = "verified" if manifest.get("verifier") else "similarity"
-    if cfg.calibration is not None:
-        from .calibration import load_calibration, resolve
-
-        cal = load_calibration(resolve(cfg.calibration))
-        cal.check_compatible(manifest, force=force)
-        if cal.cutoff is None:
-            raise SibscanError(
-                f"the calibration in {cal.path} has no cutoff yet ({cal.status}); label more pairs with "
-                "'sibscan calibrate', or pass --cutoff X for an uncalibrated one"
-            )
-        return {"value": float(cal.cutoff), "source": "calibrated", "calibration": str(cal.path),
-                "interval": list(cal.interval) if cal.interval is not None else None, "score": cal.score}
-    if cfg.cutoff is not None:
-        return {"value": float(cfg.cutoff), "source": "uncalibrated", "calibration": None, "interval": None, "score": score}
-    return {"value": None, "source": "none", "calibration": None, "interval": None, "score": score}
-
-
 def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
     """Run a whole scan as configured and return its directory, manifest and summary."""
     if cfg.out is None:
         raise SibscanError("no output directory given; pass --out DIR")
     if cfg.k < 1:
         raise SibscanError(f"k must be at least 1, got {cfg.k}")
+    if cfg.cutoff is not None:
+        check_cutoff_value(cfg.cutoff)
+        if cfg.calibration is not None:
+            raise SibscanError("give --cutoff or --calibration, not both")
     sd = ScanDir(cfg.out)
     previous = _prepare_out(sd, cfg)
     timings: Dict[str, float] = {}
@@ -346,7 +332,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     timings["baseline"] = time.perf_counter() - t
 
     # cutoff + summary ------------------------------------------------------------------------
-    manifest["cutoff"] = _resolve_cutoff(cfg, manifest, cfg.force)
+    manifest["cutoff"] = resolve_cutoff(manifest, cutoff=cfg.cutoff, calibration=cfg.calibration, force=cfg.force).record()
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
     summary = summarise(nb, train_fp, test_fp, len(test), manifest["cutoff"], baseline, len(train))

@@ -40,9 +40,10 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
-    cutoff: {value (float or null), source ("calibrated" | "uncalibrated" | "none"),
-             calibration (path or null), interval ([lo, hi] or null),
-             score ("verified" | "similarity")},
+    cutoff: the record of sibscan.cutoff.Cutoff: {value (float or null),
+             source ("calibrated" | "uncalibrated" | "none"), interval ([lo, hi] or null),
+             calibration (path or null), score ("verified" | "similarity"), n_labels, estimates,
+             forced, status},
     timings: {stage: seconds},
     skipped: {train: [{where, reason}], test: [...]},
     summary: {...}

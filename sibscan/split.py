@@ -19,8 +19,8 @@ from typing import Optional
 import numpy as np
 
 from .atomic import write_json, write_text
+from .cutoff import resolve_cutoff
 from .errors import SibscanError
-from .report.cutoff import resolve_cutoff
 from .scandir import ScanDir
 
 __all__ = ["GroupTable", "ResplitResult", "connected_components", "sibling_groups", "resplit", "write_groups", "write_resplit"]
@@ -115,7 +115,7 @@ class GroupTable:
     edges : tuple of two ndarrays of shape (m,)
         The sibling graph's edges over rows of this table (exact, cutoff and source edges).
     cutoff : dict
-        The cutoff record used (see :func:`sibscan.report.cutoff.resolve_cutoff`).
+        The cutoff record used (see :func:`sibscan.cutoff.resolve_cutoff`).
     """
 
     split: np.ndarray
@@ -158,14 +158,14 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
     scan_dir : str or Path
         A finished scan directory.
     cutoff, calibration, force
-        Which cutoff makes a sibling (see :func:`sibscan.report.cutoff.resolve_cutoff`). With no
+        Which cutoff makes a sibling (see :func:`sibscan.cutoff.resolve_cutoff`). With no
         cutoff anywhere, only exact twins (and shared sources) join items.
     sources : bool
         Also join items that share a group/source value.
     """
     scan = ScanDir(scan_dir)
     manifest = scan.manifest()
-    rec, _ = resolve_cutoff(manifest, cutoff, calibration, force, scan_dir=scan.path)
+    rec = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path).record()
     train, fp_train = _load(scan, "train")
     test, fp_test = _load(scan, "test")
     n_train, n = len(train), len(train) + len(test)

@@ -38,7 +38,7 @@ def test_check_cli_exit_codes(scan):
     r = runner.invoke(app, ["check", str(scan), "--max-exact", "0.1"])
     assert r.exit_code == 1 and "4 of 30 (13.3 %) are exact twins, above the limit --max-exact 10.0 %" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "0.05", "--cutoff", "0.995"])
-    assert r.exit_code == 1 and "4 of 30 test items (13.3 %) have a training sibling at cutoff 0.995 (user)" in r.output
+    assert r.exit_code == 1 and "4 of 30 test items (13.3 %) have a training sibling at cutoff 0.995 (uncalibrated)" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "5"])
     assert r.exit_code == 1 and r.output.strip() == "error: --max-rate is a fraction in [0, 1] (0.01 = 1 %), got 5"
     r = runner.invoke(app, ["check", str(scan)])

@@ -230,7 +230,7 @@ def test_cutoff_override_and_no_cutoff(tmp_path):
     assert r["sibling_rate"]["test_to_train"]["exact"]["count"] == 4 and r["near_cutoff"] is None
     assert "counting exact twins only" in render_markdown(r)
     r2 = build_report(tmp_path, cutoff=0.95)
-    assert r2["cutoff"]["source"] == "user" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3  # 0.95, 0.97, 0.99
+    assert r2["cutoff"]["source"] == "uncalibrated" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3  # 0.95, 0.97, 0.99
     with pytest.raises(SibscanError, match=r"--cutoff is a similarity in \[-1, 1\], got 3"):
         build_report(tmp_path, cutoff=3)
 
@@ -303,7 +303,7 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     after = build_report(scan)
     assert after["cutoff"]["source"] == "calibrated"
     assert after["cutoff"]["value"] == pytest.approx(cal.cutoff)
-    assert build_report(scan, cutoff=0.5)["cutoff"]["source"] == "user"  # an explicit cutoff still wins
+    assert build_report(scan, cutoff=0.5)["cutoff"]["source"] == "uncalibrated"  # a hand-given cutoff still wins
 
 
 def test_markdown_says_when_the_calibration_cannot_support_its_cutoff(tmp_path):

@@ -20,9 +20,9 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..scandir import ScanDir, load_items
-from .cutoff import resolve_cutoff
 from ..kernels.rowhash import fingerprint_membership
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
@@ -132,7 +132,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    rec, cal = resolve_cutoff(manifest, cutoff, calibration, force, scan_dir=scan.path)
+    rec = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path).record()
     c = rec["value"]
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")

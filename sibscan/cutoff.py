@@ -1,0 +1,146 @@
+"""Which cutoff decides "sibling", and where it came from: the one policy of scan, report, split and check.
+
+Precedence, first that applies:
+
+1. a value given by hand (``--cutoff X``): kind ``"uncalibrated"``;
+2. a calibration given (``--calibration DIR``, or the name of one kept in the repository's
+   ``calibration/``): kind ``"calibrated"``; refused when it was made for another dataset, encoder
+   or verifier, unless ``force``;
+3. the scan's own ``SCAN_DIR/calibration`` when it holds a fitted cutoff (what ``sibscan calibrate
+   SCAN_DIR`` writes; only where a ``scan_dir`` is passed): ``"calibrated"``;
+4. the cutoff the scan recorded in its manifest (whatever kind it was);
+5. none (kind ``"none"``): only exact twins count.
+
+Giving both a value and a calibration is refused.  A hand-given cutoff is a similarity in [-1, 1]
+(:func:`check_cutoff_value`, also run by the scan's option check before any work).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+from .errors import SibscanError
+from .stats import finite_or_none
+
+__all__ = ["KINDS", "Cutoff", "check_cutoff_value", "resolve_cutoff", "score_kind"]
+
+#: where a cutoff came from
+KINDS = ("calibrated", "uncalibrated", "none")
+
+
+@dataclass(frozen=True)
+class Cutoff:
+    """A cutoff on the deciding score, and its evidence.
+
+    Attributes
+    ----------
+    value : float or None
+        None: no cutoff, only exact twins count.
+    kind : {"calibrated", "uncalibrated", "none"}
+        Written as ``source`` in manifest.json and report.json (the key those files have always had).
+    evidence : dict
+        ``score`` ("verified" | "similarity": the score the cutoff applies to), ``interval`` ([lo, hi]
+        or None), ``calibration`` (path or None), ``n_labels``, ``estimates`` (the calibration's
+        ``{sibling_rate: [lo, mid, hi], precision, recall, ...}``), ``status`` (the calibration's
+        verdict: "ok", or why its labels cannot support the cutoff yet), ``forced`` (bool).
+    """
+
+    value: Optional[float]
+    kind: str
+    evidence: dict = field(default_factory=dict)
+
+    def record(self) -> dict:
+        """The JSON form: ``{value, source, interval, calibration, score, n_labels, estimates, forced, status}``."""
+        e = self.evidence
+        return {"value": self.value, "source": self.kind, "interval": e.get("interval"),
+                "calibration": e.get("calibration"), "score": e.get("score"), "n_labels": e.get("n_labels"),
+                "estimates": e.get("estimates"), "forced": bool(e.get("forced", False)), "status": e.get("status")}
+
+    @classmethod
+    def from_record(cls, rec: Optional[dict]) -> "Cutoff":
+        """Read back what :meth:`record` wrote (a manifest's ``cutoff``); older records lack keys."""
+        rec = rec or {}
+        if rec.get("value") is None:
+            return cls(None, "none", {"score": rec.get("score")})
+        kind = rec.get("source") or "uncalibrated"
+        return cls(float(rec["value"]), "uncalibrated" if kind == "user" else kind,
+                   {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced")})
+
+
+def check_cutoff_value(value) -> float:
+    """A hand-given cutoff as a float; refuses anything outside [-1, 1] (similarities live there)."""
+    x = float(value)
+    if not -1.0 <= x <= 1.0 or math.isnan(x):
+        raise SibscanError(f"--cutoff is a similarity in [-1, 1], got {x:g}")
+    return x
+
+
+def score_kind(manifest: dict) -> str:
+    """The score a scan decides on: ``"verified"`` when it has a verifier, else ``"similarity"``."""
+    return "verified" if manifest.get("verifier") else "similarity"
+
+
+def _own_calibration(scan_dir):
+    """``SCAN_DIR/calibration`` when it holds a fitted cutoff, else None."""
+    from .calibration.record import CUTOFF_FILE, load_calibration
+
+    own = Path(scan_dir) / "calibration"
+    if not (own / CUTOFF_FILE).exists():
+        return None
+    cal = load_calibration(own)
+    return cal if cal.cutoff is not None else None
+
+
+def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
+    cal.check_compatible(manifest, force=force)
+    if cal.cutoff is None:
+        raise SibscanError(
+            f"the calibration in {cal.path} has no cutoff yet ({cal.status}); label more pairs with "
+            "'sibscan calibrate', or pass --cutoff X for an uncalibrated one"
+        )
+    return Cutoff(finite_or_none(cal.cutoff), "calibrated", {
+        "score": cal.score, "calibration": None if cal.path is None else str(cal.path),
+        "interval": None if cal.interval is None else [finite_or_none(v) for v in cal.interval],
+        "n_labels": dict(cal.n_labels or {}), "estimates": dict(cal.estimates or {}), "status": cal.status,
+        "forced": bool(force)})
+
+
+def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
+                   scan_dir=None) -> Cutoff:
+    """The cutoff a scan's rates are counted at (precedence in the module docstring).
+
+    Parameters
+    ----------
+    manifest : dict
+        The scan's manifest (its identities are checked against a calibration; its recorded cutoff
+        is the fallback).
+    cutoff : float, optional
+        A hand-given cutoff on the deciding score.
+    calibration : str, Path or Calibration, optional
+        A calibration directory, the name of one kept in the repository, or one already loaded.
+    force : bool
+        Apply a calibration made for another dataset/encoder/verifier anyway (recorded as ``forced``).
+    scan_dir : path, optional
+        The scan directory: its own ``calibration/`` is used when nothing else is given.
+
+    Returns
+    -------
+    Cutoff
+    """
+    from .calibration.record import load_calibration, resolve
+
+    if cutoff is not None:
+        if calibration is not None:
+            raise SibscanError("give --cutoff or --calibration, not both")
+        return Cutoff(check_cutoff_value(cutoff), "uncalibrated", {"score": score_kind(manifest), "forced": bool(force)})
+    if calibration is not None:
+        cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
+        return _from_calibration(cal, manifest, force)
+    own = None if scan_dir is None else _own_calibration(scan_dir)
+    if own is not None:
+        return _from_calibration(own, manifest, force)
+    recorded = Cutoff.from_record(manifest.get("cutoff"))
+    return replace(recorded, evidence={**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest),
+                                       "forced": bool(force)})
