@@ -39,7 +39,7 @@ _API = {
     "read_predictions": "sibscan.predictions",
     "resolve_device": "sibscan.device",
     "run_scan": "sibscan.scan",
-    "sibling_groups": "sibscan.split",
+    "sibling_groups": "sibscan.groups",
     "write_reports": "sibscan.report",
 }
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from sibscan.cli import app
 from sibscan.errors import SibscanError
-from sibscan.split import connected_components, resplit, sibling_groups
+from sibscan.groups import connected_components, sibling_groups
+from sibscan.split import resplit
 
 
 def components_reference(n, edges):

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
         Groups are the connected components of the sibling graph over all splits: exact twins,
         siblings at the cutoff and shared sources. --resplit writes a stratified group split.
         """
-        from ..split import resplit, sibling_groups, write_groups, write_resplit
+        from ..groups import sibling_groups
+        from ..split import resplit, write_groups, write_resplit
 
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
         write_groups(groups, out)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
+from ..groups import group_table
 from ..scandir import ScanDir, load_items
 from ..kernels.rowhash import fingerprint_membership
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
@@ -132,8 +133,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    rec = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path).record()
-    c = rec["value"]
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
+    rec = at.record()
+    c = at.value
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
     n_train, n_test = len(train), len(test)
@@ -175,10 +177,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
 
     # per class
     per_class = []
-    from ..split import sibling_groups
-
-    # copy groups over both splits; the cutoff is passed explicitly so a --calibration applies here too
-    groups = sibling_groups(scan.path, cutoff=c, sources=False)
+    # copy groups over both splits, at the cutoff this report counts at
+    groups = group_table(scan, at, sources=False)
     conflicts = label_conflicts(groups, max_groups=max_conflicts)
     if test.labels is not None:
         classes, code = np.unique(test.labels, return_inverse=True)

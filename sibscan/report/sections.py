@@ -138,7 +138,7 @@ def label_conflicts(groups, max_groups: int = 50, max_members: int = 20) -> dict
 
     Parameters
     ----------
-    groups : sibscan.split.GroupTable
+    groups : sibscan.groups.GroupTable
     """
     labels = groups.labels
     has = labels != ""
