@@ -4,7 +4,8 @@ A nearest neighbour is the maximum over the whole train set, so even unrelated i
 scores when the train set is large.  :func:`compute_baseline` samples random (test, train) pairs,
 summarises their score distribution and keeps its upper tail; :func:`expected_chance_siblings`
 turns the tail into the expected number of test items whose nearest neighbour clears a cutoff by
-chance alone.
+chance alone.  :func:`scan_baseline` is the baseline of a scan — exact twins left out, verified
+when a verifier decides — the one function ``sibscan scan`` and ``sibscan calibrate`` both call.
 
 Tail model
 ----------
@@ -18,13 +19,15 @@ never exactly 0.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from sibscan.errors import SibscanError
+from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "tail_probability", "expected_chance_siblings", "baseline_warning", "QUANTILES"]
+__all__ = ["compute_baseline", "scan_baseline", "tail_probability", "expected_chance_siblings", "baseline_warning",
+           "QUANTILES"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
 _CHUNK = 16384
@@ -175,6 +178,71 @@ def compute_baseline(
         "verifier_identity": verifier_identity,
         "tail": _tail(s64),
     }
+
+
+def scan_baseline(
+    embeddings: Dict[str, np.ndarray],
+    *,
+    n_pairs: int,
+    n_verified_pairs: int,
+    seed: int,
+    encoder_identity: str,
+    verifier=None,
+    splits: Optional[Dict[str, object]] = None,
+    fingerprints: Optional[Dict[str, np.ndarray]] = None,
+    doc_index: Optional[Dict[str, np.ndarray]] = None,
+) -> dict:
+    """The random-pair baseline of a scan, on the score that decides there.
+
+    Parameters
+    ----------
+    embeddings : {"train": ndarray of shape (n_train, dim), "test": ndarray of shape (n_test, dim)}
+        The scan's embeddings; ``train`` may be :class:`~sibscan.shards.ShardedEmbeddings` (a train
+        index): only a random subset of its rows is read.
+    n_pairs : int
+        Random pairs scored by embedding similarity.
+    n_verified_pairs : int
+        At most this many when ``verifier`` scores them (verification is per pair).
+    seed : int
+    encoder_identity : str
+    verifier : Verifier, optional
+        Scores the pairs (then ``splits`` holds the items ``{"train": Items, "test": Items}``).
+    fingerprints : {"train": ndarray of shape (n_train, 2), "test": ...}, optional
+        Exact fingerprints: pairs that are exact twins are left out (they are copies, not chance).
+    doc_index : {"train": ndarray of shape (n_chunks,), "test": ...}, optional
+        Chunked text: the document of each embedding row; a document is represented by its first
+        chunk, and no pair is left out.
+
+    Returns
+    -------
+    dict
+        As :func:`compute_baseline`.
+    """
+    if doc_index is not None:
+        embeddings = {s: embeddings[s][np.unique(doc_index[s], return_index=True)[1]] for s in embeddings}
+        fingerprints = None
+    if isinstance(embeddings["train"], ShardedEmbeddings):
+        # a train index may not fit in memory: random pairs only need a random subset of its rows
+        sh = embeddings["train"]
+        rows = np.sort(np.random.default_rng(seed).choice(sh.n, size=min(sh.n, n_pairs), replace=False))
+        embeddings = {"train": sh.take(rows), "test": embeddings["test"]}
+        if verifier is not None:
+            splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
+        if fingerprints is not None:
+            fingerprints = {"train": fingerprints["train"][rows], "test": fingerprints["test"]}
+
+    def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+        return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
+
+    def exact_twins(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+        return (fingerprints["test"][test_idx] == fingerprints["train"][train_idx]).all(axis=1)
+
+    return compute_baseline(
+        embeddings["train"], embeddings["test"], seed=seed,
+        n_pairs=n_pairs if verifier is None else min(n_pairs, n_verified_pairs),
+        score_fn=None if verifier is None else verified_scores, exclude=None if fingerprints is None else exact_twins,
+        encoder_identity=encoder_identity, verifier_identity=None if verifier is None else verifier.identity,
+    )
 
 
 def tail_probability(baseline: dict, cutoff: float | np.ndarray) -> np.ndarray | float:

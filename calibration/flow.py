@@ -9,11 +9,9 @@ from typing import Callable, List, Optional, TextIO
 import numpy as np
 
 from sibscan.errors import CompatibilityError, SibscanError
-
-from .baseline import format_expected
 from sibscan.scandir import ScanDir
 
-from .baseline import baseline_warning, compute_baseline, expected_chance_siblings
+from .baseline import baseline_warning, expected_chance_siblings, format_expected, scan_baseline
 from .fit import design_estimates, fit
 from .labels import Identity, LabelStore
 from .record import LABELS_FILE, Calibration, write_calibration
@@ -34,18 +32,52 @@ def _identity(manifest: dict) -> Identity:
     return Identity(str(manifest.get("dataset_fingerprint") or ""), enc, ver)
 
 
-def _baseline(sd: ScanDir, identity: Identity, seed: int) -> dict:
+def _verifier_of(manifest: dict):
+    """The scan's verifier rebuilt from its manifest, or None when it cannot be (not installed, other identity)."""
+    from sibscan.verify import get_verifier, verifier_class
+
+    want = manifest.get("verifier") or {}
+    try:
+        cls = verifier_class(want.get("name", ""))
+    except SibscanError:
+        return None
+    if not cls.available()[0]:
+        return None
+    verifier = get_verifier(cls.name)
+    return verifier if verifier.identity == want.get("identity") else None
+
+
+def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
+    """The scan's baseline.json; when the scan stopped before writing it, the same baseline computed by the
+    same function the scan calls (and written there), or, where the scan's verifier cannot be rebuilt,
+    the embedding-similarity baseline for this calibration only (with a warning)."""
     baseline = sd.baseline()
-    if baseline is None:
-        if identity.verifier_identity is not None:
-            warnings.warn(f"{sd.path} has no baseline.json; computing the embedding-similarity baseline "
-                          "(the verified baseline needs 'sibscan scan' to finish)", stacklevel=3)
-        baseline = compute_baseline(sd.embeddings("train"), sd.embeddings("test"), seed=seed,
-                                    encoder_identity=identity.encoder_identity, verifier_identity=identity.verifier_identity)
+    if baseline is not None:
+        if baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
+            raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the scan "
+                                     f"with {identity.encoder_identity!r}; re-run 'sibscan scan' to recompute it")
+        return baseline
+    verifier = _verifier_of(manifest) if identity.verifier_identity is not None else None
+    as_scan = verifier is not None or identity.verifier_identity is None
+    if not as_scan:
+        warnings.warn(f"{sd.path} has no baseline.json; computing the embedding-similarity baseline "
+                      "(the verified baseline needs 'sibscan scan' to finish)", stacklevel=3)
+    params = manifest.get("parameters") or {}
+    splits = {s: sd.items(s) for s in ("train", "test")}
+    doc_index = None
+    if params.get("chunk_words"):  # the scan embedded chunks: its documents' rows, cut again the same way
+        from sibscan.loaders.text import chunk_items
+
+        doc_index = {s: chunk_items(items, params["chunk_words"], params.get("chunk_stride")).extra["doc_index"]
+                     for s, items in splits.items()}
+    fps = {s: sd.fingerprints(s) for s in splits}
+    baseline = scan_baseline(
+        {s: sd.embeddings(s) for s in splits}, n_pairs=params.get("baseline_pairs", 100_000),
+        n_verified_pairs=params.get("verified_baseline_pairs", 20_000), seed=params.get("seed", 0),
+        encoder_identity=identity.encoder_identity, verifier=verifier, splits=splits,
+        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index)
+    if as_scan:
         sd.write_baseline(baseline)
-    elif baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
-        raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the scan with "
-                                 f"{identity.encoder_identity!r}; re-run 'sibscan scan' to recompute it")
     return baseline
 
 
@@ -126,7 +158,7 @@ def calibrate(
     pop = Population.from_neighbours(sd.neighbours(), "verified" if manifest.get("verifier") else "similarity")
     if len(pop) == 0:
         raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
-    baseline = _baseline(sd, identity, seed)
+    baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
     draw = _draw(cal_dir, pop, lo, n_pairs, seed, identity, store, force)
     session = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ._version import __version__
 from .config import DIRECTIONS, ScanConfig
+from .calibration.baseline import scan_baseline
 from .cutoff import check_cutoff_value, resolve_cutoff
 from .errors import InputError, SibscanError
 from .items import Items, check_pair
@@ -326,7 +327,9 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     t = time.perf_counter()
     baseline = sd.baseline() if "baseline" in done else None
     if baseline is None:
-        baseline = _baseline(cfg, embeddings, verifier, splits, encoder, chunks, fps)
+        baseline = scan_baseline(embeddings, n_pairs=cfg.baseline_pairs, n_verified_pairs=cfg.verified_baseline_pairs,
+                                 seed=cfg.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
+                                 fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None)
         sd.write_baseline(baseline)
         _mark(sd, manifest, "baseline")
     timings["baseline"] = time.perf_counter() - t
@@ -404,39 +407,3 @@ def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
         if emb.shape[1] != encoder.dim:
             raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")
     return out, chunks
-
-
-def _baseline(cfg: ScanConfig, embeddings: Dict[str, np.ndarray], verifier, splits: Dict[str, Items], encoder,
-              chunks: Optional[dict] = None, fps: Optional[Dict[str, np.ndarray]] = None) -> dict:
-    from .calibration import compute_baseline
-
-    if chunks:
-        # random document pairs: represent each document by its first chunk
-        embeddings = {s: embeddings[s][np.unique(chunks[s][0], return_index=True)[1]] for s in embeddings}
-    from .shards import ShardedEmbeddings
-
-    if isinstance(embeddings["train"], ShardedEmbeddings):
-        # a train index may not fit in memory: random pairs only need a random subset of its rows
-        sh = embeddings["train"]
-        rng = np.random.default_rng(cfg.seed)
-        rows = np.sort(rng.choice(sh.n, size=min(sh.n, cfg.baseline_pairs), replace=False))
-        embeddings = {"train": sh.take(rows), "test": embeddings["test"]}
-        if verifier is not None:
-            splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
-        if fps is not None:
-            fps = {"train": fps["train"][rows], "test": fps["test"]}
-
-    def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
-        return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
-
-    # verification is per pair and slower than a dot product: fewer random pairs when it decides
-    score_fn = None if verifier is None else verified_scores
-    n_pairs = cfg.baseline_pairs if verifier is None else min(cfg.baseline_pairs, cfg.verified_baseline_pairs)
-    def exact_twins(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
-        return (fps["test"][test_idx] == fps["train"][train_idx]).all(axis=1)
-
-    return compute_baseline(
-        embeddings["train"], embeddings["test"], n_pairs=n_pairs, seed=cfg.seed, score_fn=score_fn,
-        encoder_identity=encoder.identity, verifier_identity=None if verifier is None else verifier.identity,
-        exclude=None if fps is None or chunks else exact_twins,
-    )

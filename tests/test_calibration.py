@@ -313,3 +313,24 @@ def test_baseline_drops_the_pairs_it_is_told_are_exact_twins():
     assert with_twins["max"] == pytest.approx(1.0, abs=1e-5)
     assert without["max"] < 0.99
     assert without["n_excluded"] > 0 and without["n_pairs"] == 4000 - without["n_excluded"]
+
+
+def test_calibrate_computes_the_scans_own_baseline_when_the_scan_stopped_before_it(tmp_path):
+    # one baseline function: what calibrate fills in is what the scan wrote (exact twins left out, verified)
+    from sibscan.config import ScanConfig
+    from sibscan.scan import run_scan
+
+    rng = np.random.default_rng(0)
+    train = np.cumsum(rng.standard_normal((80, 24)), axis=1)
+    test = np.cumsum(rng.standard_normal((40, 24)), axis=1)
+    test[:30] = train[:30]  # exact twins: the scan's baseline leaves them out
+    for name, rows in (("train", train), ("test", test)):
+        (tmp_path / f"{name}.csv").write_text("\n".join(",".join(f"{v:.6f}" for v in r) for r in rows) + "\n")
+    out = tmp_path / "scan"
+    run_scan(ScanConfig(train=str(tmp_path / "train.csv"), test=str(tmp_path / "test.csv"), out=str(out),
+                        baseline_pairs=3000, verified_baseline_pairs=1000, progress=False))
+    written = json.loads((out / "baseline.json").read_text())
+    assert written["score"] == "verified" and written["n_excluded"] > 0
+    (out / "baseline.json").unlink()
+    calibrate(out, ui="none")
+    assert json.loads((out / "baseline.json").read_text()) == written
