@@ -265,7 +265,9 @@ def test_verified_score_kind(tmp_path):
     cal_dir = tmp_path / "cal"
     with pytest.warns(UserWarning, match="has no baseline.json; computing the embedding-similarity baseline"):
         calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
-    cal = calibrate(p.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, p, cal_dir), ui="none")
+    with pytest.warns(UserWarning, match="has no baseline.json"):  # the fallback is not written into the scan
+        cal = calibrate(p.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, p, cal_dir), ui="none")
+    assert not (p.path / "baseline.json").exists()
     assert cal.score == "verified" and cal.verifier_identity == "planted-verifier/v1"
     rec = json.loads((cal_dir / "labels.jsonl").read_text().splitlines()[0])
     assert rec["verifier_identity"] == "planted-verifier/v1" and rec["source"] == "import:oracle.jsonl"
