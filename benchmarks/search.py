@@ -100,7 +100,7 @@ def run_cpu(m: int, n: int, d: int, ks, sklearn_queries: int, repeat: int) -> di
 def run_cuda(m: int, n: int, d: int, ks, repeat: int) -> dict:
     import torch
 
-    from sibscan.kernels.topk import search_blocks_torch
+    from sibscan.kernels.topk_torch import search_blocks_torch
     from sibscan.search import plan_blocks
 
     dev = torch.device("cuda")

@@ -8,9 +8,10 @@ import numpy as np
 from .config import ScanConfig
 from .errors import SibscanError
 from .items import Items
+from .kernels.topk import flatten_topk, rank_within_groups
 from .scandir import Neighbours
 
-__all__ = ["flatten_topk", "rank_within_groups", "rerank", "search_direction", "table_from_search", "verify_neighbours"]
+__all__ = ["rerank", "search_direction", "table_from_search", "verify_neighbours"]
 
 
 def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) -> Tuple[np.ndarray, np.ndarray]:
@@ -38,23 +39,6 @@ def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) 
         q_emb, d_emb, k, backend=cfg.backend, device=cfg.device, block_size=cfg.block_size,
         exclude_self=exclude_self, progress=cfg.progress,
     )
-
-
-def flatten_topk(sims: np.ndarray, idx: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A top-k result of shape (m, k) as flat ``(query row, neighbour row, similarity, rank)`` arrays,
-    without the padding entries (index -1)."""
-    m, k = idx.shape
-    qi = np.repeat(np.arange(m, dtype=np.int64), k)
-    ni = idx.reshape(-1)
-    keep = ni >= 0
-    rank = np.tile(np.arange(k, dtype=np.int32), m)
-    return qi[keep], ni[keep], sims.reshape(-1)[keep], rank[keep]
-
-
-def rank_within_groups(start: np.ndarray) -> np.ndarray:
-    """Position of each row inside its run of rows, given a bool mask of where each run starts."""
-    n = len(start)
-    return np.arange(n) - np.maximum.accumulate(np.where(start, np.arange(n), 0))
 
 
 def table_from_search(

@@ -6,9 +6,9 @@ from typing import Tuple
 
 import numpy as np
 
-from .candidates import flatten_topk, rank_within_groups
 from .config import ScanConfig
 from .items import Items
+from .kernels.topk import flatten_topk, rank_within_groups
 
 __all__ = ["aggregate_chunks", "chunk_split", "embed_chunked"]
 

@@ -265,7 +265,7 @@ def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, ha
         return search_blocks_numpy(q, blocks, k, query_block=query_block, block_rows=block_rows,
                                    on_block=on_block)
     if backend == "torch":
-        from .kernels.topk import search_blocks_torch
+        from .kernels.topk_torch import search_blocks_torch
 
         return search_blocks_torch(q, blocks, k, device=device, half=half, margin=margin,
                                    query_block=query_block, on_block=on_block)

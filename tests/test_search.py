@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sibscan.errors import InputError, SibscanError
-from sibscan.kernels.topk import ResultHeap, block_topk_numpy, block_topk_torch, merge_topk
+from sibscan.kernels.topk import ResultHeap, block_topk_numpy, merge_topk
+from sibscan.kernels.topk_torch import block_topk_torch
 from sibscan.search import brute_force_search, plan_blocks, search
 from sibscan.shards import ShardedEmbeddings
 
@@ -274,7 +275,8 @@ def test_empty_queries_and_auto_backend():
 @pytest.mark.parametrize("half", ["bf16", "fp16"])
 def test_half_precision_path_on_cpu_equals_fp32(half):
     """The tensor-core algorithm (half candidates, fp32 re-scoring, certificate) runs on the CPU too."""
-    from sibscan.kernels.topk import iter_array_blocks, search_blocks_torch
+    from sibscan.kernels.topk import iter_array_blocks
+    from sibscan.kernels.topk_torch import search_blocks_torch
 
     rng = np.random.default_rng(13)
     x = unit(rng, 4000, 32)

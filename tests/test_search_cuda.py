@@ -38,7 +38,8 @@ def test_cuda_half_path_equals_fp32_brute_force(precision):
 
 @pytest.mark.cuda
 def test_cuda_uncertified_rows_are_searched_again_in_fp32():
-    from sibscan.kernels.topk import search_blocks_torch, iter_array_blocks
+    from sibscan.kernels.topk import iter_array_blocks
+    from sibscan.kernels.topk_torch import search_blocks_torch
 
     rng = np.random.default_rng(11)
     x = unit(rng, 5000, 64)
