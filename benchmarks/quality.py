@@ -342,7 +342,7 @@ def _encoders(modality: str, neural: bool) -> List[str]:
 
 
 def _default_encoder(modality: str, names: List[str]) -> str:
-    from sibscan.scan import default_encoder
+    from sibscan.encoders import default_encoder
 
     name = default_encoder(modality)
     return name if name in names else names[0]

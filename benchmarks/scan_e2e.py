@@ -105,7 +105,8 @@ def bare_pipeline(train, test, encoder) -> float:
 def run_case(modality: str, case: Dict[str, object], out: Path, overrides: Optional[dict] = None) -> dict:
     from sibscan.config import ScanConfig
     from sibscan.encoders import get_encoder
-    from sibscan.scan import load_split, run_scan
+    from sibscan.loaders import load_split
+    from sibscan.scan import run_scan
 
     opts = {k: v for k, v in case.items() if k in ("train", "test", "label", "id")}
     cfg = ScanConfig(out=str(out), device="cpu", progress=False, **opts).merged(dict(overrides or {}))
@@ -116,7 +117,7 @@ def run_case(modality: str, case: Dict[str, object], out: Path, overrides: Optio
     n_items = man["inputs"]["train"]["n_items"] + man["inputs"]["test"]["n_items"]
     # the reference, on the same loaded items with the same encoder
     cfg_loaded = cfg.merged({"modality": man["modality"]})
-    train, test = load_split(cfg_loaded, "train"), load_split(cfg_loaded, "test")
+    train, test = load_split(cfg_loaded.load, "train"), load_split(cfg_loaded.load, "test")
     encoder = get_encoder(man["encoder"]["name"], device="cpu")
     bare = bare_pipeline(train, test, encoder)
     return {

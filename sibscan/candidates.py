@@ -1,20 +1,62 @@
-"""The neighbours table of a scan: search each direction, turn the results into rows, verify, re-rank."""
+"""The neighbours table of a scan: search each direction, turn the results into rows, verify, re-rank.
+
+:func:`neighbours_table` is the search stage (document level for chunked texts: a document pair
+scores its best chunk pair, see :mod:`sibscan.chunks`); :func:`verify_neighbours` the verify stage.
+"""
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from .config import ScanConfig
-from .errors import SibscanError
+from .chunks import aggregate_chunks, chunk_details
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
+from .options import DIRECTIONS, SearchOptions
 from .scandir import Neighbours
 
-__all__ = ["rerank", "search_direction", "table_from_search", "verify_neighbours"]
+__all__ = ["neighbours_table", "rerank", "search_direction", "table_from_search", "verify_neighbours"]
 
 
-def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) -> Tuple[np.ndarray, np.ndarray]:
+def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+                     options: SearchOptions, *, device: str = "auto", progress: bool = True,
+                     chunks: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None,
+                     echo: Callable[[str], None] = lambda s: None) -> Neighbours:
+    """Each direction's top-k as rows of the neighbours table (not yet verified).
+
+    Parameters
+    ----------
+    embeddings : {"train": ndarray of shape (n_train, dim), "test": ...}
+        Chunk rows when ``chunks`` is given.
+    splits, fps : {"train": Items, "test": Items}, {"train": ndarray of shape (n, 2) uint64, ...}
+    options : SearchOptions
+        The directions, k per direction, backend, block size and engine.
+    chunks : {"train": (doc, chunk), "test": (doc, chunk)}, optional
+        Per chunk row, its document and its number there (ndarrays of shape (n_chunks,)).
+    """
+    parts = []
+    for name in options.directions:
+        qs, ns = DIRECTIONS[name]
+        k = options.k_of(name)
+        echo(f"searching {qs} → {ns} (k={k})")
+        if not chunks:
+            sims, idx = search_direction(embeddings[qs], embeddings[ns], k, options, device=device, progress=progress,
+                                         exclude_self=qs == ns)
+            parts.append(table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns]))
+            continue
+        # 4k chunk neighbours leave room for k distinct documents after aggregation
+        sims, idx = search_direction(embeddings[qs], embeddings[ns], 4 * k, options, device=device, progress=progress,
+                                     exclude_self=qs == ns)
+        (qdoc, qchunk), (ndoc, nchunk) = chunks[qs], chunks[ns]
+        sims, idx, qrow, nrow = aggregate_chunks(sims, idx, qdoc, ndoc, len(splits[qs]), k, qs == ns)
+        part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
+        part.columns["detail"] = chunk_details(qchunk, nchunk, qrow, nrow, idx)
+        parts.append(part)
+    return Neighbours.concat(parts)
+
+
+def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
+                     exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
     from .search import search
     from .shards import ShardedEmbeddings
@@ -22,23 +64,20 @@ def search_direction(q_emb, d_emb, k: int, cfg: ScanConfig, exclude_self: bool) 
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
     if k <= 0:
         return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
-    if cfg.engine not in ("local", "ray"):
-        raise SibscanError(f"unknown engine {cfg.engine!r}; available: local, ray")
     if isinstance(q_emb, ShardedEmbeddings):
         # queries larger than memory (a big train index searched against the test set): block by block
-        parts = [search_direction(block, d_emb, k, cfg, exclude_self=False) for _, block in q_emb.iter_blocks(65536)]
+        parts = [search_direction(block, d_emb, k, options, device=device, progress=progress)
+                 for _, block in q_emb.iter_blocks(65536)]
         if not parts:
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    if cfg.engine == "ray":
+    if options.engine == "ray":
         from .engines import search_ray
 
-        return search_ray(q_emb, d_emb, k, address=cfg.address, backend=cfg.backend, block_size=cfg.block_size,
-                          exclude_self=exclude_self, progress=cfg.progress)
-    return search(
-        q_emb, d_emb, k, backend=cfg.backend, device=cfg.device, block_size=cfg.block_size,
-        exclude_self=exclude_self, progress=cfg.progress,
-    )
+        return search_ray(q_emb, d_emb, k, address=options.address, backend=options.backend,
+                          block_size=options.block_size, exclude_self=exclude_self, progress=progress)
+    return search(q_emb, d_emb, k, backend=options.backend, device=device, block_size=options.block_size,
+                  exclude_self=exclude_self, progress=progress)
 
 
 def table_from_search(

@@ -2,33 +2,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
-from .config import ScanConfig
+from .cache import embed
+from .fingerprint import fingerprint
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
+from .loaders.text import chunk_items
 
-__all__ = ["aggregate_chunks", "chunk_split", "embed_chunked"]
-
-
-def chunk_split(cfg: ScanConfig, items: Items) -> Items:
-    from .loaders.text import chunk_items
-
-    stride = cfg.chunk_stride or cfg.chunk_words
-    return chunk_items(items, cfg.chunk_words, stride)
+__all__ = ["aggregate_chunks", "chunk_details", "embed_chunked"]
 
 
-def embed_chunked(cfg: ScanConfig, cache_dir: Path, encoder, items: Items) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Embed a text split chunk by chunk: ``(chunk embeddings, document index of each chunk, chunk
-    number within its document)``, the last two of shape (n_chunks,)."""
-    from .cache import embed
-    from .fingerprint import fingerprint
+def embed_chunked(items: Items, encoder, *, words: int, stride: Optional[int], cache_dir: Path,
+                  batch_size: Optional[int], progress: bool) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Embed a text split chunk by chunk (``words`` words every ``stride``, through the cache).
 
-    chunks = chunk_split(cfg, items)
-    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=cfg.batch_size,
-                progress=cfg.progress)
+    Returns
+    -------
+    (ndarray of shape (n_chunks, dim), ndarray of shape (n_chunks,), ndarray of shape (n_chunks,))
+        The chunk embeddings, the document of each chunk and its number within the document.
+    """
+    chunks = chunk_items(items, words, stride or words)
+    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=batch_size,
+                progress=progress)
     return emb, np.asarray(chunks.extra["doc_index"], np.int64), np.asarray(chunks.extra["chunk"], np.int64)
 
 
@@ -66,3 +64,12 @@ def aggregate_chunks(
     out_qc[qd[keep], pos[keep]] = qc[keep]
     out_nc[qd[keep], pos[keep]] = nc[keep]
     return out_s, out_i, out_qc, out_nc
+
+
+def chunk_details(q_chunk: np.ndarray, n_chunk: np.ndarray, q_row: np.ndarray, n_row: np.ndarray,
+                  idx: np.ndarray) -> np.ndarray:
+    """``"chunk a ~ chunk b"`` for every found document pair of an :func:`aggregate_chunks` result, in
+    the row order of the neighbours table (arrays of shape (n_q_docs, k); chunk numbers per chunk row)."""
+    found = (idx >= 0).reshape(-1)
+    a, b = q_chunk[q_row.reshape(-1)[found]], n_chunk[n_row.reshape(-1)[found]]
+    return np.array([f"chunk {x} ~ chunk {y}" for x, y in zip(a.tolist(), b.tolist())], dtype=object)

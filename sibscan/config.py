@@ -1,4 +1,4 @@
-"""Scan configuration: one dataclass, filled from defaults < a TOML file < command-line flags.
+"""Scan configuration: the option groups of every stage, filled from defaults < a TOML file < flags.
 
 Presets live as TOML files in the top-level ``configs/`` folder (installed as ``sibscan.configs``)
 and are named by file stem: ``--config text-minilm`` or ``--config path/to/file.toml``.
@@ -7,101 +7,110 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict
 
 from .errors import SibscanError
+from .options import GROUPS, OWNER
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["ScanConfig", "load_config_file", "list_presets", "DIRECTIONS"]
+__all__ = ["ScanConfig", "list_presets", "load_config_file"]
 
-#: (query split, neighbour split) of each search direction, by name
-DIRECTIONS = {
-    "test-train": ("test", "train"),
-    "train-test": ("train", "test"),
-    "test-test": ("test", "test"),
-}
+#: options that do not change a scan's results (left out of the manifest's ``parameters``)
+_NOT_PARAMETERS = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff",
+                   "engine", "address"}
 
 
-@dataclass
 class ScanConfig:
-    """Every option of a scan. Field names are the TOML keys and (with ``-``) the CLI flags."""
+    """Every option of a scan, as the typed groups of :mod:`sibscan.options`, one per stage.
 
-    train: Optional[str] = None
-    test: Optional[str] = None
-    out: Optional[str] = None
-    #: a train index built by ``sibscan index build`` (replaces ``train``)
-    index: Optional[str] = None
-    modality: Optional[str] = None
-    label: Optional[str] = None
-    id: Optional[str] = None
-    group: Optional[str] = None
-    text_field: Optional[str] = None
-    path_field: Optional[str] = None
-    labels_train: Optional[str] = None
-    labels_test: Optional[str] = None
-    chunk_words: Optional[int] = None
-    chunk_stride: Optional[int] = None
-    # exact fingerprints
-    decimals: int = 6
-    znorm: bool = False
-    # encoder
-    encoder: Optional[str] = None
-    model: Optional[str] = None
-    pretrained: Optional[str] = None
-    checkpoint: Optional[str] = None
-    model_path: Optional[str] = None
-    device: str = "auto"
-    batch_size: Optional[int] = None
-    cache_dir: Optional[str] = None
-    # search
-    k: int = 10
-    k_reverse: int = 3
-    directions: Tuple[str, ...] = ("test-train", "train-test", "test-test")
-    backend: str = "auto"
-    block_size: Optional[int] = None
-    #: "local" or "ray" (the same blocks as Ray tasks; identical results)
-    engine: str = "local"
-    #: Ray cluster address ("auto" for the cluster this machine belongs to); None starts a local Ray
-    address: Optional[str] = None
-    # verification
-    verify: Optional[bool] = None
-    verifier: Optional[str] = None
-    # cutoff and baseline
-    cutoff: Optional[float] = None
-    calibration: Optional[str] = None
-    baseline_pairs: int = 100_000
-    verified_baseline_pairs: int = 20_000
-    seed: int = 0
-    force: bool = False
-    progress: bool = True
+    ``cfg.load``, ``cfg.encoding``, ``cfg.search``, ``cfg.verification``, ``cfg.baseline`` and
+    ``cfg.output`` are the groups each stage takes.  Option names are unique across the groups, so
+    they also work flat, as they always have: ``ScanConfig(train=..., k=5)``, ``cfg.k``, the keys of a
+    TOML file, ``cfg.merged({"k": 5})``.  A ScanConfig is a value: change it with :meth:`merged`.
+    """
+
+    def __init__(self, **options: Any):
+        given: Dict[str, Any] = {}
+        flat: Dict[str, Dict[str, Any]] = {attr: {} for attr in GROUPS}
+        for key, value in options.items():
+            if key in GROUPS:
+                if not isinstance(value, GROUPS[key]):
+                    raise TypeError(f"{key} must be a {GROUPS[key].__name__}, got {type(value).__name__}")
+                given[key] = value
+            elif key in OWNER:
+                flat[OWNER[key]][key] = value
+            else:
+                raise SibscanError(f"unknown scan option(s) {key}; valid: {', '.join(sorted(OWNER))}")
+        for attr, group in GROUPS.items():
+            value = given.get(attr) or group()
+            object.__setattr__(self, attr, dataclasses.replace(value, **flat[attr]) if flat[attr] else value)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not attributes: a flat option name reads from its group
+        if name in OWNER:
+            return getattr(getattr(self, OWNER[name]), name)
+        raise AttributeError(f"'ScanConfig' object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a ScanConfig is a value; make a changed copy with cfg.merged({...})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScanConfig) and all(getattr(self, a) == getattr(other, a) for a in GROUPS)
+
+    def __repr__(self) -> str:
+        return "ScanConfig(" + ", ".join(f"{a}={getattr(self, a)!r}" for a in GROUPS) + ")"
+
+    def options(self) -> Dict[str, Any]:
+        """Every option by its flat name."""
+        return {k: v for attr in GROUPS for k, v in dataclasses.asdict(getattr(self, attr)).items()}
 
     def merged(self, overrides: Dict[str, Any]) -> "ScanConfig":
-        """A copy with the non-None ``overrides`` applied (unknown keys are an error)."""
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(overrides) - names)
+        """A copy with the non-None ``overrides`` (flat names) applied; unknown names are an error."""
+        unknown = sorted(set(overrides) - set(OWNER))
         if unknown:
-            raise SibscanError(f"unknown scan option(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
-        values = {k: v for k, v in overrides.items() if v is not None}
-        if "directions" in values and isinstance(values["directions"], str):
-            values["directions"] = tuple(d.strip() for d in values["directions"].split(",") if d.strip())
-        if "directions" in values:
-            values["directions"] = tuple(values["directions"])
-            bad = [d for d in values["directions"] if d not in DIRECTIONS]
-            if bad:
-                raise SibscanError(f"unknown direction {bad[0]!r}; available: {', '.join(DIRECTIONS)}")
-        return dataclasses.replace(self, **values)
+            raise SibscanError(f"unknown scan option(s) {', '.join(unknown)}; valid: {', '.join(sorted(OWNER))}")
+        return ScanConfig(**{attr: getattr(self, attr) for attr in GROUPS},
+                          **{k: v for k, v in overrides.items() if v is not None})
 
     def parameters(self) -> Dict[str, Any]:
         """The options that change a scan's results (recorded in the manifest, compared on resume)."""
-        skip = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff",
-                "engine", "address"}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
+        return {k: v for k, v in self.options().items() if k not in _NOT_PARAMETERS}
+
+    def check(self) -> "ScanConfig":
+        """Refuse a bad option before the scan reads or writes anything; returns the config.
+
+        Every group's own check, what the whole scan needs (an output directory, both splits), and
+        the names looked up: the encoder and verifier in their registries, a calibration on disk.
+        """
+        for attr in GROUPS:
+            getattr(self, attr).check()
+        load = self.load
+        if self.output.out is None:
+            raise SibscanError("no output directory given; pass --out DIR")
+        if load.train is None and load.index is None:
+            raise SibscanError("no train data given; pass --train PATH (or --index DIR)")
+        if load.test is None:
+            raise SibscanError("no test data given; pass --test PATH")
+        if load.index is not None and load.chunk_words is not None:
+            raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
+        if self.encoding.encoder is not None:
+            from .encoders import encoder_class
+
+            encoder_class(self.encoding.encoder)
+        if self.verification.verifier is not None:
+            from .verify import verifier_class
+
+            verifier_class(self.verification.verifier)
+        if self.output.calibration is not None:
+            from .calibration.record import resolve
+
+            resolve(self.output.calibration)
+        return self
 
 
 def _presets_dir() -> Path:

@@ -24,7 +24,7 @@ from typing import Optional
 from .errors import SibscanError
 from .stats import finite_or_none
 
-__all__ = ["KINDS", "Cutoff", "check_cutoff_value", "resolve_cutoff", "score_kind"]
+__all__ = ["KINDS", "Cutoff", "check_cutoff_source", "check_cutoff_value", "resolve_cutoff", "score_kind"]
 
 #: where a cutoff came from
 KINDS = ("calibrated", "uncalibrated", "none")
@@ -75,6 +75,14 @@ def check_cutoff_value(value) -> float:
     if not -1.0 <= x <= 1.0 or math.isnan(x):
         raise SibscanError(f"--cutoff is a similarity in [-1, 1], got {x:g}")
     return x
+
+
+def check_cutoff_source(cutoff, calibration) -> None:
+    """Refuse a hand-given cutoff outside [-1, 1], and a hand-given cutoff together with a calibration."""
+    if cutoff is not None:
+        check_cutoff_value(cutoff)
+        if calibration is not None:
+            raise SibscanError("give --cutoff or --calibration, not both")
 
 
 def score_kind(manifest: dict) -> str:
@@ -131,10 +139,9 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     """
     from .calibration.record import load_calibration, resolve
 
+    check_cutoff_source(cutoff, calibration)
     if cutoff is not None:
-        if calibration is not None:
-            raise SibscanError("give --cutoff or --calibration, not both")
-        return Cutoff(check_cutoff_value(cutoff), "uncalibrated", {"score": score_kind(manifest), "forced": bool(force)})
+        return Cutoff(float(cutoff), "uncalibrated", {"score": score_kind(manifest), "forced": bool(force)})
     if calibration is not None:
         cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
         return _from_calibration(cal, manifest, force)

@@ -16,6 +16,7 @@ Layout::
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -24,8 +25,11 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import write_json
+from .encoders import build_encoder, encoder_kwargs
 from .errors import CompatibilityError, SibscanError
 from .items import Items
+from .loaders import load_split
+from .options import EncoderOptions, LoadOptions, make
 from .scandir import load_items, save_items
 
 __all__ = ["TrainIndex"]
@@ -54,31 +58,32 @@ class TrainIndex:
         progress: bool = True,
         force: bool = False,
     ) -> "TrainIndex":
-        """Load, fingerprint and embed ``source`` into a new index at ``out``."""
-        from .config import ScanConfig
-        from .scan import build_encoder, load_split
+        """Load, fingerprint and embed ``source`` into a new index at ``out``.
 
+        ``load_options`` are :class:`~sibscan.options.LoadOptions` fields (modality, label, id, group,
+        text_field, path_field); ``encoder_options`` the encoder's own (model, pretrained, checkpoint,
+        model_path).  Every option is checked before anything is read or written.
+        """
         out = Path(out)
+        load = make(LoadOptions, {**(load_options or {}), "train": str(source), "decimals": decimals, "znorm": znorm})
+        encoding = make(EncoderOptions, {**{k: v for k, v in (encoder_options or {}).items() if v is not None},
+                                         "encoder": encoder, "device": device, "batch_size": batch_size})
+        load.check()
+        encoding.check()
         if (out / "index.json").exists() and not force:
             raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to rebuild")
+        items = load_split(load, "train")
+        enc = build_encoder(encoding, items)
+        opts = {k: v for k, v in encoder_kwargs(encoding, items).items() if k != "device"}
         if force and out.exists():
-            import shutil
-
             shutil.rmtree(out)
-        opts = {k: v for k, v in (encoder_options or {}).items() if v is not None}
-        cfg = ScanConfig(train=source, encoder=encoder, device=device, batch_size=batch_size, progress=progress,
-                         decimals=decimals, znorm=znorm).merged({**(load_options or {}), **opts})
-        items = load_split(cfg, "train")
-        enc = build_encoder(cfg, items)
-        if items.modality == "table":
-            opts["dim"] = int(items.values.shape[1])
         meta = {
             "sibscan_version": __version__,
             "modality": items.modality,
             "encoder": {"name": enc.name, "options": opts, "identity": enc.identity, "dim": int(enc.dim)},
             "decimals": decimals,
             "znorm": znorm,
-            "load_options": load_options or {},
+            "load_options": dict(load_options or {}),
             "n_items": 0,
         }
         index = cls(out, meta)
@@ -97,12 +102,10 @@ class TrainIndex:
     def add(self, source: str, *, device: str = "auto", batch_size: Optional[int] = None, progress: bool = True,
             load_options: Optional[Dict[str, Any]] = None) -> int:
         """Append the items of ``source``; returns how many were added."""
-        from .config import ScanConfig
-        from .scan import load_split
-
-        cfg = ScanConfig(train=source, modality=self.meta["modality"], device=device).merged(
-            load_options if load_options is not None else self.meta.get("load_options", {}))
-        items = load_split(cfg, "train")
+        given = load_options if load_options is not None else self.meta.get("load_options", {})
+        load = make(LoadOptions, {"modality": self.meta["modality"], **given, "train": str(source)})
+        load.check()
+        items = load_split(load, "train")
         self._append(items, self.encoder(device=device), batch_size=batch_size, progress=progress)
         return len(items)
 

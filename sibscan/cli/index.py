@@ -5,7 +5,9 @@ from typing import Optional
 
 import typer
 
+from ..options import EncoderOptions, LoadOptions
 from ._common import user_errors
+from ._options import with_options
 
 index_app = typer.Typer(
     help="A reusable train index: embed a training set once, then scan new test sets against it with "
@@ -14,54 +16,44 @@ index_app = typer.Typer(
 )
 
 
+_LOAD_FLAGS = ("modality", "label", "id", "group", "text_field", "path_field", "decimals", "znorm")
+_MODEL_FLAGS = ("model", "pretrained", "checkpoint", "model_path")
+
+
 @index_app.command("build", no_args_is_help=True)
 @user_errors
+@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": ("cache_dir",)}))
 def build(
     train: str = typer.Argument(..., help="Train items (folder of images, text or table file)."),
     out: str = typer.Option(..., "--out", "-o", help="Index directory to create."),
-    encoder: Optional[str] = typer.Option(None, "--encoder", "-e", help="Encoder name (default by modality)."),
-    modality: Optional[str] = typer.Option(None, "--modality", help="image, text or table (default: detected)."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column name."),
-    id: Optional[str] = typer.Option(None, "--id", help="Id column name."),
-    group: Optional[str] = typer.Option(None, "--group", help="Group/source column."),
-    text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column."),
-    path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column."),
-    model: Optional[str] = typer.Option(None, "--model", help="clip architecture."),
-    pretrained: Optional[str] = typer.Option(None, "--pretrained", help="open_clip pretrained tag."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Local weights for clip."),
-    model_path: Optional[str] = typer.Option(None, "--model-path", help="sentence-transformers folder for minilm."),
-    decimals: int = typer.Option(6, "--decimals", help="Rounding of numeric rows for exact fingerprints."),
-    znorm: bool = typer.Option(False, "--znorm", help="z-normalise rows before exact hashing."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Encoder batch size."),
     force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
+    options: Optional[dict] = None,
 ) -> None:
     """Build an index of TRAIN: items, exact fingerprints and embeddings."""
     from ..index import TrainIndex
 
-    load_options = {k: v for k, v in dict(modality=modality, label=label, id=id, group=group, text_field=text_field,
-                                          path_field=path_field).items() if v is not None}
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    common = {k: given.pop(k) for k in ("decimals", "znorm", "device", "batch_size", "encoder") if k in given}
     idx = TrainIndex.build(
-        train, out, encoder=encoder,
-        encoder_options=dict(model=model, pretrained=pretrained, checkpoint=checkpoint, model_path=model_path),
-        load_options=load_options, decimals=decimals, znorm=znorm, device=device, batch_size=batch_size, force=force,
+        train, out, encoder_options={k: given.pop(k) for k in _MODEL_FLAGS if k in given}, load_options=given,
+        force=force, **common,
     )
     typer.echo(f"index {out}: {idx.meta['n_items']:,} {idx.meta['modality']} items, encoder {idx.meta['encoder']['identity']}")
 
 
 @index_app.command("add", no_args_is_help=True)
 @user_errors
+@with_options((EncoderOptions, {"only": ("device", "batch_size")}))
 def add(
     index: str = typer.Argument(..., help="Index directory."),
     more: str = typer.Argument(..., help="More train items (same modality and columns)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Encoder batch size."),
+    options: Optional[dict] = None,
 ) -> None:
     """Append MORE to the index, embedding only the new items."""
     from ..index import TrainIndex
 
     idx = TrainIndex.open(index)
-    n = idx.add(more, device=device, batch_size=batch_size)
+    n = idx.add(more, **{k: v for k, v in (options or {}).items() if v is not None})
     typer.echo(f"added {n:,} items; index {index} now holds {idx.meta['n_items']:,}")
 
 

@@ -18,8 +18,9 @@ from typing import Optional
 
 from ..errors import InputError, SibscanError
 from ..items import MODALITIES, SPLITS, Items
+from ..options import LoadOptions
 
-__all__ = ["as_items", "load", "modality_of"]
+__all__ = ["as_items", "load", "load_split", "modality_of"]
 
 _TEXT_SUFFIXES = (".txt", ".jsonl")
 _COLUMN_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
@@ -134,3 +135,21 @@ def as_items(data, split: str) -> Items:
     if isinstance(data, (str, os.PathLike)):
         return load(data, split)
     return Items.coerce(data, split)
+
+
+def load_split(options: LoadOptions, split: str) -> Items:
+    """One split of a scan: ``options.train`` or ``options.test``, read with the options' columns.
+
+    Raises
+    ------
+    SibscanError
+        No source given for the split, no usable item in it, or an id twice.
+    """
+    source = options.train if split == "train" else options.test
+    if source is None:
+        raise SibscanError(f"no {split} data given; pass --{split} PATH")
+    items = load(source, split, **options.load_kwargs(split))
+    if len(items) == 0:
+        raise InputError(f"the {split} split has no usable items ({len(items.skipped)} skipped)", path=source)
+    items.check_unique_ids()
+    return items

@@ -8,8 +8,9 @@ from .base import (
     register_verifier,
     verifier_class,
 )
+from .build import build_verifier
 
 __all__ = [
-    "Verifier", "VerifyResult", "default_verifier", "get_verifier", "list_verifiers", "register_verifier",
-    "verifier_class",
+    "Verifier", "VerifyResult", "build_verifier", "default_verifier", "get_verifier", "list_verifiers",
+    "register_verifier", "verifier_class",
 ]

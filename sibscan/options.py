@@ -1,0 +1,211 @@
+"""The options of a scan in typed groups, one per stage: load, encoder, search, verify, baseline, output.
+
+Each field carries its CLI flag(s) and help text, so the command line is generated from these
+classes once (``sibscan.cli._options``); field names are the TOML keys of a config file and the
+keyword names of :class:`sibscan.config.ScanConfig`, unique across the groups.  ``check()`` refuses
+a bad value with one line naming the flag and the valid values; :meth:`ScanConfig.check` runs every
+group's check (and looks the encoder and verifier names up) before the scan reads or writes
+anything.  Every user-facing choice list is declared here and imported by the stage that acts on it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from .cutoff import check_cutoff_source
+from .device import DEVICES
+from .errors import SibscanError
+from .items import MODALITIES
+
+__all__ = ["BACKENDS", "BaselineOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
+           "OutputOptions", "SearchOptions", "VerifyOptions", "flag_of", "make"]
+
+#: search backends (all exact); "auto": torch on CUDA, numpy on the CPU (see sibscan.search)
+BACKENDS = ("auto", "torch", "faiss", "numpy")
+#: "local", or "ray": the same search blocks (and embedding blocks) as Ray tasks, identical results
+ENGINES = ("local", "ray")
+#: (query split, neighbour split) of each search direction, by name
+DIRECTIONS = {
+    "test-train": ("test", "train"),
+    "train-test": ("train", "test"),
+    "test-test": ("test", "test"),
+}
+
+
+def opt(default: Any, *flags: str, help: str, toggle: bool = True) -> Any:  # noqa: A002 - Typer's word
+    """A field with its command-line flags and help; ``toggle=False`` makes a bool a plain ``--flag``."""
+    return field(default=default, metadata={"flags": flags, "help": help, "toggle": toggle})
+
+
+def make(group: type, values: Dict[str, Any]):
+    """``group(**values)``, refusing unknown names with the valid ones listed (a TOML file, an index's record)."""
+    names = [f.name for f in dataclasses.fields(group)]
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise SibscanError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(names))}")
+    return group(**values)
+
+
+def flag_of(group: type, name: str) -> str:
+    """The long flag of field ``name`` (for messages): ``--k-reverse``."""
+    return next(f for f in group.__dataclass_fields__[name].metadata["flags"] if f.startswith("--"))
+
+
+def _positive(group, *names: str, minimum: int = 1) -> None:
+    for name in names:
+        value = getattr(group, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+            raise SibscanError(f"{flag_of(type(group), name)} must be an integer >= {minimum}, got {value!r}")
+
+
+def _choice(group, name: str, choices) -> None:
+    value = getattr(group, name)
+    if value is not None and value not in choices:
+        raise SibscanError(f"unknown {flag_of(type(group), name)} {value!r}; available: {', '.join(choices)}")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Where the two splits are and how they are read and fingerprinted."""
+
+    train: Optional[str] = opt(None, "--train", help="Train items: a folder of images, a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff).")
+    test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train.")
+    index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of --train.")
+    modality: Optional[str] = opt(None, "--modality", help="image, text or table (default: detected from the files).")
+    label: Optional[str] = opt(None, "--label", help="Label column name.")
+    id: Optional[str] = opt(None, "--id", help="Id column name (default: row index / relative path).")
+    group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks.")
+    text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file.")
+    path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing.")
+    labels_train: Optional[str] = opt(None, "--labels-train", help="Label array (.npy) for an .npy train file.")
+    labels_test: Optional[str] = opt(None, "--labels-test", help="Label array (.npy) for an .npy test file.")
+    chunk_words: Optional[int] = opt(None, "--chunk-words", help="Split long texts into chunks of N words; a document scores its best chunk.")
+    chunk_stride: Optional[int] = opt(None, "--chunk-stride", help="Words between chunk starts (default: --chunk-words).")
+    decimals: int = opt(6, "--decimals", help="Rounding of numeric rows for exact fingerprints.")
+    znorm: bool = opt(False, "--znorm", help="z-normalise rows before exact hashing (catches rescaled copies).")
+
+    def check(self) -> None:
+        _choice(self, "modality", MODALITIES)
+        _positive(self, "chunk_words", "chunk_stride")
+        _positive(self, "decimals", minimum=0)
+        if self.chunk_stride is not None and self.chunk_words is None:
+            raise SibscanError("--chunk-stride needs --chunk-words N")
+        if self.chunk_stride is not None and self.chunk_stride > self.chunk_words:
+            raise SibscanError(f"--chunk-stride must be between 1 and --chunk-words ({self.chunk_words}), got {self.chunk_stride}")
+        if self.text_field is not None and self.path_field is not None:
+            raise SibscanError("give either --text-field or --path-field, not both")
+
+    def load_kwargs(self, split: str) -> Dict[str, Any]:
+        """Keyword arguments of :func:`sibscan.loaders.load` for one split (chunking is the scan's)."""
+        return dict(modality=self.modality, label=self.label, id=self.id, group=self.group, text_field=self.text_field,
+                    path_field=self.path_field, labels_path=self.labels_train if split == "train" else self.labels_test)
+
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """Which encoder embeds the items, where it runs, and the embedding cache."""
+
+    encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name (see 'sibscan encoders'); default by modality: text minilm, table znorm, image effnet (all offline).")
+    model: Optional[str] = opt(None, "--model", help="Model architecture for clip (e.g. ViT-B-32).")
+    pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag (needs internet once).")
+    checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip.")
+    model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm.")
+    device: str = opt("auto", "--device", help="auto, cpu or cuda.")
+    batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size.")
+    cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
+
+    def check(self) -> None:
+        if self.device.split(":")[0] not in DEVICES:
+            raise SibscanError(f"unknown --device {self.device!r}; available: {', '.join(DEVICES)}")
+        _positive(self, "batch_size")
+
+    def model_options(self) -> Dict[str, Any]:
+        """The encoder's own keyword arguments that were given (model, pretrained, checkpoint, model_path)."""
+        return {k: getattr(self, k) for k in ("model", "pretrained", "checkpoint", "model_path") if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How many neighbours, in which directions, with which backend and engine."""
+
+    k: int = opt(10, "--k", "-k", help="Neighbours kept per test item.")
+    k_reverse: int = opt(3, "--k-reverse", help="Neighbours kept in the train→test and test→test directions.")
+    directions: Tuple[str, ...] = opt(tuple(DIRECTIONS), "--directions", help="Comma list of test-train, train-test, test-test.")
+    backend: str = opt("auto", "--backend", help="Search backend: auto, torch, faiss, numpy.")
+    block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
+    engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
+    address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray ('auto' = the cluster this machine is in; default: a local Ray).")
+
+    def __post_init__(self) -> None:
+        directions = self.directions
+        if isinstance(directions, str):  # "test-train,train-test" from a flag or a TOML string
+            directions = [d.strip() for d in directions.split(",") if d.strip()]
+        object.__setattr__(self, "directions", tuple(directions))
+
+    def check(self) -> None:
+        _positive(self, "k", "block_size")
+        _positive(self, "k_reverse", minimum=0)
+        bad = [d for d in self.directions if d not in DIRECTIONS]
+        if bad:
+            raise SibscanError(f"unknown direction {bad[0]!r}; available: {', '.join(DIRECTIONS)}")
+        _choice(self, "backend", BACKENDS)
+        _choice(self, "engine", ENGINES)
+
+    def k_of(self, direction: str) -> int:
+        """Neighbours kept in ``direction``: ``k`` for test→train, ``k_reverse`` for the others."""
+        return self.k if direction == "test-train" else self.k_reverse
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """Whether candidates are re-scored by a verifier, and which."""
+
+    verify: Optional[bool] = opt(None, "--verify", help="Re-score candidates with a transform-invariant verifier (default: on where one exists).")
+    verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default by modality).")
+
+    def check(self) -> None:
+        if self.verify is False and self.verifier is not None:
+            raise SibscanError(f"--verifier {self.verifier} and --no-verify contradict each other; drop one")
+
+
+@dataclass(frozen=True)
+class BaselineOptions:
+    """The random-pair baseline: how many pairs, from which seed."""
+
+    baseline_pairs: int = opt(100_000, "--baseline-pairs", help="Random (test, train) pairs for the baseline.")
+    verified_baseline_pairs: int = opt(20_000, "--verified-baseline-pairs", help="At most this many of them when a verifier scores them (verification is per pair).")
+    seed: int = opt(0, "--seed", help="Random seed.")
+
+    def check(self) -> None:
+        _positive(self, "baseline_pairs", "verified_baseline_pairs", minimum=2)
+        _positive(self, "seed", minimum=0)
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """The scan directory, and the cutoff its summary uses."""
+
+    out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write (re-running into it resumes).")
+    cutoff: Optional[float] = opt(None, "--cutoff", help="Similarity cutoff to use until a calibration exists (reported as uncalibrated).")
+    calibration: Optional[str] = opt(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use.")
+    force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also accept a calibration made for other data.")
+    progress: bool = opt(True, "--progress", help="Progress bars on stderr.")
+
+    def check(self) -> None:
+        check_cutoff_source(self.cutoff, self.calibration)
+
+
+#: the groups in the order of the flow; the attribute of each on a ScanConfig
+GROUPS: Dict[str, type] = {
+    "load": LoadOptions,
+    "encoding": EncoderOptions,
+    "search": SearchOptions,
+    "verification": VerifyOptions,
+    "baseline": BaselineOptions,
+    "output": OutputOptions,
+}
+
+
+#: the group attribute that owns each option name
+OWNER: Dict[str, str] = {f.name: attr for attr, group in GROUPS.items() for f in dataclasses.fields(group)}

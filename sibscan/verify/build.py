@@ -1,0 +1,39 @@
+"""Which verifier a scan uses, built from its options: the default per modality, or none."""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from ..errors import SibscanError
+from ..options import VerifyOptions
+from .base import Verifier, default_verifier, get_verifier, list_verifiers, verifier_class
+
+__all__ = ["build_verifier"]
+
+log = logging.getLogger("sibscan.verify")
+
+
+def build_verifier(options: VerifyOptions, modality: str) -> Optional[Verifier]:
+    """The verifier for ``modality`` items, or None (``--no-verify``, none exists, or the default cannot run).
+
+    An explicit ``--verify`` whose verifier cannot run is an error naming the extra to install;
+    a default that cannot run (a core install without torch) turns verification off with a warning.
+    """
+    if options.verify is False:
+        return None
+    name = options.verifier or default_verifier(modality)
+    if name is None:
+        if options.verify:
+            raise SibscanError(f"no verifier exists for {modality} items; drop --verify")
+        return None
+    ok, why = verifier_class(name).available()
+    if not ok:
+        if options.verify:
+            raise SibscanError(f"verifier {name!r} cannot run here: {why}; or scan with --no-verify")
+        log.warning("verification is off: verifier %r cannot run here (%s)", name, why)
+        return None
+    verifier = get_verifier(name)
+    if verifier.modality != modality:
+        names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
+        raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
+    return verifier
