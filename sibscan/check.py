@@ -17,20 +17,12 @@ import numpy as np
 from .errors import SibscanError
 from .loaders import as_items
 from .report.markdown import pct
+from .stats import check_fraction
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
 
 #: weight-free encoder per modality used by :func:`assert_no_siblings`
 DEFAULT_ENCODERS = {"table": "znorm", "text": "ngram", "image": "phash"}
-
-
-def _limit(x: Optional[float], name: str) -> Optional[float]:
-    if x is None:
-        return None
-    x = float(x)
-    if not 0.0 <= x <= 1.0:
-        raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {x:g}")
-    return x
 
 
 @dataclass
@@ -92,7 +84,7 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     """
     from .report.compute import build_report
 
-    max_rate, max_exact = _limit(max_rate, "--max-rate"), _limit(max_exact, "--max-exact")
+    max_rate, max_exact = check_fraction(max_rate, "--max-rate"), check_fraction(max_exact, "--max-exact")
     if max_rate is None and max_exact is None:
         raise SibscanError("give a limit: --max-rate X (siblings) and/or --max-exact Y (exact twins), as fractions (0.01 = 1 %)")
     report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
@@ -173,7 +165,7 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     from .fingerprint import fingerprint
     from .kernels.rowhash import fingerprint_membership
 
-    max_rate = _limit(max_rate, "max_rate")
+    max_rate = check_fraction(max_rate, "max_rate")
     tr, te = as_items(train, "train"), as_items(test, "test")
     if tr.modality != te.modality:
         raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")

@@ -5,7 +5,9 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["wilson_interval", "rate_record", "finite_or_none"]
+from .errors import SibscanError
+
+__all__ = ["check_fraction", "finite_or_none", "rate_record", "wilson_interval"]
 
 #: two-sided 95 % normal quantile
 Z95 = 1.959963984540054
@@ -40,3 +42,13 @@ def finite_or_none(x) -> Optional[float]:
         return None
     x = float(x)
     return x if np.isfinite(x) else None
+
+
+def check_fraction(x, name: str) -> Optional[float]:
+    """A rate limit as a float in [0, 1] (None passes through); every limit in sibscan is a fraction."""
+    if x is None:
+        return None
+    value = float(x)
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {value:g}")
+    return value

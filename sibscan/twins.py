@@ -20,6 +20,7 @@ The JSON names follow the published UCR/UEA audit script, so its users can switc
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -29,9 +30,10 @@ from .errors import SibscanError
 from .fingerprint import fingerprint
 from .items import Items, check_pair
 from .loaders import as_items
+from .stats import check_fraction
 
 __all__ = ["TwinReport", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
-           "twin_violation", "write_groups_csv"]
+           "rate_from_pct", "twin_violation", "write_groups_csv"]
 
 
 @dataclass
@@ -261,26 +263,29 @@ def write_groups_csv(path, train: Items, test: Items, groups: Tuple[np.ndarray, 
     write_text(path, buf.getvalue())
 
 
-def twin_violation(report: TwinReport, max_pct: float, show: int = 10) -> Optional[str]:
-    """A message if the share of test rows with a train twin exceeds ``max_pct`` %, else None."""
-    if report.test_twin_pct <= max_pct:
+def twin_violation(report: TwinReport, max_rate: float, show: int = 10) -> Optional[str]:
+    """A message if the share of test rows with a train twin exceeds ``max_rate`` (a fraction), else None."""
+    if report.test_rows_with_train_twin / max(report.n_test, 1) <= max_rate:  # as check(): fail when above
         return None
     first = ", ".join(f"{t}->{r}" for t, r in zip(report.test_twin_indices[:show], report.test_twin_train_index[:show]))
     more = ", ..." if report.test_rows_with_train_twin > show else ""
     return (f"{report.test_rows_with_train_twin} of {report.n_test} test rows ({report.test_twin_pct:.2f}%) have an "
-            f"exact twin in train, above the allowed {max_pct:g}%; first test->train rows: {first}{more}")
+            f"exact twin in train, above the allowed {100 * max_rate:g}%; first test->train rows: {first}{more}")
 
 
-def assert_no_twins(X_train, X_test, max_pct: float = 0.0, decimals: int = 6, znorm: bool = False) -> TwinReport:
+def assert_no_twins(X_train, X_test, *, max_rate: float = 0.0, decimals: int = 6, znorm: bool = False,
+                    max_pct: Optional[float] = None) -> TwinReport:
     """Fail a test suite when too many test rows are exact copies of train rows.
 
     Parameters
     ----------
-    X_train, X_test : Items or array of shape (n, d)
-    max_pct : float, default 0.0
-        Allowed share (in %) of test rows with a train twin.
+    X_train, X_test : Items, list of str, array of shape (n, d), or a file path
+    max_rate : float in [0, 1], default 0.0
+        Allowed share of test rows with a train twin (0.01 = 1 %), as ``assert_no_siblings``'s.
     decimals, znorm
         As for :func:`find_twins`.
+    max_pct : float, optional
+        Deprecated: the same limit in percent (warns; use ``max_rate``).
 
     Returns
     -------
@@ -292,13 +297,23 @@ def assert_no_twins(X_train, X_test, max_pct: float = 0.0, decimals: int = 6, zn
     AssertionError
         With the count, the % and the first offending test -> train rows.
     """
-    if not (isinstance(max_pct, (int, float)) and 0 <= max_pct <= 100 and not math.isnan(max_pct)):
-        raise SibscanError(f"max_pct must be a percentage between 0 and 100, got {max_pct!r}")
+    if max_pct is not None:
+        max_rate = rate_from_pct(max_pct, "max_pct")
     report = find_twins(X_train, X_test, decimals=decimals, znorm=znorm)
-    message = twin_violation(report, max_pct)
+    message = twin_violation(report, check_fraction(max_rate, "max_rate"))
     if message is not None:
         raise AssertionError(message)
     return report
+
+
+def rate_from_pct(pct: float, name: str) -> float:
+    """The deprecated percent limit (``--max-pct``, ``max_pct=``) as the fraction every limit now is, with a warning."""
+    if not (isinstance(pct, (int, float)) and 0 <= pct <= 100 and not math.isnan(pct)):
+        raise SibscanError(f"{name} is a percentage between 0 and 100, got {pct!r}")
+    replacement = "--max-rate" if name.startswith("--") else "max_rate"
+    warnings.warn(f"{name} is deprecated: limits are fractions now; use {replacement} {pct / 100:g} instead of "
+                  f"{name} {pct:g}", FutureWarning, stacklevel=3)
+    return pct / 100.0
 
 
 def format_twin_report(r: TwinReport) -> str:

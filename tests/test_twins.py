@@ -143,9 +143,15 @@ def test_assert_no_twins_arrays_and_items():
     with pytest.raises(AssertionError, match=r"9 of 20 test rows \(45\.00%\) have an exact twin in train, above "
                                              r"the allowed 0%; first test->train rows: 0->0, 1->1"):
         assert_no_twins(train.values, test.values)
-    assert assert_no_twins(train, test, max_pct=50).test_rows_with_train_twin == 9
+    assert assert_no_twins(train, test, max_rate=0.45).test_rows_with_train_twin == 9  # at the limit passes
+    with pytest.raises(AssertionError, match="above the allowed 44%"):
+        assert_no_twins(train, test, max_rate=0.44)
     assert_no_twins(np.arange(10.0), np.arange(10.0) + 0.5)  # 1-D: one value per row
-    with pytest.raises(SibscanError, match="max_pct must be a percentage"):
+    with pytest.raises(SibscanError, match=r"max_rate is a fraction in \[0, 1\] \(0.01 = 1 %\), got 50"):
+        assert_no_twins(train, test, max_rate=50)
+    with pytest.warns(FutureWarning, match="max_pct is deprecated: limits are fractions now; use max_rate 0.5"):
+        assert assert_no_twins(train, test, max_pct=50).test_rows_with_train_twin == 9
+    with pytest.raises(SibscanError, match="max_pct is a percentage between 0 and 100"):
         assert_no_twins(train, test, max_pct=-1)
 
 
@@ -246,12 +252,15 @@ def test_cli_sweep_predictions_groups(ucr_pair, tmp_path):
     assert rows[0][3] == rows[12][3] == rows[40][3]  # train 0, train 12, test 0 share a group
 
 
-def test_cli_max_pct_gate(ucr_pair):
+def test_cli_max_rate_gate_and_the_deprecated_max_pct(ucr_pair):
     tr, te, _ = ucr_pair
-    result = runner.invoke(app, ["twins", str(tr), str(te), "--max-pct", "10"])
+    result = runner.invoke(app, ["twins", str(tr), str(te), "--max-rate", "0.1"])
     assert result.exit_code == 1
     assert "error: 9 of 20 test rows (45.00%) have an exact twin in train, above the allowed 10%" in result.output
-    assert runner.invoke(app, ["twins", str(tr), str(te), "--max-pct", "50"]).exit_code == 0
+    assert runner.invoke(app, ["twins", str(tr), str(te), "--max-rate", "0.5"]).exit_code == 0
+    with pytest.warns(FutureWarning, match="--max-pct is deprecated: limits are fractions now; use --max-rate 0.1"):
+        result = runner.invoke(app, ["twins", str(tr), str(te), "--max-pct", "10"])
+    assert result.exit_code == 1 and "above the allowed 10%" in result.output
 
 
 def test_cli_npy_with_label_files(tmp_path):
@@ -269,6 +278,7 @@ def test_cli_npy_with_label_files(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--decimals", "6,x"], "--decimals takes comma-separated integers"),
     (["--max-pct", "120"], "--max-pct is a percentage between 0 and 100"),
+    (["--max-rate", "10"], "--max-rate is a fraction in [0, 1] (0.01 = 1 %), got 10"),
 ])
 def test_cli_bad_options(ucr_pair, args, message):
     tr, te, _ = ucr_pair

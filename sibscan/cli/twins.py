@@ -33,8 +33,10 @@ def twins(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (with the row indices)."),
     predictions: Optional[Path] = typer.Option(
         None, "--predictions", help="One prediction per test row, or a CSV/JSONL with id,prediction."),
+    max_rate: Optional[float] = typer.Option(
+        None, "--max-rate", help="Exit 1 if more than this share of test rows have a train twin (0.01 = 1 %; CI gate)."),
     max_pct: Optional[float] = typer.Option(
-        None, "--max-pct", help="Exit 1 if more than this % of test rows have a train twin (CI gate)."),
+        None, "--max-pct", help="Deprecated: the same limit in percent; use --max-rate."),
     groups: Optional[Path] = typer.Option(
         None, "--groups", help="Write split,index,id,group CSV: copies share a group (for a leak-free split)."),
     labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN."),
@@ -47,13 +49,18 @@ def twins(
     from ..errors import SibscanError
     from ..loaders import load
     from ..predictions import accuracy_split, correct_mask, read_predictions
-    from ..twins import decimals_sweep, find_twins, format_twin_report, group_ids, twin_violation, write_groups_csv
+    from ..stats import check_fraction
+    from ..twins import (decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct, twin_violation,
+                         write_groups_csv)
 
     decs = parse_int_list(decimals, "--decimals")
     if not decs:
         raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
-    if max_pct is not None and not 0 <= max_pct <= 100:
-        raise SibscanError(f"--max-pct is a percentage between 0 and 100, got {max_pct:g}")
+    if max_pct is not None:
+        if max_rate is not None:
+            raise SibscanError("give --max-rate (a fraction), not also the deprecated --max-pct")
+        max_rate = rate_from_pct(max_pct, "--max-pct")
+    max_rate = check_fraction(max_rate, "--max-rate")
     common = dict(modality=modality, label=label, id=id_, text_field=text_field, path_field=path_field)
     tr = load(train, "train", labels_path=labels_train, **common)
     te = load(test, "test", labels_path=labels_test, **common)
@@ -80,8 +87,8 @@ def twins(
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
         text.append(f"groups written to {groups}")
     typer.echo(dumps_json(out) if as_json else "\n".join(text))
-    if max_pct is not None:
-        message = twin_violation(report, max_pct)
+    if max_rate is not None:
+        message = twin_violation(report, max_rate)
         if message is not None:
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(1)
