@@ -140,16 +140,6 @@ def test_row_fingerprints_rejects_1d():
         row_fingerprints(np.ones(3))
 
 
-def test_benchmark_quick_runs(tmp_path, monkeypatch):
-    import benchmarks.fingerprint as bench
-
-    monkeypatch.setattr(bench, "RESULTS_NAME", "fingerprint_quick_test")
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
-    result = bench.main(["--quick"])
-    assert result["rows"] == 2000 and result["fingerprints_agree_with_blake2b"]
-    assert (tmp_path / "fingerprint_quick_test.json").exists()
-
-
 def test_threads_do_not_change_results(monkeypatch):
     import sibscan.kernels.rowhash as rh
 

@@ -8,13 +8,12 @@ import io
 import numpy as np
 import pytest
 
-from benchmarks.verify import pixel_embeddings, planted_photos
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.lagcorr import series_lag_corr, series_lag_corr_reference
 from sibscan.kernels.paircorr import image_pair_corr, image_pair_corr_reference
 from sibscan.verify import default_verifier, get_verifier, list_verifiers
-from sibscan.verify.images import ImageCorrVerifier, describe_image_transform
+from sibscan.verify.images import describe_image_transform
 import sibscan.kernels.textalign as textalign_module
 from sibscan.kernels.textalign import (
     boilerplate_mask,
@@ -70,76 +69,6 @@ def test_image_kernel_cuda_matches_cpu():
     q, d = rng.random((300, 1, 64, 64)), rng.random((300, 1, 64, 64))
     cpu, gpu = image_pair_corr(q, d, device="cpu"), image_pair_corr(q, d, device="cuda")
     np.testing.assert_allclose(cpu.score, gpu.score, atol=1e-4)
-
-
-# -- image verifier on real photos ----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def photos(tmp_path_factory):
-    data = planted_photos(tmp_path_factory.mktemp("photos"),
-                          photos=("astronaut", "chelsea", "coffee", "camera", "rocket", "immunohistochemistry"))
-    train = Items("train", "image", ids=data["train_ids"], paths=data["train_paths"])
-    test = Items("test", "image", ids=data["test_ids"], paths=data["test_paths"])
-    return data, train, test
-
-
-def test_imagecorr_beats_embedding_and_every_hard_negative(photos):
-    data, train, test = photos
-    qi, di = (a.ravel() for a in np.meshgrid(np.arange(len(test)), np.arange(len(train)), indexing="ij"))
-    res = get_verifier("imagecorr", device="cpu", progress=False).verify(test, qi, train, di)
-    assert res.scores.shape == (len(qi),) and len(res.details) == len(qi)
-    truth = np.array(data["test_photo"])[qi] + "-A" == np.array(data["train_ids"])[di]
-    cosine = (pixel_embeddings(data["test_paths"])[qi] * pixel_embeddings(data["train_paths"])[di]).sum(1)
-    pos, neg = res.scores[truth], res.scores[~truth]
-    kinds = np.array(data["test_transform"])[qi]
-    geometric = truth & np.isin(kinds, ["shift", "flip", "crop"])
-    # geometric changes break the plain pixel cosine; the verifier sees through them
-    assert (res.scores[geometric] > cosine[geometric] + 0.02).all()
-    # photometric changes (colour, JPEG q20) the 32 px cosine already tolerates (JPEG noise costs
-    # the 64 px correlation up to ~0.03); they stay far above every negative
-    assert (res.scores[truth & ~geometric] > 0.95).all()
-    assert pos.min() > neg.max(), (pos.min(), neg.max())
-    # the hard negatives include the other half of the same photo
-    same_photo = ~truth & (np.array(data["test_photo"])[qi] == np.array([i.rsplit("-", 1)[0] for i in data["train_ids"]])[di])
-    assert same_photo.sum() == len(test)
-    details = np.array(res.details, dtype=object)
-    assert all("flipped" in s for s in details[truth & (kinds == "flip")])
-    assert all("crop" in s for s in details[truth & (kinds == "crop")])
-    assert all("shifted" in s for s in details[truth & (kinds == "shift")])
-
-
-def test_imagecorr_decodes_only_items_in_pairs_once(photos, monkeypatch):
-    _, train, test = photos
-    verifier = ImageCorrVerifier(device="cpu", progress=False)
-    calls = []
-    real = verifier.load_array
-    monkeypatch.setattr(verifier, "load_array", lambda p: calls.append(p) or real(p))
-    qi = np.array([0, 0, 0, 1, 1, 1, 0])
-    di = np.array([2, 3, 4, 2, 3, 4, 2])
-    res = verifier.verify(test, qi, train, di)
-    assert len(res.scores) == 7
-    assert sorted(calls) == sorted([test.paths[0], test.paths[1]] + [train.paths[i] for i in (2, 3, 4)])
-
-
-def test_imagecorr_options_identity_and_errors(photos):
-    a = ImageCorrVerifier(device="cpu")
-    assert a.identity.startswith("imagecorr-v1(") and a.identity == ImageCorrVerifier(device="cpu").identity
-    assert ImageCorrVerifier(max_shift=2, device="cpu").identity != a.identity
-    assert ImageCorrVerifier(colour="rgb", device="cpu").identity != a.identity
-    with pytest.raises(SibscanError, match="unknown colour mode 'hsv'; available: gray, rgb"):
-        ImageCorrVerifier(colour="hsv")
-    with pytest.raises(SibscanError, match="max_shift must be between 0 and 15"):
-        ImageCorrVerifier(max_shift=40)
-    _, train, _ = photos
-    table = Items("test", "table", ids=["a"], values=np.zeros((1, 3)))
-    with pytest.raises(SibscanError, match="imagecorr works on images, not table"):
-        a.verify(table, np.array([0]), train, np.array([0]))
-
-
-def test_imagecorr_rgb_mode_runs(photos):
-    _, train, test = photos
-    res = ImageCorrVerifier(colour="rgb", device="cpu", progress=False).verify(
-        test, np.array([0, 0]), train, np.array([0, 2]))
-    assert res.scores[0] > 0.9 > res.scores[1]
 
 
 # -- registry --------------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""The detection-quality and end-to-end benchmarks: planted sets, metrics, and their --quick runs."""
+"""The benchmarks: their planted sets, metrics and --quick runs, and sibscan on those planted sets.
+
+The one test module that imports ``benchmarks`` (pyproject puts the repository root on the path):
+tests that need a benchmark's planted data (the image verifier on the planted photos) live here.
+"""
 from __future__ import annotations
 
 import json
@@ -7,6 +11,11 @@ import numpy as np
 import pytest
 
 from benchmarks import _common, planted, quality, scan_e2e
+from benchmarks.verify import pixel_embeddings, planted_photos
+from sibscan.errors import SibscanError
+from sibscan.items import Items
+from sibscan.verify import get_verifier
+from sibscan.verify.images import ImageCorrVerifier
 from sibscan.encoders import get_encoder
 
 
@@ -147,3 +156,83 @@ def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
         assert {"load", "fingerprint", "encode", "search", "baseline"} <= set(c["timings"])
     # the planted exact copies (a third of the planted table rows) are found exactly
     assert cases["table"]["exact_test_twins"] >= cases["table"]["planted"] // 3
+
+
+# -- image verifier on real photos ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    data = planted_photos(tmp_path_factory.mktemp("photos"),
+                          photos=("astronaut", "chelsea", "coffee", "camera", "rocket", "immunohistochemistry"))
+    train = Items("train", "image", ids=data["train_ids"], paths=data["train_paths"])
+    test = Items("test", "image", ids=data["test_ids"], paths=data["test_paths"])
+    return data, train, test
+
+
+def test_imagecorr_beats_embedding_and_every_hard_negative(photos):
+    data, train, test = photos
+    qi, di = (a.ravel() for a in np.meshgrid(np.arange(len(test)), np.arange(len(train)), indexing="ij"))
+    res = get_verifier("imagecorr", device="cpu", progress=False).verify(test, qi, train, di)
+    assert res.scores.shape == (len(qi),) and len(res.details) == len(qi)
+    truth = np.array(data["test_photo"])[qi] + "-A" == np.array(data["train_ids"])[di]
+    cosine = (pixel_embeddings(data["test_paths"])[qi] * pixel_embeddings(data["train_paths"])[di]).sum(1)
+    pos, neg = res.scores[truth], res.scores[~truth]
+    kinds = np.array(data["test_transform"])[qi]
+    geometric = truth & np.isin(kinds, ["shift", "flip", "crop"])
+    # geometric changes break the plain pixel cosine; the verifier sees through them
+    assert (res.scores[geometric] > cosine[geometric] + 0.02).all()
+    # photometric changes (colour, JPEG q20) the 32 px cosine already tolerates (JPEG noise costs
+    # the 64 px correlation up to ~0.03); they stay far above every negative
+    assert (res.scores[truth & ~geometric] > 0.95).all()
+    assert pos.min() > neg.max(), (pos.min(), neg.max())
+    # the hard negatives include the other half of the same photo
+    same_photo = ~truth & (np.array(data["test_photo"])[qi] == np.array([i.rsplit("-", 1)[0] for i in data["train_ids"]])[di])
+    assert same_photo.sum() == len(test)
+    details = np.array(res.details, dtype=object)
+    assert all("flipped" in s for s in details[truth & (kinds == "flip")])
+    assert all("crop" in s for s in details[truth & (kinds == "crop")])
+    assert all("shifted" in s for s in details[truth & (kinds == "shift")])
+
+
+def test_imagecorr_decodes_only_items_in_pairs_once(photos, monkeypatch):
+    _, train, test = photos
+    verifier = ImageCorrVerifier(device="cpu", progress=False)
+    calls = []
+    real = verifier.load_array
+    monkeypatch.setattr(verifier, "load_array", lambda p: calls.append(p) or real(p))
+    qi = np.array([0, 0, 0, 1, 1, 1, 0])
+    di = np.array([2, 3, 4, 2, 3, 4, 2])
+    res = verifier.verify(test, qi, train, di)
+    assert len(res.scores) == 7
+    assert sorted(calls) == sorted([test.paths[0], test.paths[1]] + [train.paths[i] for i in (2, 3, 4)])
+
+
+def test_imagecorr_options_identity_and_errors(photos):
+    a = ImageCorrVerifier(device="cpu")
+    assert a.identity.startswith("imagecorr-v1(") and a.identity == ImageCorrVerifier(device="cpu").identity
+    assert ImageCorrVerifier(max_shift=2, device="cpu").identity != a.identity
+    assert ImageCorrVerifier(colour="rgb", device="cpu").identity != a.identity
+    with pytest.raises(SibscanError, match="unknown colour mode 'hsv'; available: gray, rgb"):
+        ImageCorrVerifier(colour="hsv")
+    with pytest.raises(SibscanError, match="max_shift must be between 0 and 15"):
+        ImageCorrVerifier(max_shift=40)
+    _, train, _ = photos
+    table = Items("test", "table", ids=["a"], values=np.zeros((1, 3)))
+    with pytest.raises(SibscanError, match="imagecorr works on images, not table"):
+        a.verify(table, np.array([0]), train, np.array([0]))
+
+
+def test_imagecorr_rgb_mode_runs(photos):
+    _, train, test = photos
+    res = ImageCorrVerifier(colour="rgb", device="cpu", progress=False).verify(
+        test, np.array([0, 0]), train, np.array([0, 2]))
+    assert res.scores[0] > 0.9 > res.scores[1]
+
+
+def test_benchmark_quick_runs(tmp_path, monkeypatch):
+    import benchmarks.fingerprint as bench
+
+    monkeypatch.setattr(bench, "RESULTS_NAME", "fingerprint_quick_test")
+    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
+    result = bench.main(["--quick"])
+    assert result["rows"] == 2000 and result["fingerprints_agree_with_blake2b"]
+    assert (tmp_path / "fingerprint_quick_test.json").exists()
