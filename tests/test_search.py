@@ -15,7 +15,9 @@ from sibscan.kernels.topk_torch import block_topk_torch
 from sibscan.search import brute_force_search, plan_blocks, search
 from sibscan.shards import ShardedEmbeddings
 
-BACKENDS = ["numpy", "torch"] + (["faiss"] if importlib.util.find_spec("faiss") else [])
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+#: the backends installed here (a core install has numpy only)
+BACKENDS = ["numpy"] + (["torch"] if HAS_TORCH else []) + (["faiss"] if importlib.util.find_spec("faiss") else [])
 
 
 def unit(rng, n, d):
@@ -98,6 +100,7 @@ def test_memmap_database(backend, tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40), st.integers(1, 400), st.integers(1, 12), st.integers(0, 2**31 - 1))
 def test_block_topk_equals_stable_argsort(m, b, k, seed):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     import torch
 
     rng = np.random.default_rng(seed)
@@ -170,7 +173,7 @@ def test_both_directions_agree(m, n, seed):
     """If b is a's top-1 with similarity s, b's own top-1 in the reverse search scores >= s."""
     rng = np.random.default_rng(seed)
     a, b = unit(rng, m, 6), unit(rng, n, 6)
-    s_ab, i_ab = search(a, b, 1, backend="torch", progress=False)
+    s_ab, i_ab = search(a, b, 1, backend=BACKENDS[-1], progress=False)
     s_ba, _ = search(b, a, 1, backend="numpy", progress=False)
     assert (s_ba[i_ab[:, 0], 0] >= s_ab[:, 0] - 1e-6).all()
     # and the pair similarity is the same read from either side
@@ -207,6 +210,7 @@ def test_float16_shards_equal_in_memory_search(backend, tmp_path):
 
 
 def test_memory_bounded_sharded_search_equals_in_memory(tmp_path):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(7)
     q, x = unit(rng, 64, 16), unit(rng, 5000, 16)
     sh = ShardedEmbeddings.from_array(tmp_path / "s", x, dtype="float32", shard_rows=1500)
@@ -260,7 +264,7 @@ def test_search_errors():
     with pytest.raises(InputError, match="must be a 2-D array"):
         search(q[0], x, 2)
     with pytest.raises(SibscanError, match="unknown device 'tpu'"):
-        search(q, x, 2, backend="torch", device="tpu")
+        search(q, x, 2, backend=BACKENDS[-1], device="tpu")
 
 
 def test_empty_queries_and_auto_backend():
@@ -275,6 +279,7 @@ def test_empty_queries_and_auto_backend():
 @pytest.mark.parametrize("half", ["bf16", "fp16"])
 def test_half_precision_path_on_cpu_equals_fp32(half):
     """The tensor-core algorithm (half candidates, fp32 re-scoring, certificate) runs on the CPU too."""
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     from sibscan.kernels.topk import iter_array_blocks
     from sibscan.kernels.topk_torch import search_blocks_torch
 

@@ -39,7 +39,14 @@ def test_components_match_reference(case):
     b = np.array([e[1] for e in edges], np.int64)
     ref = components_reference(n, edges)
     assert connected_components(n, a, b, method="numpy").tolist() == ref
-    assert connected_components(n, a, b, method="scipy").tolist() == ref
+    assert connected_components(n, a, b).tolist() == ref  # scipy where installed, else numpy again
+
+
+def test_components_scipy_path_matches_numpy():
+    pytest.importorskip("scipy.sparse.csgraph", reason="scipy is not installed (it is in the dev extra)")
+    edges = np.random.default_rng(1).integers(0, 300, size=(2, 400))
+    np.testing.assert_array_equal(connected_components(300, *edges, method="scipy"),
+                                  connected_components(300, *edges, method="numpy"))
 
 
 def test_components_long_chain_numpy():

@@ -30,6 +30,7 @@ from sibscan.verify.text import TextAlignVerifier
 # -- image kernel ------------------------------------------------------------------------------
 @pytest.mark.parametrize("channels", [1, 3])
 def test_image_kernel_matches_reference(channels):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(channels)
     q = rng.random((5, channels, 22, 22))
     d = rng.random((5, channels, 22, 22))
@@ -43,6 +44,7 @@ def test_image_kernel_matches_reference(channels):
 
 
 def test_image_kernel_recovers_shift_flip_and_gain():
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(0)
     base = rng.random((3, 1, 32, 32))
     q = np.stack([np.roll(base[0], (1, 3), axis=(1, 2)), base[1][..., ::-1], 0.5 * base[2] + 0.2])
@@ -54,6 +56,7 @@ def test_image_kernel_recovers_shift_flip_and_gain():
 
 
 def test_image_kernel_flat_is_nan_and_bad_shapes_raise():
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     q = np.ones((2, 1, 16, 16))
     d = np.random.default_rng(1).random((2, 1, 16, 16))
     assert np.isnan(image_pair_corr(q, d, max_shift=2).score).all()
@@ -229,6 +232,7 @@ def test_shingle_document_frequency_matches_brute_force(monkeypatch, chunk):
 # -- series ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("absolute", [False, True])
 def test_series_kernel_matches_reference(absolute):
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((6, 2, 40)), rng.standard_normal((6, 2, 40))
     b[0] = np.roll(a[0], 3, axis=-1) * 4 + 1
@@ -245,6 +249,7 @@ def test_series_kernel_matches_reference(absolute):
 
 
 def test_series_kernel_tie_break_contract():
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     # a series against its own negation: r at lags -tau and +tau is the same number (the same pairs,
     # swapped), up to rounding that differs between the FFT path and the loop; both take -tau
     a = np.random.default_rng(8).standard_normal((4, 1, 30))
@@ -255,6 +260,7 @@ def test_series_kernel_tie_break_contract():
 
 
 def test_lagcorr_finds_shifted_window():
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(6)
     walk = np.cumsum(rng.standard_normal((3, 2, 230)), axis=-1)
     train_vals = walk[:, :, :200].reshape(3, -1)
