@@ -11,32 +11,45 @@
 """
 from __future__ import annotations
 
-from .baseline import baseline_warning, compute_baseline, expected_chance_siblings, tail_probability
-from .fit import pava
-from .flow import calibrate, describe, fit_calibration
-from .labels import LABELS, Identity, LabelStore
-from .record import Calibration, load_calibration, resolve, write_calibration
-from .sampling import Draw, Population, make_draw
-from .session import LabelSession
+import importlib
 
-__all__ = [
-    "Calibration",
-    "Draw",
-    "Identity",
-    "LABELS",
-    "LabelSession",
-    "LabelStore",
-    "Population",
-    "baseline_warning",
-    "calibrate",
-    "compute_baseline",
-    "describe",
-    "expected_chance_siblings",
-    "fit_calibration",
-    "load_calibration",
-    "make_draw",
-    "pava",
-    "resolve",
-    "tail_probability",
-    "write_calibration",
-]
+# public name -> submodule that defines it.  Imported lazily: the record and the baseline sit low in
+# the layers (the cutoff policy and the scan read them), the labelling flow high (it reads a whole
+# scan); importing sibscan.calibration.record must not pull the flow in (docs/architecture.md).
+_API = {
+    "Calibration": "record",
+    "Draw": "sampling",
+    "Identity": "labels",
+    "LABELS": "labels",
+    "LabelSession": "session",
+    "LabelStore": "labels",
+    "Population": "sampling",
+    "baseline_warning": "baseline",
+    "calibrate": "flow",
+    "compute_baseline": "baseline",
+    "describe": "flow",
+    "expected_chance_siblings": "baseline",
+    "fit_calibration": "flow",
+    "load_calibration": "record",
+    "make_draw": "sampling",
+    "pava": "fit",
+    "resolve": "record",
+    "scan_baseline": "baseline",
+    "tail_probability": "baseline",
+    "write_calibration": "record",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sibscan.calibration' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,179 @@
+"""The layer order of docs/architecture.md, enforced: every module placed, no import upwards, no cycles.
+
+The table under "## Layers" in docs/architecture.md is the source of truth: each row is a layer
+(numbered bottom-up) and the modules in it (``name`` is that module, ``name.*`` a package and all in
+it; an exact name wins, then the longest package).  A new module must be added to the table,
+deliberately, before this test passes.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+#: installed package name -> source folder (pyproject's package-dir)
+PACKAGES = {"sibscan": ROOT / "sibscan", "sibscan.kernels": ROOT / "kernels",
+            "sibscan.calibration": ROOT / "calibration", "sibscan.configs": ROOT / "configs"}
+
+
+def layer_table() -> List[Tuple[int, str, List[str]]]:
+    """``[(number, name, [module patterns])]`` from the doc's layer table."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        m = re.match(r"\|\s*(\d+)\s+([\w -]+?)\s*\|([^|]*)\|", line)
+        if m:
+            rows.append((int(m.group(1)), m.group(2), re.findall(r"`(sibscan[\w.]*(?:\.\*)?)`", m.group(3))))
+    return rows
+
+
+def modules() -> Dict[str, Path]:
+    out = {}
+    for pkg, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([pkg, *parts])] = path
+    return out
+
+
+MODULES = modules()
+
+
+def _target(name: str) -> str:
+    """The most specific known module that an imported dotted name refers to."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports(module: str, top_level_only: bool = False) -> Set[str]:
+    """Our modules that ``module`` imports (anywhere in it, or only at module level)."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")
+                parent = parent[: len(parent) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        found |= {_target(n) for n in names if n.split(".")[0] == "sibscan"}
+    found.discard(module)
+    return found
+
+
+def layer_of(module: str, patterns: Dict[str, Tuple[int, str]]):
+    """``(number, name)`` of the layer a module is in, or None when the table does not place it."""
+    if module in patterns:
+        return patterns[module]
+    packages = [p[:-2] for p in patterns if p.endswith(".*")]
+    match = max((p for p in packages if module == p or module.startswith(p + ".")), key=len, default=None)
+    return None if match is None else patterns[match + ".*"]
+
+
+def placement() -> Tuple[Dict[str, Tuple[int, str]], List[str]]:
+    patterns = {p: (num, name) for num, name, pats in layer_table() for p in pats}
+    placed = {m: layer_of(m, patterns) for m in MODULES}
+    return {m: v for m, v in placed.items() if v is not None}, sorted(m for m, v in placed.items() if v is None)
+
+
+def test_every_module_is_placed_in_a_layer():
+    _, unplaced = placement()
+    assert not unplaced, f"place these modules in the layer table of {DOC.name}: {', '.join(sorted(unplaced))}"
+
+
+def test_no_module_imports_one_from_a_higher_layer():
+    placed, _ = placement()
+    bad = [f"{m} ({placed[m][0]} {placed[m][1]}) imports {t} ({placed[t][0]} {placed[t][1]})"
+           for m in sorted(placed) for t in sorted(imports(m)) if t in placed and placed[t][0] > placed[m][0]]
+    assert not bad, "imports running up the layers:\n" + "\n".join(bad)
+
+
+def test_a_package_init_imports_nothing_above_its_submodules():
+    # importing a submodule runs its package's __init__ first: what that imports at module level
+    # must sit no higher than any module of the package
+    placed, _ = placement()
+    bad = []
+    for pkg, path in MODULES.items():
+        if path.name != "__init__.py" or pkg not in placed:
+            continue
+        lowest = min(placed[m][0] for m in placed if m.startswith(pkg + ".") or m == pkg)
+        bad += [f"{pkg}/__init__ imports {t} ({placed[t][0]}) above its lowest submodule (layer {lowest})"
+                for t in imports(pkg, top_level_only=True) if t in placed and placed[t][0] > lowest]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    graph = {m: imports(m) for m in MODULES}
+    state: Dict[str, int] = {}
+    stack: List[str] = []
+
+    def visit(m: str):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                return stack[stack.index(t):] + [t]
+            if t not in state:
+                cycle = visit(t)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            cycle = visit(m)
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_reserved_audit_layer_sits_between_report_and_cli():
+    rows = {name: num for num, name, _ in layer_table()}
+    assert rows["report"] < rows["audits"] < rows["cli"]
+    patterns = {p: (num, name) for num, name, pats in layer_table() for p in pats}
+    # modules added there later are placed without touching the table
+    for name in ("sibscan.contamination", "sibscan.contamination.ngrams", "sibscan.temporal.permute", "sibscan.audit.run"):
+        assert layer_of(name, patterns) == (rows["audits"], "audits"), name
+
+
+def test_the_layer_table_is_ordered_and_names_only_real_or_reserved_modules():
+    table = layer_table()
+    assert [num for num, _, _ in table] == list(range(len(table)))
+    reserved = ("sibscan.contamination", "sibscan.temporal", "sibscan.audit")
+    for _, name, pats in table:
+        for p in pats:
+            base = p[:-2] if p.endswith(".*") else p
+            assert base in MODULES or base.startswith(reserved), f"{p} in layer {name} names no module"
+
+
+def test_index_does_not_import_scan():
+    code = "import sys, sibscan, sibscan.index; print('sibscan.scan' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_lazy_package_facades_resolve_every_public_name():
+    import sibscan
+    import sibscan.calibration
+
+    for package in (sibscan, sibscan.calibration):
+        assert package.__all__ == sorted(package.__all__)
+        for name in package.__all__:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
