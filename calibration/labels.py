@@ -13,7 +13,6 @@ The latest record of a pair supersedes the earlier ones, so an undo is a new lin
 from __future__ import annotations
 
 import getpass
-import json
 import math
 import os
 import time
@@ -23,6 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
+from sibscan.loaders.records import json_objects
 
 __all__ = ["LABELS", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
@@ -67,15 +67,7 @@ def read_label_file(path: Path) -> List[dict]:
         return []
     records = []
     with open(path, encoding="utf-8") as fh:
-        for row, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg}); each line must be one JSON label record", path=path, row=row) from None
-            if not isinstance(rec, dict):
-                raise InputError("a label record must be a JSON object", path=path, row=row)
+        for row, rec in json_objects(fh, path, hint="; each line is one JSON label record"):
             missing = [k for k in _REQUIRED if k not in rec]
             if missing:
                 raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)

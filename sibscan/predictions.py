@@ -10,7 +10,6 @@ A predictions file is either
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 
 from .errors import InputError
 from .items import Items
+from .loaders.records import json_objects
 from .stats import wilson_interval
 
 __all__ = ["read_predictions", "correct_mask", "accuracy_split"]
@@ -38,18 +38,8 @@ def _read_lines(path: Path) -> List[str]:
 def _records(path: Path, lines: List[str]) -> Optional[List[Dict[str, str]]]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        recs = []
-        for i, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not JSON: {exc.msg}", path=path, row=i) from None
-            if not isinstance(rec, dict):
-                raise InputError("each line must be a JSON object with id and prediction", path=path, row=i)
-            recs.append({k: ("" if v is None else str(v)) for k, v in rec.items()})
-        return recs
+        return [{k: ("" if v is None else str(v)) for k, v in rec.items()}
+                for _, rec in json_objects(lines, path, hint="; each line is one JSON object with id and prediction")]
     if suffix in (".csv", ".tsv"):
         reader = csv.DictReader(lines, delimiter="\t" if suffix == ".tsv" else ",")
         fields = [f.strip().lower() for f in (reader.fieldnames or [])]

@@ -82,11 +82,11 @@ def test_bad_text_files(tmp_path):
         load_text(bom, "train")
     broken = tmp_path / "b.jsonl"
     broken.write_text('{"text": "a"}\n{"text": \n')
-    with pytest.raises(InputError, match=r"b.jsonl: line 2 is not valid JSON"):
+    with pytest.raises(InputError, match=r"b.jsonl, row 2: not valid JSON"):
         load_text(broken, "train")
     arr = tmp_path / "arr.jsonl"
     arr.write_text('["a"]\n')
-    with pytest.raises(InputError, match="line 1 is a JSON list, expected an object"):
+    with pytest.raises(InputError, match="row 1: a JSON list, not an object"):
         load_text(arr, "train")
     nested = _jsonl(tmp_path / "n.jsonl", [{"text": {"a": 1}}])
     with pytest.raises(InputError, match=r"n.jsonl, row 0: text field 'text' holds a JSON dict"):

@@ -5,11 +5,11 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InputError, require
 
-__all__ = ["column", "decode_utf8", "read_columns"]
+__all__ = ["column", "decode_utf8", "json_objects", "read_columns"]
 
 
 def decode_utf8(data: bytes, path: Path) -> str:
@@ -38,17 +38,7 @@ def read_columns(path: Path) -> Tuple[List[str], Dict[str, list]]:
         return list(table.column_names), {name: table.column(name).to_pylist() for name in table.column_names}
     text = decode_utf8(path.read_bytes(), path)
     if suffix in (".jsonl", ".ndjson"):
-        rows: List[dict] = []
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})", path=path) from None
-            if not isinstance(rec, dict):
-                raise InputError(f"line {lineno} is a JSON {type(rec).__name__}, expected an object", path=path)
-            rows.append(rec)
+        rows = [rec for _, rec in json_objects(text.split("\n"), path)]
         names: List[str] = []
         for rec in rows:
             names.extend(k for k in rec if k not in names)
@@ -67,6 +57,26 @@ def read_columns(path: Path) -> Tuple[List[str], Dict[str, list]]:
         )
     body = [r for r in body if r]
     return header, {name: [r[j] for r in body] for j, name in enumerate(header)}
+
+
+def json_objects(lines: Iterable[str], path: Path, hint: str = "") -> List[Tuple[int, dict]]:
+    """The JSON objects of a JSONL text, one per non-empty line, each with its line number (from 1).
+
+    A line that is not a JSON object is an :class:`InputError` naming the file and the line, then
+    ``hint`` (what each line should hold).
+    """
+    out = []
+    for row, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg}, column {exc.colno}){hint}", path=path, row=row) from None
+        if not isinstance(rec, dict):
+            raise InputError(f"a JSON {type(rec).__name__}, not an object{hint}", path=path, row=row)
+        out.append((row, rec))
+    return out
 
 
 def column(columns: Dict[str, list], names: List[str], field: Optional[str], what: str, path: Path):
