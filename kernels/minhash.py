@@ -115,6 +115,14 @@ def _ragged(doc: np.ndarray, values: np.ndarray, n_docs: int) -> Tuple[np.ndarra
     return values, offsets
 
 
+def _documents(docs: Sequence, n: int) -> Tuple[int, np.ndarray, np.ndarray]:
+    """``(n_docs, length of each (n_docs,), document of each element (total,))`` of texts or token lists."""
+    if n < 1:
+        raise ValueError(f"n-gram length must be >= 1, got {n}")
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    return len(docs), lengths, np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+
+
 def char_ngram_hashes(texts: Sequence[str], n: int = 5) -> Tuple[np.ndarray, np.ndarray]:
     """Hashes of every character ``n``-gram of each text (texts shorter than ``n`` give one
     shingle: the whole text, when not empty).
@@ -124,12 +132,8 @@ def char_ngram_hashes(texts: Sequence[str], n: int = 5) -> Tuple[np.ndarray, np.
     hashes : ndarray of shape (total,), uint64
     offsets : ndarray of shape (len(texts) + 1,), int64
     """
-    if n < 1:
-        raise ValueError(f"n-gram length must be >= 1, got {n}")
-    n_docs = len(texts)
+    n_docs, lengths, doc = _documents(texts, n)
     codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(_U64)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n_docs)
-    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
     codes = fmix64(codes + _U64(1))
     grams, gdoc = _roll(codes, doc, n)
     short = np.flatnonzero((lengths > 0) & (lengths < n))
@@ -150,12 +154,8 @@ def word_ngram_hashes(token_lists: Sequence[Sequence[str]], n: int = 1) -> Tuple
     hashes : ndarray of shape (total,), uint64
     offsets : ndarray of shape (len(token_lists) + 1,), int64
     """
-    if n < 1:
-        raise ValueError(f"n-gram length must be >= 1, got {n}")
-    n_docs = len(token_lists)
-    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n_docs)
+    n_docs, lengths, doc = _documents(token_lists, n)
     word_hashes = hash_strings([t for tokens in token_lists for t in tokens])
-    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
     if n == 1:
         return _ragged(doc, word_hashes, n_docs)
     grams, gdoc = _roll(word_hashes, doc, n)

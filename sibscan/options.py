@@ -17,6 +17,7 @@ from .cutoff import check_cutoff_source
 from .device import check_device_name
 from .errors import SibscanError
 from .items import MODALITIES
+from .stats import check_int
 
 __all__ = ["BACKENDS", "BaselineOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
            "OutputOptions", "SearchOptions", "VerifyOptions", "flag_of", "make"]
@@ -54,9 +55,8 @@ def flag_of(group: type, name: str) -> str:
 
 def _positive(group, *names: str, minimum: int = 1) -> None:
     for name in names:
-        value = getattr(group, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise SibscanError(f"{flag_of(type(group), name)} must be an integer >= {minimum}, got {value!r}")
+        if getattr(group, name) is not None:
+            check_int(getattr(group, name), flag_of(type(group), name), minimum)
 
 
 def _choice(group, name: str, choices) -> None:
@@ -91,8 +91,8 @@ class LoadOptions:
         _positive(self, "decimals", minimum=0)
         if self.chunk_stride is not None and self.chunk_words is None:
             raise SibscanError("--chunk-stride needs --chunk-words N")
-        if self.chunk_stride is not None and self.chunk_stride > self.chunk_words:
-            raise SibscanError(f"--chunk-stride must be between 1 and --chunk-words ({self.chunk_words}), got {self.chunk_stride}")
+        if self.chunk_stride is not None:
+            check_int(self.chunk_stride, "--chunk-stride", 1, self.chunk_words)
         if self.text_field is not None and self.path_field is not None:
             raise SibscanError("give either --text-field or --path-field, not both")
 

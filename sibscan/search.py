@@ -31,6 +31,7 @@ import numpy as np
 from .device import check_device_name, resolve_device
 from .errors import InputError, SibscanError, require
 from .options import BACKENDS
+from .stats import check_int
 from .shards import ShardedEmbeddings
 
 __all__ = ["brute_force_search", "plan_blocks", "search"]
@@ -221,9 +222,7 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
     device = check_device_name(device)
     if precision not in PRECISIONS:
         raise SibscanError(f"unknown precision {precision!r}; available: {', '.join(PRECISIONS)}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise SibscanError(f"k must be a positive integer, got {k!r}")
-    k = int(k)
+    k = check_int(k, "k")
     q = _check_queries(queries)
     db, n, d = _check_database(database)
     if q.shape[1] != d:

@@ -1,4 +1,5 @@
-"""Small statistics shared by every output: the one Wilson interval, rate records, JSON-safe floats."""
+"""Small statistics shared by every output (the one Wilson interval, rate records, JSON-safe floats),
+and the checks of numeric options: a limit is a fraction, a count an integer in range."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,7 +8,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["check_fraction", "finite_or_none", "rate_record", "wilson_interval"]
+__all__ = ["check_fraction", "check_int", "finite_or_none", "rate_record", "wilson_interval"]
 
 #: two-sided 95 % normal quantile
 Z95 = 1.959963984540054
@@ -52,3 +53,12 @@ def check_fraction(x, name: str) -> Optional[float]:
     if not 0.0 <= value <= 1.0:  # NaN fails too
         raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {value:g}")
     return value
+
+
+def check_int(value, name: str, minimum: int = 1, maximum: Optional[int] = None, error: type = SibscanError) -> int:
+    """``value`` as an int when it is an integer in ``[minimum, maximum]``, else ``error`` naming ``name``."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum
+    if not ok or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise error(f"{name} must be an integer {bound}, got {value!r}")
+    return int(value)

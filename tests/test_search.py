@@ -255,7 +255,7 @@ def test_search_errors():
             search(q, xb, 2, backend=backend, block_size=5, progress=False)
     with pytest.raises(SibscanError, match="unknown search backend 'fais'; available: auto, torch, faiss, numpy"):
         search(q, x, 2, backend="fais")
-    with pytest.raises(SibscanError, match="k must be a positive integer"):
+    with pytest.raises(SibscanError, match="k must be an integer >= 1, got 0"):
         search(q, x, 0)
     with pytest.raises(SibscanError, match="exclude_self needs the queries to be the database rows"):
         search(q, x, 2, exclude_self=True)

@@ -180,23 +180,18 @@ class ImageTorchEncoder(TorchEncoder):
     mean: Tuple[float, float, float]
     std: Tuple[float, float, float]
 
-    def encode(
-        self,
-        batch: Sequence[str],
-        *,
-        batch_size: Optional[int] = None,
-        on_batch: Optional[Callable[[int], Any]] = None,
-    ) -> np.ndarray:
+    def encode(self, batch: Sequence[str], *, batch_size: Optional[int] = None,
+               on_batch: Optional[Callable[[int], Any]] = None) -> np.ndarray:
         """Embed image files.
 
         Parameters
         ----------
         batch : sequence of str
-            Image paths.
+            Image paths (for text encoders: the strings).
         batch_size : int, optional
-            Images per forward pass (default: the encoder's ``batch_size``).
+            Items per forward pass (default: the encoder's ``batch_size``).
         on_batch : callable, optional
-            Called with the number of images after each forward pass (progress bars).
+            Called with the number of items after each forward pass (progress bars).
 
         Returns
         -------
@@ -269,27 +264,10 @@ class TextTorchEncoder(TorchEncoder):
 
     modality: ClassVar[str] = "text"
 
-    def encode(
-        self,
-        batch: Sequence[str],
-        *,
-        batch_size: Optional[int] = None,
-        on_batch: Optional[Callable[[int], Any]] = None,
-    ) -> np.ndarray:
-        """Embed strings.
-
-        Parameters
-        ----------
-        batch : sequence of str
-        batch_size : int, optional
-            Strings per forward pass (default: the encoder's ``batch_size``).
-        on_batch : callable, optional
-            Called with the number of strings after each forward pass.
-
-        Returns
-        -------
-        ndarray of shape (len(batch), dim), float32, rows L2-normalised.
-        """
+    def encode(self, batch: Sequence[str], *, batch_size: Optional[int] = None,
+               on_batch: Optional[Callable[[int], Any]] = None) -> np.ndarray:
+        """Embed strings, longest first (less padding), returned in input order; arguments and result as
+        :meth:`ImageTorchEncoder.encode`'s."""
         import torch
 
         texts = [str(t) for t in batch]

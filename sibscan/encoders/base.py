@@ -10,14 +10,16 @@ float64 array of numeric rows (see :class:`sibscan.items.Items`).
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, List, Optional, Sequence, Tuple, Type
+from typing import Any, ClassVar, Sequence, Tuple, Type
 
 import numpy as np
 
+from ..device import resolve_device
 from ..errors import SibscanError
 from ..registry import Registry
 
-__all__ = ["ENCODERS", "Encoder", "register_encoder", "get_encoder", "list_encoders", "encoder_class", "l2_normalise"]
+__all__ = ["ENCODERS", "Encoder", "cpu_device", "register_encoder", "get_encoder", "list_encoders", "encoder_class",
+           "l2_normalise"]
 
 
 def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -62,14 +64,16 @@ ENCODERS: Registry[Type[Encoder]] = Registry("encoder", builtin="sibscan.encoder
 register_encoder = ENCODERS.register
 
 
-def list_encoders(modality: Optional[str] = None) -> List[Type[Encoder]]:
-    """Registered encoder classes, sorted by name, optionally of one modality."""
-    return ENCODERS.list(modality)
+#: registered encoder classes, sorted by name, optionally of one modality
+list_encoders = ENCODERS.list
+#: the registered encoder class of a name; an unknown name lists the available ones
+encoder_class = ENCODERS.get
 
 
-def encoder_class(name: str) -> Type[Encoder]:
-    """The registered encoder class ``name``; unknown names list the available ones."""
-    return ENCODERS.get(name)
+def cpu_device(device: str) -> str:
+    """``"cpu"`` for an encoder that computes with numpy, once ``device`` passed the one device policy."""
+    resolve_device(device)
+    return "cpu"
 
 
 def get_encoder(name: str, **options: Any) -> Encoder:

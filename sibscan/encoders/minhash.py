@@ -13,11 +13,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..device import resolve_device
 from ..errors import InputError
 from ..kernels.minhash import EMPTY, char_ngram_hashes, fmix64, minhash_signatures, word_ngram_hashes
 from ..kernels.textalign import normalise_text
-from .base import Encoder, l2_normalise, register_encoder
+from ..stats import check_int
+from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
 __all__ = ["MinHashEncoder", "signatures_to_vectors"]
 
@@ -73,17 +73,13 @@ class MinHashEncoder(Encoder):
         device: str = "auto",
         batch_size: int = 1024,
     ) -> None:
-        if not isinstance(num_perm, (int, np.integer)) or num_perm < 1:
-            raise InputError(f"minhash: num_perm must be a positive integer, got {num_perm!r}")
-        if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 12:
-            raise InputError(f"minhash: bits must be an integer in 1..12, got {bits!r}")
         if shingle not in ("char", "word"):
             raise InputError(f"minhash: unknown shingle {shingle!r}; available: char, word")
-        if not isinstance(n, (int, np.integer)) or n < 1:
-            raise InputError(f"minhash: n must be a positive integer, got {n!r}")
-        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
-        self.device = "cpu"
-        self.num_perm, self.bits, self.shingle, self.n, self.seed = int(num_perm), int(bits), shingle, int(n), int(seed)
+        self.num_perm = check_int(num_perm, "minhash: num_perm", error=InputError)
+        self.bits = check_int(bits, "minhash: bits", 1, 12, error=InputError)
+        self.n = check_int(n, "minhash: n", error=InputError)
+        self.shingle, self.seed = shingle, int(seed)
+        self.device = cpu_device(device)
         self.batch_size = int(batch_size)
         self.dim = self.num_perm * (1 << self.bits)
         self.identity = (
@@ -101,14 +97,5 @@ class MinHashEncoder(Encoder):
         return minhash_signatures(hashes, offsets, self.num_perm, self.seed)
 
     def encode(self, batch: Sequence[str]) -> np.ndarray:
-        """Embed texts.
-
-        Parameters
-        ----------
-        batch : sequence of str, length n
-
-        Returns
-        -------
-        ndarray of shape (n, dim), float32, rows of unit norm (an empty text gives a zero row)
-        """
+        """Embed texts, as :meth:`NgramEncoder.encode` (shape (n, dim), unit rows; an empty text a zero row)."""
         return l2_normalise(signatures_to_vectors(self.signatures(batch), self.bits))

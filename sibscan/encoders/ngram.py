@@ -13,11 +13,11 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..device import resolve_device
 from ..errors import InputError
 from ..kernels.minhash import char_ngram_hashes, word_ngram_hashes
 from ..kernels.textalign import normalise_text
-from .base import Encoder, l2_normalise, register_encoder
+from ..stats import check_int
+from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
 __all__ = ["NgramEncoder", "feature_weights", "hashed_counts"]
 
@@ -104,11 +104,8 @@ class NgramEncoder(Encoder):
         device: str = "auto",
         batch_size: int = 1024,
     ) -> None:
-        if not isinstance(dim, (int, np.integer)) or dim < 2:
-            raise InputError(f"ngram: dim must be an integer >= 2, got {dim!r}")
-        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
-        self.device = "cpu"
-        self.dim = int(dim)
+        self.dim = check_int(dim, "ngram: dim", 2, error=InputError)
+        self.device = cpu_device(device)
         self.word_ngrams = _range(word_ngrams, "word_ngrams") if word_ngrams is not None else None
         self.char_ngrams = _range(char_ngrams, "char_ngrams") if char_ngrams is not None else None
         if self.word_ngrams is None and self.char_ngrams is None:

@@ -13,9 +13,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..device import resolve_device
 from ..errors import InputError, SibscanError
-from .base import Encoder, l2_normalise, register_encoder
+from ..stats import check_int
+from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
 __all__ = ["RawEncoder", "ZNormEncoder", "series_lengths", "znormalise"]
 
@@ -100,11 +100,8 @@ class _NumericEncoder(Encoder):
     _recipe: str = ""
 
     def __init__(self, dim: Optional[int] = None, *, device: str = "auto", batch_size: int = 65536) -> None:
-        if dim is not None and (not isinstance(dim, (int, np.integer)) or dim < 1):
-            raise InputError(f"{self.name}: dim must be a positive integer, got {dim!r}")
-        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
-        self.device = "cpu"
-        self._dim = None if dim is None else int(dim)
+        self._dim = None if dim is None else check_int(dim, f"{self.name}: dim", error=InputError)
+        self.device = cpu_device(device)
         self.batch_size = int(batch_size)
 
     @property
@@ -175,15 +172,6 @@ class RawEncoder(_NumericEncoder):
     _recipe = "nan=0"
 
     def encode(self, batch) -> np.ndarray:
-        """Embed numeric rows.
-
-        Parameters
-        ----------
-        batch : array-like of shape (n, d), float
-
-        Returns
-        -------
-        ndarray of shape (n, d), float32, unit rows (all-zero rows stay zero)
-        """
+        """Embed numeric rows as :meth:`ZNormEncoder.encode` does, without z-normalising (zero rows stay zero)."""
         x = self._rows(batch)
         return l2_normalise(np.nan_to_num(x, nan=0.0))

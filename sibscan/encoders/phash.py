@@ -5,10 +5,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..device import resolve_device
 from ..errors import InputError
 from ..kernels.phash import bits_to_vectors, phash_bits
-from .base import Encoder, register_encoder
+from ..stats import check_int
+from .base import Encoder, cpu_device, register_encoder
 from .pixels import _pil_available, shrink_images
 
 __all__ = ["PHashEncoder"]
@@ -35,14 +35,9 @@ class PHashEncoder(Encoder):
         batch_size: int = 256,
         workers: Optional[int] = None,
     ) -> None:
-        if not isinstance(hash_size, (int, np.integer)) or hash_size < 2:
-            raise InputError(f"phash: hash_size must be an integer >= 2, got {hash_size!r}")
-        if not isinstance(highfreq, (int, np.integer)) or highfreq < 1:
-            raise InputError(f"phash: highfreq must be an integer >= 1, got {highfreq!r}")
-        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
-        self.device = "cpu"
-        self.hash_size = int(hash_size)
-        self.highfreq = int(highfreq)
+        self.hash_size = check_int(hash_size, "phash: hash_size", 2, error=InputError)
+        self.highfreq = check_int(highfreq, "phash: highfreq", error=InputError)
+        self.device = cpu_device(device)
         self.batch_size = int(batch_size)
         self.workers = workers
         self.dim = self.hash_size * self.hash_size
@@ -62,15 +57,5 @@ class PHashEncoder(Encoder):
         return phash_bits(gray, self.hash_size)
 
     def encode(self, batch: Sequence[str]) -> np.ndarray:
-        """Embed images.
-
-        Parameters
-        ----------
-        batch : sequence of str, length n
-            Image paths.
-
-        Returns
-        -------
-        ndarray of shape (n, dim), float32, entries ±1/sqrt(dim)
-        """
+        """Embed the images at the paths ``batch`` (length n): ndarray of shape (n, dim), float32, entries ±1/sqrt(dim)."""
         return bits_to_vectors(self.bits(batch))

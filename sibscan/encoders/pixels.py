@@ -10,9 +10,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..device import resolve_device
 from ..errors import InputError
-from .base import Encoder, l2_normalise, register_encoder
+from ..stats import check_int
+from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
 __all__ = ["PixelsEncoder", "shrink_images"]
 
@@ -93,11 +93,8 @@ class PixelsEncoder(Encoder):
         batch_size: int = 256,
         workers: Optional[int] = None,
     ) -> None:
-        if not isinstance(size, (int, np.integer)) or size < 2:
-            raise InputError(f"pixels: size must be an integer >= 2, got {size!r}")
-        resolve_device(device)  # validates the policy; the work itself is numpy on the CPU
-        self.device = "cpu"
-        self.size = int(size)
+        self.size = check_int(size, "pixels: size", 2, error=InputError)
+        self.device = cpu_device(device)
         self.color = bool(color)
         self.batch_size = int(batch_size)
         self.workers = workers

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..items import Items, Skipped
+from ..stats import check_int
 from .records import column, decode_utf8, read_columns
 
 __all__ = ["TEXT_EXTENSIONS", "chunk_items", "load_text"]
@@ -143,10 +144,8 @@ def chunk_items(items: Items, words: int, stride: Optional[int] = None) -> Items
     if items.modality != "text":
         raise InputError(f"chunking needs text items, got {items.modality}", path=items.source or None)
     stride = words if stride is None else stride
-    if not (isinstance(words, (int, np.integer)) and words >= 1):
-        raise InputError(f"--chunk-words must be a positive integer, got {words!r}")
-    if not (isinstance(stride, (int, np.integer)) and 1 <= stride <= words):
-        raise InputError(f"--chunk-stride must be between 1 and --chunk-words ({words}), got {stride!r}")
+    words = check_int(words, "--chunk-words", error=InputError)
+    check_int(stride, "--chunk-stride", 1, words, error=InputError)
     texts: List[str] = []
     doc_index: List[np.ndarray] = []
     chunk_no: List[np.ndarray] = []

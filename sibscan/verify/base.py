@@ -8,10 +8,11 @@ Cost is O(number of pairs): the scan passes each test item's top-k candidates, n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, List, Optional, Type
+from typing import ClassVar, List, Optional, Tuple, Type
 
 import numpy as np
 
+from ..errors import SibscanError
 from ..items import Items
 from ..registry import Registry
 
@@ -53,6 +54,19 @@ class Verifier:
                 return False, f"{module} is not installed; install it with: pip install 'sibscan[{extra}]'"
         return True, ""
 
+    def pair_index(self, queries: Items, query_index, database: Items, database_index) -> Tuple[np.ndarray, np.ndarray]:
+        """``(query rows, database rows)`` as flat int64 arrays of shape (m,), once both sides are
+        items of this verifier's modality."""
+        for items in (queries, database):
+            if items.modality != self.modality:
+                raise SibscanError(f"verifier {self.name} works on {_WHAT[self.modality]}, not {items.modality} items "
+                                   f"({items.split})")
+        qi = np.asarray(query_index, dtype=np.int64).ravel()
+        di = np.asarray(database_index, dtype=np.int64).ravel()
+        if len(qi) != len(di):
+            raise ValueError(f"query_index has {len(qi)} pairs, database_index {len(di)}")
+        return qi, di
+
     def verify(
         self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray
     ) -> VerifyResult:  # pragma: no cover - interface
@@ -60,20 +74,19 @@ class Verifier:
         raise NotImplementedError
 
 
+#: what each modality's items are called in messages
+_WHAT = {"image": "images", "table": "tables/series", "text": "text"}
+
 #: every verifier class by name; importing sibscan.verify.builtin registers the built-in ones
 VERIFIERS: Registry[Type[Verifier]] = Registry("verifier", builtin="sibscan.verify.builtin")
 #: class decorator: add a verifier class under its ``name``
 register_verifier = VERIFIERS.register
 
 
-def list_verifiers(modality: Optional[str] = None) -> List[Type[Verifier]]:
-    """Registered verifier classes, sorted by name, optionally of one modality."""
-    return VERIFIERS.list(modality)
-
-
-def verifier_class(name: str) -> Type[Verifier]:
-    """The registered verifier class ``name``; unknown names list the available ones."""
-    return VERIFIERS.get(name)
+#: registered verifier classes, sorted by name, optionally of one modality
+list_verifiers = VERIFIERS.list
+#: the registered verifier class of a name; an unknown name lists the available ones
+verifier_class = VERIFIERS.get
 
 
 def get_verifier(name: str, **options) -> Verifier:

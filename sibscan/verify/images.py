@@ -168,13 +168,7 @@ class ImageCorrVerifier(Verifier):
 
         from ..kernels.paircorr import image_pair_corr
 
-        for items in (queries, database):
-            if items.modality != "image":
-                raise SibscanError(f"verifier imagecorr works on images, not {items.modality} items ({items.split})")
-        qi = np.asarray(query_index, dtype=np.int64).ravel()
-        di = np.asarray(database_index, dtype=np.int64).ravel()
-        if len(qi) != len(di):
-            raise ValueError(f"query_index has {len(qi)} pairs, database_index {len(di)}")
+        qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
         scores = np.empty(m, np.float32)
         details = [""] * m

@@ -103,13 +103,7 @@ class LagCorrVerifier(Verifier):
         """
         from ..kernels.lagcorr import series_lag_corr
 
-        for items in (queries, database):
-            if items.modality != "table":
-                raise SibscanError(f"verifier lagcorr works on tables/series, not {items.modality} items ({items.split})")
-        qi = np.asarray(query_index, dtype=np.int64).ravel()
-        di = np.asarray(database_index, dtype=np.int64).ravel()
-        if len(qi) != len(di):
-            raise ValueError(f"query_index has {len(qi)} pairs, database_index {len(di)}")
+        qi, di = self.pair_index(queries, query_index, database, database_index)
         a, b = _series(queries, qi), _series(database, di)
         if a.shape[1] != b.shape[1]:
             raise SibscanError(

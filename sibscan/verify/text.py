@@ -210,13 +210,7 @@ class TextAlignVerifier(Verifier):
         """
         from tqdm.auto import tqdm
 
-        for items in (queries, database):
-            if items.modality != "text":
-                raise SibscanError(f"verifier textalign works on text, not {items.modality} items ({items.split})")
-        qi = np.asarray(query_index, dtype=np.int64).ravel()
-        di = np.asarray(database_index, dtype=np.int64).ravel()
-        if len(qi) != len(di):
-            raise ValueError(f"query_index has {len(qi)} pairs, database_index {len(di)}")
+        qi, di = self.pair_index(queries, query_index, database, database_index)
         qsplit, dsplit = self.split(queries), self.split(database)
         boiler, threshold = self.boilerplate(queries, database)
         words: Dict[int, List[str]] = {}
