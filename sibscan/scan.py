@@ -71,6 +71,8 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
     verifier = build_verifier(cfg.verification, splits["train"].modality)
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
+    out = cfg.output  # a calibration for other data is refused here, before anything is written
+    cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
     done = _begin(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
@@ -104,8 +106,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 
-    out = cfg.output
-    manifest["cutoff"] = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
+    manifest["cutoff"] = cutoff
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]))

@@ -45,3 +45,4 @@ def test_kept_calibration_refuses_other_data(demo, tmp_path):
          "progress": False})
     with pytest.raises(CompatibilityError, match="dataset"):
         run_scan(cfg)
+    assert not (tmp_path / "scan").exists()  # refused before anything was written
