@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 # One module per command; each defines ``register(app)``.
-COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index")
+COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index", "temporal", "augment")
 
 
 def _version(value: bool) -> None:

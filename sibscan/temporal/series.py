@@ -104,19 +104,19 @@ def series_from_items(items: Items) -> np.ndarray:
         first = int(np.argmax(row_missing))
         if row_missing[first:].all():  # NaN only at the end: the loaders' padding of a shorter series
             raise InputError(
-                f"series {items.ids[row]!r} has {first} of {length} time steps"
+                f"series {str(items.ids[row])!r} has {first} of {length} time steps"
                 + (f" in channel {channel}" if n_channels > 1 else "")
                 + "; the temporal-information test needs equal-length series (one permutation of the "
                 "time axis for every series): resample or truncate them to one length first",
                 path=where)
         raise InputError(
-            f"series {items.ids[row]!r} has a missing value at time step {first}"
+            f"series {str(items.ids[row])!r} has a missing value at time step {first}"
             + (f" of channel {channel}" if n_channels > 1 else "")
             + "; the temporal-information test needs complete series: interpolate the gaps first",
             path=where)
     if not np.isfinite(x).all():
         row = int(np.nonzero(~np.isfinite(x).all(axis=(1, 2)))[0][0])
-        raise InputError(f"series {items.ids[row]!r} has an infinite value; fix or drop it", path=where)
+        raise InputError(f"series {str(items.ids[row])!r} has an infinite value; fix or drop it", path=where)
     return np.ascontiguousarray(x, dtype=np.float64)
 
 
