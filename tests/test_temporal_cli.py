@@ -128,3 +128,29 @@ def test_archive_ray_equals_local(tmp_path, monkeypatch):
         ray.shutdown()
     assert remote["datasets"] == [dict(r, seconds=remote["datasets"][i]["seconds"]) for i, r in enumerate(local["datasets"])]
     assert remote["skipped"] == local["skipped"]
+
+
+def test_report_shows_the_temporal_section_of_its_own_data(tmp_path):
+    train, test = aeon_dataset("ItalyPowerDemand")
+    scan = tmp_path / "scan"
+    res = runner.invoke(app, ["scan", "--train", str(train), "--test", str(test), "--out", str(scan), "--no-verify",
+                              "--baseline-pairs", "2000", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    other_train, other_test = aeon_dataset("GunPoint")
+    res = runner.invoke(app, ["temporal", str(other_train), str(other_test), "-c", "euclidean-1nn", "--runs", "2",
+                              "--scan", str(scan), "--no-progress"])
+    assert res.exit_code == 1 and "is not the train split scanned" in res.output
+    res = runner.invoke(app, ["temporal", str(train), str(test), "-c", "euclidean-1nn", "--runs", "2",
+                              "--scan", str(scan), "--json", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    result = json.loads(res.output)
+    res = runner.invoke(app, ["report", str(scan)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((scan / "report.json").read_text())
+    sec = report["audits"]["temporal"]["data"]
+    for key in CONTRACT:
+        assert sec[key] == result[key]  # one quantity, one value
+    assert sec["verdict"] == "time does not matter (within 1 std)"
+    md = (scan / "report.md").read_text()
+    assert "## Temporal information" in md and f"{result['acc_original_mean']:.3f} ± {result['acc_original_std']:.3f}" in md
+    assert "<h2>Temporal information</h2>" in (scan / "report.html").read_text()

@@ -24,6 +24,7 @@ from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..scandir import ScanDir, load_items
+from .audits import audit_sections
 from ..kernels.rowhash import fingerprint_membership
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
@@ -254,6 +255,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "closest_pairs": closest,
         "near_cutoff": near_cut,
         "manifest": _manifest_summary(manifest),
+        "audits": audit_sections(scan.path),
     }
     return _clean(report)
 

@@ -243,6 +243,7 @@ def render_html(report: dict, test=None, train=None) -> str:
         body.append(_table(["group", "size", "exact", "labels", "members"],
                            [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),
                              "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])] for g in lc["groups"]]))
+    body.extend(sec["html"] for sec in report.get("audits", {}).values())  # sections left by audits
     body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(report['manifest'], indent=2))}</pre>")
     title = f"sibscan report — {_e(scan['modality'])}, {scan['n_test']} test items"
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"

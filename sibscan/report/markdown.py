@@ -127,4 +127,6 @@ def render_markdown(report: dict) -> str:
     if ss.get("available"):
         lines.append(f"Shared sources: {ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a source "
                      f"({ss['n_sources_shared']} in all) that also occurs in train.")
+    for sec in report.get("audits", {}).values():  # sections left by audits (sibscan temporal, ...)
+        lines += ["", sec["markdown"].rstrip("\n")]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,10 @@
 """Attach a temporal-test result to a scan, so ``sibscan report`` shows it beside the sibling rate.
 
-The result is written to ``SCAN_DIR/temporal.json`` only when the series it was computed on are
-the scan's own: each split's content fingerprint, computed with the scan's rounding options, must
-equal the one in the scan's manifest (a result for other data would qualify the wrong scores).
+The result goes to ``SCAN_DIR/audits/temporal.json`` as an audit section (see
+:mod:`sibscan.report.audits`: the section's data, its Markdown and HTML, and the full result), and
+only when the series it was computed on are the scan's own: each split's content fingerprint,
+computed with the scan's rounding options, must equal the one in the scan's manifest (a result
+for other data would qualify the wrong scores).
 """
 from __future__ import annotations
 
@@ -13,9 +15,13 @@ from ..atomic import write_json
 from ..errors import CompatibilityError, SibscanError
 from ..items import Items
 
-__all__ = ["TEMPORAL_FILE", "attach_to_scan", "read_scan_temporal"]
+__all__ = ["attach_to_scan", "read_scan_temporal", "section_path"]
 
-TEMPORAL_FILE = "temporal.json"
+
+def section_path(scan_dir: str | Path) -> Path:
+    from ..report.audits import AUDITS_DIR
+
+    return Path(scan_dir) / AUDITS_DIR / "temporal.json"
 
 
 def attach_to_scan(result: Dict[str, Any], scan_dir: str | Path, train: Items, test: Items) -> Path:
@@ -44,17 +50,22 @@ def attach_to_scan(result: Dict[str, Any], scan_dir: str | Path, train: Items, t
             raise CompatibilityError(
                 f"{items.source or items.split} is not the {items.split} split scanned in {scan_dir} "
                 f"(content fingerprint {got[:12]}… vs {str(want)[:12]}…); run the test on the scan's own files")
-    return write_json(Path(sd.path) / TEMPORAL_FILE, result)
+    from .section import report_section, section_html, section_markdown
+
+    sec = report_section(result)
+    return write_json(section_path(sd.path), {"title": "Temporal information", "data": sec,
+                                              "markdown": section_markdown(sec), "html": section_html(sec),
+                                              "result": result})
 
 
 def read_scan_temporal(scan_dir: str | Path) -> Optional[Dict[str, Any]]:
-    """The temporal result attached to a scan, or None when the test has not been run on it."""
+    """The full temporal result attached to a scan, or None when the test has not been run on it."""
     import json
 
-    path = Path(scan_dir) / TEMPORAL_FILE
+    path = section_path(scan_dir)
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return json.loads(path.read_text(encoding="utf-8"))["result"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SibscanError(f"{path}: cannot read ({exc}); re-run 'sibscan temporal ... --scan {scan_dir}'") from None

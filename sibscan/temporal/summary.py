@@ -57,9 +57,10 @@ def _permutation(complete, classifiers) -> Dict[str, Any]:
     shares: Dict[str, Dict[str, Any]] = {}
     for name, us in sorted(complete.items()):
         for clf in classifiers:
-            rec = summarise_runs([u["accuracy"][clf]["original"] for u in us],
-                                 [u["accuracy"][clf]["permuted"] for u in us])
-            rows.append({"dataset": name, "classifier": clf, **rec,
+            ori = [u["accuracy"][clf]["original"] for u in us]
+            per = [u["accuracy"][clf]["permuted"] for u in us]
+            rows.append({"dataset": name, "classifier": clf, **summarise_runs(ori, per),
+                         "acc_original": ori, "acc_permuted": per,
                          "normalisation": us[0]["normalisation"]["applied"],
                          "n_train": us[0]["shape"]["n_train"], "n_test": us[0]["shape"]["n_test"],
                          "length": us[0]["shape"]["length"],
