@@ -114,7 +114,8 @@ def compare(summary: dict, paper: Dict[str, dict]) -> dict:
 
     ``agreement``: our verdict over all runs vs the paper's over its two published seeds;
     ``agreement_resplits_1_2``: ours over runs 1 and 2 only (two re-splits, the protocol of those
-    two files) vs the same paper verdict.
+    two files) vs the same paper verdict; ``self_agreement_two_resplits``: how often two disjoint
+    pairs of our own re-splits give the same verdict (what a 2-seed reference allows at best).
     """
     from sibscan.temporal.verdict import summarise_runs
 
@@ -140,8 +141,18 @@ def compare(summary: dict, paper: Dict[str, dict]) -> dict:
         if not row["agree"]:
             disagreements.append(row)
     n = len(rows)
+    # how often two independent 2-re-split verdicts of the *same* implementation agree (our runs
+    # 1-4 split into disjoint pairs): the ceiling for agreement with a 2-seed reference
+    ceiling = []
+    for a, b in (((1, 2), (3, 4)), ((1, 3), (2, 4)), ((1, 4), (2, 3))):
+        votes = [summarise_runs([r["acc_original"][i] for i in a], [r["acc_permuted"][i] for i in a])["time_matters"]
+                 == summarise_runs([r["acc_original"][i] for i in b], [r["acc_permuted"][i] for i in b])["time_matters"]
+                 for r in summary["datasets"] if len(r["acc_original"]) >= 5]
+        if votes:
+            ceiling.append({"runs": [list(a), list(b)], "agree": int(sum(votes)), "n": len(votes)})
     return {
         "n": n,
+        "self_agreement_two_resplits": ceiling,
         "agree": sum(r["agree"] for r in rows), "agreement": sum(r["agree"] for r in rows) / n if n else None,
         "agree_resplits_1_2": sum(bool(r["agree_resplits_1_2"]) for r in rows),
         "agreement_resplits_1_2": (sum(bool(r["agree_resplits_1_2"]) for r in rows) / n
@@ -258,6 +269,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f"verdict agreement with the paper (1-std rule): {cmp['agree']}/{cmp['n']} = {cmp['agreement']:.1%}; "
               f"2-std rule: {cmp['agree_2std']}/{cmp['n']}; our runs 1-2 only (two re-splits, as the paper's "
               f"files): {cmp['agree_resplits_1_2']}/{cmp['n']}", flush=True)
+    for c in cmp["self_agreement_two_resplits"]:
+        print(f"  noise ceiling: our runs {c['runs'][0]} vs {c['runs'][1]} give the same verdict on "
+              f"{c['agree']}/{c['n']} datasets", flush=True)
     for d in cmp["disagreements"]:
         s, p = d["sibscan"], d["paper_seeds_1_2"]
         print(f"  {d['dataset']}: sibscan {s['acc_original_mean']:.3f}±{s['acc_original_std']:.3f} vs "
