@@ -32,6 +32,16 @@ def user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def parse_float_list(text: Optional[str], what: str) -> Optional[List[float]]:
+    """Parse ``"0.1,0.2"`` into floats (``--augment``, ``--padding``), or raise a user error naming the option."""
+    if text is None:
+        return None
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise SibscanError(f"{what} takes comma-separated numbers, got {text!r}") from None
+
+
 def parse_int_list(text: Optional[str], what: str) -> Optional[List[int]]:
     if text is None:
         return None
