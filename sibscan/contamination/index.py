@@ -1,0 +1,333 @@
+"""An on-disk index of a corpus's word n-grams: 64-bit hashes only, in sorted, range-partitioned
+shards, built by streaming the corpus a batch of documents at a time.
+
+Layout of an index folder::
+
+    manifest.json      n, tokeniser, hash, counts, the shards' hash ranges, skipped documents
+    shard-00000.npy    sorted distinct uint64 hashes in [lo_0, hi_0)
+    shard-00001.npy    ...
+
+Build (two phases, each a list of independent tasks, run here or as Ray tasks with identical
+output — :mod:`.ray_build`):
+
+1. **map**: documents are grouped into batches of about ``shard_size`` n-grams (estimated as
+   ``CHARS_PER_NGRAM`` characters each; a batch closes on a document boundary); each batch becomes
+   one *run*: its n-gram hashes sorted and de-duplicated (``runs/run-00000.npy``).
+2. **reduce**: the 64-bit hash space is cut into ``ceil(run entries / shard_size)`` equal ranges
+   (hashes are uniform, so the ranges are balanced without sampling); shard ``j`` is the distinct
+   hashes of every run in range ``j``.  The runs are then deleted.
+
+Memory is bounded by the shard size, not the corpus: a map task holds one batch, a reduce task
+one range (read from memory-mapped runs), a query one shard at a time.  The stored index is 8
+bytes per distinct n-gram plus a JSON manifest.  ``manifest.json`` is written last, atomically:
+a folder without it is an unfinished build.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..atomic import save_npy, write_json
+from ..errors import CompatibilityError, InputError, SibscanError
+from ..kernels.ngramhash import batch_word_ids, ngram_hashes, sorted_member
+from .corpus import CorpusLike, CorpusReader
+from .progress import Progress
+
+__all__ = ["CHARS_PER_NGRAM", "DEFAULT_N", "DEFAULT_SHARD_SIZE", "NgramIndex", "build_index", "hash_batch",
+           "index_identity", "merge_range", "range_bounds"]
+
+log = logging.getLogger("sibscan.contamination")
+
+FORMAT = "sibscan-ngram-index-v1"
+DEFAULT_N = 13
+DEFAULT_SHARD_SIZE = 1 << 22  # 4,194,304 n-grams: a 32 MiB shard
+CHARS_PER_NGRAM = 6  # batch size estimate: English averages ~6 characters per word with its space
+TOKENISER = "nfkc-casefold-w"  # sibscan.verify.text.tokenize
+HASH = "blake2b64-word,poly64-ngram"
+
+
+def index_identity(n: int) -> str:
+    """What must match between an index and the text it is queried with."""
+    return f"ngram-index-v1(n={n},tok={TOKENISER},hash={HASH})"
+
+
+def hash_batch(docs: Sequence[str], n: int) -> Tuple[np.ndarray, int, int]:
+    """One map task: the sorted distinct n-gram hashes of a batch of documents.
+
+    Returns
+    -------
+    hashes : ndarray of shape (u,), uint64, sorted, distinct
+    n_words, n_ngrams : int
+        Words and n-grams (with repeats) in the batch.
+    """
+    ids, offsets = batch_word_ids(docs)
+    h, _ = ngram_hashes(ids, offsets, n)
+    return np.unique(h), int(len(ids)), int(len(h))
+
+
+def range_bounds(n_parts: int) -> np.ndarray:
+    """Edges of ``n_parts`` equal ranges of the 64-bit hash space, shape (n_parts + 1,), as Python
+    ints (the last edge, 2**64, does not fit a uint64)."""
+    return np.array([(j << 64) // n_parts for j in range(n_parts + 1)], dtype=object)
+
+
+def merge_range(run_paths: Sequence[str], lo: int, hi: int) -> np.ndarray:
+    """One reduce task: the distinct hashes in ``[lo, hi)`` over all runs (memory-mapped: only the
+    range is read).
+
+    Returns
+    -------
+    ndarray of shape (u,), uint64, sorted, distinct
+    """
+    parts = []
+    for p in run_paths:
+        run = np.load(p, mmap_mode="r")
+        a = int(np.searchsorted(run, np.uint64(lo), side="left"))
+        b = len(run) if hi >= 1 << 64 else int(np.searchsorted(run, np.uint64(hi), side="left"))
+        if b > a:
+            parts.append(np.array(run[a:b]))
+        del run
+    if not parts:
+        return np.empty(0, np.uint64)
+    return np.unique(np.concatenate(parts))
+
+
+def _batches(docs: Iterable[str], max_chars: int) -> Iterator[List[str]]:
+    batch: List[str] = []
+    size = 0
+    for doc in docs:
+        batch.append(doc)
+        size += len(doc)
+        if size >= max_chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+@dataclass
+class _BuildStats:
+    n_docs: int = 0
+    n_words: int = 0
+    n_ngrams: int = 0
+    run_entries: int = 0
+    runs: List[str] = field(default_factory=list)
+
+
+class NgramIndex:
+    """A finished n-gram index folder (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        The folder; it must hold a ``manifest.json`` written by :func:`build_index`.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        mf = self.path / "manifest.json"
+        if not mf.is_file():
+            raise InputError("not a finished n-gram index (no manifest.json); build it with "
+                             "sibscan contamination --index DIR or build_index()", path=self.path)
+        self.manifest = json.loads(mf.read_text())
+        if self.manifest.get("format") != FORMAT:
+            raise CompatibilityError(f"{self.path}: index format {self.manifest.get('format')!r}, expected {FORMAT!r}; rebuild it")
+        self.n = int(self.manifest["n"])
+        self.identity = self.manifest["identity"]
+        self._lo = np.array([int(s["lo"]) for s in self.manifest["shards"]], dtype=np.uint64)
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return (f"NgramIndex({str(self.path)!r}, n={self.n}, docs={m['n_docs']:,}, "
+                f"stored={m['n_stored']:,}, shards={len(m['shards'])})")
+
+    @property
+    def n_stored(self) -> int:
+        return int(self.manifest["n_stored"])
+
+    def stored_bytes(self) -> int:
+        """Bytes on disk: shard files and manifest."""
+        files = [self.path / s["file"] for s in self.manifest["shards"]] + [self.path / "manifest.json"]
+        return sum(f.stat().st_size for f in files)
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        """Which hashes are in the index; one shard is mapped at a time.
+
+        Parameters
+        ----------
+        hashes : ndarray of shape (m,), uint64
+
+        Returns
+        -------
+        ndarray of shape (m,), bool
+        """
+        hashes = np.asarray(hashes, np.uint64)
+        out = np.zeros(len(hashes), bool)
+        if not len(hashes) or not len(self._lo):
+            return out
+        part = np.searchsorted(self._lo, hashes, side="right") - 1
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(len(self._lo) + 1))
+        for j, shard in enumerate(self.manifest["shards"]):
+            sel = order[bounds[j]:bounds[j + 1]]
+            if not len(sel) or not shard["count"]:
+                continue
+            table = np.load(self.path / shard["file"], mmap_mode="r")
+            out[sel] = sorted_member(table, hashes[sel])
+            del table
+        return out
+
+
+def _open_existing(path: Path, identity: str, fingerprint: Optional[str]) -> Optional[NgramIndex]:
+    if not (path / "manifest.json").is_file():
+        return None
+    idx = NgramIndex(path)
+    if idx.identity != identity:
+        raise CompatibilityError(f"{path} holds an index built as {idx.identity}, not {identity}; "
+                                 "use another --index folder or delete this one")
+    if fingerprint is not None and idx.manifest.get("corpus_fingerprint") == fingerprint:
+        return idx
+    return None
+
+
+def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int = DEFAULT_SHARD_SIZE,
+                text_field: str = "text", engine: str = "local", ray_address: Optional[str] = None,
+                num_cpus: Optional[int] = None, progress: bool = True, rebuild: bool = False) -> NgramIndex:
+    """Build (or reuse) the n-gram index of a corpus.
+
+    Parameters
+    ----------
+    corpus : str, PathLike or iterable of str
+        A file, a folder (.txt / .jsonl / .parquet, recursive), or the documents.
+    path : str or Path
+        The index folder.  A finished index there built from the same files (names, sizes,
+        modification times) with the same ``n`` is reused; an iterable corpus is always rebuilt.
+    n : int
+        Words per n-gram (13 by default, as GPT-3's contamination study).
+    shard_size : int
+        N-grams per batch and per shard: the unit of memory (about 8 bytes each in a shard, a few
+        times that while a batch is hashed).
+    text_field : str
+        JSONL / Parquet field holding the text.
+    engine : {"local", "ray"}
+        Run the map and reduce tasks here or as Ray tasks (identical output).
+    ray_address, num_cpus
+        Ray cluster address (None: a local Ray) and CPUs for a local Ray.
+    progress : bool
+    rebuild : bool
+        Rebuild even when a matching finished index exists.
+
+    Returns
+    -------
+    NgramIndex
+    """
+    if int(n) < 1:
+        raise SibscanError(f"n must be >= 1 words, got {n}")
+    if int(shard_size) < 1:
+        raise SibscanError(f"shard_size must be >= 1 n-grams, got {shard_size}")
+    if engine not in ("local", "ray"):
+        raise SibscanError(f"unknown engine {engine!r}; available: local, ray")
+    n, shard_size = int(n), int(shard_size)
+    path = Path(path)
+    reader = CorpusReader(corpus, text_field=text_field)
+    identity = index_identity(n)
+    fingerprint = reader.fingerprint()
+    if not rebuild:
+        found = _open_existing(path, identity, fingerprint)
+        if found is not None:
+            log.info("reusing the finished index at %s", path)
+            return found
+    if (path / "manifest.json").exists():
+        (path / "manifest.json").unlink()  # an index being rebuilt is unfinished until the end
+    for old in path.glob("shard-*.npy"):
+        old.unlink()
+    runs_dir = path / "runs"
+    shutil.rmtree(runs_dir, ignore_errors=True)
+    runs_dir.mkdir(parents=True)
+    t0 = time.perf_counter()
+    batches = _batches(reader, shard_size * CHARS_PER_NGRAM)
+    if engine == "ray":
+        from .ray_build import RayTasks
+
+        tasks = RayTasks(address=ray_address, num_cpus=num_cpus)
+    else:
+        tasks = _LocalTasks()
+    stats = _map(tasks, batches, n, runs_dir, progress)
+    t_map = time.perf_counter() - t0
+    n_parts = max(1, -(-stats.run_entries // shard_size))
+    edges = range_bounds(n_parts)
+    shards = _reduce(tasks, stats.runs, edges, path, progress)
+    shutil.rmtree(runs_dir, ignore_errors=True)
+    seconds = time.perf_counter() - t0
+    manifest = {
+        "format": FORMAT,
+        "identity": identity,
+        "n": n,
+        "tokeniser": TOKENISER,
+        "hash": HASH,
+        "shard_size": shard_size,
+        "engine": engine,
+        "corpus": str(reader.path) if reader.path is not None else "<iterable>",
+        "corpus_fingerprint": fingerprint,
+        "n_docs": stats.n_docs,
+        "n_words": stats.n_words,
+        "n_ngrams": stats.n_ngrams,
+        "n_stored": int(sum(s["count"] for s in shards)),
+        "shards": shards,
+        "skipped": [s.to_dict() for s in reader.skipped],
+        "seconds": {"map": round(t_map, 3), "total": round(seconds, 3)},
+    }
+    write_json(path / "manifest.json", manifest)
+    if reader.skipped:
+        log.warning("%d corpus document(s) or file(s) skipped (listed in %s/manifest.json), first: %s at byte %d: %s",
+                    len(reader.skipped), path, reader.skipped[0].path, reader.skipped[0].offset,
+                    reader.skipped[0].reason)
+    return NgramIndex(path)
+
+
+class _LocalTasks:
+    """Runs each task here, in order (the reference the Ray engine must match)."""
+
+    def map_batches(self, batches: Iterable[List[str]], n: int) -> Iterator[Tuple[int, int, tuple]]:
+        for i, docs in enumerate(batches):
+            yield i, len(docs), hash_batch(docs, n)
+
+    def reduce_ranges(self, run_paths: List[str], ranges: List[Tuple[int, int]]) -> Iterator[Tuple[int, np.ndarray]]:
+        for j, (lo, hi) in enumerate(ranges):
+            yield j, merge_range(run_paths, lo, hi)
+
+
+def _map(tasks, batches, n: int, runs_dir: Path, progress: bool) -> _BuildStats:
+    stats = _BuildStats()
+    results: Dict[int, str] = {}
+    with Progress("index: documents hashed", enabled=progress, unit="docs") as bar:
+        for i, n_docs, (hashes, n_words, n_ngrams) in tasks.map_batches(batches, n):
+            f = runs_dir / f"run-{i:05d}.npy"
+            save_npy(f, hashes)
+            results[i] = str(f)
+            stats.n_docs += n_docs
+            stats.n_words += n_words
+            stats.n_ngrams += n_ngrams
+            stats.run_entries += len(hashes)
+            bar.update(n_docs)
+    stats.runs = [results[i] for i in sorted(results)]
+    return stats
+
+
+def _reduce(tasks, run_paths: List[str], edges, path: Path, progress: bool) -> List[dict]:
+    ranges = [(int(edges[j]), int(edges[j + 1])) for j in range(len(edges) - 1)]
+    shards: Dict[int, dict] = {}
+    with Progress("index: shards merged", total=len(ranges), enabled=progress, unit="shards") as bar:
+        for j, table in tasks.reduce_ranges(run_paths, ranges):
+            name = f"shard-{j:05d}.npy"
+            save_npy(path / name, table)
+            shards[j] = {"file": name, "lo": str(ranges[j][0]), "hi": str(ranges[j][1]), "count": int(len(table))}
+            bar.update()
+    return [shards[j] for j in sorted(shards)]
