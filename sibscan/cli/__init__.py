@@ -22,7 +22,8 @@ app = typer.Typer(
 )
 
 # One module per command; each defines ``register(app)``.
-COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index", "temporal", "augment")
+COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index", "temporal", "augment",
+            "contamination")
 
 
 def _version(value: bool) -> None:

@@ -185,7 +185,9 @@ def _assemble(ex, config, indexes, named, thresholds, overlaps, logprob, guided,
         if config.weight_by_auc:
             weights = weight_by_auc({m: aucs[m] for m in COMBINED if m in aucs})
     z = combine_z(scores, weights) if scores else {"combined": np.full(len(ex), np.nan)}
-    floors = {s: (thresholds[s].threshold, True) if s in thresholds else (config.overlap_floor, False) for s in indexes}
+    # per source: (overlap floor, run floor, from controls?) — a calibrated floor is exceeded strictly
+    floors = {s: ((thresholds[s].threshold, thresholds[s].run_threshold, True) if s in thresholds
+                  else (config.overlap_floor, config.run_floor, False)) for s in indexes}
     flagged: List[Optional[bool]] = []
     reasons: List[List[str]] = []
     for i in range(len(ex)):
@@ -194,11 +196,12 @@ def _assemble(ex, config, indexes, named, thresholds, overlaps, logprob, guided,
         if overlaps is not None and overlaps[i].scorable:
             scored = True
             for s, match in overlaps[i].per_source.items():
-                floor, calibrated = floors[s]
+                floor, run_floor, calibrated = floors[s]
                 tag = "" if s not in named else f":{s}"
-                if (match.overlap_fraction > floor) if calibrated else (match.overlap_fraction >= floor):
+                over, run = match.overlap_fraction, match.longest_match_tokens
+                if (over > floor) if calibrated else (over >= floor):
                     why.append(f"overlap{tag}")
-                if match.longest_match_tokens >= config.run_floor:
+                if (run > run_floor) if calibrated else (run >= run_floor):
                     why.append(f"run{tag}")
         zi = z["combined"][i]
         if np.isfinite(zi):

@@ -9,10 +9,11 @@ flags, AUC weights, and precision at the prevalence the user expects.
   that is 0 too, and 0 when every score is equal), so the leaked examples do not hide themselves
   by inflating the scale.  The combined score is the weighted mean of the methods' z in
   :data:`COMBINED`, standardised again the same way.
-* **Flags** (any of): combined ``z >= z_threshold``; ``overlap_fraction >= overlap floor`` (per
-  source: its control threshold when it has controls, else the absolute floor — z-scores alone
-  under-flag when most of a benchmark leaked, because the leak becomes the median);
-  ``longest_match_tokens >= run_floor``.
+* **Flags** (any of): combined ``z >= z_threshold``; ``overlap_fraction >= overlap_floor``;
+  ``longest_match_tokens >= run_floor``.  Per source, a source with control texts uses their
+  thresholds instead (exceeded strictly).  The absolute floors matter: z-scores alone under-flag
+  when most of a benchmark leaked, because the leak becomes the median.  (The rule is applied in
+  :mod:`.audit`.)
 * **With labels** for some examples: each method's AUC in its declared direction (Mann–Whitney,
   ties count half), ``weight_by_auc`` (``max(0, 2 * AUC - 1)``: a method at or below chance gets
   weight 0), and the flags' recall and false-positive rate on the labelled examples, from which

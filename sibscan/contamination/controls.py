@@ -2,8 +2,9 @@
 
 A control text is known to lie outside a source (written after its cutoff date, or held out of
 it).  Its overlap with the source is innocent: shared phrases, quotations, boilerplate.  The
-source's threshold is a high percentile (99th by default) of its controls' overlap fractions; an
-example above it overlaps more than 99 % of texts that cannot have leaked.
+source's thresholds are a high percentile (99th by default) of its controls' overlap fractions and
+of their longest matched runs; an example above one overlaps more than 99 % of texts that cannot
+have leaked.
 
 How many controls does a ``q``-th percentile need?  The largest of ``m`` controls lies above the
 ``q``-th percentile with probability ``1 - q**m``; for that to be at least 95 %,
@@ -43,7 +44,8 @@ class ControlThreshold:
 
     source: str
     percentile: float
-    threshold: float
+    threshold: float  # overlap fraction
+    run_threshold: int  # longest matched run, words
     n_controls: int  # scorable controls (at least n words)
     n_unscorable: int
     n_needed: int
@@ -57,7 +59,7 @@ class ControlThreshold:
 
 def calibrate_source(source: str, index: NgramIndex, controls: Sequence[str],
                      percentile: float = DEFAULT_PERCENTILE) -> ControlThreshold:
-    """Score control texts against one source and take the ``percentile`` of their overlap.
+    """Score control texts against one source and take the ``percentile`` of their overlap and run.
 
     Parameters
     ----------
@@ -75,11 +77,14 @@ def calibrate_source(source: str, index: NgramIndex, controls: Sequence[str],
     needed = controls_needed(percentile)
     res = overlap_with_sources(list(controls), {source: index})
     scores = np.array([r.per_source[source].overlap_fraction for r in res if r.scorable], np.float64)
+    runs = np.array([r.per_source[source].longest_match_tokens for r in res if r.scorable], np.int64)
     if not len(scores):
         raise SibscanError(f"no control text for source {source!r} has {index.n} words or more; "
                            f"give longer controls or a smaller n")
     thr = float(np.percentile(scores, percentile, method="higher"))
-    return ControlThreshold(source=source, percentile=float(percentile), threshold=thr, n_controls=len(scores),
+    run_thr = int(np.percentile(runs, percentile, method="higher"))
+    return ControlThreshold(source=source, percentile=float(percentile), threshold=thr, run_threshold=run_thr,
+                            n_controls=len(scores),
                             n_unscorable=len(res) - len(scores), n_needed=needed,
                             is_well_estimated=len(scores) >= needed, max_control=float(scores.max()),
                             median_control=float(np.median(scores)))

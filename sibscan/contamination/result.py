@@ -101,6 +101,7 @@ class ContaminationResult:
                 "n": idx.n, "n_docs": m["n_docs"], "n_ngrams": m["n_ngrams"], "n_stored": m["n_stored"],
                 "skipped": m["skipped"],
                 "overlap_threshold": th.threshold if th else self.config.overlap_floor,
+                "run_threshold": th.run_threshold if th else self.config.run_floor,
                 "threshold_from": "controls" if th else "overlap_floor",
                 "controls": th.to_dict() if th else None,
             }
@@ -146,4 +147,9 @@ class ContaminationResult:
         lines.append(f"{f['count']} of {f['n']} examples flagged ({frac}); "
                      f"{s['n_unscorable']} shorter than n={self.config.n} words (unscorable, listed, not clean); "
                      f"{s['n_skipped']} skipped")
+        for name, idx in self.indexes.items():
+            bad = idx.manifest["skipped"]
+            if bad:
+                lines.append(f"source {name}: {len(bad)} corpus file(s)/line(s) skipped, first {bad[0]['path']} at byte "
+                             f"{bad[0]['offset']}: {bad[0]['reason']} (all in --json)")
         return "\n".join(lines)

@@ -1,0 +1,258 @@
+"""Contamination audit, corpus side: n-gram hashing and index against brute force, provenance,
+control thresholds, the combined verdict, bad input, and the CLI."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sibscan.cli import app
+from sibscan.contamination import ContaminationConfig, NgramIndex, audit, build_index, controls_needed
+from sibscan.contamination.combine import OperatingPoint, auc, combine_z, robust_z, weight_by_auc
+from sibscan.contamination.examples import load_examples
+from sibscan.contamination.overlap import overlap_with_sources
+from sibscan.errors import InputError, SibscanError
+from sibscan.kernels.ngramhash import batch_word_ids, longest_hit_run, ngram_hashes, sorted_member
+from sibscan.verify.text import tokenize
+
+WORDS = [f"w{i}" for i in range(2000)]
+
+
+def docs(rng, n, length):
+    return [" ".join(rng.choice(WORDS, length)) for _ in range(n)]
+
+
+def brute_ngrams(text, n):
+    w = tokenize(text)
+    return [tuple(w[i:i + n]) for i in range(len(w) - n + 1)]
+
+
+def test_ngram_hashes_equal_iff_ngrams_equal():
+    rng = np.random.default_rng(0)
+    texts = docs(rng, 30, 25) + ["a b c d", "x y", "", "a b c d e"]
+    ids, off = batch_word_ids(texts)
+    h, starts = ngram_hashes(ids, off, 4)
+    grams = [g for t in texts for g in brute_ngrams(t, 4)]
+    assert len(h) == len(grams)  # no n-gram across a document boundary, none missing
+    by_gram = {}
+    for g, x in zip(grams, h.tolist()):
+        assert by_gram.setdefault(g, x) == x
+    assert len(set(by_gram.values())) == len(by_gram)  # distinct n-grams, distinct hashes
+    # the same words give the same hash in another batch (stable ids, not per-batch vocabularies)
+    ids2, off2 = batch_word_ids(["A B C D"])
+    assert ngram_hashes(ids2, off2, 4)[0][0] == by_gram[("a", "b", "c", "d")]
+
+
+def test_longest_hit_run_and_membership():
+    assert longest_hit_run(np.array([0, 1, 1, 0, 1, 1, 1, 0], bool), 5) == (3 + 4, 4)
+    assert longest_hit_run(np.zeros(4, bool), 5) == (0, 0)
+    table = np.sort(np.array([5, 9, 2**63 + 7], np.uint64))
+    assert sorted_member(table, np.array([9, 10, 2**63 + 7, 0], np.uint64)).tolist() == [True, False, True, False]
+
+
+def test_index_matches_brute_force_set(tmp_path):
+    rng = np.random.default_rng(1)
+    corpus = docs(rng, 120, 60)
+    idx = build_index(corpus, tmp_path / "idx", n=5, shard_size=800, progress=False)
+    assert len(idx.manifest["shards"]) > 3  # several shards: the range partition is exercised
+    brute = {g for t in corpus for g in brute_ngrams(t, 5)}
+    assert idx.n_stored == len(brute)  # distinct n-grams, each stored once across shards
+    assert idx.stored_bytes() / idx.n_stored < 10
+    queries = docs(rng, 10, 30) + [corpus[7][:200]]
+    res = overlap_with_sources(queries, {"c": idx})
+    for text, r in zip(queries, res):
+        grams = brute_ngrams(text, 5)
+        hits = [g in brute for g in grams]
+        assert r.per_source["c"].overlap_fraction == pytest.approx(np.mean(hits))
+        run, _ = longest_hit_run(np.array(hits), 5)
+        assert r.per_source["c"].longest_match_tokens == run
+    assert res[-1].per_source["c"].overlap_fraction > 0.9
+
+
+def test_index_reused_when_corpus_unchanged_and_rebuilt_when_changed(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.txt").write_text("one two three four five six seven")
+    first = build_index(folder, tmp_path / "idx", n=3, progress=False)
+    t = (tmp_path / "idx" / "manifest.json").stat().st_mtime_ns
+    again = build_index(folder, tmp_path / "idx", n=3, progress=False)
+    assert (tmp_path / "idx" / "manifest.json").stat().st_mtime_ns == t and again.n_stored == first.n_stored
+    (folder / "b.txt").write_text("eight nine ten eleven")
+    assert build_index(folder, tmp_path / "idx", n=3, progress=False).n_stored == first.n_stored + 2
+    with pytest.raises(SibscanError, match="built as"):
+        build_index(folder, tmp_path / "idx", n=4, progress=False)
+
+
+def test_provenance_per_source_and_unscorable_listed():
+    rng = np.random.default_rng(2)
+    train, held = docs(rng, 40, 80), docs(rng, 40, 80)
+    examples = {"clean": " ".join(rng.choice(WORDS, 50)), "train_leak": train[3], "test_leak": held[5],
+                "short": "only five words here now"}
+    r = audit(examples, sources={"train": train, "test": held}, config=ContaminationConfig(n=8), progress=False)
+    recs = {x["example_id"]: x for x in r.to_dict()["examples"]}
+    assert recs["train_leak"]["best_source"] == "train" and recs["train_leak"]["matched_sources"] == ["train"]
+    assert recs["test_leak"]["best_source"] == "test"
+    assert recs["test_leak"]["per_source"]["test"] == {"overlap_fraction": 1.0, "longest_match_tokens": 80}
+    assert recs["test_leak"]["per_source"]["train"]["overlap_fraction"] == 0.0
+    assert recs["clean"]["flagged"] is False and recs["train_leak"]["flagged"] is True
+    assert "overlap:train" in recs["train_leak"]["reasons"] and "overlap:test" in recs["test_leak"]["reasons"]
+    # shorter than n: not scorable, no verdict, listed — never counted as clean
+    assert recs["short"]["scorable"] is False and recs["short"]["flagged"] is None
+    assert recs["short"]["overlap_fraction"] is None
+    d = r.to_dict()
+    assert d["unscorable"] == ["short"] and d["summary"]["flagged"]["n"] == 3
+    # without named sources: no provenance
+    plain = audit(examples, corpus=train, config=ContaminationConfig(n=8), progress=False).to_dict()["examples"]
+    assert all(x["best_source"] is None and x["per_source"] == {} for x in plain)
+
+
+def test_control_threshold_and_required_count():
+    assert controls_needed(99) == 299 and controls_needed(95) == 59
+    rng = np.random.default_rng(3)
+    phrases = [" ".join(rng.choice(WORDS, 12)) for _ in range(100)]  # shared innocent phrases
+
+    def text(k=10):
+        return " ".join(rng.choice(phrases, k))
+
+    corpus = [text() for _ in range(200)]
+    controls = [text() for _ in range(40)]
+    examples = {f"c{i}": text() for i in range(30)}
+    examples["leak"] = corpus[0]
+    cfg = ContaminationConfig(n=4, overlap_floor=0.7)
+    plain = audit(examples, sources={"web": corpus}, config=cfg, progress=False)
+    # innocent phrases push clean texts over the absolute floor ...
+    assert sum(bool(f) for f in plain.flagged) > 10
+    cal = audit(examples, sources={"web": corpus}, controls={"web": controls}, config=cfg, progress=False)
+    src = cal.to_dict()["sources"]["web"]
+    assert src["threshold_from"] == "controls" and src["controls"]["n_controls"] == 40
+    assert src["controls"]["is_well_estimated"] is False and src["controls"]["n_needed"] == 299
+    # ... the control threshold does not flag them, and still flags the verbatim copy
+    recs = {x["example_id"]: x for x in cal.to_dict()["examples"]}
+    assert recs["leak"]["flagged"] is True
+    assert sum(bool(x["flagged"]) for k, x in recs.items() if k != "leak") <= 2
+
+
+def test_robust_z_auc_weights_and_prevalence():
+    x = np.array([0.0] * 18 + [0.5, np.nan])
+    z = robust_z(x)
+    assert np.isnan(z[-1]) and z[18] > 3 and (z[:18] == z[0]).all()
+    assert auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == pytest.approx(0.75)
+    assert auc([1, 1, 1, 1], [0, 1, 0, 1]) == pytest.approx(0.5)  # ties count half
+    assert weight_by_auc({"a": 0.9, "b": 0.5, "c": 0.3, "d": None}) == pytest.approx({"a": 0.8, "b": 0, "c": 0, "d": 0})
+    # direction matters: perplexity is lower for members; combining without the sign cancels the signal
+    members = np.array([1] * 5 + [0] * 15, bool)
+    ppl = np.where(members, 5.0, 20.0) + np.arange(20) * 0.01
+    minkpp = np.where(members, 2.0, -1.0) + np.arange(20) * 0.01
+    zc = combine_z({"perplexity": ppl, "min_k_pp": minkpp}, methods=("perplexity", "min_k_pp"))["combined"]
+    assert auc(zc, members) == 1.0
+    op = OperatingPoint(tpr=0.9, fpr=0.05, n_positive=10, n_negative=100)
+    assert op.precision_at_prevalence(0.01) == pytest.approx(0.009 / (0.009 + 0.0495))
+    assert op.review_queue_size(10_000, 0.01) == pytest.approx(10_000 * (0.009 + 0.0495))
+
+
+def test_absolute_floor_flags_when_most_leaked():
+    # 80 % of the benchmark leaked: the median is a leak, z-scores alone would flag almost nothing
+    rng = np.random.default_rng(4)
+    corpus = docs(rng, 50, 60)
+    ex = {f"l{i}": corpus[i] for i in range(16)}
+    ex.update({f"c{i}": " ".join(rng.choice(WORDS, 60)) for i in range(4)})
+    r = audit(ex, corpus=corpus, config=ContaminationConfig(n=8), progress=False)
+    recs = {x["example_id"]: x for x in r.to_dict()["examples"]}
+    assert all(recs[f"l{i}"]["flagged"] for i in range(16))
+    assert not any("z" in recs[f"l{i}"]["reasons"] for i in range(16))
+
+
+def test_labels_give_auc_and_operating_point():
+    rng = np.random.default_rng(5)
+    corpus = docs(rng, 30, 50)
+    ex = {f"l{i}": corpus[i] for i in range(5)}
+    ex.update({f"c{i}": " ".join(rng.choice(WORDS, 50)) for i in range(15)})
+    labels = {k: k.startswith("l") for k in ex}
+    d = audit(ex, corpus=corpus, labels=labels, config=ContaminationConfig(n=8, prevalence=0.01),
+              progress=False).to_dict()
+    ev = d["evaluation"]
+    assert ev["auc"]["overlap_fraction"] == 1.0 and ev["n_contaminated"] == 5
+    assert ev["flags"]["tpr"] == 1.0 and ev["flags"]["fpr"] == 0.0 and ev["flags"]["precision_at_prevalence"] == 1.0
+    with pytest.raises(InputError, match="unknown example id"):
+        audit(ex, corpus=corpus, labels={"nope": True}, progress=False)
+
+
+def test_bad_examples_are_refused(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError, match="no examples"):
+        load_examples(empty)
+    no_id = tmp_path / "noid.jsonl"
+    no_id.write_text('{"text": "a b c"}\n')
+    with pytest.raises(InputError, match="no id column"):
+        load_examples(no_id)
+    blank_id = tmp_path / "blank.jsonl"
+    blank_id.write_text('{"id": "a", "text": "x y"}\n{"id": "", "text": "a b c"}\n')
+    with pytest.raises(InputError, match="without an id"):
+        load_examples(blank_id)
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
+    with pytest.raises(InputError, match="duplicate id 'a'"):
+        load_examples(dup)
+    some_empty = tmp_path / "some.jsonl"
+    some_empty.write_text('{"id": "a", "text": "x y z"}\n{"id": "b", "text": "  "}\n')
+    ex = load_examples(some_empty)
+    assert ex.ids == ["a"] and len(ex.skipped) == 1 and "empty text" in ex.skipped[0].reason
+
+
+def test_non_utf8_corpus_files_skipped_with_offset(tmp_path):
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "good.txt").write_text("alpha beta gamma delta epsilon")
+    (folder / "bad.txt").write_bytes(b"alpha beta \xff gamma")
+    mixed = b'{"text": "one two three"}\n{"text": "caf\xe9 x"}\n{"text": "four five six"}\n'
+    (folder / "mixed.jsonl").write_bytes(mixed)
+    idx = build_index(folder, tmp_path / "idx", n=2, progress=False)
+    skipped = {(s["path"].rsplit("/", 1)[-1], s["offset"]) for s in idx.manifest["skipped"]}
+    assert skipped == {("bad.txt", 11), ("mixed.jsonl", mixed.index(b"\xe9"))}
+    assert idx.manifest["n_docs"] == 3  # good.txt and two JSONL lines
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cli_table_json_html_and_errors(tmp_path):
+    rng = np.random.default_rng(6)
+    corpus_docs = docs(rng, 40, 60)
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_jsonl(folder / "part.jsonl", [{"text": t} for t in corpus_docs])
+    bench = write_jsonl(tmp_path / "bench.jsonl", [{"id": f"e{i}", "text": " ".join(rng.choice(WORDS, 40))}
+                                                   for i in range(10)] + [{"id": "leak", "text": corpus_docs[2]}])
+    runner = CliRunner()
+    work = ["--work", str(tmp_path / "work"), "--quiet"]
+    res = runner.invoke(app, ["contamination", "--examples", str(bench), "--corpus", str(folder), *work])
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[:2]
+    assert first[0].split() == ["example", "overlap", "run", "z", "flag"] and first[1].startswith("leak")
+    res = runner.invoke(app, ["contamination", str(bench), "--source", f"web={folder}", "--json",
+                              "--html", str(tmp_path / "r.html"), *work])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    leak = next(x for x in d["examples"] if x["example_id"] == "leak")
+    assert leak["best_source"] == "web" and leak["flagged"] is True and leak["longest_match_tokens"] == 60
+    assert set(leak) >= {"example_id", "scorable", "overlap_fraction", "longest_match_tokens", "flagged",
+                         "best_source", "per_source"}
+    assert "<mark>" in (tmp_path / "r.html").read_text()
+    # bad input: one line, exit 1, no traceback
+    dup = write_jsonl(tmp_path / "dup.jsonl", [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}])
+    res = runner.invoke(app, ["contamination", str(dup), "--corpus", str(folder), *work])
+    assert res.exit_code == 1 and "duplicate id 'a'" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["contamination", str(bench), "--source", "web", *work])
+    assert res.exit_code == 1 and "NAME=PATH" in res.output
+    fresh = tmp_path / "fresh"
+    res = runner.invoke(app, ["contamination", str(bench), "--corpus", str(folder), "--engine", "spark",
+                              "--work", str(fresh)])
+    assert res.exit_code == 1 and "available: local, ray" in res.output
+    assert not fresh.exists()  # options are checked before anything is read or written
+    res = runner.invoke(app, ["contamination", "--help"])
+    assert "[default: 13]" in " ".join(res.output.split())
