@@ -133,13 +133,16 @@ class CausalLM:
         with torch.inference_mode():
             for batch in self._batches(texts):
                 x, logits = self._forward(batch)
-                for r, (i, ids) in enumerate(batch):
-                    t = len(ids) - 1
-                    if t <= 0:
-                        out[i] = (np.empty(0, np.float32),) * 3
-                        continue
-                    lp, mu, sd = distribution_stats(logits[r, :t], x[r, 1:t + 1])
-                    out[i] = (lp.cpu().numpy(), mu.cpu().numpy(), sd.cpu().numpy())
+                # every scored position of the batch at once: row r, positions 0 .. len_r - 2
+                lengths = [len(ids) - 1 for _, ids in batch]
+                rows = torch.cat([torch.full((max(t, 0),), r, dtype=torch.long) for r, t in enumerate(lengths)])
+                cols = torch.cat([torch.arange(max(t, 0)) for t in lengths])
+                rows, cols = rows.to(x.device), cols.to(x.device)
+                lp, mu, sd = (v.cpu().numpy() for v in distribution_stats(logits[rows, cols], x[rows, cols + 1]))
+                ends = np.cumsum([0] + [max(t, 0) for t in lengths])
+                for r, (i, _) in enumerate(batch):
+                    a, b = ends[r], ends[r + 1]
+                    out[i] = (lp[a:b], mu[a:b], sd[a:b])
         return out  # type: ignore[return-value]
 
     def complete(self, prefix: str, max_new_tokens: int = 64) -> str:

@@ -1,0 +1,41 @@
+"""The n-gram index built as Ray tasks is byte-identical to the local build (local Ray, 2 CPUs)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
+
+from sibscan.contamination import build_index  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    if started:
+        ray.shutdown()
+
+
+def test_ray_index_identical_to_local(local_ray, tmp_path):
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(500)]
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for f in range(3):
+        lines = [json.dumps({"text": " ".join(rng.choice(words, int(rng.integers(5, 80))))}) for _ in range(60)]
+        (folder / f"part{f}.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    local = build_index(folder, tmp_path / "local", n=4, shard_size=500, progress=False)
+    remote = build_index(folder, tmp_path / "ray", n=4, shard_size=500, engine="ray", progress=False)
+    assert len(local.manifest["shards"]) >= 4  # several map batches and reduce ranges
+    assert local.manifest["shards"] == remote.manifest["shards"]
+    for shard in local.manifest["shards"]:
+        assert (local.path / shard["file"]).read_bytes() == (remote.path / shard["file"]).read_bytes()
+    for key in ("n_docs", "n_words", "n_ngrams", "n_stored", "skipped"):
+        assert local.manifest[key] == remote.manifest[key], key
+    assert remote.manifest["engine"] == "ray" and len(remote.manifest["skipped"]) == 1
