@@ -16,18 +16,18 @@ SWAP_SHARE = 0.25  # a paraphrase swaps a quarter of the words
 
 @dataclass
 class Pool:
-    """A vocabulary (Zipf-distributed pseudo-words) and a pool of 300 phrases of 10–18 words."""
+    """A vocabulary (Zipf-distributed pseudo-words) and a pool of 2,000 phrases of 16–30 words."""
 
     words: np.ndarray
     probs: np.ndarray
     phrases: List[List[str]]
 
     @classmethod
-    def make(cls, rng: np.random.Generator, n_words: int = 5000, n_phrases: int = 300) -> "Pool":
+    def make(cls, rng: np.random.Generator, n_words: int = 5000, n_phrases: int = 2000) -> "Pool":
         words = np.array([f"w{i}" for i in range(n_words)])
         p = 1.0 / np.arange(1, n_words + 1) ** 1.1
         p /= p.sum()
-        phrases = [list(rng.choice(words, int(rng.integers(10, 19)), p=p)) for _ in range(n_phrases)]
+        phrases = [list(rng.choice(words, int(rng.integers(16, 31)), p=p)) for _ in range(n_phrases)]
         return cls(words, p, phrases)
 
     def text(self, rng: np.random.Generator, n_words: int) -> List[str]:

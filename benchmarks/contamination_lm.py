@@ -110,10 +110,10 @@ def membership_auc(quick: bool) -> dict:
 
 def throughput(quick: bool) -> dict:
     """Min-K%++ (forward + full-distribution statistics) tokens/s against the bare forward pass of
-    the same model on the same texts, best of two interleaved runs each."""
+    the same model on the same texts, best of three interleaved runs each."""
     from sibscan.contamination.lm import load_causal_lm
 
-    passages = bible_passages(64 if quick else 96)
+    passages = bible_passages(32 if quick else 48)
     t0 = time.perf_counter()
     if quick:
         lm = _tiny_lm(passages, layers=2, dim=64)
@@ -124,7 +124,7 @@ def throughput(quick: bool) -> dict:
     load = time.perf_counter() - t0
     n_tokens = sum(len(lm.encode(t)) for t in passages)
     fwd, pp = [], []
-    for _ in range(2):
+    for _ in range(3):
         t = time.perf_counter()
         lm.forward_only(passages)
         fwd.append(time.perf_counter() - t)

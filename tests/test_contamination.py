@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sibscan.cli import app
-from sibscan.contamination import ContaminationConfig, NgramIndex, audit, build_index, controls_needed
+from sibscan.contamination import ContaminationConfig, audit, build_index, controls_needed
 from sibscan.contamination.combine import OperatingPoint, auc, combine_z, robust_z, weight_by_auc
 from sibscan.contamination.examples import load_examples
 from sibscan.contamination.overlap import overlap_with_sources

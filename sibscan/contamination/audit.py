@@ -51,7 +51,7 @@ def _controls(texts) -> List[str]:
     return [str(t) for t in texts]
 
 
-def _resolve_probe(probe, what: str, device: str):
+def _resolve_probe(probe, device: str):
     """A model name/path -> CausalLM; an http(s) URL -> endpoint; an object is used as it is."""
     if not isinstance(probe, str):
         return probe
@@ -141,12 +141,12 @@ def audit(
         logprob = guided = None
         probe_ids: Dict[str, str] = {}
         if model is not None:
-            scorer = _resolve_probe(model, "model", device)
+            scorer = _resolve_probe(model, device)
             cache = ResultCache(work / "results.jsonl", f"logprobs:{scorer.identity}:k={config.k}")
             logprob = score_logprobs(ex.ids, ex.texts, scorer, cache, k=config.k, progress=progress)
             probe_ids["model"] = scorer.identity
         if complete is not None:
-            completer = _resolve_probe(complete, "completer", device)
+            completer = _resolve_probe(complete, device)
             name = getattr(completer, "identity", None) or getattr(completer, "__name__", type(completer).__name__)
             cache = ResultCache(work / "results.jsonl" if getattr(completer, "identity", None) else None,
                                 f"guided:{name}:prefix={config.prefix_fraction}")

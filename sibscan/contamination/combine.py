@@ -4,10 +4,11 @@ flags, AUC weights, and precision at the prevalence the user expects.
 * **Directions are declared, not guessed** (:data:`DIRECTIONS`): +1 where a higher score means
   more contaminated (overlap, run, Min-K%, Min-K%++, guided F1), -1 where lower does (perplexity).
   Averaging a perplexity z-score with a Min-K% z-score without flipping one cancels the signal.
-* **Standardised robustly**: ``z = direction * (x - median) / (1.4826 * MAD)`` over the scorable
-  examples (the mean absolute deviation * 1.2533 when the MAD is 0, the standard deviation when
-  that is 0 too, and 0 when every score is equal), so the leaked examples do not hide themselves
-  by inflating the scale.  The combined score is the weighted mean of the methods' z in
+* **Standardised**: ``z = direction * (x - median) / max(1.4826 * MAD, std)`` over the scorable
+  examples (0 when every score is equal): centred on the median, which the leaked examples cannot
+  move while they are a minority; scaled by the larger of the robust and the classical spread, so
+  that a heavy-tailed or coarsely discrete clean distribution (an overlap is a multiple of
+  1 / n-grams) does not turn its own tail into outliers.  The combined score is the weighted mean of the methods' z in
   :data:`COMBINED`, standardised again the same way.
 * **Flags** (any of): combined ``z >= z_threshold``; ``overlap_fraction >= overlap_floor``;
   ``longest_match_tokens >= run_floor``.  Per source, a source with control texts uses their
@@ -47,7 +48,7 @@ COMBINED = ("overlap_fraction", "min_k_pp", "guided_f1")
 
 
 def robust_z(x: np.ndarray) -> np.ndarray:
-    """Robust z-scores of the finite entries of ``x`` (NaN stays NaN).
+    """Median-centred z-scores of the finite entries of ``x`` (NaN stays NaN); see the module docstring.
 
     Parameters
     ----------
@@ -64,11 +65,9 @@ def robust_z(x: np.ndarray) -> np.ndarray:
         return out
     v = x[ok]
     med = np.median(v)
-    scale = 1.4826 * np.median(np.abs(v - med))
-    if scale == 0:
-        scale = 1.2533 * np.mean(np.abs(v - med))
-    if scale == 0:
-        scale = np.std(v)
+    # the larger of the robust and the classical scale: a heavy-tailed (or coarsely discrete) clean
+    # distribution has a small MAD and would make its own tail "outliers"
+    scale = max(1.4826 * np.median(np.abs(v - med)), float(np.std(v)))
     out[ok] = 0.0 if scale == 0 else (v - med) / scale
     return out
 

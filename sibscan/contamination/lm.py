@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -183,6 +184,10 @@ def load_causal_lm(name: str = DEFAULT_MODEL, device: str = "auto", batch_size: 
     if gguf_file is not None:
         require("gguf", "lm", "loading GGUF models")
     logging.getLogger("transformers").setLevel(logging.ERROR)
+    # offline by construction, and no de-quantising / "Loading weights" bars of transformers' own
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
     kwargs = {"gguf_file": gguf_file} if gguf_file else {"local_files_only": True}
     try:
         tok = transformers.AutoTokenizer.from_pretrained(where, **kwargs)

@@ -8,7 +8,7 @@ error (an endpoint that times out) is re-raised with how many examples are kept 
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Sequence
 
 from ..errors import SibscanError
 from .guided import DEFAULT_PREFIX_FRACTION, guided_score
