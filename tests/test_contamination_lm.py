@@ -86,6 +86,15 @@ def test_token_stats_match_float64_reference_with_padding(tiny_lm):
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(WORDS, n)) for n in (5, 17, 9, 30, 2, 12, 1)]
     got = tiny_lm.token_stats(texts)  # batched longest-first with right padding
+    assert tiny_lm._fused is True  # the LM head applied chunk-wise to the hidden states
+    tiny_lm._fused = False
+    try:
+        full = tiny_lm.token_stats(texts)  # the model's own logits
+    finally:
+        tiny_lm._fused = True
+    for a, b in zip(got, full):
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, atol=1e-5)
     for text, (lp, mu, sd) in zip(texts, got):
         ids = tiny_lm.encode(text)
         with torch.no_grad():
@@ -215,3 +224,30 @@ def test_real_smollm2_scores_and_generates():
     scrambled = "Berlin capital is the Paris of and Germany France, capital the is of."
     (a, _, _), (b, _, _) = lm.token_stats([fluent, scrambled])
     assert min_k_scores(a)["perplexity"] < min_k_scores(b)["perplexity"]
+
+
+def test_cli_model_complete_and_labels_from_a_saved_folder(tiny_lm, tmp_path):
+    from typer.testing import CliRunner
+
+    from sibscan.cli import app
+
+    folder = tmp_path / "model"
+    tiny_lm.model.save_pretrained(folder)
+    tiny_lm.tokenizer.save_pretrained(folder)
+    rng = np.random.default_rng(2)
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("".join(json.dumps({"id": f"e{i}", "text": " ".join(rng.choice(WORDS, 12))}) + "\n"
+                             for i in range(5)))
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,contaminated\ne0,1\ne1,0\ne2,0\n")
+    res = CliRunner().invoke(app, ["contamination", str(bench), "--model", str(folder), "--complete", str(folder),
+                                   "--labels", str(labels), "--prevalence", "0.01", "--device", "cpu",
+                                   "--work", str(tmp_path / "work"), "--quiet", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    e = d["examples"][0]
+    assert e["min_k_pp_support"] == "full" and e["guided_recall"] is not None and e["overlap_fraction"] is None
+    assert set(d["evaluation"]["auc"]) == {"min_k", "min_k_pp", "perplexity", "guided_f1"}
+    assert d["evaluation"]["flags"]["prevalence"] == 0.01
+    res = CliRunner().invoke(app, ["contamination", str(bench), "--model", str(tmp_path / "nope"), "--quiet"])
+    assert res.exit_code == 1 and "never downloads weights" in res.output
