@@ -3,7 +3,7 @@
 A word gets a stable 64-bit id (BLAKE2b of its UTF-8 bytes, 8-byte digest): the same word hashes
 the same in every process, on every machine and in every run, so an index built by one worker can
 be queried by another.  An n-gram's hash is the polynomial rolling hash of its words' ids
-(:func:`sibscan.verify.text.shingle_hashes`, mod 2**64): equal n-grams hash equal wherever they
+(:func:`sibscan.kernels.textalign.shingle_hashes`, mod 2**64): equal n-grams hash equal wherever they
 occur.  Two distinct n-grams collide with probability about 2**-64, so a corpus of 10**10 n-grams
 gives a false match to a query n-gram with probability about 5e-10.
 
@@ -18,9 +18,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-# Issue 11 moves the rolling-hash primitives to kernels/textalign.py; until then they live with
-# the textalign verifier.  One import, so the move is a one-line change.
-from ..verify.text import shingle_hashes, tokenize
+from .textalign import shingle_hashes, tokenize
 
 __all__ = ["WordIdCache", "word_ids", "batch_word_ids", "ngram_hashes", "sorted_member", "longest_hit_run",
            "ngram_coverage"]
@@ -57,7 +55,7 @@ def word_ids(words: Sequence[str], cache: Optional[WordIdCache] = None) -> np.nd
 
 
 def batch_word_ids(texts: Iterable[str]) -> Tuple[np.ndarray, np.ndarray]:
-    """Tokenise texts (:func:`sibscan.verify.text.tokenize`: NFKC, casefold, ``\\w+``) and map
+    """Tokenise texts (:func:`sibscan.kernels.textalign.tokenize`: NFKC, casefold, ``\\w+``) and map
     every word to its id.
 
     Returns

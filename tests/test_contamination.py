@@ -15,7 +15,7 @@ from sibscan.contamination.examples import load_examples
 from sibscan.contamination.overlap import overlap_with_sources
 from sibscan.errors import InputError, SibscanError
 from sibscan.kernels.ngramhash import batch_word_ids, longest_hit_run, ngram_hashes, sorted_member
-from sibscan.verify.text import tokenize
+from sibscan.kernels.textalign import tokenize
 
 WORDS = [f"w{i}" for i in range(2000)]
 

@@ -3,7 +3,7 @@
 Each example is cut at a word boundary (half its words by default); the model continues the
 prefix (any ``complete(prefix, max_new_tokens) -> text``: a local model's greedy ``generate`` or an
 endpoint); the continuation is compared with the true suffix by the longest common subsequence of
-words (:func:`sibscan.verify.text.lcs_length`, the textalign tokenisation):
+words (:func:`sibscan.kernels.textalign.lcs_length`, the textalign tokenisation):
 
 * precision = LCS / words generated, recall = LCS / words of the true suffix, F1 their harmonic
   mean.  The score is F1: a verbose continuation that happens to contain the suffix's words in
@@ -18,8 +18,7 @@ import re
 import unicodedata
 from typing import Callable, Dict, Tuple
 
-# Issue 11 moves lcs_length/tokenize to kernels/textalign.py.
-from ..verify.text import lcs_length, tokenize
+from ..kernels.textalign import lcs_length, tokenize
 
 __all__ = ["DEFAULT_PREFIX_FRACTION", "lcs_prf", "split_prefix", "guided_score"]
 

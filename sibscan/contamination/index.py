@@ -30,18 +30,18 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from ..atomic import save_npy, write_json
 from ..errors import CompatibilityError, InputError, SibscanError
-from ..kernels.ngramhash import batch_word_ids, ngram_hashes, sorted_member
+from ..kernels.ngramhash import sorted_member
 from .corpus import CorpusLike, CorpusReader
 from .progress import Progress
+from .tasks import hash_batch, merge_range, range_bounds
 
-__all__ = ["CHARS_PER_NGRAM", "DEFAULT_N", "DEFAULT_SHARD_SIZE", "NgramIndex", "build_index", "hash_batch",
-           "index_identity", "merge_range", "range_bounds"]
+__all__ = ["CHARS_PER_NGRAM", "DEFAULT_N", "DEFAULT_SHARD_SIZE", "NgramIndex", "build_index", "index_identity"]
 
 log = logging.getLogger("sibscan.contamination")
 
@@ -49,54 +49,13 @@ FORMAT = "sibscan-ngram-index-v1"
 DEFAULT_N = 13
 DEFAULT_SHARD_SIZE = 1 << 22  # 4,194,304 n-grams: a 32 MiB shard
 CHARS_PER_NGRAM = 6  # batch size estimate: English averages ~6 characters per word with its space
-TOKENISER = "nfkc-casefold-w"  # sibscan.verify.text.tokenize
+TOKENISER = "nfkc-casefold-w"  # sibscan.kernels.textalign.tokenize
 HASH = "blake2b64-word,poly64-ngram"
 
 
 def index_identity(n: int) -> str:
     """What must match between an index and the text it is queried with."""
     return f"ngram-index-v1(n={n},tok={TOKENISER},hash={HASH})"
-
-
-def hash_batch(docs: Sequence[str], n: int) -> Tuple[np.ndarray, int, int]:
-    """One map task: the sorted distinct n-gram hashes of a batch of documents.
-
-    Returns
-    -------
-    hashes : ndarray of shape (u,), uint64, sorted, distinct
-    n_words, n_ngrams : int
-        Words and n-grams (with repeats) in the batch.
-    """
-    ids, offsets = batch_word_ids(docs)
-    h, _ = ngram_hashes(ids, offsets, n)
-    return np.unique(h), int(len(ids)), int(len(h))
-
-
-def range_bounds(n_parts: int) -> np.ndarray:
-    """Edges of ``n_parts`` equal ranges of the 64-bit hash space, shape (n_parts + 1,), as Python
-    ints (the last edge, 2**64, does not fit a uint64)."""
-    return np.array([(j << 64) // n_parts for j in range(n_parts + 1)], dtype=object)
-
-
-def merge_range(run_paths: Sequence[str], lo: int, hi: int) -> np.ndarray:
-    """One reduce task: the distinct hashes in ``[lo, hi)`` over all runs (memory-mapped: only the
-    range is read).
-
-    Returns
-    -------
-    ndarray of shape (u,), uint64, sorted, distinct
-    """
-    parts = []
-    for p in run_paths:
-        run = np.load(p, mmap_mode="r")
-        a = int(np.searchsorted(run, np.uint64(lo), side="left"))
-        b = len(run) if hi >= 1 << 64 else int(np.searchsorted(run, np.uint64(hi), side="left"))
-        if b > a:
-            parts.append(np.array(run[a:b]))
-        del run
-    if not parts:
-        return np.empty(0, np.uint64)
-    return np.unique(np.concatenate(parts))
 
 
 def _batches(docs: Iterable[str], max_chars: int) -> Iterator[List[str]]:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Union
 
 from ..errors import InputError
-from ..loaders.text import _read_records
+from ..loaders.records import read_columns
 from .examples import Examples
 
 __all__ = ["load_labels", "parse_label"]
@@ -46,7 +46,7 @@ def load_labels(labels: Union[str, Path, Mapping[str, object]], examples: Exampl
         path = Path(labels)
         if not path.is_file():
             raise InputError("no such file", path=path)
-        names, cols = _read_records(path)
+        names, cols = read_columns(path)
         for f in (id_field, label_field):
             if f not in cols:
                 raise InputError(f"no {f!r} column; columns: {', '.join(names)}", path=path)

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..errors import SibscanError, require
-from .index import hash_batch, merge_range
+from .tasks import hash_batch, merge_range
 
 __all__ = ["RayTasks"]
 

@@ -21,8 +21,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .. import __version__
-from ..report.stats import finite_or_none, rate_record
+from .._version import __version__
+from ..stats import finite_or_none, rate_record
 from .config import ContaminationConfig
 
 __all__ = ["ContaminationResult"]
