@@ -22,28 +22,34 @@ from .items import Items
 from .loaders.records import json_objects
 from .stats import wilson_interval
 
-__all__ = ["read_predictions", "correct_mask", "accuracy_split"]
+__all__ = ["read_predictions", "read_lines", "read_records", "correct_mask", "accuracy_split", "PREDICTION_FIELDS"]
 
-_PRED_NAMES = ("prediction", "pred", "y_pred", "predicted")
+#: accepted names of the prediction column/field, in order of preference
+PREDICTION_FIELDS = ("prediction", "pred", "y_pred", "predicted")
 
 
-def _read_lines(path: Path) -> List[str]:
+def read_lines(path: Path, what: str = "predictions") -> List[str]:
+    """The lines of a UTF-8 text file; :class:`InputError` naming ``what`` if it cannot be read."""
     try:
         with open(path, encoding="utf-8-sig") as fh:
             return fh.read().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read predictions: {exc}", path=path) from None
+        raise InputError(f"cannot read {what}: {exc}", path=path) from None
 
 
-def _records(path: Path, lines: List[str]) -> Optional[List[Dict[str, str]]]:
+def read_records(path: Path, lines: List[str], fields: tuple = PREDICTION_FIELDS) -> Optional[List[Dict[str, str]]]:
+    """Rows of a JSONL file, or of a CSV/TSV whose header names one of ``fields``; None for one value per line.
+
+    CSV/TSV keys are lower-cased and stripped; values are strings (``""`` for JSON null).
+    """
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return [{k: ("" if v is None else str(v)) for k, v in rec.items()}
-                for _, rec in json_objects(lines, path, hint="; each line is one JSON object with id and prediction")]
+                for _, rec in json_objects(lines, path, hint=f"; each line is one JSON object with id and {fields[0]}")]
     if suffix in (".csv", ".tsv"):
         reader = csv.DictReader(lines, delimiter="\t" if suffix == ".tsv" else ",")
-        fields = [f.strip().lower() for f in (reader.fieldnames or [])]
-        if not any(f in _PRED_NAMES for f in fields):
+        header = [f.strip().lower() for f in (reader.fieldnames or [])]
+        if not any(f in fields for f in header):
             return None  # no header: one prediction per line
         return [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k is not None} for row in reader]
     return None
@@ -72,9 +78,9 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise InputError("predictions file not found", path=path)
-    lines = _read_lines(path)
+    lines = read_lines(path)
     n = len(test)
-    recs = _records(path, lines)
+    recs = read_records(path, lines)
     if recs is None:
         preds = [ln.strip() for ln in lines if ln.strip()]
         if path.suffix.lower() in (".csv", ".tsv") and len(preds) == n + 1:
@@ -85,9 +91,9 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
         return np.array(preds, dtype=str)
     if not recs:
         raise InputError("no predictions", path=path)
-    key = next((k for k in _PRED_NAMES if k in recs[0]), None)
+    key = next((k for k in PREDICTION_FIELDS if k in recs[0]), None)
     if key is None:
-        raise InputError(f"no prediction field; expected one of {', '.join(_PRED_NAMES)}", path=path, row=1)
+        raise InputError(f"no prediction field; expected one of {', '.join(PREDICTION_FIELDS)}", path=path, row=1)
     preds = np.array([r.get(key, "") for r in recs], dtype=str)
     if "id" not in recs[0]:
         if len(preds) != n:

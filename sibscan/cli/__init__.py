@@ -23,7 +23,7 @@ app = typer.Typer(
 
 # One module per command; each defines ``register(app)``.
 COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split", "index", "temporal", "augment",
-            "contamination")
+            "contamination", "audit")
 
 
 def _version(value: bool) -> None:

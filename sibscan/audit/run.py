@@ -1,0 +1,300 @@
+"""One audit, from its configuration to its result (and, with ``out``, the run folder).
+
+:class:`AuditConfig` holds every option and is checked whole before a file is read;
+:func:`run_audit` reads the inputs, runs the checks that apply, computes the metrics over every run
+and, with ``out``, writes ``manifest.json`` (the run record), ``audit.json`` and ``audit.md`` there.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..errors import InputError, SibscanError
+from . import checks as C
+from .denominator import align, denominator_check
+from .inputs import TASKS, Column, expand_runs, first_non_number, infer_task, read_column
+from .metrics import METRICS, TASK_METRICS, compute_metrics
+from .record import RECORD_KEY, begin_run
+from .result import AuditResult, Check
+from .seeds import aggregate_runs, runs_warning
+from .selection import MODES, selection_check
+
+__all__ = ["AUDIT_FILES", "AuditConfig", "parse_published", "run_audit"]
+
+#: what an audit writes into its ``out`` folder
+AUDIT_FILES = ("manifest.json", "audit.json", "audit.md")
+
+
+def _fraction(x: float, name: str) -> None:
+    if not 0.0 <= x <= 1.0:
+        raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {x:g}")
+
+
+@dataclass
+class AuditConfig:
+    """Every option of an audit (the CLI's flags, one to one).
+
+    Attributes
+    ----------
+    predictions : list of path
+        One prediction file per run (seed); a folder stands for its prediction files.
+    targets : path, optional
+        The test targets (formats: :mod:`sibscan.audit.inputs`).
+    task : {"auto", "classification", "regression", "forecast"}
+    label, id_field : str, optional
+        Label and id column of data files read through the loaders (targets, train, val, test data).
+    init_steps : int, optional
+        Forecasts: the leading steps given to the model (kept exactly; left out of the metrics).
+    rtol, atol : float
+        ``not_targets``: predictions ``allclose`` to the targets at these tolerances fail.
+    perfect_tol, max_perfect_share : float
+        ``near_perfect_share``: samples with a relative error below ``perfect_tol`` may be at most
+        ``max_perfect_share`` of all.
+    selection, reported, metric, mode
+        ``selection``: the per-checkpoint CSV, the reported checkpoint, the metric, its direction.
+    train, val, test_data : path, optional
+        Split data files for ``val_split`` (test data defaults to the targets when they are a data file).
+    decimals : int
+        Rounding before fingerprinting (overlap).
+    max_val_overlap : float
+        Largest allowed share of test items with an exact twin in validation.
+    out : path, optional
+        Folder for the run record and the reports.
+    model_revision : str, optional
+    seeds : list of str, optional
+        The seed of each run, in order (recorded).
+    published : dict of str to float
+        Published baselines by metric id; ``published_source`` says where they come from.
+    """
+
+    predictions: List[Path] = field(default_factory=list)
+    targets: Optional[Path] = None
+    task: str = "auto"
+    label: Optional[str] = None
+    id_field: Optional[str] = None
+    init_steps: Optional[int] = None
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    perfect_tol: float = 1e-3
+    max_perfect_share: float = 0.01
+    selection: Optional[Path] = None
+    reported: Optional[str] = None
+    metric: Optional[str] = None
+    mode: str = "auto"
+    train: Optional[Path] = None
+    val: Optional[Path] = None
+    test_data: Optional[Path] = None
+    decimals: int = 6
+    max_val_overlap: float = 0.0
+    out: Optional[Path] = None
+    force: bool = False
+    model_revision: Optional[str] = None
+    seeds: Optional[List[str]] = None
+    published: Dict[str, float] = field(default_factory=dict)
+    published_source: Optional[str] = None
+
+    def validate(self) -> None:
+        """Refuse bad options before any file is read or written."""
+        if self.task not in TASKS:
+            raise SibscanError(f"unknown --task {self.task!r}; available: {', '.join(TASKS)}")
+        if self.mode not in MODES:
+            raise SibscanError(f"unknown --mode {self.mode!r}; available: {', '.join(MODES)}")
+        if not (self.predictions or self.selection or self.val or self.train):
+            raise SibscanError("nothing to audit: give prediction files and --targets, a --selection CSV, "
+                               "or split data (--val, --train)")
+        if self.predictions and self.targets is None:
+            raise SibscanError("predictions need the test targets: add --targets FILE")
+        if self.targets is not None and not self.predictions:
+            raise SibscanError("--targets needs prediction files to compare with (PREDICTIONS or --predictions)")
+        if self.init_steps is not None and self.init_steps < 1:
+            raise SibscanError(f"--init-steps is a number of leading time steps (>= 1), got {self.init_steps}")
+        for name, x in (("--rtol", self.rtol), ("--atol", self.atol), ("--perfect-tol", self.perfect_tol)):
+            if not x >= 0:
+                raise SibscanError(f"{name} must be >= 0, got {x:g}")
+        _fraction(self.max_perfect_share, "--max-perfect-share")
+        _fraction(self.max_val_overlap, "--max-val-overlap")
+        if (self.reported or self.metric) and self.selection is None:
+            raise SibscanError("--reported/--metric describe a --selection CSV; add --selection FILE")
+        unknown = sorted(set(self.published) - set(METRICS))
+        if unknown:
+            raise SibscanError(f"unknown metric {unknown[0]!r} in --published; available: {', '.join(METRICS)}")
+        if self.published and not self.predictions:
+            raise SibscanError("--published baselines are compared with metrics: add prediction files and --targets")
+        if self.published_source and not self.published:
+            raise SibscanError("--published-source names where --published values come from; add --published METRIC=VALUE")
+        if self.decimals < 0:
+            raise SibscanError(f"--decimals must be >= 0, got {self.decimals}")
+
+    def parameters(self) -> dict:
+        """The options that make the run what it is (the inputs themselves are hashed separately)."""
+        skip = {"predictions", "targets", "selection", "train", "val", "test_data", "out", "force"}
+        return {k: v for k, v in asdict(self).items() if k not in skip}
+
+
+def _run_names(paths: List[Path]) -> List[str]:
+    names = [p.name for p in paths]
+    return names if len(set(names)) == len(names) else [str(p) for p in paths]
+
+
+def _check_task(task: str, target: Column, cfg: AuditConfig) -> None:
+    if task in ("regression", "forecast") and not target.numeric:
+        raise InputError(f"a {task} audit needs numeric targets, but these are labels (e.g. {str(target.values[0])!r}); "
+                         "use --task classification", path=target.path)
+    if task == "forecast" and target.values.ndim < 2:
+        raise InputError("a forecast audit needs an array per sample, shape (n_samples, n_steps, ...); these are "
+                         "scalars: use --task regression", path=target.path)
+    if cfg.init_steps is not None:
+        if task != "forecast":
+            raise SibscanError(f"--init-steps applies to forecasts (arrays of shape (n, steps, ...)), not to {task}")
+        if cfg.init_steps >= target.values.shape[1]:
+            raise SibscanError(f"--init-steps {cfg.init_steps} leaves nothing to score: the targets have "
+                               f"{target.values.shape[1]} steps")
+    wrong = sorted(set(cfg.published) - set(TASK_METRICS[task]))
+    if wrong:
+        raise SibscanError(f"--published {wrong[0]} is not a {task} metric; available: {', '.join(TASK_METRICS[task])}")
+
+
+def _prediction_checks(cfg: AuditConfig, files: List[Path], names: List[str]):
+    """Per-run checks and metrics; returns (checks, metrics, task, n_items, samples)."""
+    target = read_column(cfg.targets, "targets", label=cfg.label, id_field=cfg.id_field)
+    task = cfg.task if cfg.task != "auto" else infer_task(target)
+    _check_task(task, target, cfg)
+    per_check: Dict[str, list] = {}
+    per_metrics: Dict[str, dict] = {}
+    samples: Dict[str, dict] = {}
+    for path, name in zip(files, names):
+        pred = read_column(path, "predictions")
+        if task != "classification" and not pred.numeric:
+            raise InputError(f"a {task} audit needs numeric predictions; {first_non_number(pred)} is not a number",
+                             path=path)
+        al = align(pred, target)
+        found = [denominator_check(al)]
+        if len(al.ids):
+            found += [C.nan_free(al), C.not_targets(al, task, cfg.init_steps, cfg.rtol, cfg.atol)]
+            if cfg.init_steps:
+                found.append(C.init_window(al, cfg.init_steps))
+            if task != "classification":
+                found.append(C.near_perfect_share(al, cfg.init_steps, cfg.perfect_tol, cfg.max_perfect_share))
+        for c in found:
+            per_check.setdefault(c.name, []).append((name, c))
+        per_metrics[name] = compute_metrics(al.pred, al.target, task, cfg.init_steps)
+        samples[name] = {"n_targets": al.n_targets, "rows": al.n_rows, "scored": int(len(al.ids)),
+                         "missing": al.missing.tolist(), "duplicate": al.duplicate.tolist(), "extra": al.extra.tolist(),
+                         "failed": {s: v.tolist() for s, v in al.failed.items()}}
+    checks = {name: C.combine_runs(runs) for name, runs in per_check.items()}
+    return checks, aggregate_runs(per_metrics), task, len(target), samples, target
+
+
+def _val_check(cfg: AuditConfig, target: Optional[Column], has_selection: bool) -> Check:
+    from .overlap import load_split_file, val_split_check
+
+    opts = {"label": cfg.label, "id": cfg.id_field}
+    test_path = cfg.test_data or (target.path if target is not None and target.loaded else None)
+    return val_split_check(
+        val=load_split_file(cfg.val, "val", **opts) if cfg.val else None,
+        test=load_split_file(test_path, "test", **opts) if test_path else None,
+        train=load_split_file(cfg.train, "train", **opts) if cfg.train else None,
+        selection_has_val=has_selection, decimals=cfg.decimals, max_overlap=cfg.max_val_overlap)
+
+
+def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs: int) -> dict:
+    """What the honest-reporting table shows (see :mod:`sibscan.audit.markdown`)."""
+    val = checks.get("val_split")
+    sel = checks.get("selection")
+    if val is None and sel is None:
+        val_used = "not stated"
+    elif val is not None and not val.detail["validation_split"]:
+        val_used = "no"
+    else:
+        val_used = "yes"
+        if sel is not None:
+            val_used += f"; reported checkpoint chosen on {sel.detail['chosen_on']}"
+        if val is not None and (val.detail.get("val_test") or {}).get("test_rows_with_twin"):
+            val_used += f"; {val.detail['val_test']['test_rows_with_twin']} test items have a twin in it"
+    sib = None
+    if val is not None and val.detail.get("train_test"):
+        tt = val.detail["train_test"]
+        sib = {"kind": "exact twins", "count": tt["test_rows_with_twin"], "n": tt["n_test"], "rate": tt["share"],
+               "interval": None, "state": "exact_only"}
+    return {"metrics": {m: {k: a.get(k) for k in ("name", "formula", "mean", "std", "n_runs")} for m, a in metrics.items()},
+            "published": {m: {"value": v, "source": cfg.published_source} for m, v in cfg.published.items()},
+            "seeds": {"n_runs": n_runs, "values": cfg.seeds}, "validation_split": val_used, "sibling_rate": sib}
+
+
+def _previous_run(out: Path) -> Optional[dict]:
+    path = out / "manifest.json"
+    if not path.is_file():
+        if out.exists() and any(p.name not in AUDIT_FILES for p in out.iterdir()):
+            raise SibscanError(f"{out} exists and is not an audit folder; choose another --out or empty it")
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get(RECORD_KEY)
+    except (OSError, ValueError) as exc:
+        raise SibscanError(f"{path}: cannot read the previous run record ({exc}); pass --force to start over") from None
+
+
+def run_audit(cfg: AuditConfig) -> AuditResult:
+    """Run an audit (module docstring). Raises :class:`~sibscan.errors.SibscanError` on bad input."""
+    from ..atomic import write_json, write_text
+    from .markdown import render_audit_markdown
+
+    cfg.validate()
+    files = expand_runs(cfg.predictions) if cfg.predictions else []
+    if cfg.seeds is not None and len(cfg.seeds) != len(files):
+        raise SibscanError(f"--seeds lists {len(cfg.seeds)} seeds for {len(files)} prediction files; give one per file")
+    names = _run_names(files)
+    record = None
+    if cfg.out is not None:
+        out = Path(cfg.out)
+        inputs = [("predictions", f) for f in files] + [
+            (role, p) for role, p in (("targets", cfg.targets), ("selection", cfg.selection), ("train", cfg.train),
+                                      ("val", cfg.val), ("test_data", cfg.test_data)) if p is not None]
+        previous = None if cfg.force else _previous_run(out)
+        record = begin_run(previous, inputs=inputs, parameters=cfg.parameters(), model_revision=cfg.model_revision,
+                           seeds=cfg.seeds, force=cfg.force, where=str(out))
+        write_json(out / "manifest.json", _manifest(record))
+
+    checks: Dict[str, Check] = {}
+    metrics: dict = {}
+    task = n_items = target = None
+    samples: dict = {}
+    if files:
+        checks, metrics, task, n_items, samples, target = _prediction_checks(cfg, files, names)
+    if cfg.selection is not None:
+        checks["selection"] = selection_check(cfg.selection, reported=cfg.reported, metric=cfg.metric, mode=cfg.mode)
+    if cfg.val is not None or cfg.train is not None or cfg.test_data is not None or cfg.selection is not None:
+        checks["val_split"] = _val_check(cfg, target, cfg.selection is not None)
+    warnings = [w for w in [runs_warning(len(files)) if files else None] if w]
+    result = AuditResult(checks=checks, metrics=metrics, task=task, n_runs=len(files), n_items=n_items, runs=names,
+                         warnings=warnings)
+    result.reporting = _reporting(cfg, checks, metrics, len(files))
+    if record is not None:
+        record.finish(samples={"runs": samples})
+        result.record = record.to_dict()
+        out = Path(cfg.out)
+        write_json(out / "audit.json", result.to_dict())
+        write_text(out / "audit.md", render_audit_markdown(result))
+        write_json(out / "manifest.json", _manifest(record))
+    return result
+
+
+def _manifest(record) -> dict:
+    from .._version import __version__
+
+    return {"sibscan_version": __version__, "kind": "audit", "status": record.status, RECORD_KEY: record.to_dict()}
+
+
+def parse_published(items: List[str]) -> Dict[str, float]:
+    """``["accuracy=0.81", "macro_f1=0.79"]`` -> ``{"accuracy": 0.81, "macro_f1": 0.79}``."""
+    out: Dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[key.strip().lower().replace("-", "_")] = float(value)
+        except ValueError:
+            raise SibscanError(f"--published takes METRIC=VALUE (e.g. accuracy=0.81), got {item!r}") from None
+    return out
