@@ -11,6 +11,7 @@ from ._version import __version__
 
 # public name -> module that defines it
 _API = {
+    "AuditConfig": "sibscan.audit",
     "CompatibilityError": "sibscan.errors",
     "InputError": "sibscan.errors",
     "Items": "sibscan.items",
@@ -38,8 +39,10 @@ _API = {
     "modality_of": "sibscan.loaders",
     "read_predictions": "sibscan.predictions",
     "resolve_device": "sibscan.device",
+    "run_audit": "sibscan.audit",
     "run_scan": "sibscan.scan",
     "sibling_groups": "sibscan.groups",
+    "verify_run": "sibscan.audit",
     "write_reports": "sibscan.report",
 }
 

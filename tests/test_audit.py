@@ -244,3 +244,34 @@ def test_bad_input_names_file_and_row(tmp_path):
     assert res.exit_code == 1 and "odd.csv, row 1: the header names no predictions field; expected one of prediction" in res.stderr
     with pytest.raises(SibscanError, match="--init-steps applies to forecasts"):
         run_audit(AuditConfig(predictions=[write_csv(tmp_path / "ok.csv", ids, p)], targets=t, init_steps=2))
+
+
+def test_readme_worked_example(tmp_path, monkeypatch):
+    """The README's "Audit an evaluation" console blocks, run on the demo data, print what they show."""
+    import runpy
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Audit an evaluation", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```console\n")[1:]]
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(root / "examples" / "make_demo.py"), run_name="make_demo")["main"](["make_demo.py", "demo"])
+    last = None
+    for block in blocks:
+        steps = []  # (command, expected output lines)
+        for line in block.replace("\\\n", "").splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            else:
+                steps[-1][1].append(line)
+        for command, expected in steps:
+            if command == "echo $?":
+                assert [str(last.exit_code)] == expected
+                continue
+            args = shlex.split(command)
+            assert args[0] == "sibscan"
+            last = runner.invoke(app, args[1:])
+            assert (last.stdout + last.stderr).splitlines() == expected, last.output

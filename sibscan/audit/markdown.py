@@ -8,18 +8,13 @@ from typing import List, Optional
 
 from ..report.markdown import pct
 from .result import CHECK_NAMES, AuditResult
+from .seeds import fmt, format_value
 
 __all__ = ["honest_reporting", "render_audit_markdown", "sibling_cell"]
 
 
-def _num(x: Optional[float]) -> str:
-    return "—" if x is None else f"{x:.4g}"
-
-
 def _ours(m: dict) -> str:
-    if m["mean"] is None:
-        return "undefined"
-    return _num(m["mean"]) + ("" if m["std"] is None else f" ± {_num(m['std'])}")
+    return format_value(m, runs=False)
 
 
 def sibling_cell(sib: Optional[dict]) -> str:
@@ -56,7 +51,7 @@ def honest_reporting(reporting: dict, limitations: List[str], heading: str = "##
         lines.append(f"| — (no predictions audited) | — | {seed_text} | — | {val} | {sib} |")
     for mid, m in metrics.items():
         pub = (reporting.get("published") or {}).get(mid)
-        pub_text = "—" if pub is None else f"{_num(pub['value'])} ({pub.get('source') or 'source not given'})"
+        pub_text = "—" if pub is None else f"{fmt(pub['value'])} ({pub.get('source') or 'source not given'})"
         lines.append(f"| {m['name']}: `{m['formula']}` | {_ours(m)} | {seed_text} | {pub_text} | {val} | {sib} |")
     lines += ["", f"{heading}# Limitations", ""]
     lines += [f"- {text}" for text in limitations] or ["- none found by the checks that were run"]
@@ -80,7 +75,7 @@ def render_audit_markdown(result: AuditResult) -> str:
         lines += ["", "## Metrics by formula", "", "| id | formula | " + " | ".join(result.runs) + " | mean ± std |",
                   "|---|---|" + "---|" * len(result.runs) + "---|"]
         for mid, m in result.metrics.items():
-            cells = [_num(v) for v in m["values"].values()]
+            cells = [fmt(v) for v in m["values"].values()]
             lines.append(f"| `{mid}` | {m['formula']} | " + " | ".join(cells) + f" | {_ours(m)} |")
         notes = [f"- `{mid}`: {m['note']}" for mid, m in result.metrics.items() if m.get("note")]
         if notes:

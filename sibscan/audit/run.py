@@ -216,8 +216,8 @@ def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs
     sib = None
     if val is not None and val.detail.get("train_test"):
         tt = val.detail["train_test"]
-        sib = {"kind": "exact twins", "count": tt["test_rows_with_twin"], "n": tt["n_test"], "rate": tt["share"],
-               "interval": None, "state": "exact_only"}
+        sib = {"kind": "exact twins only; near siblings not assessed", "count": tt["test_rows_with_twin"],
+               "n": tt["n_test"], "rate": tt["share"], "interval": None, "state": "exact_only"}
     return {"metrics": {m: {k: a.get(k) for k in ("name", "formula", "mean", "std", "n_runs")} for m, a in metrics.items()},
             "published": {m: {"value": v, "source": cfg.published_source} for m, v in cfg.published.items()},
             "seeds": {"n_runs": n_runs, "values": cfg.seeds}, "validation_split": val_used, "sibling_rate": sib}
