@@ -42,7 +42,7 @@ _API = {
     "run_audit": "sibscan.audit",
     "run_scan": "sibscan.scan",
     "sibling_groups": "sibscan.groups",
-    "verify_run": "sibscan.audit",
+    "verify_run": "sibscan.runrecord",
     "write_reports": "sibscan.report",
 }
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sibscan.audit import AuditConfig, run_audit, verify_run
-from sibscan.audit.record import hash_path
+from sibscan.runrecord import hash_path
 from sibscan.cli import app
 from sibscan.errors import SibscanError
 

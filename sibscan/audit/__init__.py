@@ -5,10 +5,10 @@ Each topic is its own module: :mod:`~sibscan.audit.inputs` (reading predictions 
 :mod:`~sibscan.audit.denominator` (one prediction per test item), :mod:`~sibscan.audit.checks`
 (finite, not the targets, the initial window, the near-perfect share), :mod:`~sibscan.audit.metrics`
 (formulas, the three nRMSEs), :mod:`~sibscan.audit.seeds`, :mod:`~sibscan.audit.selection`,
-:mod:`~sibscan.audit.overlap` (the validation split), :mod:`~sibscan.audit.record`,
+:mod:`~sibscan.audit.overlap` (the validation split),
 :mod:`~sibscan.audit.markdown`; :mod:`~sibscan.audit.run` ties them together.
 """
-from .record import VerifyResult, verify_run
+from ..runrecord import VerifyResult, verify_run
 from .result import CHECK_NAMES, AuditResult, Check, check_name
 from .run import AuditConfig, run_audit
 

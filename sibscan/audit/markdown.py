@@ -1,61 +1,14 @@
 """The audit as Markdown: the honest-reporting table, the checks, the metrics by formula, the limitations.
 
-:func:`honest_reporting` is the section a scan's ``report.md`` carries too, so the two never differ.
+The honest-reporting section is :func:`sibscan.report.honest.honest_reporting`, the one a scan's
+``report.md`` carries too, so the two never differ.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from ..report.honest import CHECK_NAMES, fmt, format_value, honest_reporting
+from .result import AuditResult
 
-from ..report.markdown import pct
-from .result import CHECK_NAMES, AuditResult
-from .seeds import fmt, format_value
-
-__all__ = ["honest_reporting", "render_audit_markdown", "sibling_cell"]
-
-
-def _ours(m: dict) -> str:
-    return format_value(m, runs=False)
-
-
-def sibling_cell(sib: Optional[dict]) -> str:
-    """The sibling-rate cell: the rate with its interval and what it counts, or "not assessed"."""
-    if not sib or sib.get("rate") is None:
-        return "not assessed"
-    text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
-    if sib.get("interval"):
-        lo, hi = sib["interval"]
-        text += f", 95 % CI {pct(lo)}–{pct(hi)}"
-    return text
-
-
-def honest_reporting(reporting: dict, limitations: List[str], heading: str = "##") -> List[str]:
-    """Markdown lines: the honest-reporting table (one row per metric) and the limitations list.
-
-    Parameters
-    ----------
-    reporting : dict
-        ``AuditResult.reporting``.
-    limitations : list of str
-        ``AuditResult.limitations`` (and any the caller adds).
-    """
-    lines = [f"{heading} Honest reporting", ""]
-    metrics = reporting.get("metrics") or {}
-    seeds = reporting.get("seeds") or {}
-    runs = seeds.get("n_runs") or 0
-    seed_text = str(runs) + (f" ({', '.join(map(str, seeds['values']))})" if seeds.get("values") else "")
-    val = reporting.get("validation_split", "not stated")
-    sib = sibling_cell(reporting.get("sibling_rate"))
-    lines += ["| metric | ours (mean ± std) | seeds | published (source) | validation split | sibling rate |",
-              "|---|---|---|---|---|---|"]
-    if not metrics:
-        lines.append(f"| — (no predictions audited) | — | {seed_text} | — | {val} | {sib} |")
-    for mid, m in metrics.items():
-        pub = (reporting.get("published") or {}).get(mid)
-        pub_text = "—" if pub is None else f"{fmt(pub['value'])} ({pub.get('source') or 'source not given'})"
-        lines.append(f"| {m['name']}: `{m['formula']}` | {_ours(m)} | {seed_text} | {pub_text} | {val} | {sib} |")
-    lines += ["", f"{heading}# Limitations", ""]
-    lines += [f"- {text}" for text in limitations] or ["- none found by the checks that were run"]
-    return lines + [""]
+__all__ = ["render_audit_markdown"]
 
 
 def render_audit_markdown(result: AuditResult) -> str:
@@ -76,7 +29,7 @@ def render_audit_markdown(result: AuditResult) -> str:
                   "|---|---|" + "---|" * len(result.runs) + "---|"]
         for mid, m in result.metrics.items():
             cells = [fmt(v) for v in m["values"].values()]
-            lines.append(f"| `{mid}` | {m['formula']} | " + " | ".join(cells) + f" | {_ours(m)} |")
+            lines.append(f"| `{mid}` | {m['formula']} | " + " | ".join(cells) + f" | {format_value(m, runs=False)} |")
         notes = [f"- `{mid}`: {m['note']}" for mid, m in result.metrics.items() if m.get("note")]
         if notes:
             lines += [""] + notes

@@ -13,21 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from ..report.honest import CHECK_NAMES, check_name
+
 __all__ = ["CHECK_NAMES", "Check", "AuditResult", "check_name"]
-
-#: every check an audit can run, in the order they are reported
-CHECK_NAMES = ("nan_free", "not_targets", "init_window", "near_perfect_share", "denominator", "val_split", "selection")
-
-
-def check_name(text: str) -> str:
-    """``"nan-free"`` or ``"nan_free"`` -> ``"nan_free"``; an unknown name lists the valid ones."""
-    from ..errors import SibscanError
-
-    name = text.strip().lower().replace("-", "_")
-    if name not in CHECK_NAMES:
-        valid = ", ".join(n.replace("_", "-") for n in CHECK_NAMES)
-        raise SibscanError(f"unknown audit check {text!r}; available: {valid}")
-    return name
 
 
 @dataclass
@@ -95,6 +83,7 @@ class AuditResult:
             "runs": list(self.runs),
             "metrics": self.metrics,
             "warnings": list(self.warnings),
+            "summaries": {name: self.checks[name].summary for name in ordered},
             "limitations": self.limitations,
             "reporting": self.reporting,
         }

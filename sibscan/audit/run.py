@@ -16,7 +16,7 @@ from . import checks as C
 from .denominator import align, denominator_check
 from .inputs import TASKS, Column, expand_runs, first_non_number, infer_task, read_column
 from .metrics import METRICS, TASK_METRICS, compute_metrics
-from .record import RECORD_KEY, begin_run
+from ..runrecord import RECORD_KEY, begin_run
 from .result import AuditResult, Check
 from .seeds import aggregate_runs, runs_warning
 from .selection import MODES, selection_check

@@ -11,7 +11,7 @@ import numpy as np
 
 from .metrics import METRICS
 
-__all__ = ["MIN_RUNS", "aggregate_runs", "fmt", "format_value", "runs_warning"]
+__all__ = ["MIN_RUNS", "aggregate_runs", "runs_warning"]
 
 #: fewer runs than this draws a warning
 MIN_RUNS = 3
@@ -57,20 +57,3 @@ def runs_warning(n_runs: int) -> Optional[str]:
         return None
     return (f"only {n_runs} run{'s' if n_runs != 1 else ''} (seed{'s' if n_runs != 1 else ''}): report mean ± std "
             f"over at least {MIN_RUNS} seeds — one run's score does not show how much another seed would move it")
-
-
-def fmt(x: Optional[float]) -> str:
-    """One metric value as every output prints it: 4 decimals (4 significant digits when tiny or huge)."""
-    if x is None:
-        return "—"
-    return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 or x == 0 else f"{x:.4g}"
-
-
-def format_value(agg: dict, runs: bool = True) -> str:
-    """``"0.7450 ± 0.0120 (3 runs)"``, ``"0.7450 (1 run)"`` or ``"undefined"`` (``runs=False``: no count)."""
-    if agg["mean"] is None:
-        return "undefined"
-    text = fmt(agg["mean"]) + ("" if agg["std"] is None else f" ± {fmt(agg['std'])}")
-    if runs:
-        text += f" ({agg['n_runs']} run{'s' if agg['n_runs'] != 1 else ''})"
-    return text

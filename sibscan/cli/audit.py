@@ -35,7 +35,7 @@ def _text(result) -> str:
     width = max((len(n) for n in result.checks), default=0)
     lines += [f"  {'PASS' if c.passed else 'FAIL'}  {name:<{width}}  {c.summary}" for name, c in result.checks.items()]
     if result.metrics:
-        from ..audit.seeds import format_value
+        from ..report.honest import format_value
 
         lines.append("metrics, by formula (mean ± sample std over runs):")
         w = max(len(m) for m in result.metrics)

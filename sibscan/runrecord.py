@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import SibscanError
+from .errors import SibscanError
 
 __all__ = ["RECORD_KEY", "RunRecord", "VerifyResult", "begin_run", "environment", "hash_path", "hash_inputs",
            "run_identity", "verify_run"]
@@ -94,7 +94,7 @@ def environment() -> dict:
     """Python, platform, CPU, the installed packages and their versions, and the device."""
     from importlib.metadata import distributions
 
-    from .._version import __version__
+    from ._version import __version__
 
     packages: Dict[str, str] = {}
     for dist in distributions():

@@ -1,0 +1,122 @@
+"""The honest-reporting section: an evaluation audit (``sibscan audit``) as a scan's report shows it.
+
+An audit run with ``--scan DIR`` writes ``DIR/audit/audit.json``; :func:`load_audit` reads it back
+(marking it stale when it was made for other scan data), ``report.md`` renders
+:func:`honest_reporting` from it, and ``sibscan check --require`` gates on its checks. The audit
+package renders its own ``audit.md`` with the same function, so the two never differ, and the
+sibling rate in the table is the report's own (:func:`sibling_rate_record`): one quantity, one value.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+from ..errors import SibscanError
+from .markdown import pct
+
+__all__ = ["AUDIT_DIR", "CHECK_NAMES", "check_name", "fmt", "format_value", "honest_reporting", "load_audit",
+           "sibling_cell", "sibling_rate_record"]
+
+#: where ``sibscan audit --scan DIR`` records itself inside the scan directory
+AUDIT_DIR = "audit"
+#: every check an audit can run, in the order they are reported
+CHECK_NAMES = ("nan_free", "not_targets", "init_window", "near_perfect_share", "denominator", "val_split", "selection")
+
+
+def check_name(text: str) -> str:
+    """``"nan-free"`` or ``"nan_free"`` -> ``"nan_free"``; an unknown name lists the valid ones."""
+    name = text.strip().lower().replace("-", "_")
+    if name not in CHECK_NAMES:
+        valid = ", ".join(n.replace("_", "-") for n in CHECK_NAMES)
+        raise SibscanError(f"unknown audit check {text!r}; available: {valid}")
+    return name
+
+
+def fmt(x: Optional[float]) -> str:
+    """One metric value as every output prints it: 4 decimals (4 significant digits when tiny or huge)."""
+    if x is None:
+        return "—"
+    return f"{x:.4f}" if 1e-3 <= abs(x) < 1e4 or x == 0 else f"{x:.4g}"
+
+
+def format_value(agg: dict, runs: bool = True) -> str:
+    """``"0.7450 ± 0.0120 (3 runs)"``, ``"0.7450 (1 run)"`` or ``"undefined"`` (``runs=False``: no count)."""
+    if agg["mean"] is None:
+        return "undefined"
+    text = fmt(agg["mean"]) + ("" if agg["std"] is None else f" ± {fmt(agg['std'])}")
+    if runs:
+        text += f" ({agg['n_runs']} run{'s' if agg['n_runs'] != 1 else ''})"
+    return text
+
+
+def sibling_rate_record(report: dict) -> dict:
+    """The test→train sibling rate of a scan report, as the honest-reporting table shows it."""
+    anyr = report["sibling_rate"]["test_to_train"]["any"]
+    cut = report["cutoff"]
+    if cut.get("value") is None:
+        kind = "exact twins only; no cutoff for near siblings"
+    else:
+        kind = f"exact or near at cutoff {cut['value']:.3g}, {cut.get('source')}"
+    return {"kind": kind, "count": anyr["count"], "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"],
+            "state": "exact_only" if cut.get("value") is None else cut.get("source")}
+
+
+def sibling_cell(sib: Optional[dict]) -> str:
+    """The sibling-rate cell: the rate with its interval and what it counts, or "not assessed"."""
+    if not sib or sib.get("rate") is None:
+        return "not assessed"
+    text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
+    if sib.get("interval"):
+        lo, hi = sib["interval"]
+        text += f", 95 % CI {pct(lo)}–{pct(hi)}"
+    return text
+
+
+def honest_reporting(reporting: dict, limitations: List[str], heading: str = "##") -> List[str]:
+    """Markdown lines: the honest-reporting table (one row per metric) and the limitations list.
+
+    Parameters
+    ----------
+    reporting : dict
+        An audit's ``reporting`` block: ``metrics {id: {name, formula, mean, std, n_runs}}``,
+        ``published {id: {value, source}}``, ``seeds {n_runs, values}``, ``validation_split`` (str),
+        ``sibling_rate`` (:func:`sibling_rate_record` or None).
+    limitations : list of str
+    heading : str
+        Markdown heading level of the section.
+    """
+    lines = [f"{heading} Honest reporting", ""]
+    metrics = reporting.get("metrics") or {}
+    seeds = reporting.get("seeds") or {}
+    seed_text = str(seeds.get("n_runs") or 0) + (f" ({', '.join(map(str, seeds['values']))})" if seeds.get("values") else "")
+    val = reporting.get("validation_split", "not stated")
+    sib = sibling_cell(reporting.get("sibling_rate"))
+    lines += ["| metric | ours (mean ± std) | seeds | published (source) | validation split | sibling rate |",
+              "|---|---|---|---|---|---|"]
+    if not metrics:
+        lines.append(f"| — (no predictions audited) | — | {seed_text} | — | {val} | {sib} |")
+    for mid, m in metrics.items():
+        pub = (reporting.get("published") or {}).get(mid)
+        pub_text = "—" if pub is None else f"{fmt(pub['value'])} ({pub.get('source') or 'source not given'})"
+        lines.append(f"| {m['name']}: `{m['formula']}` | {format_value(m, runs=False)} | {seed_text} | {pub_text} "
+                     f"| {val} | {sib} |")
+    lines += ["", f"{heading}# Limitations", ""]
+    lines += [f"- {text}" for text in limitations] or ["- none found by the checks that were run"]
+    return lines + [""]
+
+
+def load_audit(scan_dir, dataset_fingerprint: Optional[str] = None) -> Optional[dict]:
+    """``SCAN/audit/audit.json`` (None when there is none), with ``stale`` set when the audit was made
+    for scan data other than ``dataset_fingerprint`` and ``path`` where it was read."""
+    path = Path(scan_dir) / AUDIT_DIR / "audit.json"
+    if not path.is_file():
+        return None
+    try:
+        audit = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SibscanError(f"{path}: cannot read the audit ({exc}); re-run sibscan audit --scan {scan_dir}") from None
+    made_for = (audit.get("scan") or {}).get("dataset_fingerprint")
+    audit["stale"] = dataset_fingerprint is not None and made_for != dataset_fingerprint
+    audit["path"] = str(path)
+    return audit
