@@ -10,7 +10,7 @@ answer, run ``sibscan scan`` + ``sibscan check`` instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -35,9 +35,11 @@ class CheckResult:
     message : str
         One paragraph: the rates, the limits, what to do next, the first offending pairs.
     rates : dict
-        ``{"siblings": rate, "exact": rate}`` of test items (test -> train).
+        ``{"siblings": rate, "exact": rate}`` of test items (test -> train); empty without rate limits.
     limits : dict
         ``{"max_rate": x or None, "max_exact": y or None}``.
+    required : dict
+        Each ``--require``d audit check: ``"passed"``, ``"failed"``, ``"not assessed"`` or ``"stale"``.
     offending : list of dict
         The first offending pairs (report pair records).
     report : dict
@@ -50,6 +52,7 @@ class CheckResult:
     limits: dict
     offending: List[dict] = field(default_factory=list)
     report: dict = field(default_factory=dict, repr=False)
+    required: dict = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -61,8 +64,36 @@ def _pair_text(p: dict) -> str:
     return f"test {p['test_id']} ~ train {p['train_id']} ({how})"
 
 
+def _required(scan_dir, names: List[str]):
+    """Each required audit check's state, and the sentences for the failing ones."""
+    from .report.honest import load_audit
+    from .scandir import ScanDir
+
+    audit = load_audit(scan_dir, ScanDir(scan_dir).manifest().get("dataset_fingerprint"))
+    states, problems = {}, []
+    rerun = f"run 'sibscan audit PREDICTIONS --scan {scan_dir}' (with --val/--selection for the split checks)"
+    for name in names:
+        flag = "--require " + name.replace("_", "-")
+        if audit is None:
+            states[name] = "not assessed"
+            problems.append(f"{flag}: no audit recorded in {scan_dir}; {rerun}")
+        elif audit["stale"]:
+            states[name] = "stale"
+            problems.append(f"{flag}: the audit in {audit['path']} was made for other scan data; {rerun}")
+        elif name not in audit.get("checks", {}):
+            states[name] = "not assessed"
+            problems.append(f"{flag}: the audit in {audit['path']} did not run this check; {rerun}")
+        elif not audit["checks"][name]["passed"]:
+            states[name] = "failed"
+            problems.append(f"{flag}: failed — {(audit.get('summaries') or {}).get(name, '')}")
+        else:
+            states[name] = "passed"
+    return states, problems
+
+
 def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float] = None, *,
-          cutoff: Optional[float] = None, calibration=None, force: bool = False, n_pairs: int = 5) -> CheckResult:
+          cutoff: Optional[float] = None, calibration=None, force: bool = False, n_pairs: int = 5,
+          require: Sequence[str] = ()) -> CheckResult:
     """Compare a scan's test -> train sibling rates with limits.
 
     Parameters
@@ -76,17 +107,43 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
         As for :func:`sibscan.report.build_report`; ``max_rate`` needs a cutoff.
     n_pairs : int
         Offending pairs listed in the message.
+    require : sequence of str
+        Audit checks (``nan-free``, ``denominator``, ``val-split``, …) that must have passed in the
+        scan's recorded audit (``SCAN/audit``, written by ``sibscan audit --scan``); one that was not
+        assessed, or was assessed on other data, fails too.
 
     Returns
     -------
     CheckResult
-        ``passed`` is False when a rate is strictly above its limit.
+        ``passed`` is False when a rate is strictly above its limit or a required check did not pass.
     """
-    from .report.compute import build_report
+    from .report.honest import check_name
 
     max_rate, max_exact = check_fraction(max_rate, "--max-rate"), check_fraction(max_exact, "--max-exact")
+    names = [check_name(n) for n in require]
+    if max_rate is None and max_exact is None and not names:
+        raise SibscanError("give a limit: --max-rate X (siblings) and/or --max-exact Y (exact twins), as fractions "
+                           "(0.01 = 1 %), and/or audit checks with --require nan-free,denominator,val-split")
+    states, audit_problems = _required(scan_dir, names) if names else ({}, [])
     if max_rate is None and max_exact is None:
-        raise SibscanError("give a limit: --max-rate X (siblings) and/or --max-exact Y (exact twins), as fractions (0.01 = 1 %)")
+        passed = not audit_problems
+        ok = [f"{n.replace('_', '-')} passed" for n in names]
+        message = ("OK: audit checks " + ", ".join(ok) + "." if passed else "FAIL: " + "; ".join(audit_problems) + ".")
+        return CheckResult(passed, message, {}, {"max_rate": None, "max_exact": None}, required=states)
+    result = _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs)
+    result.required = states
+    if audit_problems:
+        result.passed = False
+        result.message = ("FAIL: " + "; ".join(audit_problems) + ". "
+                          + (result.message[len("OK: "):] if result.message.startswith("OK: ") else result.message))
+    elif names:
+        result.message += " Audit checks passed: " + ", ".join(n.replace("_", "-") for n in names) + "."
+    return result
+
+
+def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs) -> CheckResult:
+    from .report.compute import build_report
+
     report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
     cut = report["cutoff"]
     if max_rate is not None and cut["value"] is None:

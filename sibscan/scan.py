@@ -17,7 +17,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Set
+from typing import Callable, Dict, Optional, Set, Tuple
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
+from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
 from .verify import build_verifier
 
@@ -73,7 +74,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
     out = cfg.output  # a calibration for other data is refused here, before anything is written
     cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
-    done = _begin(sd, cfg, manifest, splits, fps, echo)
+    done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
         embeddings, chunks = embed_splits(splits, fps, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
@@ -112,6 +113,9 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]))
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
     manifest.update(summary=summary, status="complete")
+    manifest[RECORD_KEY] = run.finish(samples={
+        s: {"attempted": len(items) + len(items.skipped), "loaded": len(items), "skipped": len(items.skipped)}
+        for s, items in splits.items()}).to_dict()
     sd.write_manifest(manifest)
     return ScanResult(path=sd.path, manifest=manifest, summary=summary)
 
@@ -190,9 +194,9 @@ def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarr
 
 
 def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
-           echo: Callable[[str], None]) -> Set[str]:
-    """Start over (``force``) or resume a scan of the same data and options; write the manifest and
-    the items.  Returns the stages already done."""
+           echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
+    """Start over (``force``) or resume a scan of the same data and options; write the manifest (with
+    the run record) and the items.  Returns the stages already done and the run record."""
     previous = _previous(sd, cfg.output.force)
     resumable = previous is not None and all(
         previous.get(key) == json.loads(dumps_json(manifest[key])) for key in ("dataset_fingerprint", "verifier", "parameters")
@@ -206,10 +210,24 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
     if resumable:
         echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
     manifest["stages"] = sorted(done)
+    run = _begin_record(cfg, previous if resumable else None, manifest, resumable)
     sd.write_manifest(manifest)
     for split, items in splits.items():
         sd.write_items(items, fps[split])
-    return done
+    return done, run
+
+
+def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:
+    """The run record (hashes of every input file, environment, start time) in ``manifest[RECORD_KEY]``;
+    resumed exactly when the scan resumes (decided above from content fingerprints and options)."""
+    load = cfg.load
+    inputs = [(role, p) for role, p in (("train", load.index or load.train), ("test", load.test),
+                                        ("labels_train", load.labels_train), ("labels_test", load.labels_test))
+              if p is not None]
+    run = begin_run((previous or {}).get(RECORD_KEY), inputs=inputs, parameters=manifest["parameters"],
+                    resumed=resumed)
+    manifest[RECORD_KEY] = run.to_dict()
+    return run
 
 
 def _previous(sd: ScanDir, force: bool) -> Optional[dict]:

@@ -46,7 +46,11 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
              forced, status},
     timings: {stage: seconds},
     skipped: {train: [{where, reason}], test: [...]},
-    summary: {...}
+    summary: {...},
+    run: the run record (sibscan.runrecord): identity, started, ended, status, resumed,
+         inputs [{role, path, kind, sha256, bytes}], environment {python, platform, cpu, packages…},
+         samples {train/test: {attempted, loaded, skipped}}; `sibscan audit --verify DIR` re-hashes
+         the inputs
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..predictions import PREDICTION_FIELDS, read_lines, read_records
 
-__all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "expand_runs", "first_non_number", "infer_task", "read_column"]
+__all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "as_column", "expand_runs", "first_non_number", "infer_task",
+           "read_column"]
 
 #: accepted names of the target column/field, in order of preference
 TARGET_FIELDS = ("target", "y_true", "label", "y", "truth")
@@ -112,6 +113,11 @@ def _one_per_line(path: Path, role: str, lines: List[str]) -> Column:
         raise InputError(f"first line {lines[0]!r} is not a number but the rest are: a header? name the column "
                          f"{_FIELDS[role][0]!r} (or id,{_FIELDS[role][0]}), or drop the line", path=path, row=1)
     return _from_strings(path, lines)
+
+
+def as_column(path: Path, labels, ids) -> Column:
+    """Targets from labels already in memory (a scan's test items), numbers parsed as in a file."""
+    return _from_strings(Path(path), [str(x) for x in labels], ids=[str(i) for i in ids])
 
 
 def _read_array(path: Path, role: str) -> Column:

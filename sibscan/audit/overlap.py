@@ -28,8 +28,8 @@ def load_split_file(path: os.PathLike, name: str, **options) -> Items:
     return items
 
 
-def _pair(reference: Items, test: Items, decimals: int) -> dict:
-    r = find_twins(reference, test, decimals=decimals)
+def _pair(reference: Items, test: Items, decimals: int, znorm: bool) -> dict:
+    r = find_twins(reference, test, decimals=decimals, znorm=znorm)
     return {"test_rows_with_twin": r.test_rows_with_train_twin, "n_test": r.n_test,
             "share": r.test_rows_with_train_twin / r.n_test if r.n_test else None,
             f"{reference.split}_rows_with_twin": r.train_rows_with_test_twin,
@@ -38,35 +38,46 @@ def _pair(reference: Items, test: Items, decimals: int) -> dict:
 
 
 def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None, train: Optional[Items] = None,
-                    selection_has_val: bool = False, decimals: int = 6, max_overlap: float = 0.0) -> Check:
+                    selection_has_val: bool = False, decimals: int = 6, znorm: bool = False, max_overlap: float = 0.0,
+                    val_siblings: Optional[dict] = None, train_siblings: Optional[dict] = None) -> Check:
     """Fail when there is no validation split, or when more than ``max_overlap`` of the test items have
-    an exact twin in it.
+    a twin (or, with ``val_siblings``, a sibling) in it.
 
     Parameters
     ----------
     val, test, train : Items, optional
-        The splits' items (see :func:`load_split_file`); overlap is counted for the pairs given.
+        The splits' items (see :func:`load_split_file`); exact twins are counted for the pairs given.
     selection_has_val : bool
         A per-checkpoint CSV with validation scores was given (a validation split was used even if its
         items are not here).
-    decimals : int
-        Rounding of numeric rows before fingerprinting.
+    decimals, znorm
+        Fingerprint settings (a scan's own, when auditing a scan).
     max_overlap : float in [0, 1]
-        Largest allowed share of test items with a twin in the validation split.
+        Largest allowed share of test items with a twin/sibling in the validation split.
+    val_siblings : dict, optional
+        Validation↔test siblings from a pairwise scan (:meth:`ScanLink.val_test_siblings`): judged
+        instead of exact twins alone.
+    train_siblings : dict, optional
+        The scan's train→test sibling rate, reported beside the check (instead of ``train`` twins).
     """
     exists = val is not None or selection_has_val
     detail: dict = {"validation_split": exists,
                     "evidence": "validation data" if val is not None else
                     "validation scores in the selection CSV" if selection_has_val else None,
-                    "method": f"exact twins (fingerprints at {decimals} decimals)", "max_overlap": max_overlap}
+                    "method": f"exact twins (fingerprints at {decimals} decimals{', z-normalised' if znorm else ''})",
+                    "max_overlap": max_overlap}
     problems, notes = [], []
     if not exists:
         problems.append("no validation split was given: model selection and tuning can only have used test")
     if val is not None and test is not None:
-        detail["val_test"] = _pair(val, test, decimals)
-        share = detail["val_test"]["share"] or 0.0
-        found = (f"{detail['val_test']['test_rows_with_twin']} of {detail['val_test']['n_test']} test items "
-                 f"({pct(share)}) have an exact twin in validation")
+        detail["val_test"] = _pair(val, test, decimals, znorm)
+        count, n, share, what = (detail["val_test"]["test_rows_with_twin"], detail["val_test"]["n_test"],
+                                 detail["val_test"]["share"] or 0.0, "an exact twin")
+        if val_siblings is not None:
+            detail["val_test_siblings"] = val_siblings
+            detail["method"] += f"; siblings by a validation↔test scan at cutoff {val_siblings['cutoff']:.4g}"
+            count, n, share, what = val_siblings["count"], val_siblings["n"], val_siblings["share"] or 0.0, "a sibling"
+        found = f"{count} of {n} test items ({pct(share)}) have {what} in validation"
         if share > max_overlap:
             problems.append(found + f", above the limit {pct(max_overlap)}")
         else:
@@ -74,11 +85,16 @@ def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None
     elif val is not None:
         detail["val_test"] = None
         notes.append("validation/test overlap not assessed (the test items' data was not given)")
-    if train is not None and test is not None:
-        detail["train_test"] = _pair(train, test, decimals)
+    if train_siblings is not None:
+        detail["train_test"] = train_siblings
+        notes.append(f"train→test: {train_siblings['count']} of {train_siblings['n']} test items have a training "
+                     f"sibling ({train_siblings['kind']})")
+    elif train is not None and test is not None:
+        detail["train_test"] = _pair(train, test, decimals, znorm)
         notes.append(f"train↔test: {detail['train_test']['test_rows_with_twin']} exact twins "
                      "(gate with sibscan check --max-exact)")
-    detail["near_siblings"] = "not assessed here: exact twins only"
+    if val_siblings is None:
+        detail["near_siblings"] = "not assessed: exact twins only (audit a scan with a cutoff, --scan DIR, for siblings)"
     passed = not problems
     summary = "; ".join(problems + notes if problems else ["a validation split exists"] + notes)
     limitation = "" if passed else "Validation split: " + "; ".join(problems) + "."

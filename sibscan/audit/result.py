@@ -58,6 +58,7 @@ class AuditResult:
     warnings: List[str] = field(default_factory=list)
     reporting: dict = field(default_factory=dict)
     record: Optional[dict] = None
+    scan: Optional[dict] = None
 
     @property
     def passed(self) -> bool:
@@ -87,6 +88,8 @@ class AuditResult:
             "limitations": self.limitations,
             "reporting": self.reporting,
         }
+        if self.scan is not None:
+            out["scan"] = self.scan
         if self.record is not None:
             out["run"] = {k: self.record.get(k) for k in ("identity", "started", "ended", "resumed", "model_revision", "seeds")}
         return out

@@ -18,6 +18,7 @@ from .inputs import TASKS, Column, expand_runs, first_non_number, infer_task, re
 from .metrics import METRICS, TASK_METRICS, compute_metrics
 from ..runrecord import RECORD_KEY, begin_run
 from .result import AuditResult, Check
+from .scanlink import VAL_SCAN_DIR, ScanLink, open_scan
 from .seeds import aggregate_runs, runs_warning
 from .selection import MODES, selection_check
 
@@ -56,6 +57,10 @@ class AuditConfig:
         ``selection``: the per-checkpoint CSV, the reported checkpoint, the metric, its direction.
     train, val, test_data : path, optional
         Split data files for ``val_split`` (test data defaults to the targets when they are a data file).
+    scan : path, optional
+        A finished scan: its test labels are the default targets, its items the test data, its
+        train→test sibling rate goes into the table, and ``out`` defaults to ``SCAN/audit``
+        (where ``sibscan report`` and ``sibscan check --require`` find the audit).
     decimals : int
         Rounding before fingerprinting (overlap).
     max_val_overlap : float
@@ -86,6 +91,7 @@ class AuditConfig:
     train: Optional[Path] = None
     val: Optional[Path] = None
     test_data: Optional[Path] = None
+    scan: Optional[Path] = None
     decimals: int = 6
     max_val_overlap: float = 0.0
     out: Optional[Path] = None
@@ -101,11 +107,13 @@ class AuditConfig:
             raise SibscanError(f"unknown --task {self.task!r}; available: {', '.join(TASKS)}")
         if self.mode not in MODES:
             raise SibscanError(f"unknown --mode {self.mode!r}; available: {', '.join(MODES)}")
-        if not (self.predictions or self.selection or self.val or self.train):
+        if not (self.predictions or self.selection or self.val or self.train or self.scan):
             raise SibscanError("nothing to audit: give prediction files and --targets, a --selection CSV, "
-                               "or split data (--val, --train)")
-        if self.predictions and self.targets is None:
-            raise SibscanError("predictions need the test targets: add --targets FILE")
+                               "split data (--val, --train), or a scan (--scan DIR)")
+        if self.predictions and self.targets is None and self.scan is None:
+            raise SibscanError("predictions need the test targets: add --targets FILE (or --scan DIR with test labels)")
+        if self.scan is not None and (self.train is not None or self.test_data is not None):
+            raise SibscanError("--scan DIR holds the train and test items already; leave out --train and --test-data")
         if self.targets is not None and not self.predictions:
             raise SibscanError("--targets needs prediction files to compare with (PREDICTIONS or --predictions)")
         if self.init_steps is not None and self.init_steps < 1:
@@ -129,7 +137,7 @@ class AuditConfig:
 
     def parameters(self) -> dict:
         """The options that make the run what it is (the inputs themselves are hashed separately)."""
-        skip = {"predictions", "targets", "selection", "train", "val", "test_data", "out", "force"}
+        skip = {"predictions", "targets", "selection", "train", "val", "test_data", "scan", "out", "force"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
@@ -156,9 +164,8 @@ def _check_task(task: str, target: Column, cfg: AuditConfig) -> None:
         raise SibscanError(f"--published {wrong[0]} is not a {task} metric; available: {', '.join(TASK_METRICS[task])}")
 
 
-def _prediction_checks(cfg: AuditConfig, files: List[Path], names: List[str]):
-    """Per-run checks and metrics; returns (checks, metrics, task, n_items, samples)."""
-    target = read_column(cfg.targets, "targets", label=cfg.label, id_field=cfg.id_field)
+def _prediction_checks(cfg: AuditConfig, target: Column, files: List[Path], names: List[str]):
+    """Per-run checks and metrics; returns (checks, metrics, task, samples)."""
     task = cfg.task if cfg.task != "auto" else infer_task(target)
     _check_task(task, target, cfg)
     per_check: Dict[str, list] = {}
@@ -184,22 +191,29 @@ def _prediction_checks(cfg: AuditConfig, files: List[Path], names: List[str]):
                          "missing": al.missing.tolist(), "duplicate": al.duplicate.tolist(), "extra": al.extra.tolist(),
                          "failed": {s: v.tolist() for s, v in al.failed.items()}}
     checks = {name: C.combine_runs(runs) for name, runs in per_check.items()}
-    return checks, aggregate_runs(per_metrics), task, len(target), samples, target
+    return checks, aggregate_runs(per_metrics), task, samples
 
 
-def _val_check(cfg: AuditConfig, target: Optional[Column], has_selection: bool) -> Check:
+def _val_check(cfg: AuditConfig, target: Optional[Column], link: Optional[ScanLink], train_siblings: Optional[dict],
+               out: Optional[Path]) -> Check:
     from .overlap import load_split_file, val_split_check
 
     opts = {"label": cfg.label, "id": cfg.id_field}
+    val = load_split_file(cfg.val, "val", **opts) if cfg.val else None
+    if link is not None:
+        near = link.val_test_siblings(cfg.val, out / VAL_SCAN_DIR, force=cfg.force) if val is not None else None
+        return val_split_check(val=val, test=link.test_items(), selection_has_val=cfg.selection is not None,
+                               decimals=link.decimals, znorm=link.znorm, max_overlap=cfg.max_val_overlap,
+                               val_siblings=near, train_siblings=train_siblings)
     test_path = cfg.test_data or (target.path if target is not None and target.loaded else None)
     return val_split_check(
-        val=load_split_file(cfg.val, "val", **opts) if cfg.val else None,
-        test=load_split_file(test_path, "test", **opts) if test_path else None,
+        val=val, test=load_split_file(test_path, "test", **opts) if test_path else None,
         train=load_split_file(cfg.train, "train", **opts) if cfg.train else None,
-        selection_has_val=has_selection, decimals=cfg.decimals, max_overlap=cfg.max_val_overlap)
+        selection_has_val=cfg.selection is not None, decimals=cfg.decimals, max_overlap=cfg.max_val_overlap)
 
 
-def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs: int) -> dict:
+def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs: int,
+               sibling_rate: Optional[dict]) -> dict:
     """What the honest-reporting table shows (see :mod:`sibscan.audit.markdown`)."""
     val = checks.get("val_split")
     sel = checks.get("selection")
@@ -211,10 +225,12 @@ def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs
         val_used = "yes"
         if sel is not None:
             val_used += f"; reported checkpoint chosen on {sel.detail['chosen_on']}"
-        if val is not None and (val.detail.get("val_test") or {}).get("test_rows_with_twin"):
-            val_used += f"; {val.detail['val_test']['test_rows_with_twin']} test items have a twin in it"
-    sib = None
-    if val is not None and val.detail.get("train_test"):
+        shared = (val.detail.get("val_test_siblings") or val.detail.get("val_test") or {}) if val is not None else {}
+        count = shared.get("count", shared.get("test_rows_with_twin"))
+        if count:
+            val_used += f"; {count} test items have a {'sibling' if 'count' in shared else 'twin'} in it"
+    sib = sibling_rate
+    if sib is None and val is not None and val.detail.get("train_test"):
         tt = val.detail["train_test"]
         sib = {"kind": "exact twins only; near siblings not assessed", "count": tt["test_rows_with_twin"],
                "n": tt["n_test"], "rate": tt["share"], "interval": None, "state": "exact_only"}
@@ -226,7 +242,7 @@ def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs
 def _previous_run(out: Path) -> Optional[dict]:
     path = out / "manifest.json"
     if not path.is_file():
-        if out.exists() and any(p.name not in AUDIT_FILES for p in out.iterdir()):
+        if out.exists() and any(p.name not in (*AUDIT_FILES, VAL_SCAN_DIR) for p in out.iterdir()):
             raise SibscanError(f"{out} exists and is not an audit folder; choose another --out or empty it")
         return None
     try:
@@ -245,12 +261,14 @@ def run_audit(cfg: AuditConfig) -> AuditResult:
     if cfg.seeds is not None and len(cfg.seeds) != len(files):
         raise SibscanError(f"--seeds lists {len(cfg.seeds)} seeds for {len(files)} prediction files; give one per file")
     names = _run_names(files)
+    link = open_scan(cfg.scan) if cfg.scan is not None else None
+    out = Path(cfg.out) if cfg.out is not None else link.audit_dir if link is not None else None
     record = None
-    if cfg.out is not None:
-        out = Path(cfg.out)
+    if out is not None:
         inputs = [("predictions", f) for f in files] + [
             (role, p) for role, p in (("targets", cfg.targets), ("selection", cfg.selection), ("train", cfg.train),
-                                      ("val", cfg.val), ("test_data", cfg.test_data)) if p is not None]
+                                      ("val", cfg.val), ("test_data", cfg.test_data),
+                                      ("scan_items", link.path / "items" if link else None)) if p is not None]
         previous = None if cfg.force else _previous_run(out)
         record = begin_run(previous, inputs=inputs, parameters=cfg.parameters(), model_revision=cfg.model_revision,
                            seeds=cfg.seeds, force=cfg.force, where=str(out))
@@ -261,19 +279,24 @@ def run_audit(cfg: AuditConfig) -> AuditResult:
     task = n_items = target = None
     samples: dict = {}
     if files:
-        checks, metrics, task, n_items, samples, target = _prediction_checks(cfg, files, names)
+        target = (read_column(cfg.targets, "targets", label=cfg.label, id_field=cfg.id_field)
+                  if cfg.targets is not None else link.targets())
+        n_items = len(target)
+        checks, metrics, task, samples = _prediction_checks(cfg, target, files, names)
     if cfg.selection is not None:
         checks["selection"] = selection_check(cfg.selection, reported=cfg.reported, metric=cfg.metric, mode=cfg.mode)
-    if cfg.val is not None or cfg.train is not None or cfg.test_data is not None or cfg.selection is not None:
-        checks["val_split"] = _val_check(cfg, target, cfg.selection is not None)
+    sibling_rate = link.sibling_rate() if link is not None else None
+    if any(x is not None for x in (cfg.val, cfg.train, cfg.test_data, cfg.selection, link)):
+        checks["val_split"] = _val_check(cfg, target, link, sibling_rate, out)
     warnings = [w for w in [runs_warning(len(files)) if files else None] if w]
     result = AuditResult(checks=checks, metrics=metrics, task=task, n_runs=len(files), n_items=n_items, runs=names,
                          warnings=warnings)
-    result.reporting = _reporting(cfg, checks, metrics, len(files))
+    result.reporting = _reporting(cfg, checks, metrics, len(files), sibling_rate)
+    if link is not None:
+        result.scan = {"path": str(link.path), "dataset_fingerprint": link.dataset_fingerprint}
     if record is not None:
         record.finish(samples={"runs": samples})
         result.record = record.to_dict()
-        out = Path(cfg.out)
         write_json(out / "audit.json", result.to_dict())
         write_text(out / "audit.md", render_audit_markdown(result))
         write_json(out / "manifest.json", _manifest(record))

@@ -13,7 +13,8 @@ HELP = (
     "validation, how much do seeds move the score, which formula is each metric.\n\n"
     "Give one prediction file per run (seed), as arguments or with --predictions, and the test --targets. "
     "Checks: nan_free, not_targets, init_window (forecasts with --init-steps), near_perfect_share (numbers), "
-    "denominator, selection (--selection), val_split (--val/--train/--selection). Exit 1 when a check fails.\n\n"
+    "denominator, selection (--selection), val_split (--val/--train/--selection/--scan). Exit 1 when a check "
+    "fails.\n\n"
     "--verify RUN_DIR re-hashes the inputs of a run folder (an audit's --out, or a scan) and says whether "
     "they still match its record."
 )
@@ -89,6 +90,10 @@ def audit(
                                        help="Validation split data (val_split: exists, and no twins of test items)."),
     test_data: Optional[Path] = typer.Option(None, "--test-data", show_default=False, rich_help_panel=_D,
                                              help="Test split data, when --targets is not the data file itself."),
+    scan: Optional[Path] = typer.Option(None, "--scan", show_default=False, rich_help_panel=_D,
+                                        help="A finished scan: its test labels are the default targets, its sibling "
+                                             "rate goes into the table, the audit is written to SCAN/audit for "
+                                             "'sibscan report' and 'sibscan check --require'."),
     decimals: int = typer.Option(6, "--decimals", show_default=True, rich_help_panel=_D,
                                  help="Rounding of numeric rows before fingerprinting."),
     max_val_overlap: float = typer.Option(0.0, "--max-val-overlap", show_default=True, rich_help_panel=_D,
@@ -113,10 +118,11 @@ def audit(
     from ..audit import AuditConfig, run_audit, verify_run
     from ..audit.run import parse_published
     from ..errors import SibscanError
+    from ..report.honest import AUDIT_DIR
 
     files = list(predictions_args or []) + list(predictions or [])
     if verify is not None:
-        if files or targets or selection or train or val or test_data or out:
+        if files or targets or selection or train or val or test_data or out or scan:
             raise SibscanError("--verify RUN_DIR checks a recorded run on its own; leave out the other inputs")
         res = verify_run(verify)
         typer.echo(dumps_json(res.to_dict()) if as_json else res.message)
@@ -124,7 +130,7 @@ def audit(
     cfg = AuditConfig(
         predictions=files, targets=targets, task=task, label=label, id_field=id_field, init_steps=init_steps,
         rtol=rtol, atol=atol, perfect_tol=perfect_tol, max_perfect_share=max_perfect_share, selection=selection,
-        reported=reported, metric=metric, mode=mode, train=train, val=val, test_data=test_data, decimals=decimals,
+        reported=reported, metric=metric, mode=mode, train=train, val=val, test_data=test_data, scan=scan, decimals=decimals,
         max_val_overlap=max_val_overlap, out=out, force=force, model_revision=model_revision,
         seeds=[s.strip() for s in seeds.split(",") if s.strip()] if seeds else None,
         published=parse_published(published or []), published_source=published_source)
@@ -135,6 +141,7 @@ def audit(
         typer.echo(_text(result))
         for w in result.warnings:
             typer.echo(f"warning: {w}", err=True)
-        if out is not None:
-            typer.echo(f"written to {out}: manifest.json (run record), audit.json, audit.md")
+        if result.record is not None:
+            where = out if out is not None else Path(result.scan["path"]) / AUDIT_DIR
+            typer.echo(f"written to {where}: manifest.json (run record), audit.json, audit.md")
     raise typer.Exit(result.exit_code)

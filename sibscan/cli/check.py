@@ -19,14 +19,20 @@ def register(app: typer.Typer) -> None:
         cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        require: Optional[str] = typer.Option(
+            None, "--require", show_default=False,
+            help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "
+                 "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, selection."),
     ) -> None:
-        """Gate CI on a scan: exit 1 when a sibling rate is over its limit.
+        """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
         Exit 0 when the rates are within their limits; otherwise exit 1 with a one-paragraph reason
         and the first offending pairs.
         """
         from ..check import check as run_check
 
-        result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force)
+        names = [n for n in (require or "").split(",") if n.strip()]
+        result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,
+                           require=names)
         typer.echo(result.message, err=not result.passed)
         raise typer.Exit(result.exit_code)

@@ -257,7 +257,23 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "manifest": _manifest_summary(manifest),
         "audits": audit_sections(scan.path),
     }
+    report["audit"] = _audit(scan.path, manifest, report)
     return _clean(report)
+
+
+def _audit(path, manifest: dict, report: dict) -> Optional[dict]:
+    """The scan's recorded evaluation audit for the honest-reporting table, or None; its sibling rate is
+    this report's own (one quantity, one value)."""
+    from .honest import load_audit, sibling_rate_record
+
+    audit = load_audit(path, manifest.get("dataset_fingerprint"))
+    if audit is None:
+        return None
+    reporting = dict(audit.get("reporting") or {}, sibling_rate=sibling_rate_record(report))
+    return {"path": audit["path"], "stale": audit["stale"], "passed": audit.get("passed"),
+            "checks": {n: {"passed": c["passed"], "summary": (audit.get("summaries") or {}).get(n, "")}
+                       for n, c in (audit.get("checks") or {}).items()},
+            "reporting": reporting, "limitations": audit.get("limitations") or []}
 
 
 def _clean(obj):

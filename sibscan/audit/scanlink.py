@@ -1,0 +1,104 @@
+"""An audit of a scan (``sibscan audit --scan DIR``): what the scan already knows, and the pairs it lacks.
+
+A scan knows two splits, train and test. The audit takes from it the test items (their labels are
+the default targets), the train→test sibling rate exactly as the scan's report computes it, and its
+exact-fingerprint settings; for a validation split it runs the same machinery pairwise instead of a
+new search: exact twins validation↔test by fingerprint, and — when the scan has a cutoff — a second
+scan with validation as the reference side, the scan's encoder, verifier and cutoff, and the scan's
+embedding cache (the test items are not embedded again). That scan lives in ``DIR/audit/val_test``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+from ..errors import SibscanError
+from ..items import Items
+from ..report.honest import AUDIT_DIR
+from .inputs import Column
+
+__all__ = ["ScanLink", "open_scan", "VAL_SCAN_DIR"]
+
+#: the validation↔test scan, inside the audit folder
+VAL_SCAN_DIR = "val_test"
+
+
+@dataclasses.dataclass
+class ScanLink:
+    """A finished scan as the audit reads it."""
+
+    path: Path
+    manifest: dict
+
+    @property
+    def dataset_fingerprint(self) -> Optional[str]:
+        return self.manifest.get("dataset_fingerprint")
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.path / AUDIT_DIR
+
+    @property
+    def decimals(self) -> int:
+        return int(self.manifest.get("parameters", {}).get("decimals", 6))
+
+    @property
+    def znorm(self) -> bool:
+        return bool(self.manifest.get("parameters", {}).get("znorm", False))
+
+    def test_items(self) -> Items:
+        from ..scandir import load_items
+
+        return load_items(self.path, "test")[0]
+
+    def targets(self) -> Column:
+        """The test items' labels as targets (ids from the scan)."""
+        test = self.test_items()
+        if test.labels is None:
+            raise SibscanError(f"the test items of the scan in {self.path} have no labels; pass --targets FILE")
+        from .inputs import as_column
+
+        return as_column(self.path / "items" / "test.npz", test.labels, test.ids)
+
+    def sibling_rate(self) -> dict:
+        """The report's test→train sibling rate (:func:`sibscan.report.honest.sibling_rate_record`)."""
+        from ..report.compute import build_report
+        from ..report.honest import sibling_rate_record
+
+        return sibling_rate_record(build_report(self.path, n_pairs=0, n_near=0, n_sweep=2, max_conflicts=0))
+
+    def val_test_siblings(self, val_source: Path, out: Path, force: bool = False) -> Optional[dict]:
+        """Test items with a validation sibling (exact, or at the scan's cutoff) by a pairwise scan;
+        None when the scan has no cutoff (near siblings cannot be judged)."""
+        from ..config import ScanConfig
+        from ..scan import run_scan
+
+        cut = self.manifest.get("cutoff") or {}
+        if cut.get("value") is None:
+            return None
+        keep = {k: v for k, v in self.manifest.get("parameters", {}).items()
+                if k not in ("train", "test", "index", "labels_train", "directions")}
+        cache = self.path / "cache"
+        cfg = ScanConfig().merged({
+            **keep, "train": str(val_source), "test": self.manifest["inputs"]["test"]["source"], "out": str(out),
+            "cutoff": float(cut["value"]), "directions": ("test-train",), "progress": False,
+            "cache_dir": str(cache) if cache.is_dir() else None, "force": force})
+        res = run_scan(cfg)
+        n = res.summary["n_test"]
+        return {"count": res.summary["siblings"], "n": n, "share": res.summary["siblings"] / n if n else None,
+                "exact": res.summary["exact_test_rows_with_train_twin"], "cutoff": float(cut["value"]),
+                "cutoff_from": f"the scan's {cut.get('source')} cutoff on the {cut.get('score')} score",
+                "scan_dir": str(out)}
+
+
+def open_scan(path) -> ScanLink:
+    """A finished scan directory, or :class:`SibscanError` saying what to run first."""
+    from ..scandir import ScanDir
+
+    sd = ScanDir(path)
+    manifest = sd.manifest()
+    if manifest.get("status") != "complete":
+        raise SibscanError(f"the scan in {sd.path} is not complete (status {manifest.get('status')!r}); re-run "
+                           "the same 'sibscan scan' command to finish it")
+    return ScanLink(sd.path, manifest)

@@ -1,0 +1,126 @@
+"""An audit of a scan: validation↔test siblings by a pairwise scan, the honest-reporting table in
+report.md, ``sibscan check --require`` on the recorded audit, and the scan's own run record."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sibscan.cli import app
+from sibscan.config import ScanConfig
+from sibscan.scan import run_scan
+
+runner = CliRunner()
+
+
+def write_tsv(path, X, y):
+    path.write_text("".join(f"{lab}\t" + "\t".join(f"{v:.6f}" for v in row) + "\n" for lab, row in zip(y, X)))
+
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory):
+    """Train 60, test 20 (3 exact copies of train), validation 15 holding 2 exact copies of test rows
+    and 1 rescaled copy (a sibling under z-normalised cosine, not an exact twin); a scan at cutoff 0.99."""
+    d = tmp_path_factory.mktemp("scanned")
+    rng = np.random.default_rng(0)
+    tr = rng.normal(size=(60, 16)).cumsum(axis=1)
+    te = rng.normal(size=(20, 16)).cumsum(axis=1)
+    te[:3] = tr[:3]
+    va = rng.normal(size=(15, 16)).cumsum(axis=1)
+    va[:2] = te[5:7]
+    va[2] = 3.0 * te[8] + 1.0
+    y = lambda n: (np.arange(n) % 2 + 1)  # noqa: E731
+    write_tsv(d / "train.tsv", tr, y(60))
+    write_tsv(d / "test.tsv", te, y(20))
+    write_tsv(d / "val.tsv", va, y(15))
+    (d / "pred.csv").write_text("id,prediction\n" + "".join(f"{i},{(i % 2 + 1) if i % 5 else 2 - i % 2}\n" for i in range(20)))
+    run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan"), cutoff=0.99,
+                        baseline_pairs=2000, verified_baseline_pairs=500, progress=False))
+    res = runner.invoke(app, ["audit", str(d / "pred.csv"), "--scan", str(d / "scan"), "--val", str(d / "val.tsv"),
+                              "--json"])
+    return d, res
+
+
+def test_audit_of_a_scan_finds_validation_siblings(scanned):
+    d, res = scanned
+    assert res.exit_code == 1, res.output  # the validation split shares items with test
+    out = json.loads(res.stdout)
+    assert out["task"] == "classification" and out["n_items"] == 20  # targets: the scan's test labels
+    vs = out["checks"]["val_split"]
+    assert vs["passed"] is False
+    assert vs["detail"]["val_test"]["test_rows_with_twin"] == 2  # exact: test 5 and 6
+    assert vs["detail"]["val_test_siblings"]["count"] == 3  # and the rescaled copy of test 8
+    assert vs["detail"]["train_test"]["count"] == 3 and vs["detail"]["train_test"]["n"] == 20
+    assert out["checks"]["denominator"]["passed"] and out["checks"]["nan_free"]["passed"]
+    assert out["scan"]["dataset_fingerprint"] == json.loads((d / "scan" / "manifest.json").read_text())["dataset_fingerprint"]
+    assert {"manifest.json", "audit.json", "audit.md", "val_test"} <= {p.name for p in (d / "scan" / "audit").iterdir()}
+
+
+def test_report_carries_the_honest_reporting_table(scanned):
+    d, _ = scanned
+    res = runner.invoke(app, ["report", str(d / "scan")])
+    assert res.exit_code == 0, res.output
+    md = (d / "scan" / "report.md").read_text()
+    rep = json.loads((d / "scan" / "report.json").read_text())
+    assert "#### Honest reporting" in md and "##### Limitations" in md
+    assert "Validation split: " in md  # the failed check's limitation
+    any_rate = rep["sibling_rate"]["test_to_train"]["any"]
+    assert any_rate["count"] == 3
+    # the table's sibling rate is the report's own
+    assert f"15.0 % (3 of 20, exact or near at cutoff 0.99, uncalibrated)" in md
+    assert rep["audit"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
+
+
+def test_check_require_gates_on_the_recorded_audit(scanned):
+    d, _ = scanned
+    scan = str(d / "scan")
+    res = runner.invoke(app, ["check", scan, "--require", "nan-free,denominator"])
+    assert res.exit_code == 0, res.output
+    assert "nan-free passed" in res.stdout
+    res = runner.invoke(app, ["check", scan, "--require", "nan-free,val-split", "--max-exact", "0.5"])
+    assert res.exit_code == 1 and "--require val-split: failed" in res.stderr
+    res = runner.invoke(app, ["check", scan, "--require", "init-window"])
+    assert res.exit_code == 1 and "did not run this check" in res.stderr
+    res = runner.invoke(app, ["check", scan, "--require", "nan_free,typo"])
+    assert res.exit_code == 1 and "unknown audit check 'typo'; available: nan-free" in res.stderr
+
+
+def test_check_require_without_or_with_a_stale_audit(scanned, tmp_path):
+    d, _ = scanned
+    copy = tmp_path / "scan"
+    shutil.copytree(d / "scan", copy)
+    audit = copy / "audit" / "audit.json"
+    data = json.loads(audit.read_text())
+    data["scan"]["dataset_fingerprint"] = "0" * 32  # made for other data
+    audit.write_text(json.dumps(data))
+    res = runner.invoke(app, ["check", str(copy), "--require", "nan-free"])
+    assert res.exit_code == 1 and "made for other scan data" in res.stderr
+    shutil.rmtree(copy / "audit")
+    res = runner.invoke(app, ["check", str(copy), "--require", "denominator"])
+    assert res.exit_code == 1 and "no audit recorded" in res.stderr
+
+
+def test_scan_manifest_run_record_and_verify(scanned, tmp_path):
+    d, _ = scanned
+    m = json.loads((d / "scan" / "manifest.json").read_text())
+    run = m["run"]
+    assert [i["role"] for i in run["inputs"]] == ["train", "test"] and run["status"] == "complete"
+    assert run["resumed"] is False and run["started"] and run["ended"] and run["environment"]["packages"]
+    assert run["samples"]["test"] == {"attempted": 20, "loaded": 20, "skipped": 0}
+    res = runner.invoke(app, ["audit", "--verify", str(d / "scan")])
+    assert res.exit_code == 0 and res.stdout.startswith("OK: all 2 inputs match")
+    # the same scan again resumes, and says so
+    again = run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan"),
+                                cutoff=0.99, baseline_pairs=2000, verified_baseline_pairs=500, progress=False))
+    assert again.manifest["run"]["resumed"] is True and again.manifest["run"]["previous_started"] == run["started"]
+    # an input edited afterwards: verify fails
+    shutil.copy(d / "test.tsv", tmp_path / "keep.tsv")
+    (d / "test.tsv").write_text((d / "test.tsv").read_text() + (d / "test.tsv").read_text().splitlines(True)[0])
+    try:
+        res = runner.invoke(app, ["audit", "--verify", str(d / "scan")])
+        assert res.exit_code == 1 and "test" in res.stdout and "changed" in res.stdout
+    finally:
+        shutil.copy(tmp_path / "keep.tsv", d / "test.tsv")
