@@ -275,3 +275,12 @@ def test_readme_worked_example(tmp_path, monkeypatch):
             assert args[0] == "sibscan"
             last = runner.invoke(app, args[1:])
             assert (last.stdout + last.stderr).splitlines() == expected, last.output
+
+
+def test_help_shows_every_default():
+    import re
+
+    res = runner.invoke(app, ["audit", "--help"])
+    assert res.exit_code == 0
+    shown = re.findall(r"\[default: ([^\]]*)\]", res.stdout)
+    assert shown == ["auto", "1e-05", "1e-08", "0.001", "0.01", "auto", "6", "0.0"]
