@@ -198,7 +198,7 @@ def _val_check(cfg: AuditConfig, target: Optional[Column], link: Optional[ScanLi
                out: Optional[Path]) -> Check:
     from .overlap import load_split_file, val_split_check
 
-    opts = {"label": cfg.label, "id": cfg.id_field}
+    opts = link.loader_options() if link is not None else {"label": cfg.label, "id": cfg.id_field}
     val = load_split_file(cfg.val, "val", **opts) if cfg.val else None
     if link is not None:
         near = link.val_test_siblings(cfg.val, out / VAL_SCAN_DIR, force=cfg.force) if val is not None else None

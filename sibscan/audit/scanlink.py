@@ -47,6 +47,13 @@ class ScanLink:
     def znorm(self) -> bool:
         return bool(self.manifest.get("parameters", {}).get("znorm", False))
 
+    def loader_options(self) -> dict:
+        """How the scan read its files (modality, label/id/group columns, text/path field, chunking), so a
+        validation file is read the same way."""
+        params = self.manifest.get("parameters", {})
+        keys = ("modality", "label", "id", "group", "text_field", "path_field", "chunk_words", "chunk_stride")
+        return {k: params.get(k) for k in keys}
+
     def test_items(self) -> Items:
         from ..scandir import load_items
 

@@ -62,7 +62,7 @@ def audit(
     task: str = typer.Option("auto", "--task", show_default=True, rich_help_panel=_P,
                              help="classification, regression, forecast, or auto (from the targets)."),
     label: Optional[str] = typer.Option(None, "--label", show_default=False, rich_help_panel=_P,
-                                        help="Label column of data files (targets, --train, --val, --test-data)."),
+                                        help="Label column of data files (targets, --train, --val, --test-data; with --scan, --val is read as the scan read its files)."),
     id_field: Optional[str] = typer.Option(None, "--id", show_default=False, rich_help_panel=_P,
                                            help="Id column (default: 'id', else the row position)."),
     init_steps: Optional[int] = typer.Option(None, "--init-steps", show_default=False, rich_help_panel=_C,
@@ -95,7 +95,7 @@ def audit(
                                              "rate goes into the table, the audit is written to SCAN/audit for "
                                              "'sibscan report' and 'sibscan check --require'."),
     decimals: int = typer.Option(6, "--decimals", show_default=True, rich_help_panel=_D,
-                                 help="Rounding of numeric rows before fingerprinting."),
+                                 help="Rounding of numeric rows before fingerprinting (with --scan: the scan's)."),
     max_val_overlap: float = typer.Option(0.0, "--max-val-overlap", show_default=True, rich_help_panel=_D,
                                           help="Largest allowed share of test items with a twin in validation."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", show_default=False, rich_help_panel=_R,
