@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..errors import InputError, SibscanError
+from ..runrecord import RECORD_KEY, begin_run
+from ..stats import check_fraction, check_int
 from . import checks as C
 from .denominator import align, denominator_check
 from .inputs import TASKS, Column, expand_runs, first_non_number, infer_task, read_column
 from .metrics import METRICS, TASK_METRICS, compute_metrics
-from ..runrecord import RECORD_KEY, begin_run
 from .result import AuditResult, Check
 from .scanlink import VAL_SCAN_DIR, ScanLink, open_scan
 from .seeds import aggregate_runs, runs_warning
@@ -26,11 +27,6 @@ __all__ = ["AUDIT_FILES", "AuditConfig", "parse_published", "run_audit"]
 
 #: what an audit writes into its ``out`` folder
 AUDIT_FILES = ("manifest.json", "audit.json", "audit.md")
-
-
-def _fraction(x: float, name: str) -> None:
-    if not 0.0 <= x <= 1.0:
-        raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {x:g}")
 
 
 @dataclass
@@ -116,13 +112,13 @@ class AuditConfig:
             raise SibscanError("--scan DIR holds the train and test items already; leave out --train and --test-data")
         if self.targets is not None and not self.predictions:
             raise SibscanError("--targets needs prediction files to compare with (PREDICTIONS or --predictions)")
-        if self.init_steps is not None and self.init_steps < 1:
-            raise SibscanError(f"--init-steps is a number of leading time steps (>= 1), got {self.init_steps}")
+        if self.init_steps is not None:
+            check_int(self.init_steps, "--init-steps (leading time steps)", 1)
         for name, x in (("--rtol", self.rtol), ("--atol", self.atol), ("--perfect-tol", self.perfect_tol)):
             if not x >= 0:
                 raise SibscanError(f"{name} must be >= 0, got {x:g}")
-        _fraction(self.max_perfect_share, "--max-perfect-share")
-        _fraction(self.max_val_overlap, "--max-val-overlap")
+        check_fraction(self.max_perfect_share, "--max-perfect-share")
+        check_fraction(self.max_val_overlap, "--max-val-overlap")
         if (self.reported or self.metric) and self.selection is None:
             raise SibscanError("--reported/--metric describe a --selection CSV; add --selection FILE")
         unknown = sorted(set(self.published) - set(METRICS))
@@ -132,8 +128,7 @@ class AuditConfig:
             raise SibscanError("--published baselines are compared with metrics: add prediction files and --targets")
         if self.published_source and not self.published:
             raise SibscanError("--published-source names where --published values come from; add --published METRIC=VALUE")
-        if self.decimals < 0:
-            raise SibscanError(f"--decimals must be >= 0, got {self.decimals}")
+        check_int(self.decimals, "--decimals", 0)
 
     def parameters(self) -> dict:
         """The options that make the run what it is (the inputs themselves are hashed separately)."""
