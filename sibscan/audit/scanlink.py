@@ -13,6 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from ..config import ScanConfig
 from ..errors import SibscanError
 from ..items import Items
 from ..report.honest import AUDIT_DIR
@@ -39,20 +40,30 @@ class ScanLink:
     def audit_dir(self) -> Path:
         return self.path / AUDIT_DIR
 
+    def options(self) -> ScanConfig:
+        """The scan's own options, from the parameters its manifest records."""
+        return ScanConfig().merged(self.manifest.get("parameters") or {})
+
     @property
     def decimals(self) -> int:
-        return int(self.manifest.get("parameters", {}).get("decimals", 6))
+        return self.options().load.decimals
 
     @property
     def znorm(self) -> bool:
-        return bool(self.manifest.get("parameters", {}).get("znorm", False))
+        return self.options().load.znorm
 
     def loader_options(self) -> dict:
-        """How the scan read its files (modality, label/id/group columns, text/path field, chunking), so a
-        validation file is read the same way."""
-        params = self.manifest.get("parameters", {})
-        keys = ("modality", "label", "id", "group", "text_field", "path_field", "chunk_words", "chunk_stride")
-        return {k: params.get(k) for k in keys}
+        """Keyword arguments of :func:`sibscan.loaders.load` that read a validation file the way the scan read
+        its splits (modality, label/id/group columns, text/path field); chunking, as in the scan, is left to
+        the pairwise scan's encode stage, and the scan's label arrays belong to its own files."""
+        return {**self.options().load.load_kwargs("train"), "labels_path": None}
+
+    def cutoff(self):
+        """The cutoff the scan's report counts siblings at (:func:`sibscan.cutoff.resolve_cutoff`: the scan's
+        own calibration when it has one, else the cutoff it recorded)."""
+        from ..cutoff import resolve_cutoff
+
+        return resolve_cutoff(self.manifest, scan_dir=self.path)
 
     def test_items(self) -> Items:
         from ..scandir import load_items
@@ -78,24 +89,26 @@ class ScanLink:
     def val_test_siblings(self, val_source: Path, out: Path, force: bool = False) -> Optional[dict]:
         """Test items with a validation sibling (exact, or at the scan's cutoff) by a pairwise scan;
         None when the scan has no cutoff (near siblings cannot be judged)."""
-        from ..config import ScanConfig
+        from ..options import OutputOptions
         from ..scan import run_scan
 
-        cut = self.manifest.get("cutoff") or {}
-        if cut.get("value") is None:
+        cut = self.cutoff()
+        if cut.value is None:
             return None
-        keep = {k: v for k, v in self.manifest.get("parameters", {}).items()
-                if k not in ("train", "test", "index", "labels_train", "directions")}
+        own = self.options()
         cache = self.path / "cache"
-        cfg = ScanConfig().merged({
-            **keep, "train": str(val_source), "test": self.manifest["inputs"]["test"]["source"], "out": str(out),
-            "cutoff": float(cut["value"]), "directions": ("test-train",), "progress": False,
-            "cache_dir": str(cache) if cache.is_dir() else None, "force": force})
+        cfg = ScanConfig(
+            load=dataclasses.replace(own.load, train=str(val_source), test=self.manifest["inputs"]["test"]["source"],
+                                     index=None, labels_train=None),
+            encoding=dataclasses.replace(own.encoding, cache_dir=str(cache) if cache.is_dir() else None),
+            search=dataclasses.replace(own.search, directions=("test-train",)),
+            verification=own.verification, baseline=own.baseline,
+            output=OutputOptions(out=str(out), cutoff=cut.value, force=force, progress=False))
         res = run_scan(cfg)
         n = res.summary["n_test"]
         return {"count": res.summary["siblings"], "n": n, "share": res.summary["siblings"] / n if n else None,
-                "exact": res.summary["exact_test_rows_with_train_twin"], "cutoff": float(cut["value"]),
-                "cutoff_from": f"the scan's {cut.get('source')} cutoff on the {cut.get('score')} score",
+                "exact": res.summary["exact_test_rows_with_train_twin"], "cutoff": cut.value,
+                "cutoff_from": f"the scan's {cut.kind} cutoff on the {cut.evidence.get('score')} score",
                 "scan_dir": str(out)}
 
 
