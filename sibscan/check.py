@@ -109,7 +109,7 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
         Offending pairs listed in the message.
     require : sequence of str
         Audit checks (``nan-free``, ``denominator``, ``val-split``, …) that must have passed in the
-        scan's recorded audit (``SCAN/audit``, written by ``sibscan audit --scan``); one that was not
+        scan's recorded audit (``SCAN/audits/evaluation``, written by ``sibscan audit --scan``); one that was not
         assessed, or was assessed on other data, fails too.
 
     Returns

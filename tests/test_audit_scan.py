@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from sibscan.cli import app
 from sibscan.config import ScanConfig
+from sibscan.report import build_report
 from sibscan.scan import run_scan
 
 runner = CliRunner()
@@ -56,7 +57,7 @@ def test_audit_of_a_scan_finds_validation_siblings(scanned):
     assert vs["detail"]["train_test"]["count"] == 3 and vs["detail"]["train_test"]["n"] == 20
     assert out["checks"]["denominator"]["passed"] and out["checks"]["nan_free"]["passed"]
     assert out["scan"]["dataset_fingerprint"] == json.loads((d / "scan" / "manifest.json").read_text())["dataset_fingerprint"]
-    assert {"manifest.json", "audit.json", "audit.md", "val_test"} <= {p.name for p in (d / "scan" / "audit").iterdir()}
+    assert {"manifest.json", "audit.json", "audit.md", "val_test"} <= {p.name for p in (d / "scan" / "audits" / "evaluation").iterdir()}
 
 
 def test_report_carries_the_honest_reporting_table(scanned):
@@ -71,7 +72,12 @@ def test_report_carries_the_honest_reporting_table(scanned):
     assert any_rate["count"] == 3
     # the table's sibling rate is the report's own
     assert f"15.0 % (3 of 20, exact or near at cutoff 0.99, uncalibrated)" in md
-    assert rep["audit"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
+    assert rep["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
+    assert "Honest reporting" in (d / "scan" / "report.html").read_text()  # an audit section in the HTML too
+    # at another cutoff the table follows the report: it is rendered by the report, not left pre-rendered
+    other = build_report(d / "scan", cutoff=0.5)
+    sib = other["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]
+    assert sib["rate"] == other["sibling_rate"]["test_to_train"]["any"]["rate"] and "cutoff 0.5," in sib["kind"]
 
 
 def test_check_require_gates_on_the_recorded_audit(scanned):
@@ -92,13 +98,13 @@ def test_check_require_without_or_with_a_stale_audit(scanned, tmp_path):
     d, _ = scanned
     copy = tmp_path / "scan"
     shutil.copytree(d / "scan", copy)
-    audit = copy / "audit" / "audit.json"
+    audit = copy / "audits" / "evaluation" / "audit.json"
     data = json.loads(audit.read_text())
     data["scan"]["dataset_fingerprint"] = "0" * 32  # made for other data
     audit.write_text(json.dumps(data))
     res = runner.invoke(app, ["check", str(copy), "--require", "nan-free"])
     assert res.exit_code == 1 and "made for other scan data" in res.stderr
-    shutil.rmtree(copy / "audit")
+    shutil.rmtree(copy / "audits" / "evaluation")
     res = runner.invoke(app, ["check", str(copy), "--require", "denominator"])
     assert res.exit_code == 1 and "no audit recorded" in res.stderr
 

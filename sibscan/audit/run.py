@@ -55,7 +55,7 @@ class AuditConfig:
         Split data files for ``val_split`` (test data defaults to the targets when they are a data file).
     scan : path, optional
         A finished scan: its test labels are the default targets, its items the test data, its
-        train→test sibling rate goes into the table, and ``out`` defaults to ``SCAN/audit``
+        train→test sibling rate goes into the table, and ``out`` defaults to ``SCAN/audits/evaluation``
         (where ``sibscan report`` and ``sibscan check --require`` find the audit).
     decimals : int
         Rounding before fingerprinting (overlap).

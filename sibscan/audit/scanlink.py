@@ -5,7 +5,7 @@ the default targets), the train→test sibling rate exactly as the scan's report
 exact-fingerprint settings; for a validation split it runs the same machinery pairwise instead of a
 new search: exact twins validation↔test by fingerprint, and — when the scan has a cutoff — a second
 scan with validation as the reference side, the scan's encoder, verifier and cutoff, and the scan's
-embedding cache (the test items are not embedded again). That scan lives in ``DIR/audit/val_test``.
+embedding cache (the test items are not embedded again). That scan lives in ``DIR/audits/evaluation/val_test``.
 """
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def audit(
                                              help="Test split data, when --targets is not the data file itself."),
     scan: Optional[Path] = typer.Option(None, "--scan", show_default=False, rich_help_panel=_D,
                                         help="A finished scan: its test labels are the default targets, its sibling "
-                                             "rate goes into the table, the audit is written to SCAN/audit for "
+                                             "rate goes into the table, the audit is written to SCAN/audits/evaluation for "
                                              "'sibscan report' and 'sibscan check --require'."),
     decimals: int = typer.Option(6, "--decimals", show_default=True, rich_help_panel=_D,
                                  help="Rounding of numeric rows before fingerprinting (with --scan: the scan's)."),

@@ -25,6 +25,7 @@ from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..scandir import ScanDir, load_items
 from .audits import audit_sections
+from .honest import SECTION, evaluation_section
 from ..kernels.rowhash import fingerprint_membership
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
@@ -257,23 +258,10 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "manifest": _manifest_summary(manifest),
         "audits": audit_sections(scan.path),
     }
-    report["audit"] = _audit(scan.path, manifest, report)
+    evaluation = evaluation_section(scan.path, manifest.get("dataset_fingerprint"), report)
+    if evaluation is not None:  # rendered here: its sibling rate is this report's own
+        report["audits"] = dict(sorted({**report["audits"], SECTION: evaluation}.items()))
     return _clean(report)
-
-
-def _audit(path, manifest: dict, report: dict) -> Optional[dict]:
-    """The scan's recorded evaluation audit for the honest-reporting table, or None; its sibling rate is
-    this report's own (one quantity, one value)."""
-    from .honest import load_audit, sibling_rate_record
-
-    audit = load_audit(path, manifest.get("dataset_fingerprint"))
-    if audit is None:
-        return None
-    reporting = dict(audit.get("reporting") or {}, sibling_rate=sibling_rate_record(report))
-    return {"path": audit["path"], "stale": audit["stale"], "passed": audit.get("passed"),
-            "checks": {n: {"passed": c["passed"], "summary": (audit.get("summaries") or {}).get(n, "")}
-                       for n, c in (audit.get("checks") or {}).items()},
-            "reporting": reporting, "limitations": audit.get("limitations") or []}
 
 
 def _clean(obj):

@@ -1,25 +1,32 @@
 """The honest-reporting section: an evaluation audit (``sibscan audit``) as a scan's report shows it.
 
-An audit run with ``--scan DIR`` writes ``DIR/audit/audit.json``; :func:`load_audit` reads it back
-(marking it stale when it was made for other scan data), ``report.md`` renders
-:func:`honest_reporting` from it, and ``sibscan check --require`` gates on its checks. The audit
-package renders its own ``audit.md`` with the same function, so the two never differ, and the
-sibling rate in the table is the report's own (:func:`sibling_rate_record`): one quantity, one value.
+An audit run with ``--scan DIR`` writes ``DIR/audits/evaluation/audit.json`` (beside the sections
+other audits leave in ``DIR/audits``, :mod:`sibscan.report.audits`); :func:`load_audit` reads it back
+(marking it stale when it was made for other scan data), :func:`evaluation_section` makes it the
+report's ``evaluation`` audit section (report.json/md/html), and ``sibscan check --require`` gates on
+its checks. Unlike the other sections it is rendered here, by the report, not left pre-rendered:
+the sibling rate in its table is the report's own (:func:`sibling_rate_record`), at the cutoff the
+report uses — one quantity, one value. The audit package renders its own ``audit.md`` with
+:func:`honest_reporting` too, so the two never differ.
 """
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import List, Optional
 
 from ..errors import SibscanError
+from .audits import AUDITS_DIR
 from .markdown import pct
 
-__all__ = ["AUDIT_DIR", "CHECK_NAMES", "check_name", "fmt", "format_value", "honest_reporting", "load_audit",
-           "sibling_cell", "sibling_rate_record"]
+__all__ = ["AUDIT_DIR", "CHECK_NAMES", "SECTION", "check_name", "evaluation_section", "fmt", "format_value",
+           "honest_reporting", "load_audit", "sibling_cell", "sibling_rate_record"]
 
+#: the evaluation audit's name among the report's audit sections
+SECTION = "evaluation"
 #: where ``sibscan audit --scan DIR`` records itself inside the scan directory
-AUDIT_DIR = "audit"
+AUDIT_DIR = f"{AUDITS_DIR}/{SECTION}"
 #: every check an audit can run, in the order they are reported
 CHECK_NAMES = ("nan_free", "not_targets", "init_window", "near_perfect_share", "denominator", "val_split", "selection")
 
@@ -107,7 +114,7 @@ def honest_reporting(reporting: dict, limitations: List[str], heading: str = "##
 
 
 def load_audit(scan_dir, dataset_fingerprint: Optional[str] = None) -> Optional[dict]:
-    """``SCAN/audit/audit.json`` (None when there is none), with ``stale`` set when the audit was made
+    """``SCAN/audits/evaluation/audit.json`` (None when there is none), with ``stale`` set when the audit was made
     for scan data other than ``dataset_fingerprint`` and ``path`` where it was read."""
     path = Path(scan_dir) / AUDIT_DIR / "audit.json"
     if not path.is_file():
@@ -120,3 +127,27 @@ def load_audit(scan_dir, dataset_fingerprint: Optional[str] = None) -> Optional[
     audit["stale"] = dataset_fingerprint is not None and made_for != dataset_fingerprint
     audit["path"] = str(path)
     return audit
+
+
+def evaluation_section(scan_dir, dataset_fingerprint: Optional[str], report: dict) -> Optional[dict]:
+    """The scan's recorded evaluation audit as a report audit section ``{title, data, markdown, html}``, or
+    None without one; the sibling rate in its table is ``report``'s own (one quantity, one value).
+
+    ``data`` is ``{path, stale, passed, checks: {name: {passed, summary}}, reporting, limitations}``; an
+    audit made for other scan data (``stale``) is named, not shown.
+    """
+    audit = load_audit(scan_dir, dataset_fingerprint)
+    if audit is None:
+        return None
+    reporting = dict(audit.get("reporting") or {}, sibling_rate=sibling_rate_record(report))
+    data = {"path": audit["path"], "stale": audit["stale"], "passed": audit.get("passed"),
+            "checks": {n: {"passed": c["passed"], "summary": (audit.get("summaries") or {}).get(n, "")}
+                       for n, c in (audit.get("checks") or {}).items()},
+            "reporting": reporting, "limitations": audit.get("limitations") or []}
+    if audit["stale"]:
+        text = (f"The evaluation audit in {audit['path']} was made for other scan data; re-run "
+                f"`sibscan audit --scan {report['scan']['path']}` to put it back in this report.")
+        return {"title": "Evaluation audit", "data": data, "markdown": text, "html": f"<p>{html.escape(text)}</p>"}
+    markdown = "\n".join(honest_reporting(reporting, data["limitations"], heading="####")).rstrip("\n")
+    return {"title": "Evaluation audit", "data": data, "markdown": markdown,
+            "html": f"<h2>Evaluation audit</h2><pre>{html.escape(markdown)}</pre>"}

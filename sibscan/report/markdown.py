@@ -129,13 +129,4 @@ def render_markdown(report: dict) -> str:
                      f"({ss['n_sources_shared']} in all) that also occurs in train.")
     for sec in report.get("audits", {}).values():  # sections left by audits (sibscan temporal, ...)
         lines += ["", sec["markdown"].rstrip("\n")]
-    audit = report.get("audit")
-    if audit:
-        from .honest import honest_reporting
-
-        if audit["stale"]:
-            lines += ["", f"The evaluation audit in {audit['path']} was made for other scan data; re-run "
-                          f"`sibscan audit --scan {report['scan']['path']}` to put it back in this report."]
-        else:
-            lines += ["", *honest_reporting(audit["reporting"], audit["limitations"], heading="####")]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return "\n".join(lines) + "\n"
