@@ -142,7 +142,7 @@ def shingle_document_frequency(ids: np.ndarray, offsets: np.ndarray, shingle: in
         ``hashes`` (u,) uint64, sorted, distinct shingle hashes; ``df`` (u,) int64, the number of
         distinct documents holding each.
     """
-    from tqdm.auto import tqdm
+    from ..progress import bar
 
     ids = np.asarray(ids, np.int64)
     offsets = np.asarray(offsets, np.int64)
@@ -154,27 +154,29 @@ def shingle_document_frequency(ids: np.ndarray, offsets: np.ndarray, shingle: in
     # chunk boundaries on document edges, about _CHUNK_WORDS words each
     starts = np.searchsorted(offsets, np.arange(0, offsets[-1], _CHUNK_WORDS), side="right") - 1
     edges = np.unique(np.concatenate([[0], starts, [n_docs]]).clip(0, n_docs))
-    for c0, c1 in tqdm(list(zip(edges[:-1], edges[1:])), desc="textalign: boilerplate shingles", unit="chunk",
-                       disable=not progress or None, leave=False):
-        w0, w1 = offsets[c0], offsets[c1]
-        if w1 == w0:
-            continue
-        prefix, powers = _prefix_hashes(ids[w0:w1])
-        local = offsets[c0:c1 + 1] - w0
-        with np.errstate(over="ignore"):
-            doc_hash[c0:c1] = prefix[local[1:]] - prefix[local[:-1]] * powers[lengths[c0:c1]]
-        if w1 - w0 < shingle:
-            continue
-        h = _gram_hashes(prefix, powers, shingle)  # start i = local word position
-        doc = np.repeat(np.arange(c0, c1, dtype=np.int64), lengths[c0:c1])[: len(h)]
-        ok = np.arange(len(h)) + shingle <= offsets[doc + 1] - w0  # window inside its document
-        h, doc = h[ok], doc[ok]
-        order = np.lexsort((h, doc))
-        h, doc = h[order], doc[order]
-        new = np.ones(len(h), bool)
-        new[1:] = (h[1:] != h[:-1]) | (doc[1:] != doc[:-1])
-        kept_h.append(h[new])
-        kept_d.append(doc[new])
+    chunks = list(zip(edges[:-1], edges[1:]))
+    with bar(len(chunks), "textalign: boilerplate shingles", "chunk", enabled=progress, transient=True) as progress_bar:
+        for c0, c1 in chunks:
+            progress_bar.update()
+            w0, w1 = offsets[c0], offsets[c1]
+            if w1 == w0:
+                continue
+            prefix, powers = _prefix_hashes(ids[w0:w1])
+            local = offsets[c0:c1 + 1] - w0
+            with np.errstate(over="ignore"):
+                doc_hash[c0:c1] = prefix[local[1:]] - prefix[local[:-1]] * powers[lengths[c0:c1]]
+            if w1 - w0 < shingle:
+                continue
+            h = _gram_hashes(prefix, powers, shingle)  # start i = local word position
+            doc = np.repeat(np.arange(c0, c1, dtype=np.int64), lengths[c0:c1])[: len(h)]
+            ok = np.arange(len(h)) + shingle <= offsets[doc + 1] - w0  # window inside its document
+            h, doc = h[ok], doc[ok]
+            order = np.lexsort((h, doc))
+            h, doc = h[order], doc[order]
+            new = np.ones(len(h), bool)
+            new[1:] = (h[1:] != h[:-1]) | (doc[1:] != doc[:-1])
+            kept_h.append(h[new])
+            kept_d.append(doc[new])
     if not kept_h:
         return np.empty(0, np.uint64), np.empty(0, np.int64)
     # identical documents (same hash and length) count once: keep the first of each

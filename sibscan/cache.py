@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import re
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -255,7 +254,7 @@ def embed(
         The cache holds vectors of another dimension or encoder identity; the message says to delete
         it or use another cache directory.
     """
-    from tqdm.auto import tqdm
+    from .progress import bar as progress_bar
 
     if int(block_size) < 1:
         raise SibscanError(f"block size must be at least 1, got {block_size}")
@@ -268,7 +267,7 @@ def embed(
     if cache_dir is None:
         if encode_blocks is not None:
             raise SibscanError("embedding elsewhere (encode_blocks, --engine ray) needs a cache directory")
-        with tqdm(total=n, desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
+        with progress_bar(n, desc, "item", enabled=progress) as bar:
             out = np.zeros((n, dim), np.float32)
             for start in range(0, n, block_size):
                 idx = np.arange(start, min(start + block_size, n))
@@ -292,7 +291,7 @@ def embed(
     log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - len(missing), n, len(todo))
 
     if len(todo):
-        with tqdm(total=len(todo), desc=desc, unit="item", file=sys.stderr, disable=None if progress else True) as bar:
+        with progress_bar(len(todo), desc, "item", enabled=progress) as bar:
             block_rows = (todo[s:s + block_size] for s in range(0, len(todo), block_size))
             if encode_blocks is not None:
                 results = encode_blocks(((idx, _content_rows(content, idx)) for idx in block_rows), batch_size)

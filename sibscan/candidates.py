@@ -13,6 +13,7 @@ from .chunks import aggregate_chunks, chunk_details
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
 from .options import DIRECTIONS, SearchOptions
+from .progress import task
 from .scandir import Neighbours
 
 __all__ = ["neighbours_table", "rerank", "search_direction", "table_from_search", "verify_neighbours"]
@@ -39,14 +40,15 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
         qs, ns = DIRECTIONS[name]
         k = options.k_of(name)
         echo(f"searching {qs} → {ns} (k={k})")
-        if not chunks:
-            sims, idx = search_direction(embeddings[qs], embeddings[ns], k, options, device=device, progress=progress,
-                                         exclude_self=qs == ns)
-            parts.append(table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns]))
-            continue
-        # 4k chunk neighbours leave room for k distinct documents after aggregation
-        sims, idx = search_direction(embeddings[qs], embeddings[ns], 4 * k, options, device=device, progress=progress,
-                                     exclude_self=qs == ns)
+        with task(f"{qs} → {ns}"):
+            if not chunks:
+                sims, idx = search_direction(embeddings[qs], embeddings[ns], k, options, device=device,
+                                             progress=progress, exclude_self=qs == ns)
+                parts.append(table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns]))
+                continue
+            # 4k chunk neighbours leave room for k distinct documents after aggregation
+            sims, idx = search_direction(embeddings[qs], embeddings[ns], 4 * k, options, device=device,
+                                         progress=progress, exclude_self=qs == ns)
         (qdoc, qchunk), (ndoc, nchunk) = chunks[qs], chunks[ns]
         sims, idx, qrow, nrow = aggregate_chunks(sims, idx, qdoc, ndoc, len(splits[qs]), k, qs == ns)
         part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
@@ -117,7 +119,8 @@ def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progre
     detail = np.full(len(nb), "", dtype=object)
     for (qs, ns) in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist()))):
         rows = np.flatnonzero(nb.mask(qs, ns))
-        res = verifier.verify(splits[qs], nb["query_index"][rows], splits[ns], nb["neighbour_index"][rows])
+        with task(f"{qs} → {ns}"):
+            res = verifier.verify(splits[qs], nb["query_index"][rows], splits[ns], nb["neighbour_index"][rows])
         verified[rows] = np.asarray(res.scores, np.float32)
         detail[rows] = np.asarray(res.details, dtype=object)
     cols = dict(nb.columns)

@@ -91,7 +91,7 @@ def decode_images(
     list of length n
         ``fn``'s result, or the :class:`InputError` that made the image unreadable.
     """
-    from tqdm.auto import tqdm
+    from .progress import bar
 
     def one(path):
         try:
@@ -101,5 +101,9 @@ def decode_images(
 
     workers = workers or default_workers()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(one, paths)
-        return list(tqdm(results, total=len(paths), desc=desc, unit="img", disable=None, leave=False))
+        out = []
+        with bar(len(paths), desc, "image", transient=True) as progress:
+            for res in pool.map(one, paths):
+                out.append(res)
+                progress.update()
+        return out

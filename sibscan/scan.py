@@ -35,11 +35,17 @@ from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
+from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
 from .verify import build_verifier
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
+
+#: what each stage does, for its line in a log
+_STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint: exact copies",
+                "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
+                "verify": "verify: re-scoring the candidates", "baseline": "baseline: scoring random pairs"}
 
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
@@ -97,7 +103,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
         sd.write_neighbours(nb)
         _mark(sd, manifest, "search")
 
-    with clock("baseline"):
+    with clock("baseline"), progress_task("random-pair baseline"):
         baseline = sd.baseline() if "baseline" in done else None
         if baseline is None:
             b = cfg.baseline
@@ -152,10 +158,12 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
 # the steps of run_scan that are about the scan directory itself
 # --------------------------------------------------------------------------------------------
 def _clock(timings: Dict[str, float]):
+    """A context manager per stage: its time into ``timings``, and its line off a terminal."""
     @contextlib.contextmanager
     def timed(stage: str):
         t = time.perf_counter()
-        yield
+        with progress_stage(_STAGE_LINES.get(stage, stage)):
+            yield
         timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
 
     return timed

@@ -139,10 +139,9 @@ def plan_blocks(n_queries: int, n: int, dim: int, *, device: str = "cpu",
 
 
 def _progress(total: int, enabled: bool):
-    from tqdm.auto import tqdm
+    from .progress import bar
 
-    return tqdm(total=total, unit="rows", unit_scale=True, desc="search", file=sys.stderr,
-                disable=None if enabled else True, leave=False)
+    return bar(total, "search", "row", enabled=enabled, scale=True)
 
 
 # ----------------------------------------------------------------------------------- search

@@ -70,7 +70,7 @@ class ImageCorrVerifier(Verifier):
     workers : int, optional
         Threads decoding images (default: up to 8, one per CPU).
     progress : bool
-        Show a progress bar on stderr (only when it is a terminal).
+        Show progress on stderr (a bar on a terminal, a line every 30 s off one; see sibscan.progress).
     """
 
     name = "imagecorr"
@@ -164,9 +164,8 @@ class ImageCorrVerifier(Verifier):
             ``scores`` (m,) float32 in [-1, 1], NaN where an image is flat (undefined
             correlation); ``details`` the best transform, e.g. ``"flipped, shifted 2 px right"``.
         """
-        from tqdm.auto import tqdm
-
         from ..kernels.paircorr import image_pair_corr
+        from ..progress import bar as progress_bar
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
@@ -179,7 +178,7 @@ class ImageCorrVerifier(Verifier):
         qcache: Dict[int, int] = {}
         qstore: List[np.ndarray] = []
         chunk = max(self.batch_size * 8, 1)
-        with tqdm(total=m, desc="verify images", unit="pair", disable=not self.progress or None) as bar:
+        with progress_bar(m, "verify images", "pair", enabled=self.progress) as bar:
             for lo in range(0, m, chunk):
                 rows = order[lo:lo + chunk]
                 qpos = self._arrays(queries, qi[rows], qcache, qstore)

@@ -99,7 +99,7 @@ class TextAlignVerifier(Verifier):
         A shingle in at least this many documents of the query and database splits together is
         boilerplate.  None: ``max(3, ceil(0.002 * (n_query + n_database)))``; 0 turns masking off.
     progress : bool
-        Show a progress bar on stderr (only when it is a terminal).
+        Show progress on stderr (a bar on a terminal, a line every 30 s off one; see sibscan.progress).
     """
 
     name = "textalign"
@@ -133,7 +133,7 @@ class TextAlignVerifier(Verifier):
 
     def split(self, items: Items) -> _Split:
         """``items`` tokenised and its shingles counted; cached per Items object (and length)."""
-        from tqdm.auto import tqdm
+        from ..progress import bar as progress_bar
 
         n = len(items.texts)
         hit = self._splits.get(id(items))
@@ -142,11 +142,12 @@ class TextAlignVerifier(Verifier):
         vocab = self._vocab
         lengths = np.zeros(n + 1, np.int64)
         parts: List[np.ndarray] = []
-        for d, text in enumerate(tqdm(items.texts, desc=f"textalign: tokenise {items.split}", unit="text",
-                                      disable=not self.progress or None, leave=False)):
-            w = tokenize(text)
-            parts.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in w), np.int64, len(w)))
-            lengths[d + 1] = len(w)
+        with progress_bar(n, f"textalign: tokenise {items.split}", "text", enabled=self.progress, transient=True) as bar:
+            for d, text in enumerate(items.texts):
+                w = tokenize(text)
+                parts.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in w), np.int64, len(w)))
+                lengths[d + 1] = len(w)
+                bar.update()
         ids = np.concatenate(parts) if parts else np.empty(0, np.int64)
         offsets = np.cumsum(lengths)
         hashes, df = (shingle_document_frequency(ids, offsets, self.shingle, progress=self.progress)
@@ -208,7 +209,7 @@ class TextAlignVerifier(Verifier):
             ``"40-word run: 'the quick …' (test words 120-159, train words 3400-3439); LCS F1 0.42"``,
             followed by ``"; 57 test and 57 train words masked as boilerplate"`` when some were.
         """
-        from tqdm.auto import tqdm
+        from ..progress import bar as progress_bar
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
         qsplit, dsplit = self.split(queries), self.split(database)
@@ -225,25 +226,27 @@ class TextAlignVerifier(Verifier):
         m = len(qi)
         scores = np.empty(m, np.float32)
         details: List[str] = []
-        for k in tqdm(range(m), desc="verify texts", unit="pair", disable=not self.progress or None):
-            q, d = int(qi[k]), int(di[k])
-            (a, ma), (b, mb) = side((0, q)), side((1, d))
-            score, run, ia, ib, f1 = self.score_pair(a, b, ma, mb)
-            scores[k] = score
-            masked = ""
-            if ma.any() or mb.any():
-                masked = (f"; {int(ma.sum())} {queries.split} and {int(mb.sum())} {database.split} words masked as "
-                          f"boilerplate ({self.shingle}-word shingles in >= {threshold} texts)")
-            if np.isnan(score):
-                details.append("no words: similarity undefined")
-            elif run == 0:
-                details.append(f"no common word; LCS F1 {f1:.2f}{masked}")
-            else:
-                if q not in words:
-                    words[q] = tokenize(queries.texts[q])
-                span = _snippet(words[q][ia:ia + run])
-                details.append(
-                    f"{run}-word run: '{span}' ({queries.split} words {ia}-{ia + run - 1}, "
-                    f"{database.split} words {ib}-{ib + run - 1}); LCS F1 {f1:.2f}{masked}"
-                )
+        with progress_bar(m, "verify texts", "pair", enabled=self.progress) as bar:
+            for k in range(m):
+                q, d = int(qi[k]), int(di[k])
+                (a, ma), (b, mb) = side((0, q)), side((1, d))
+                score, run, ia, ib, f1 = self.score_pair(a, b, ma, mb)
+                scores[k] = score
+                masked = ""
+                if ma.any() or mb.any():
+                    masked = (f"; {int(ma.sum())} {queries.split} and {int(mb.sum())} {database.split} words masked as "
+                              f"boilerplate ({self.shingle}-word shingles in >= {threshold} texts)")
+                if np.isnan(score):
+                    details.append("no words: similarity undefined")
+                elif run == 0:
+                    details.append(f"no common word; LCS F1 {f1:.2f}{masked}")
+                else:
+                    if q not in words:
+                        words[q] = tokenize(queries.texts[q])
+                    span = _snippet(words[q][ia:ia + run])
+                    details.append(
+                        f"{run}-word run: '{span}' ({queries.split} words {ia}-{ia + run - 1}, "
+                        f"{database.split} words {ib}-{ib + run - 1}); LCS F1 {f1:.2f}{masked}"
+                    )
+                bar.update()
         return VerifyResult(scores=scores, details=details)
