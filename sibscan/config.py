@@ -22,7 +22,7 @@ __all__ = ["ScanConfig", "list_presets", "load_config_file"]
 
 #: options that do not change a scan's results (left out of the manifest's ``parameters``)
 _NOT_PARAMETERS = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff",
-                   "engine", "address"}
+                   "engine", "address", "train_features", "test_features"}
 
 
 class ScanConfig:
@@ -66,8 +66,8 @@ class ScanConfig:
         return "ScanConfig(" + ", ".join(f"{a}={getattr(self, a)!r}" for a in GROUPS) + ")"
 
     def options(self) -> Dict[str, Any]:
-        """Every option by its flat name."""
-        return {k: v for attr in GROUPS for k, v in dataclasses.asdict(getattr(self, attr)).items()}
+        """Every option by its flat name (values as given: in-memory data is not copied)."""
+        return {f.name: getattr(getattr(self, attr), f.name) for attr in GROUPS for f in dataclasses.fields(GROUPS[attr])}
 
     def merged(self, overrides: Dict[str, Any]) -> "ScanConfig":
         """A copy with the non-None ``overrides`` (flat names) applied; unknown names are an error."""
@@ -78,8 +78,18 @@ class ScanConfig:
                           **{k: v for k, v in overrides.items() if v is not None})
 
     def parameters(self) -> Dict[str, Any]:
-        """The options that change a scan's results (recorded in the manifest, compared on resume)."""
-        return {k: v for k, v in self.options().items() if k not in _NOT_PARAMETERS}
+        """The options that change a scan's results (recorded in the manifest, compared on resume).
+
+        In-memory data (``train=`` a DataFrame…) is recorded by what it is; its content is in the
+        manifest's dataset fingerprint.
+        """
+        from .loaders.memory import describe, is_path
+
+        out = {k: v for k, v in self.options().items() if k not in _NOT_PARAMETERS}
+        for key in ("train", "test"):
+            if out[key] is not None and not is_path(out[key]):
+                out[key] = describe(out[key])
+        return out
 
     def check(self) -> "ScanConfig":
         """Refuse a bad option before the scan reads or writes anything; returns the config.
@@ -98,6 +108,9 @@ class ScanConfig:
             raise SibscanError("no test data given; pass --test PATH")
         if load.index is not None and load.chunk_words is not None:
             raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
+        if self.encoding.precomputed and (load.index is not None or load.chunk_words is not None):
+            raise SibscanError(f"--train-features cannot be combined with {'--index' if load.index is not None else '--chunk-words'}: "
+                               "your embeddings are one row per item of the two splits")
         if self.encoding.encoder is not None:
             from .encoders import encoder_class
 

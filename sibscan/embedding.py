@@ -35,6 +35,8 @@ def embed_splits(splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, 
     chunks : {"train": (ndarray of shape (n_chunks,), ndarray of shape (n_chunks,)), "test": ...}
         Empty unless the texts were chunked.
     """
+    if getattr(encoder, "precomputed", False):  # the caller's own embeddings, one row per item
+        return {s: encoder.rows(s, len(items), len(items.skipped)) for s, items in splits.items()}, {}
     if splits["train"].modality == "text" and load.chunk_words:
         out, chunks = {}, {}
         for split, items in splits.items():

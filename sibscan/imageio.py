@@ -73,6 +73,7 @@ def decode_images(
     *,
     workers: Optional[int] = None,
     desc: str = "decoding images",
+    transient: bool = True,
 ) -> List[Union[T, InputError]]:
     """Decode every image with :func:`open_image` in a thread pool and apply ``fn(image, path)``.
 
@@ -84,7 +85,10 @@ def decode_images(
     workers : int, optional
         Threads; default ``min(8, cpu_count)``.
     desc : str
-        Progress-bar label (the bar shows on a terminal only).
+        Progress-bar label.
+    transient : bool
+        True: the bar shows on a terminal only (an inner loop, e.g. one encoder batch); False: off a
+        terminal it also writes timed progress lines (loading a whole split).
 
     Returns
     -------
@@ -102,7 +106,7 @@ def decode_images(
     workers = workers or default_workers()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         out = []
-        with bar(len(paths), desc, "image", transient=True) as progress:
+        with bar(len(paths), desc, "image", transient=transient) as progress:
             for res in pool.map(one, paths):
                 out.append(res)
                 progress.update()

@@ -114,10 +114,32 @@ class EncoderOptions:
     device: str = opt("auto", "--device", help="auto, cpu or cuda.")
     batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size.")
     cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
+    train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id.")
+    test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features.")
+    features_id: Optional[str] = opt(None, "--features-id", help="The identity of the model that made --train-features/--test-features (e.g. 'clip-vit-b32-laion2b'): calibrations and indexes are tied to it.")
 
     def check(self) -> None:
         check_device_name(self.device)
         _positive(self, "batch_size")
+        given = [self.train_features is not None, self.test_features is not None]
+        if any(given):
+            if not all(given):
+                raise SibscanError("give both --train-features and --test-features (embeddings of both splits), or neither")
+            if not self.features_id:
+                raise SibscanError("--train-features/--test-features need --features-id NAME: the model that made them "
+                                   "(calibrations are tied to it)")
+            named = [f"--{k.replace('_', '-')}" for k in ("encoder", "model", "pretrained", "checkpoint", "model_path")
+                     if getattr(self, k) is not None]
+            if named:
+                raise SibscanError(f"{', '.join(named)} and --train-features contradict each other: precomputed "
+                                   "embeddings replace the encoder; drop one")
+        elif self.features_id is not None:
+            raise SibscanError("--features-id names precomputed embeddings; give --train-features and --test-features too")
+
+    @property
+    def precomputed(self) -> bool:
+        """Whether the caller brings the embeddings (``train_features``/``test_features``)."""
+        return self.train_features is not None
 
     def model_options(self) -> Dict[str, Any]:
         """The encoder's own keyword arguments that were given (model, pretrained, checkpoint, model_path)."""

@@ -47,6 +47,9 @@ _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint
                 "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
                 "verify": "verify: re-scoring the candidates", "baseline": "baseline: scoring random pairs"}
 
+#: in-memory images of the Python API, stored as files named by their content hash (never removed by
+#: ``force``: a file there only ever holds the bytes its name says)
+_INPUTS = "inputs"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
           "report.json", "report.md", "report.html", "cache")
@@ -66,12 +69,14 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     cfg.check()
     sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
     clock = _clock(timings)
+    _refuse_foreign(sd)
+    inputs = sd.path / _INPUTS  # images held in memory are written here (by content hash) before they are read
     with clock("load"):
         index = TrainIndex.open(cfg.load.index) if cfg.load.index is not None else None
         if index is not None:
             index.check_encoder(cfg.encoding.encoder)
-        splits = {"train": index.items() if index is not None else load_split(cfg.load, "train"),
-                  "test": load_split(cfg.load, "test")}
+        splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs),
+                  "test": load_split(cfg.load, "test", image_dir=inputs)}
         check_pair(splits["train"], splits["test"])
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
@@ -250,9 +255,14 @@ def _previous(sd: ScanDir, force: bool) -> Optional[dict]:
         return None
     if sd.exists():
         return sd.manifest()
-    if sd.path.exists() and any(p.name != "calibration" for p in sd.path.iterdir()):
-        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
+    _refuse_foreign(sd)
     return None
+
+
+def _refuse_foreign(sd: ScanDir) -> None:
+    """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
+    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS) for p in sd.path.iterdir()):
+        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
 
 
 def _mark(sd: ScanDir, manifest: dict, stage: str) -> None:

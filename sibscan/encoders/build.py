@@ -43,7 +43,13 @@ def encoder_kwargs(options: EncoderOptions, items: Items) -> Dict[str, Any]:
 
 
 def build_encoder(options: EncoderOptions, items: Items) -> Encoder:
-    """The configured encoder for ``items`` (the modality's default when none is named)."""
+    """The configured encoder for ``items`` (the modality's default when none is named), or the
+    caller's own embeddings when the options carry ``train_features``/``test_features``."""
+    if options.precomputed:
+        from .precomputed import PrecomputedEncoder
+
+        return PrecomputedEncoder(options.train_features, options.test_features, identity=options.features_id,
+                                  modality=items.modality)
     name = options.encoder or default_encoder(items.modality)
     cls = encoder_class(name)
     if cls.modality != items.modality:

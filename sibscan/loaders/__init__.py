@@ -131,14 +131,20 @@ def load(
 
 def as_items(data, split: str) -> Items:
     """``data`` as one split: a file or folder path is loaded with :func:`load` (modality detected);
-    Items, lists of strings and numeric arrays go through :meth:`Items.coerce`."""
+    in-memory data (Items, texts, arrays, DataFrames, datasets…) is read by
+    :func:`sibscan.loaders.memory.from_memory` (images held in memory need :func:`load_split`'s folder)."""
     if isinstance(data, (str, os.PathLike)):
         return load(data, split)
-    return Items.coerce(data, split)
+    from .memory import from_memory
+
+    return from_memory(data, split)
 
 
-def load_split(options: LoadOptions, split: str) -> Items:
+def load_split(options: LoadOptions, split: str, *, image_dir: Optional[str | os.PathLike] = None) -> Items:
     """One split of a scan: ``options.train`` or ``options.test``, read with the options' columns.
+
+    The source is a path, or (from Python) in-memory data read by
+    :func:`sibscan.loaders.memory.from_memory`; images held in memory are written to ``image_dir``.
 
     Raises
     ------
@@ -148,7 +154,17 @@ def load_split(options: LoadOptions, split: str) -> Items:
     source = options.train if split == "train" else options.test
     if source is None:
         raise SibscanError(f"no {split} data given; pass --{split} PATH")
-    items = load(source, split, **options.load_kwargs(split))
+    if isinstance(source, (str, os.PathLike)):
+        items = load(source, split, **options.load_kwargs(split))
+    else:
+        from .memory import from_memory
+
+        kwargs = options.load_kwargs(split)
+        if kwargs.pop("labels_path") is not None:
+            raise SibscanError("--labels-train/--labels-test are for .npy files; in-memory data brings its labels "
+                               "(a label column)")
+        items = from_memory(source, split, image_dir=image_dir, **kwargs)
+        source = items.source
     if len(items) == 0:
         raise InputError(f"the {split} split has no usable items ({len(items.skipped)} skipped)", path=source)
     items.check_unique_ids()

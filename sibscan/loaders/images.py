@@ -20,7 +20,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ..imageio import IMAGE_EXTENSIONS, decode_images
 from ..items import Items, Skipped
 from .records import column, read_columns
 
-__all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "load_images"]
+__all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "image_items", "load_images"]
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,30 @@ def load_images(
     else:
         raise InputError("no such file or folder", path=src)
 
+    return image_items(files, split, ids=ids, labels=labels, groups=groups, source=str(src), workers=workers)
+
+def image_items(
+    files: List[Optional[Union[str, os.PathLike]]],
+    split: str,
+    *,
+    ids: Sequence,
+    labels: Optional[Sequence] = None,
+    groups: Optional[Sequence] = None,
+    source: str = "",
+    workers: Optional[int] = None,
+) -> Items:
+    """Decode and fingerprint image ``files`` (None = an empty path) into image :class:`Items`.
+
+    The one place where image items are made, for a folder, a listing and in-memory images
+    (:mod:`sibscan.loaders.memory`) alike: unreadable files are left out and listed in
+    ``skipped``; ``ids``, ``labels``, ``groups`` have one entry per file.
+    """
+    src = source
     skipped: List[Skipped] = []
     present = [i for i, f in enumerate(files) if f is not None]
     skipped.extend(Skipped(where=f"{src}, row {i}", reason="empty image path") for i, f in enumerate(files) if f is None)
-    results = decode_images([files[i] for i in present], _fingerprint_one, workers=workers, desc=f"{split} images")
+    results = decode_images([files[i] for i in present], _fingerprint_one, workers=workers, desc=f"read {split} images",
+                            transient=False)
     keep: List[int] = []
     fps, bfps, sizes = [], [], []
     for i, res in zip(present, results):
