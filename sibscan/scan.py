@@ -52,7 +52,7 @@ _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint
 _INPUTS = "inputs"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
-          "report.json", "report.md", "report.html", "cache")
+          "report.json", "report.md", "report.html", "flagged.csv", "cache")
 
 
 @dataclass

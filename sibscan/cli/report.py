@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     def report(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
         predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split."),
-        format: str = typer.Option("json,md,html", "--format", "-f", help="Comma-separated formats: json, md, html."),
+        format: str = typer.Option("json,md,html,csv", "--format", "-f", help="Comma-separated formats: json, md, html, csv (flagged.csv: every test item judged a sibling)."),
         cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),

@@ -27,6 +27,7 @@ from ..scandir import ScanDir, load_items
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
 from ..kernels.rowhash import fingerprint_membership
+from .items import best_per_query as _best, item_table, near_mask, test_to_train
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
 
@@ -40,21 +41,8 @@ log = logging.getLogger("sibscan.report")
 CorrectArg = Union[None, np.ndarray, Callable]
 
 
-def _best(nb, query_split: str, neighbour_split: str, n: int):
-    """Best deciding score per query (NaN where none) and the top-1 rows; plus whether the direction exists."""
-    top = nb.top1(query_split, neighbour_split)
-    # float32 like the score column: a cutoff of 0.95 then matches a stored 0.95 (NEP 50 keeps the
-    # comparison in float32)
-    score = np.full(n, np.nan, np.float32)
-    score[top["query_index"]] = top["score"]
-    exact = np.zeros(n, bool)
-    sub = nb.select(nb.mask(query_split, neighbour_split) & nb["exact"].astype(bool))
-    exact[sub["query_index"]] = True
-    return score, exact, top, bool(nb.mask(query_split, neighbour_split).any())
-
-
 def _classify(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
-    near = np.zeros(len(score), bool) if cutoff is None else (np.nan_to_num(score, nan=-np.inf) >= cutoff) & ~exact
+    near = near_mask(score, exact, cutoff)
     return {"exact": rate_record(exact), "near": rate_record(near), "any": rate_record(exact | near)}, exact | near
 
 
@@ -144,10 +132,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     nb = scan.neighbours()
 
     # test -> train
-    s_tt, ex_tt, top_tt, _ = _best(nb, "test", "train", n_test)
-    if fp_train is not None and fp_test is not None:
-        ex_tt |= fingerprint_membership(fp_test, fp_train)
+    s_tt, ex_tt, top_tt = test_to_train(nb, fp_test, fp_train, n_test)
     tt, sib = _classify(s_tt, ex_tt, c)
+    per_item = item_table(top_tt, s_tt, ex_tt, c, test, train, score_kind=rec.get("score") or "score")
     # train -> test
     s_rt, ex_rt, _, has_rt = _best(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
@@ -252,8 +239,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "shared_sources": shared,
         "accuracy": accuracy,
         "sweep": sw,
-        "histogram": histogram(s_tt, baseline),
+        "histogram": histogram(s_tt, baseline, cutoff=c),
         "closest_pairs": closest,
+        "flagged": per_item.flagged(),
         "near_cutoff": near_cut,
         "manifest": _manifest_summary(manifest),
         "audits": audit_sections(scan.path),

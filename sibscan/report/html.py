@@ -1,8 +1,9 @@
 """One self-contained HTML report (no CDN, no scripts fetched): inline SVG plots and a pair gallery.
 
 Everything shown comes from the report dict; the gallery additionally reads the listed pairs'
-content from the scan (image thumbnails as base64 JPEG, text with differing words marked, numeric
-rows as SVG sparklines).
+content from the scan (images inline, small ones scaled up by whole pixels so that a 32-px image
+can be judged; text with differing words marked; numeric rows as SVG sparklines).  The plots are
+drawn by :mod:`sibscan.report.plots`.
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ from ..calibration.baseline import format_expected
 from ..errors import SibscanError
 from ..kernels.textalign import word_diff
 from .markdown import _ci, accuracy_parts, headline, pct, pp
+from .plots import svg_histogram, svg_sweep
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
 
 log = logging.getLogger("sibscan.report")
 
-W, H, PAD = 560, 240, 40
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
@@ -34,85 +35,12 @@ th{background:#f4f4f4}.pair{display:flex;gap:12px;border:1px solid #ddd;margin:6
 .side{flex:1;min-width:0;overflow-wrap:anywhere}.meta{color:#555;font-size:12px}mark{background:#ffe08a}
 .warn{background:#fff3cd;padding:6px}.headline{font-size:16px;background:#eef5ff;padding:8px}
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}svg text{font:11px sans-serif}
+img.thumb{image-rendering:pixelated;max-width:100%}
 """
 
 
 def _e(x) -> str:
     return html.escape(str(x))
-
-
-def _axes(x0: float, x1: float, y1: float, xlabel: str, ylabel: str):
-    """SVG axis lines/ticks and the two scale functions."""
-    sx = lambda v: PAD + (v - x0) / ((x1 - x0) or 1) * (W - 2 * PAD)  # noqa: E731
-    sy = lambda v: H - PAD + 10 - v / (y1 or 1) * (H - 2 * PAD)  # noqa: E731
-    parts = [f'<line x1="{PAD}" y1="{H - PAD + 10}" x2="{W - PAD}" y2="{H - PAD + 10}" stroke="#444"/>',
-             f'<line x1="{PAD}" y1="{PAD - 10}" x2="{PAD}" y2="{H - PAD + 10}" stroke="#444"/>']
-    for t in np.linspace(x0, x1, 6):
-        parts.append(f'<text x="{sx(t):.1f}" y="{H - PAD + 24}" text-anchor="middle">{t:.2f}</text>')
-    for t in np.linspace(0, y1, 3):
-        parts.append(f'<text x="{PAD - 4}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:.2g}</text>')
-    parts.append(f'<text x="{W / 2}" y="{H - 4}" text-anchor="middle">{_e(xlabel)}</text>')
-    parts.append(f'<text x="12" y="{H / 2}" transform="rotate(-90 12 {H / 2})" text-anchor="middle">{_e(ylabel)}</text>')
-    return parts, sx, sy
-
-
-def _vline(sx, x, colour, label, dash=""):
-    return (f'<line x1="{sx(x):.1f}" y1="{PAD - 10}" x2="{sx(x):.1f}" y2="{H - PAD + 10}" stroke="{colour}" '
-            f'stroke-width="2" {dash}/><text x="{sx(x) + 3:.1f}" y="{PAD - 14}" fill="{colour}">{_e(label)}</text>')
-
-
-def svg_histogram(hist: dict, cutoff: Optional[float], interval=None) -> str:
-    """Histogram of nearest-neighbour scores (bars) with the baseline density (line) and the cutoff."""
-    edges = np.asarray(hist["edges"], float)
-    dens = np.asarray(hist["nn_density"], float)
-    base = None if hist.get("baseline_density") is None else np.asarray(hist["baseline_density"], float)
-    y1 = max(float(dens.max()) if dens.size else 1.0, float(base.max()) if base is not None and base.size else 0.0) or 1.0
-    parts, sx, sy = _axes(edges[0], edges[-1], y1, "best score against train (test items)", "density")
-    for lo, hi, d in zip(edges[:-1], edges[1:], dens):
-        if d > 0:
-            parts.append(f'<rect x="{sx(lo):.1f}" y="{sy(d):.1f}" width="{max(sx(hi) - sx(lo) - 1, 1):.1f}" '
-                         f'height="{sy(0) - sy(d):.1f}" fill="#6a9fd4"/>')
-    if base is not None:
-        centres = (edges[:-1] + edges[1:]) / 2
-        pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(centres, base))
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="#d46a6a" stroke-width="2" class="baseline"/>')
-        parts.append(f'<text x="{PAD}" y="12" fill="#d46a6a">— random-pair baseline</text>')
-    if interval and None not in interval:
-        parts.append(f'<rect x="{sx(interval[0]):.1f}" y="{PAD - 10}" width="{sx(interval[1]) - sx(interval[0]):.1f}" '
-                     f'height="{H - 2 * PAD + 20}" fill="#2a2" opacity="0.12"/>')
-    if cutoff is not None:
-        parts.append(_vline(sx, cutoff, "#080", f"cutoff {cutoff:.3g}"))
-    return f'<svg class="plot histogram" width="{W}" height="{H}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
-
-
-def svg_sweep(sw: dict, cutoff: Optional[float], interval=None) -> str:
-    """Sibling rate (and accuracy gap, when present) against the cutoff over the whole range."""
-    x = np.asarray(sw["cutoff"], float)
-    rate = np.asarray([np.nan if v is None else v for v in sw["sibling_rate"]], float)
-    gap = None
-    if "gap" in sw:
-        gap = np.asarray([np.nan if v is None else v for v in sw["gap"]], float)
-    y1 = max(1e-3, float(np.nanmax(rate)) if np.isfinite(rate).any() else 1.0)
-    if gap is not None and np.isfinite(gap).any():
-        y1 = max(y1, float(np.nanmax(np.abs(gap))))
-    parts, sx, sy = _axes(x[0], x[-1], y1, "cutoff", "sibling rate / accuracy gap")
-    if interval and None not in interval:
-        parts.append(f'<rect x="{sx(interval[0]):.1f}" y="{PAD - 10}" width="{sx(interval[1]) - sx(interval[0]):.1f}" '
-                     f'height="{H - 2 * PAD + 20}" fill="#2a2" opacity="0.12" class="interval"/>')
-
-    def line(y, colour, cls):
-        ok = np.isfinite(y)
-        pts = " ".join(f"{sx(a):.1f},{sy(b):.1f}" for a, b in zip(x[ok], y[ok]))
-        return f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" class="{cls}"/>'
-
-    parts.append(line(rate, "#1f5fa8", "rate"))
-    parts.append(f'<text x="{PAD}" y="12" fill="#1f5fa8">— sibling rate</text>')
-    if gap is not None:
-        parts.append(line(np.abs(gap), "#c27400", "gap"))
-        parts.append(f'<text x="{PAD}" y="24" fill="#c27400">— |accuracy gap|, sibling rows vs the rest</text>')
-    if cutoff is not None:
-        parts.append(_vline(sx, cutoff, "#080", f"cutoff {cutoff:.3g}"))
-    return f'<svg class="plot sweep" width="{W}" height="{H}" viewBox="0 0 {W} {H}" xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg>'
 
 
 def _sparkline(values: np.ndarray, w: int = 220, h: int = 50) -> str:
@@ -128,16 +56,29 @@ def _sparkline(values: np.ndarray, w: int = 220, h: int = 50) -> str:
 
 
 def _thumb(path: str, size: int = 160) -> str:
+    """An image inline at about ``size`` px: larger ones shrunk (JPEG); smaller ones scaled up by a whole
+    factor with nearest-neighbour sampling (PNG), so each source pixel stays a sharp block."""
+    from PIL import Image
+
     from ..imageio import open_image
 
     try:
         im = open_image(path)
     except SibscanError as exc:
         return f"<i>{_e(exc)}</i>"
-    im.thumbnail((size, size))
+    w, h = im.size
     buf = io.BytesIO()
-    im.save(buf, format="JPEG", quality=85)
-    return f'<img alt="{_e(path)}" src="data:image/jpeg;base64,{base64.b64encode(buf.getvalue()).decode()}">'
+    if max(w, h) > size:
+        im.thumbnail((size, size))
+        im.save(buf, format="JPEG", quality=85)
+        mime = "jpeg"
+    else:
+        factor = max(1, size // max(w, h))
+        im = im.resize((w * factor, h * factor), Image.Resampling.NEAREST)
+        im.save(buf, format="PNG")
+        mime = "png"
+    return (f'<img class="thumb" alt="{_e(path)}" title="{_e(path)} ({w}×{h} px)" width="{im.size[0]}" '
+            f'height="{im.size[1]}" src="data:image/{mime};base64,{base64.b64encode(buf.getvalue()).decode()}">')
 
 
 def _marked(words) -> str:
@@ -209,7 +150,7 @@ def render_html(report: dict, test=None, train=None) -> str:
     if tt.get("expected_chance_siblings") is not None:
         body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {format_expected(tt['expected_chance_siblings'])}.</p>")
     body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
-    body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval))
+    body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval, focus=report["histogram"].get("focus")))
     acc = report.get("accuracy")
     if acc:
         arows = []

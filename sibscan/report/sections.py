@@ -83,11 +83,17 @@ def baseline_scores(baseline: Optional[dict]):
     return None, None
 
 
-def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40) -> dict:
+def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40, *, cutoff: Optional[float] = None,
+              n_body: int = 8) -> dict:
     """Histogram of each test item's best score, with the baseline on the same bins as densities.
 
-    Returns ``{edges (n_bins+1), nn_counts (n_bins), nn_density, baseline_density or None}``;
-    densities integrate to 1 over the bins so that the two curves share one axis.
+    The bins are fine where the test items' scores are (from a little below their 1st percentile,
+    or the cutoff, to 1) and coarse over the rest of the range (``n_body`` bins over the random-pair
+    baseline's body), so a plot can spend its width where the decision is made.
+
+    Returns ``{edges (uneven, n+1), nn_counts (n), nn_density, baseline_density or None, focus}``;
+    densities integrate to 1 over the bins (``sum(density * diff(edges)) == 1``) so that the two
+    curves share one axis; ``focus`` is the edge where the fine bins start (None: all are even).
     """
     s = score[np.isfinite(score)]
     b_edges, b_counts = baseline_scores(baseline)
@@ -98,9 +104,15 @@ def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40) -> 
         lo_candidates.append(float(b_edges[0]))
     lo = min(lo_candidates) if lo_candidates else 0.0
     lo = max(-1.0, np.floor(lo * 20) / 20)
-    edges = np.linspace(lo, 1.0, n_bins + 1)
+    starts = ([float(np.quantile(s, 0.01))] if s.size else []) + ([float(cutoff)] if cutoff is not None else [])
+    focus = np.floor((min(starts) - 0.02) * 20) / 20 if starts else lo
+    if starts and focus - lo >= 0.2 * (1.0 - lo) and focus < 1.0:
+        edges = np.concatenate([np.linspace(lo, focus, n_body + 1)[:-1], np.linspace(focus, 1.0, n_bins + 1)])
+    else:
+        focus = None
+        edges = np.linspace(lo, 1.0, n_bins + 1)
     counts, _ = np.histogram(np.clip(s, lo, 1.0), bins=edges)
-    width = edges[1] - edges[0]
+    width = np.diff(edges)
     dens = counts / max(counts.sum(), 1) / width
     base = None
     if b_edges is not None:
@@ -112,7 +124,7 @@ def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40) -> 
             bc, _ = np.histogram(np.clip(centres, lo, 1.0), bins=edges, weights=b_counts)
         base = (bc / max(bc.sum(), 1e-300) / width).tolist()
     return {"edges": edges.tolist(), "nn_counts": counts.tolist(), "nn_density": dens.tolist(),
-            "baseline_density": base}
+            "baseline_density": base, "focus": None if focus is None else float(focus)}
 
 
 def pair_records(rows: np.ndarray, top, test, train) -> list:

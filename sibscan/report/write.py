@@ -1,4 +1,4 @@
-"""Write report.json / report.md / report.html, each rendered from the same report dict."""
+"""Write report.json / report.md / report.html / flagged.csv, each rendered from the same report dict."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,18 +11,19 @@ from .compute import build_report
 
 __all__ = ["write_reports", "FORMATS"]
 
-FORMATS = ("json", "md", "html")
+#: "csv" is flagged.csv: every test item judged a sibling, with its partner, scores and why
+FORMATS = ("json", "md", "html", "csv")
 
 
 def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[str | Path] = None,
                   report: Optional[dict] = None, **build_kwargs) -> Dict[str, Path]:
-    """Build the report of ``scan_dir`` (or use ``report``) and write ``report.<fmt>`` atomically.
+    """Build the report of ``scan_dir`` (or use ``report``) and write ``report.<fmt>`` (``flagged.csv``) atomically.
 
     Parameters
     ----------
     scan_dir : str or Path
         The scan directory.
-    formats : iterable of {"json", "md", "html"}
+    formats : iterable of {"json", "md", "html", "csv"}
     out : str or Path, optional
         Folder for the files (default: the scan directory).
     report : dict, optional
@@ -51,6 +52,10 @@ def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[s
         from .markdown import render_markdown
 
         written["md"] = write_text(folder / "report.md", render_markdown(report))
+    if "csv" in formats:
+        from .items import flagged_csv
+
+        written["csv"] = write_text(folder / "flagged.csv", flagged_csv(report["flagged"]))
     if "html" in formats:
         from .html import render_html
 
