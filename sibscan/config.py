@@ -103,9 +103,9 @@ class ScanConfig:
         if self.output.out is None:
             raise SibscanError("no output directory given; pass --out DIR")
         if load.train is None and load.index is None:
-            raise SibscanError("no train data given; pass --train PATH (or --index DIR)")
+            raise SibscanError("no train data given; pass TRAIN (a path) or --index DIR")
         if load.test is None:
-            raise SibscanError("no test data given; pass --test PATH")
+            raise SibscanError("no test data given; pass TEST (a path) after TRAIN")
         if load.index is not None and load.chunk_words is not None:
             raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
         if self.encoding.precomputed and (load.index is not None or load.chunk_words is not None):

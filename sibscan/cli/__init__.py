@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from ._common import setup_logging
+from ..progress import set_quiet
+from ._common import Group, setup_logging
 
 app = typer.Typer(
     name="sibscan",
@@ -19,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=Group,
 )
 
 # One module per command; each defines ``register(app)``.
@@ -37,11 +39,15 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Optional[bool] = typer.Option(
-        None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        None, "--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""
     ),
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More log output (-v info, -vv debug)."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, metavar="",
+                                help="More log output (-v info, -vv debug)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", show_default=False,
+                               help="No progress or notes on stderr, for every command (each also takes --quiet)."),
 ) -> None:
     setup_logging(verbose)
+    set_quiet(quiet)  # every invocation decides afresh (tests run many in one process)
 
 
 for _name in COMMANDS:

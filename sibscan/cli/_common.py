@@ -1,4 +1,10 @@
-"""Helpers shared by the CLI commands: user-error handling and option parsing."""
+"""Helpers shared by the CLI commands: user-error handling, the flags every command has, option parsing.
+
+Conventions of every command: the data are positional arguments; every option shows its default in
+``--help`` (``[default: X]``, or "(default: …)" in its help where the default is a behaviour);
+boolean flags take no value and show no metavar; a command that prints a result has ``--json``;
+``--quiet`` silences progress and notes on stderr (results and errors still print).
+"""
 from __future__ import annotations
 
 import functools
@@ -7,10 +13,54 @@ import sys
 from typing import Callable, List, Optional, TypeVar
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ..errors import SibscanError
+from ..progress import set_quiet
 
 F = TypeVar("F", bound=Callable)
+
+__all__ = ["Command", "Group", "flag", "json_flag", "parse_int_list", "quiet", "quiet_flag", "setup_logging",
+           "user_errors"]
+
+
+class Command(TyperCommand):
+    """A command whose ``--help`` flag, like every flag, shows no value metavar."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class Group(TyperGroup):
+    """A group of commands (``sibscan``, ``sibscan index``), its ``--help`` as :class:`Command`'s."""
+
+    def get_help_option(self, ctx):
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+def flag(*names: str, help: str):  # noqa: A002 - Typer's word
+    """A boolean flag (off unless given): no value, no metavar."""
+    return typer.Option(False, *names, help=help, metavar="", show_default=False)
+
+
+def json_flag():
+    return flag("--json", help="Print the result as JSON on stdout (for scripts).")
+
+
+def quiet_flag():
+    return flag("--quiet", "-q", help="No progress or notes on stderr; results and errors still print.")
+
+
+def quiet(value: bool) -> None:
+    """Apply a command's ``--quiet`` (the root's ``sibscan -q`` was applied before the command ran)."""
+    if value:
+        set_quiet(True)
 
 log = logging.getLogger("sibscan")
 

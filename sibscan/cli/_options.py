@@ -1,8 +1,9 @@
 """Command-line flags generated from the typed option groups of :mod:`sibscan.options`, once.
 
 ``sibscan scan`` and ``sibscan index build`` take the same load and encoder flags because both are
-made here from the same fields (flag names, help, default shown).  Every generated flag defaults to
-None, meaning "not given", so a TOML config file below the flags keeps its values.
+made here from the same fields (flag names, help, default shown as ``[default: 10]``, no value
+metavar on a boolean flag).  A flag the user did not give reaches the command as None ("not
+given", read from click's parameter source), so a TOML config file below the flags keeps its values.
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import inspect
 import typing
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import click
 import typer
+from click.core import ParameterSource
 
 __all__ = ["with_options"]
 
@@ -24,35 +27,47 @@ def _cli_type(hint: Any) -> type:
     return str if typing.get_origin(base) is tuple else base
 
 
-def _parameter(field: dataclasses.Field, hint: Any) -> inspect.Parameter:
+def _parameter(field: dataclasses.Field, hint: Any, hidden: bool = False) -> inspect.Parameter:
     meta = field.metadata
     kind = _cli_type(hint)
     flags: Sequence[str] = meta["flags"]
-    if kind is bool and meta["toggle"]:
+    toggle = kind is bool and meta["toggle"]
+    if toggle:
         long = flags[0]
         flags = (f"{long}/--no-{long[2:]}", *flags[1:])
     default = field.default
     shown = ",".join(default) if isinstance(default, tuple) else default
-    option = typer.Option(None, *flags, help=meta["help"],
-                          show_default=str(shown) if default is not None and kind is not bool else False)
+    option = typer.Option(shown, *flags, help=meta["help"], hidden=hidden,
+                          show_default=shown is not None and (kind is not bool or toggle),
+                          **({"metavar": ""} if kind is bool else {}))
     return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind], default=option)
 
 
-def option_parameters(group: type, *, only: Optional[Iterable[str]] = None,
-                      exclude: Iterable[str] = ()) -> List[inspect.Parameter]:
-    """The group's fields as Typer option parameters (``only`` / ``exclude`` pick fields by name)."""
+def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, exclude: Iterable[str] = (),
+                      hidden: Iterable[str] = ()) -> List[inspect.Parameter]:
+    """The group's fields as Typer option parameters (``only`` / ``exclude`` pick fields by name;
+    ``hidden`` ones still work but are left out of ``--help``)."""
     hints = typing.get_type_hints(group)
     keep = None if only is None else set(only)
-    return [_parameter(f, hints[f.name]) for f in dataclasses.fields(group)
+    return [_parameter(f, hints[f.name], f.name in set(hidden)) for f in dataclasses.fields(group)
             if (keep is None or f.name in keep) and f.name not in set(exclude)]
+
+
+def _given(name: str, value: Any) -> Any:
+    """``value`` when the user gave the flag, None when it is the default (so a config file below wins)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return value
+    source = ctx.get_parameter_source(name)
+    return None if source in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) else value
 
 
 def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], Callable]:
     """Decorator: add the flags of option ``groups`` to a Typer command.
 
-    Each entry is ``(group class, {"only": names} or {"exclude": names} or {})``.  The command keeps
-    its own parameters and receives the generated ones as one dict ``options`` (name -> value, None
-    where the flag was not given).
+    Each entry is ``(group class, {"only": names} or {"exclude": names} or {})``, optionally with
+    ``"hidden": names``.  The command keeps its own parameters and receives the generated ones as one
+    dict ``options`` (name -> value, None where the flag was not given).
     """
     def decorate(fn: Callable) -> Callable:
         own = inspect.signature(fn)
@@ -64,7 +79,7 @@ def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], C
 
         @functools.wraps(fn)
         def command(**kwargs):
-            options = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+            options = {k: _given(k, kwargs.pop(k)) for k in list(kwargs) if k in names}
             return fn(**kwargs, options=options)
 
         params = own_params + generated

@@ -6,23 +6,24 @@ from typing import Optional
 
 import typer
 
-from ._common import user_errors
+from ._common import Command, flag, quiet, quiet_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("calibrate")
+    @app.command("calibrate", cls=Command)
     @user_errors
     def calibrate_cmd(
         scan_dir: Path = typer.Argument(..., help="A scan directory written by 'sibscan scan'."),
         ui: str = typer.Option("web", "--ui", help="How to label: web (a local page), terminal, or none (fit from the labels there are)."),
-        labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere (labels.jsonl form) before fitting."),
+        labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere (labels.jsonl form) before fitting (default: none)."),
         n_pairs: int = typer.Option(60, "--n-pairs", help="Nearest-neighbour pairs to label; raise it to extend an earlier draw."),
         seed: int = typer.Option(0, "--seed", help="Seed of the pair draw and the bootstrap."),
         target_precision: Optional[float] = typer.Option(None, "--target-precision", help="Cutoff at the lowest score reaching this precision (default: where P(same) = 0.5)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Calibration directory (default SCAN_DIR/calibration)."),
-        force: bool = typer.Option(False, "--force", help="Use labels made under another encoder, verifier or dataset anyway."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Calibration directory (default: SCAN_DIR/calibration)."),
+        force: bool = flag("--force", help="Use labels made under another encoder, verifier or dataset anyway."),
         port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
-        no_browser: bool = typer.Option(False, "--no-browser", help="Print the page's URL instead of opening a browser."),
+        no_browser: bool = flag("--no-browser", help="Print the page's URL instead of opening a browser."),
+        quiet_: bool = quiet_flag(),
     ) -> None:
         """Label a sample of nearest-neighbour pairs (same / different / skip) and fit the similarity cutoff.
 
@@ -30,11 +31,14 @@ def register(app: typer.Typer) -> None:
         stopped); the fitted cutoff, its interval and the estimated sibling rate go to cutoff.json.
         """
         from sibscan.calibration import calibrate, describe
+        from sibscan.progress import message
+
+        quiet(quiet_)
 
         cal = calibrate(
             scan_dir, calibration_dir=out, labels=labels, ui=ui, n_pairs=n_pairs, seed=seed,
             target_precision=target_precision, force=force, port=port, open_browser=not no_browser,
-            echo=lambda s: typer.echo(s, err=True),
+            echo=message,
         )
         for line in describe(cal):
             typer.echo(line)

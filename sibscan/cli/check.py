@@ -6,23 +6,25 @@ from typing import Optional
 
 import typer
 
-from ._common import user_errors
+from ._common import Command, flag, quiet, quiet_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check")
+    @app.command("check", cls=Command)
     @user_errors
     def check(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        max_rate: Optional[float] = typer.Option(None, "--max-rate", help="Largest allowed share of test items with a training sibling (0.01 = 1 %)."),
-        max_exact: Optional[float] = typer.Option(None, "--max-exact", help="Largest allowed share of test items with an exact training twin."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
-        force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        max_rate: Optional[float] = typer.Option(None, "--max-rate", help="Largest allowed share of test items with a training sibling (0.01 = 1 %; default: no limit)."),
+        max_exact: Optional[float] = typer.Option(None, "--max-exact", help="Largest allowed share of test items with an exact training twin (default: no limit)."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         require: Optional[str] = typer.Option(
             None, "--require", show_default=False,
             help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "
-                 "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, selection."),
+                 "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, "
+                 "selection (default: none)."),
+        quiet_: bool = quiet_flag(),
     ) -> None:
         """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
@@ -30,6 +32,8 @@ def register(app: typer.Typer) -> None:
         and the first offending pairs.
         """
         from ..check import check as run_check
+
+        quiet(quiet_)
 
         names = [n for n in (require or "").split(",") if n.strip()]
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,

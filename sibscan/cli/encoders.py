@@ -8,7 +8,7 @@ import typer
 
 from ..errors import SibscanError
 from ..items import MODALITIES
-from ._common import user_errors
+from ._common import Command, json_flag, quiet, quiet_flag, user_errors
 
 __all__ = ["encoder_rows", "register"]
 
@@ -69,17 +69,19 @@ def _table(rows: List[dict]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("encoders")
+    @app.command("encoders", cls=Command)
     @user_errors
     def encoders(
-        modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image."),
-        as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of a table."),
+        modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image (default: all)."),
+        as_json: bool = json_flag(),
+        quiet_: bool = quiet_flag(),
     ) -> None:
         """List the encoders and whether each can run here.
 
         Columns: modality, dimension ("?" = depends on the data or the weights), whether it needs
         weights, whether it is usable now (and if not, why).
         """
+        quiet(quiet_)
         rows = encoder_rows(modality)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))

@@ -6,65 +6,94 @@ from typing import Optional
 import typer
 
 from ..options import EncoderOptions, LoadOptions
-from ._common import user_errors
+from ._common import Command, Group, flag, json_flag, quiet, quiet_flag, user_errors
 from ._options import with_options
 
 index_app = typer.Typer(
     help="A reusable train index: embed a training set once, then scan new test sets against it with "
-    "'sibscan scan --index IDX --test NEW'.",
+    "'sibscan scan --index IDX NEW_TEST --out DIR'.",
     no_args_is_help=True,
+    cls=Group,
 )
-
 
 _LOAD_FLAGS = ("modality", "label", "id", "group", "text_field", "path_field", "decimals", "znorm")
 _MODEL_FLAGS = ("model", "pretrained", "checkpoint", "model_path")
+_NOT_FOR_INDEX = ("cache_dir", "train_features", "test_features", "features_id")
 
 
-@index_app.command("build", no_args_is_help=True)
+def _summary(idx, index: str, added: Optional[int] = None) -> dict:
+    meta = idx.meta
+    out = {"index": str(index), "n_items": meta["n_items"], "modality": meta["modality"],
+           "encoder": meta["encoder"]["identity"]}
+    if added is not None:
+        out["added"] = added
+    return out
+
+
+@index_app.command("build", no_args_is_help=True, cls=Command)
 @user_errors
-@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": ("cache_dir",)}))
+@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": _NOT_FOR_INDEX}))
 def build(
     train: str = typer.Argument(..., help="Train items (folder of images, text or table file)."),
     out: str = typer.Option(..., "--out", "-o", help="Index directory to create."),
-    force: bool = typer.Option(False, "--force", help="Rebuild an existing index."),
+    force: bool = flag("--force", help="Rebuild an existing index."),
+    as_json: bool = json_flag(),
+    quiet_: bool = quiet_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Build an index of TRAIN: items, exact fingerprints and embeddings."""
+    from ..atomic import dumps_json
     from ..index import TrainIndex
 
+    quiet(quiet_)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     common = {k: given.pop(k) for k in ("decimals", "znorm", "device", "batch_size", "encoder") if k in given}
     idx = TrainIndex.build(
         train, out, encoder_options={k: given.pop(k) for k in _MODEL_FLAGS if k in given}, load_options=given,
         force=force, **common,
     )
-    typer.echo(f"index {out}: {idx.meta['n_items']:,} {idx.meta['modality']} items, encoder {idx.meta['encoder']['identity']}")
+    s = _summary(idx, out)
+    typer.echo(dumps_json(s) if as_json else f"index {out}: {s['n_items']:,} {s['modality']} items, encoder {s['encoder']}")
 
 
-@index_app.command("add", no_args_is_help=True)
+@index_app.command("add", no_args_is_help=True, cls=Command)
 @user_errors
 @with_options((EncoderOptions, {"only": ("device", "batch_size")}))
 def add(
     index: str = typer.Argument(..., help="Index directory."),
     more: str = typer.Argument(..., help="More train items (same modality and columns)."),
+    id_: Optional[str] = typer.Option(None, "--id", "--id-field", help="Id column of MORE (default: the build's --id; without one, ids are MORE's name + row, e.g. new.csv:0, so they cannot collide)."),
+    as_json: bool = json_flag(),
+    quiet_: bool = quiet_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Append MORE to the index, embedding only the new items."""
-    from ..index import TrainIndex
-
-    idx = TrainIndex.open(index)
-    n = idx.add(more, **{k: v for k, v in (options or {}).items() if v is not None})
-    typer.echo(f"added {n:,} items; index {index} now holds {idx.meta['n_items']:,}")
-
-
-@index_app.command("info")
-@user_errors
-def info(index: str = typer.Argument(..., help="Index directory.")) -> None:
-    """Print what an index holds."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
 
-    typer.echo(dumps_json(TrainIndex.open(index).meta))
+    quiet(quiet_)
+    idx = TrainIndex.open(index)
+    n = idx.add(more, id=id_, **{k: v for k, v in (options or {}).items() if v is not None})
+    s = _summary(idx, index, added=n)
+    typer.echo(dumps_json(s) if as_json else f"added {n:,} items; index {index} now holds {s['n_items']:,}")
+
+
+@index_app.command("info", cls=Command)
+@user_errors
+def info(index: str = typer.Argument(..., help="Index directory."), as_json: bool = json_flag(),
+         quiet_: bool = quiet_flag()) -> None:
+    """Print what an index holds (--json: its whole index.json)."""
+    from ..atomic import dumps_json
+    from ..index import TrainIndex
+
+    quiet(quiet_)
+    idx = TrainIndex.open(index)
+    if as_json:
+        typer.echo(dumps_json(idx.meta))
+        return
+    s = _summary(idx, index)
+    typer.echo(f"index {index}: {s['n_items']:,} {s['modality']} items, encoder {s['encoder']} "
+               f"(built with sibscan {idx.meta.get('sibscan_version')})")
 
 
 def register(app: typer.Typer) -> None:

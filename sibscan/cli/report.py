@@ -1,4 +1,4 @@
-"""``sibscan report``: write report.json / report.md / report.html for a finished scan."""
+"""``sibscan report SCAN_DIR``: write report.json / report.md / report.html / flagged.csv for a finished scan."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,30 +6,40 @@ from typing import Optional
 
 import typer
 
-from ._common import user_errors
+from ._common import Command, flag, json_flag, quiet, quiet_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report")
+    @app.command("report", cls=Command)
     @user_errors
     def report(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split."),
+        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split (default: none, no accuracy)."),
         format: str = typer.Option("json,md,html,csv", "--format", "-f", help="Comma-separated formats: json, md, html, csv (flagged.csv: every test item judged a sibling)."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
-        force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
+        as_json: bool = json_flag(),
+        quiet_: bool = quiet_flag(),
     ) -> None:
-        """Write report.json, report.md and report.html for a finished scan.
+        """Write report.json, report.md, report.html and flagged.csv for a finished scan.
 
         Sibling rate (exact and near, both directions, per class), accuracy on sibling rows vs the
-        rest (with --predictions), the cutoff sweep, the closest pairs and the label conflicts.
+        rest (with --predictions), the cutoff sweep, the closest pairs, the label conflicts, and every
+        test item judged a sibling with its partner and why (flagged.csv).
         """
+        from ..api import headline_of
+        from ..atomic import dumps_json
         from ..report import build_report, headline, write_reports
 
+        quiet(quiet_)
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
         written = write_reports(scan_dir, format.split(","), out=out, report=rep)
+        if as_json:
+            typer.echo(dumps_json({"headline": headline_of(rep), "sentence": headline(rep), "n_flagged": len(rep["flagged"]),
+                                   "written": {fmt: str(path) for fmt, path in written.items()}}))
+            return
         typer.echo(headline(rep) + ".")
         for fmt, path in written.items():
             typer.echo(f"wrote {path}")

@@ -1,4 +1,4 @@
-"""``sibscan scan``: embed train and test items, find each test item's nearest train neighbours."""
+"""``sibscan scan TRAIN TEST --out DIR``: embed train and test items, find each test item's nearest train neighbours."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
+from ..errors import SibscanError
 from ..options import GROUPS
-from ._common import user_errors
+from ._common import Command, json_flag, quiet, quiet_flag, user_errors
 from ._options import with_options
 
 
@@ -43,13 +44,29 @@ def _fmt_summary(summary: dict, path: Path) -> str:
     return "\n".join(lines)
 
 
+def data_arguments(train: Optional[str], test: Optional[str], options: dict) -> None:
+    """Put the positional TRAIN and TEST into ``options``; the older ``--train``/``--test`` still work,
+    and with ``--index`` a single positional is the test set."""
+    if train is not None and test is None and options.get("index") is not None and options.get("test") is None:
+        train, test = None, train
+    for name, value in (("train", train), ("test", test)):
+        if value is None:
+            continue
+        if options.get(name) is not None:
+            raise SibscanError(f"{name} data given twice ({value} and --{name} {options[name]}); give {name.upper()} once")
+        options[name] = value
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("scan", no_args_is_help=True)
+    @app.command("scan", no_args_is_help=True, cls=Command)
     @user_errors
-    @with_options(*((group, {}) for group in GROUPS.values()))
+    @with_options(*((group, {"hidden": ("train", "test")}) for group in GROUPS.values()))
     def scan(
-        config: Optional[str] = typer.Option(None, "--config", "-c", help="TOML config file, or a preset name from configs/ (flags override it)."),
-        json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        train_arg: Optional[str] = typer.Argument(None, metavar="TRAIN", help="Train items: a folder of images, or a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff). --train PATH works too.", show_default=False),
+        test_arg: Optional[str] = typer.Argument(None, metavar="TEST", help="Test (evaluation) items, same kinds as TRAIN (--test PATH works too). With --index, the one argument is TEST.", show_default=False),
+        config: Optional[str] = typer.Option(None, "--config", "-c", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here)."),
+        json_out: bool = json_flag(),
+        quiet_: bool = quiet_flag(),
         options: Optional[dict] = None,
     ) -> None:
         """Scan a test set against its train set and write the scan directory OUT.
@@ -58,16 +75,20 @@ def register(app: typer.Typer) -> None:
         train items (and train→test, test→test), verifies the candidates, and measures the random-pair
         baseline. Re-running into OUT resumes.
 
-        Example (no download needed): sibscan scan --train train.csv --test test.csv --out scan/
+        Example (no download needed): sibscan scan train.csv test.csv --out scan/
         """
         from ..atomic import dumps_json
         from ..config import ScanConfig, load_config_file
+        from ..progress import message
         from ..scan import run_scan
 
+        quiet(quiet_)
+        options = dict(options or {})
+        data_arguments(train_arg, test_arg, options)
         base = ScanConfig()
         if config is not None:
             base = base.merged(load_config_file(config))
-        result = run_scan(base.merged(options or {}), echo=lambda s: typer.echo(s, err=True))
+        result = run_scan(base.merged(options), echo=message)
         if json_out:
             typer.echo(dumps_json(result.summary))
         else:

@@ -1,4 +1,4 @@
-"""``sibscan split``: sibling groups as a column, and optionally a leak-free stratified re-split."""
+"""``sibscan split SCAN_DIR --out groups.csv``: sibling groups as a column, and optionally a leak-free stratified re-split."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,37 +6,47 @@ from typing import Optional
 
 import typer
 
-from ._common import user_errors
+from ._common import Command, flag, json_flag, quiet, quiet_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("split")
+    @app.command("split", cls=Command)
     @user_errors
     def split(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
         out: Path = typer.Option(..., "--out", "-o", help="CSV to write: split, id, label, source, group, group_size."),
-        resplit_dir: Optional[Path] = typer.Option(None, "--resplit", help="Also write a stratified group split here (train.csv, test.csv, resplit.json)."),
+        resplit_dir: Optional[Path] = typer.Option(None, "--resplit", help="Also write a stratified group split here: train.csv, test.csv, resplit.json (default: none)."),
         test_size: float = typer.Option(0.2, "--test-size", help="Share of items in the new test set."),
         seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
-        force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
-        no_sources: bool = typer.Option(False, "--no-sources", help="Do not join items that share a group/source value."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
+        as_json: bool = json_flag(),
+        quiet_: bool = quiet_flag(),
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).
 
         Groups are the connected components of the sibling graph over all splits: exact twins,
         siblings at the cutoff and shared sources. --resplit writes a stratified group split.
         """
+        from ..atomic import dumps_json
         from ..groups import sibling_groups
         from ..split import resplit, write_groups, write_resplit
 
+        quiet(quiet_)
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())
-        typer.echo(f"{len(groups)} items in {groups.n_groups} groups ({multi} items share a group); wrote {out}")
+        result = {"n_items": len(groups), "n_groups": int(groups.n_groups), "items_sharing_a_group": multi,
+                  "groups_csv": str(out), "resplit": None}
+        lines = [f"{len(groups)} items in {groups.n_groups} groups ({multi} items share a group); wrote {out}"]
         if resplit_dir is not None:
             res = resplit(groups, test_size=test_size, seed=seed)
             write_resplit(groups, res, resplit_dir)
-            typer.echo(f"re-split: {res.train.size} train / {res.test.size} test ({100 * res.test_fraction:.1f} %), "
-                       f"twins left across the boundary: {res.twins_left}, siblings left: {res.siblings_left}; wrote {resplit_dir}")
+            result["resplit"] = {"train": int(res.train.size), "test": int(res.test.size),
+                                 "test_fraction": float(res.test_fraction), "twins_left": int(res.twins_left),
+                                 "siblings_left": int(res.siblings_left), "folder": str(resplit_dir)}
+            lines.append(f"re-split: {res.train.size} train / {res.test.size} test ({100 * res.test_fraction:.1f} %), "
+                         f"twins left across the boundary: {res.twins_left}, siblings left: {res.siblings_left}; wrote {resplit_dir}")
+        typer.echo(dumps_json(result) if as_json else "\n".join(lines))

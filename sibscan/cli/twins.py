@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import parse_int_list, user_errors
+from ._common import Command, flag, json_flag, parse_int_list, quiet, quiet_flag, user_errors
 
 HELP = (
     'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'
@@ -19,40 +19,42 @@ HELP = (
 
 
 def register(app: typer.Typer) -> None:
-    app.command("twins", help=HELP)(twins)
+    app.command("twins", help=HELP, cls=Command)(twins)
 
 
 @user_errors
 def twins(
     train: Path = typer.Argument(..., help="Training split: CSV/TSV/UCR .tsv/.ts/.arff/.npy/.npz/Parquet (or text/images)."),
     test: Path = typer.Argument(..., help="Evaluation split, same format and columns as TRAIN."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column name (headerless UCR .tsv: column 0)."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y; headerless UCR .tsv: column 0)."),
     id_: Optional[str] = typer.Option(None, "--id", help="Id column name (default: the row index)."),
     decimals: str = typer.Option("6", "--decimals", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest)."),
-    znorm: bool = typer.Option(False, "--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (with the row indices)."),
+    znorm: bool = flag("--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
+    as_json: bool = flag("--json", help="Print the report as JSON (with the row indices)."),
     predictions: Optional[Path] = typer.Option(
-        None, "--predictions", help="One prediction per test row, or a CSV/JSONL with id,prediction."),
+        None, "--predictions", help="One prediction per test row, or a CSV/JSONL with id,prediction (default: none, no accuracy split)."),
     max_rate: Optional[float] = typer.Option(
-        None, "--max-rate", help="Exit 1 if more than this share of test rows have a train twin (0.01 = 1 %; CI gate)."),
+        None, "--max-rate", help="Exit 1 if more than this share of test rows have a train twin (0.01 = 1 %; CI gate; default: no limit)."),
     max_pct: Optional[float] = typer.Option(
-        None, "--max-pct", help="Deprecated: the same limit in percent; use --max-rate."),
+        None, "--max-pct", help="Deprecated: the same limit in percent; use --max-rate (default: no limit)."),
     groups: Optional[Path] = typer.Option(
-        None, "--groups", help="Write split,index,id,group CSV: copies share a group (for a leak-free split)."),
-    labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN."),
-    labels_test: Optional[Path] = typer.Option(None, "--labels-test", help="Labels of a .npy/.npz TEST."),
+        None, "--groups", help="Write split,index,id,group CSV: copies share a group, for a leak-free split (default: not written)."),
+    labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN (default: none, or the y array of an .npz)."),
+    labels_test: Optional[Path] = typer.Option(None, "--labels-test", help="Labels of a .npy/.npz TEST (default: none, or the y array of an .npz)."),
     modality: Optional[str] = typer.Option(None, "--modality", help="table, text or image (default: from the files)."),
-    text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet."),
-    path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet."),
+    text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet (default: text)."),
+    path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet (default: the first of path, file, filename, image, image_path, filepath)."),
+    quiet_: bool = quiet_flag(),
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
     from ..loaders import load
     from ..predictions import accuracy_split, correct_mask, read_predictions
     from ..stats import check_fraction
-    from ..twins import (decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct, twin_violation,
-                         write_groups_csv)
+    from ..twins import (ci_text, decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct,
+                         twin_violation, write_groups_csv)
 
+    quiet(quiet_)
     decs = parse_int_list(decimals, "--decimals")
     if not decs:
         raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
@@ -81,7 +83,8 @@ def twins(
         out["accuracy"] = {"all": acc["all"], "twin_rows": acc["masked"], "rest": acc["rest"],
                            "difference": acc["difference"]}
         text.append("accuracy: " + "; ".join(
-            f"{name} {part['accuracy'] * 100:.1f}% ({part['correct']}/{part['n']})" if part["n"] else f"{name} - (0 rows)"
+            f"{name} {part['accuracy'] * 100:.1f}% ({part['correct']}/{part['n']}{ci_text(part.get('ci'))})" if part["n"]
+            else f"{name} - (0 rows)"
             for name, part in (("all", acc["all"]), ("twin rows", acc["masked"]), ("rest", acc["rest"]))))
     if groups is not None:
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))

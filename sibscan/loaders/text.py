@@ -1,8 +1,9 @@
 """Load text items (JSONL, CSV/TSV, Parquet, or ``.txt`` one item per line), and cut long documents
 into overlapping word chunks (their exact fingerprints: :mod:`sibscan.fingerprint`).
 
-Item ids are the id column when given, else the item's record number in the file (0-based; for
-``.txt`` the 0-based line number), so that skipping an empty item never renumbers the others.
+Item ids are the id column when given, else a column called ``id`` when every record has a distinct
+one, else the item's record number in the file (0-based; for ``.txt`` the 0-based line number), so
+that skipping an empty item never renumbers the others.
 """
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ def load_text(
             text_field = "text"
         texts_all = column(columns, names, text_field, "text", path)
         n_rows = len(texts_all)
-        ids_all = column(columns, names, id, "id", path) or [str(i) for i in range(n_rows)]
+        ids_all = column(columns, names, id, "id", path)
+        if ids_all is None and "id" in columns and _usable_ids(columns["id"]):
+            ids_all = columns["id"]  # an "id" field names its record, as --id id would
+        ids_all = ids_all or [str(i) for i in range(n_rows)]
         labels_all = column(columns, names, label, "label", path)
         groups_all = column(columns, names, group, "group", path)
         for i, t in enumerate(texts_all):
@@ -107,6 +111,12 @@ def load_text(
     if chunk_words is not None:
         items = chunk_items(items, chunk_words, chunk_stride)
     return items
+
+
+def _usable_ids(values: list) -> bool:
+    """Whether a column called ``id`` can be the ids without being asked: present and distinct in every row."""
+    texts = ["" if v is None else str(v) for v in values]
+    return all(texts) and len(set(texts)) == len(texts)
 
 
 def _chunk_starts(n_words: int, words: int, stride: int) -> np.ndarray:
