@@ -6,6 +6,8 @@ Attributes are imported lazily so that ``import sibscan`` stays light (no torch,
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 from ._version import __version__
 
@@ -62,3 +64,20 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
+
+
+class _Package(types.ModuleType):
+    """``sibscan.scan`` stays the API function once the flow module of the same name is imported.
+
+    Importing a submodule sets it as an attribute of its package, which would make ``sibscan.scan``
+    the module ``sibscan/scan.py`` (``run_scan``) after the first scan.  The module is still
+    ``sys.modules["sibscan.scan"]``, so ``from sibscan.scan import run_scan`` works as before.
+    """
+
+    def __setattr__(self, name, value):
+        if name == "scan" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,0 +1,168 @@
+"""The Python API on data where users keep it: a scan from a DataFrame, an in-memory Hugging Face
+Dataset, a list of PIL images, a torch Dataset or precomputed embeddings gives the same pairs as the
+same data on disk; the Scan object's contract (to_pandas columns, rate, flagged, calibrate)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import sibscan
+from sibscan.scandir import ScanDir
+
+FAST = dict(baseline_pairs=400, verified_baseline_pairs=150, progress=False)
+
+
+def _tt(path):
+    """The test → train rows of a scan's neighbours table, as comparable tuples."""
+    nb = ScanDir(path).neighbours().direction("test", "train")
+    return sorted(zip(nb["query_index"].tolist(), nb["rank"].tolist(), nb["neighbour_index"].tolist(),
+                      nb["similarity"].tolist(), nb["score"].tolist(), nb["exact"].tolist()))
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """30 train random walks; test: 4 exact copies, 3 rescaled noisy copies, 5 fresh; written as CSV too."""
+    d = tmp_path_factory.mktemp("tables")
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(30, 16)).cumsum(axis=1)
+    test = np.vstack([train[:4], train[4:7] * 2 + 1 + rng.normal(scale=0.02, size=(3, 16)),
+                      rng.normal(size=(5, 16)).cumsum(axis=1)])
+    y_train = np.arange(30) % 3
+    y_test = np.r_[y_train[:7], np.arange(5) % 3]
+    y_test[1] = 2  # test 1 is an exact copy of train 1 (label 1) with another label
+    for name, x, y in (("train", train, y_train), ("test", test, y_test)):
+        lines = [",".join([*(f"f{i}" for i in range(16)), "label"])]
+        lines += [",".join([*(repr(float(v)) for v in row), str(lab)]) for row, lab in zip(x, y)]
+        (d / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    return d, train, test, y_train, y_test
+
+
+def test_a_dataframe_gives_the_pairs_of_the_same_csv_and_the_scan_contract(tables, tmp_path):
+    pd = pytest.importorskip("pandas")
+    d, train, test, y_train, y_test = tables
+    cols = [f"f{i}" for i in range(16)]
+    disk = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "disk", cutoff=0.99, **FAST)
+    mem = sibscan.scan(pd.DataFrame(train, columns=cols).assign(label=y_train),
+                       pd.DataFrame(test, columns=cols).assign(label=y_test), out=tmp_path / "mem", cutoff=0.99, **FAST)
+    assert _tt(mem.path) == _tt(disk.path) and len(_tt(mem.path)) == 12 * 10
+    assert ScanDir(mem.path).items("test").labels.tolist() == [str(v) for v in y_test]
+
+    df = mem.to_pandas()
+    assert len(df) == 12 and list(df.columns[:7]) == ["test_id", "train_id", "similarity", "score", "exact", "sibling",
+                                                      "label_conflict"]
+    assert df["exact"].tolist() == [True] * 4 + [False] * 8 and df["train_id"][:7].tolist() == [str(i) for i in range(7)]
+    assert df["sibling"].dtype.name == "boolean" and df["sibling"][:7].all() and not df["sibling"][7:].any()
+    assert df["label_conflict"].tolist() == [False, True, False, False, False, False, False] + [False] * 5
+    assert mem.pairs[1]["label_conflict"] is True and mem.pairs[1]["why"].startswith("exact copy")
+    rep = mem.report()
+    flagged = rep["flagged"]  # the same siblings as the rate counts: exact twins first, then by score
+    assert sorted(f["test_id"] for f in flagged) == [str(i) for i in range(7)] and all(f["exact"] for f in flagged[:4])
+    assert [f["score"] for f in flagged[4:]] == sorted([f["score"] for f in flagged[4:]], reverse=True)
+    assert rep["sibling_rate"]["test_to_train"]["any"]["count"] == 7 == int(df["sibling"].sum())
+    assert mem.rate == {"state": "uncalibrated", "estimate": 7 / 12, "lo": rep["sibling_rate"]["test_to_train"]["any"]["ci"][0],
+                        "hi": rep["sibling_rate"]["test_to_train"]["any"]["ci"][1], "level": 0.95, "n_labels": 0,
+                        "cutoff": 0.99, "definition": None}
+    written = mem.write_reports()
+    on_disk = json.loads(written["json"].read_text())
+    assert on_disk["flagged"] == rep["flagged"] and written["csv"].read_text().count("\n") == 8
+
+    # without a cutoff a near copy is not assessed (NA), never "not a sibling"
+    bare = sibscan.Scan(disk.path).to_pandas()
+    assert bare["sibling"].isna().sum() == 0  # disk scan had a cutoff too: all assessed
+    none = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "none", **FAST)
+    sib = none.to_pandas()["sibling"]
+    assert sib[:4].tolist() == [True] * 4 and sib[4:].isna().all()
+    assert none.rate["state"] == "not_assessed" and none.rate["estimate"] is None
+
+
+def test_rate_is_the_reports_headline_object(tables, tmp_path, monkeypatch):
+    """Once report.json carries a headline (the report code's), Scan.rate is that very object."""
+    import sibscan.report as report_mod
+
+    d = tables[0]
+    s = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "s", verify=False, **FAST)
+    real = report_mod.build_report
+    monkeypatch.setattr(report_mod, "build_report", lambda *a, **k: {**real(*a, **k), "headline": {"state": "calibrated"}})
+    assert s.rate is s.report()["headline"]
+
+
+def test_precomputed_embeddings_give_the_pairs_of_the_encoder_on_disk(tables, tmp_path):
+    pd = pytest.importorskip("pandas")
+    d, train, test, y_train, y_test = tables
+    enc = sibscan.get_encoder("znorm", dim=16)
+    disk = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "disk", **FAST)
+    cols = [f"f{i}" for i in range(16)]
+    own = sibscan.scan(pd.DataFrame(train, columns=cols).assign(label=y_train),
+                       pd.DataFrame(test, columns=cols).assign(label=y_test), out=tmp_path / "own",
+                       train_features=enc.encode(train), test_features=enc.encode(test), features_id=enc.identity, **FAST)
+    assert own.manifest["encoder"] == {"name": "precomputed", "identity": enc.identity, "dim": 16}
+    a, b = _tt(disk.path), _tt(own.path)
+    # same neighbours and verified scores; the similarities differ only by the cache's float16 storage
+    assert [(q, r, n, e) for q, r, n, _, _, e in a] == [(q, r, n, e) for q, r, n, _, _, e in b]
+    np.testing.assert_allclose([x[3] for x in a], [x[3] for x in b], atol=2e-3)
+    np.testing.assert_allclose([x[4] for x in a], [x[4] for x in b], atol=2e-3)
+    # the vectors alone: items are the vectors, exact twins are equal vectors
+    alone = sibscan.scan(train_features=enc.encode(train), test_features=enc.encode(test), features_id=enc.identity,
+                         out=tmp_path / "alone", **FAST)
+    assert alone.to_pandas()["exact"].sum() == 4 and alone.manifest["verifier"] is None
+    with pytest.raises(sibscan.SibscanError, match="features_id|--features-id"):
+        sibscan.scan(train, test, train_features=train, test_features=test, out=tmp_path / "x", **FAST)
+    with pytest.raises(sibscan.InputError, match="test_features has 3 rows but the test split has 12"):
+        sibscan.scan(train, test, train_features=train, test_features=test[:3], features_id="m", out=tmp_path / "y", **FAST)
+
+
+def _planted_images(rng):
+    """16 smooth 24-px train images; test: 3 copies, 3 shifted + brightened copies, 4 fresh."""
+    def smooth():
+        x = rng.normal(size=(6, 6, 3)).repeat(4, 0).repeat(4, 1)
+        return np.clip(128 + 40 * x, 0, 255).astype(np.uint8)
+
+    train = [smooth() for _ in range(16)]
+    near = [np.clip(np.roll(t, 2, axis=1).astype(int) + 12, 0, 255).astype(np.uint8) for t in train[3:6]]
+    return train, train[:3] + near + [smooth() for _ in range(4)]
+
+
+def test_pil_images_an_hf_dataset_and_a_torch_dataset_give_the_pairs_of_the_same_folder(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(3)
+    train, test = _planted_images(rng)
+    for name, arrays in (("train", train), ("test", test)):
+        (tmp_path / name).mkdir()
+        for i, a in enumerate(arrays):
+            Image.fromarray(a).save(tmp_path / name / f"{i:02d}.png")
+    opts = dict(encoder="pixels", **FAST)
+    disk = sibscan.scan(str(tmp_path / "train"), str(tmp_path / "test"), out=tmp_path / "disk", **opts)
+    expected = _tt(disk.path)
+    assert [r[2] for r in expected if r[1] == 0][:6] == [0, 1, 2, 3, 4, 5]  # planted pairs are each other's nearest
+
+    pil = [[Image.fromarray(a) for a in arrays] for arrays in (train, test)]
+    from_pil = sibscan.scan(pil[0], pil[1], out=tmp_path / "pil", **opts)
+    assert _tt(from_pil.path) == expected
+
+    datasets = pytest.importorskip("datasets")
+    hf = [datasets.Dataset.from_dict({"image": images, "label": [i % 2 for i in range(len(images))]})
+          .cast_column("image", datasets.Image()).cast_column("label", datasets.ClassLabel(names=["cat", "dog"]))
+          for images in pil]
+    from_hf = sibscan.scan(hf[0], hf[1], out=tmp_path / "hf", **opts)
+    assert _tt(from_hf.path) == expected
+    assert ScanDir(from_hf.path).items("train").labels[:3].tolist() == ["cat", "dog", "cat"]
+
+    torch = pytest.importorskip("torch")
+
+    class Pairs(torch.utils.data.Dataset):  # yields (image tensor as ToTensor makes it, label)
+        def __init__(self, arrays):
+            self.arrays = arrays
+
+        def __len__(self):
+            return len(self.arrays)
+
+        def __getitem__(self, i):
+            return torch.from_numpy(self.arrays[i]).permute(2, 0, 1).float() / 255, i % 3
+
+    from_torch = sibscan.scan(Pairs(train), Pairs(test), out=tmp_path / "torch", **opts)
+    assert _tt(from_torch.path) == expected
+    stored = sorted(p.name for p in (tmp_path / "torch" / "inputs").iterdir())
+    assert len(stored) == 16 + 4 + 3 and all(n.endswith(".png") for n in stored)  # copies stored once, by content
+
