@@ -1,7 +1,7 @@
 """A small synthetic scan directory with planted exact twins, near siblings, duplicates and conflicts.
 
 Used by tests/test_report.py, test_check.py, test_split.py and test_report_browser.py (not a test
-module itself). The neighbours table is written directly, so the planted truth is known exactly.
+module itself); :func:`planted_images` by test_api.py and test_notebook_browser.py. The neighbours table is written directly, so the planted truth is known exactly.
 """
 from __future__ import annotations
 
@@ -123,3 +123,15 @@ def make_scan(path, *, seed: int = 0, n_train: int = 60, n_test: int = 30, k: in
 
         sd.write_baseline(compute_baseline(rng.normal(size=(n_train, 8)), rng.normal(size=(n_test, 8)), n_pairs=3000, seed=seed))
     return {"train": train, "test": test, "fp_train": fp_train, "fp_test": fp_test, "neighbours": nb}
+
+
+def planted_images(rng):
+    """16 smooth 24-px RGB train images (uint8 arrays); test: 3 copies, 3 shifted + brightened copies of
+    train 3-5, 4 fresh images."""
+    def smooth():
+        x = rng.normal(size=(6, 6, 3)).repeat(4, 0).repeat(4, 1)
+        return np.clip(128 + 40 * x, 0, 255).astype(np.uint8)
+
+    train = [smooth() for _ in range(16)]
+    near = [np.clip(np.roll(t, 2, axis=1).astype(int) + 12, 0, 255).astype(np.uint8) for t in train[3:6]]
+    return train, train[:3] + near + [smooth() for _ in range(4)]

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from planted_scan import planted_images
 
 import sibscan
 from sibscan.scandir import ScanDir
@@ -113,21 +114,10 @@ def test_precomputed_embeddings_give_the_pairs_of_the_encoder_on_disk(tables, tm
         sibscan.scan(train, test, train_features=train, test_features=test[:3], features_id="m", out=tmp_path / "y", **FAST)
 
 
-def _planted_images(rng):
-    """16 smooth 24-px train images; test: 3 copies, 3 shifted + brightened copies, 4 fresh."""
-    def smooth():
-        x = rng.normal(size=(6, 6, 3)).repeat(4, 0).repeat(4, 1)
-        return np.clip(128 + 40 * x, 0, 255).astype(np.uint8)
-
-    train = [smooth() for _ in range(16)]
-    near = [np.clip(np.roll(t, 2, axis=1).astype(int) + 12, 0, 255).astype(np.uint8) for t in train[3:6]]
-    return train, train[:3] + near + [smooth() for _ in range(4)]
-
-
 def test_pil_images_an_hf_dataset_and_a_torch_dataset_give_the_pairs_of_the_same_folder(tmp_path):
     Image = pytest.importorskip("PIL.Image")
     rng = np.random.default_rng(3)
-    train, test = _planted_images(rng)
+    train, test = planted_images(rng)
     for name, arrays in (("train", train), ("test", test)):
         (tmp_path / name).mkdir()
         for i, a in enumerate(arrays):

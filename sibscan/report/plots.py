@@ -168,7 +168,7 @@ def svg_sweep(sw: dict, cutoff: Optional[float], interval=None, focus: Optional[
     y1 = max(1e-3, float(np.nanmax(rate)) if np.isfinite(rate).any() else 1.0)
     if gap is not None and np.isfinite(gap).any():
         y1 = max(y1, float(np.nanmax(gap)))
-    y1 *= 1.08
+    y1 = min(y1 * 1.08, 1.0)  # rates and accuracy gaps are fractions
     ax = _XAxis(x[0], x[-1], focus)
     legend = [("#1f5fa8", "sibling rate")] + ([("#c27400", "|accuracy gap|, sibling rows vs the rest")] if gap is not None else [])
     parts, sy = _frame(ax, y1, "cutoff", "sibling rate / accuracy gap", legend)
