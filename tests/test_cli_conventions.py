@@ -114,3 +114,32 @@ def test_report_split_and_index_print_json(tables):
     assert list(ids[29:32]) == ["29", "test.csv:0", "test.csv:1"] and ids[-1] == "test.csv#2:11"
     info = runner.invoke(app, ["index", "info", str(d / "idx"), "--json"])
     assert json.loads(info.stdout)["n_items"] == 54
+
+
+def test_twins_of_texts_leave_out_the_fields_about_numeric_rows(tmp_path):
+    (tmp_path / "a.txt").write_text("the cat sat\na dog barked\nrain fell\n")
+    (tmp_path / "b.txt").write_text("The  cat sat\nan owl hooted\n")
+    out = runner.invoke(app, ["twins", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--json"])
+    assert out.exit_code == 0, out.output
+    rep = json.loads(out.stdout)
+    assert rep["modality"] == "text" and rep["test_rows_with_train_twin"] == 1
+    assert not {"row_length", "decimals", "znorm", "median_distinct_values_in_twin_rows"} & set(rep)
+    assert rep["test_twin_ci"][0] < 0.5 < rep["test_twin_ci"][1]
+    text = runner.invoke(app, ["twins", str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]).stdout
+    assert "(50.00% of test; 95 % CI" in text
+
+
+def test_in_memory_tables_and_texts_reach_find_twins_and_jsonl_ids(tmp_path):
+    pd = pytest.importorskip("pandas")
+    from sibscan import find_twins
+    from sibscan.loaders import load
+
+    train = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0], "label": ["x", "y", "x"]})
+    test = pd.DataFrame({"a": [1.0, 9.0], "b": [4.0, 9.0], "label": ["y", "x"]})
+    rep = find_twins(train, test)  # the label column is a label, not a value of the rows
+    assert rep.test_rows_with_train_twin == 1 and rep.twin_rows_with_conflicting_label == 1
+    assert find_twins(["a b", "c d"], ["A  b", "e"]).test_rows_with_train_twin == 1
+    (tmp_path / "t.jsonl").write_text('{"id": "doc7", "text": "a b"}\n{"id": "doc9", "text": "c d"}\n')
+    assert load(tmp_path / "t.jsonl", "train").ids.tolist() == ["doc7", "doc9"]  # an id field names its record
+    (tmp_path / "d.jsonl").write_text('{"id": 1, "text": "a b"}\n{"id": 1, "text": "c d"}\n')
+    assert load(tmp_path / "d.jsonl", "train").ids.tolist() == ["0", "1"]  # not distinct: record numbers
