@@ -99,16 +99,18 @@ def _duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def format_line(desc: str, n: int, total: Optional[int], unit: str, elapsed: float, done: bool = False) -> str:
-    """The off-terminal progress line: count, share, items/s and ETA (or the time taken)."""
+def format_line(desc: str, n: int, total: Optional[int], unit: str, elapsed: float, done: bool = False,
+                note: str = "") -> str:
+    """The off-terminal progress line: count, share, items/s and ETA (or the time taken), and a note."""
     rate = n / elapsed if elapsed > 0 else 0.0
     units = unit if unit.endswith("s") else unit + "s"
     count = f"{n:,}/{total:,} {units}" if total else f"{n:,} {units}"
     share = f" ({100 * n / total:.0f} %)" if total else ""
+    tail = f" — {note}" if note else ""
     if done:
-        return f"{desc}: {count} in {_duration(elapsed)} ({rate:,.1f} {units}/s)"
+        return f"{desc}: {count} in {_duration(elapsed)} ({rate:,.1f} {units}/s){tail}"
     eta = f", ETA {_duration((total - n) / rate)}" if total and rate > 0 else ""
-    return f"{desc}: {count}{share}, {rate:,.1f} {units}/s{eta}"
+    return f"{desc}: {count}{share}, {rate:,.1f} {units}/s{eta}{tail}"
 
 
 class Bar:
@@ -120,6 +122,7 @@ class Bar:
         self.desc = ": ".join([*_tasks, desc])
         self.unit = unit
         self.n = 0
+        self.note = ""
         self._t0 = time.perf_counter()
         self._tqdm = None
         self._stop: Optional[threading.Event] = None
@@ -142,11 +145,21 @@ class Bar:
     def _tick(self, stop: threading.Event, every: float) -> None:
         while not stop.wait(every):
             self._lines += 1
-            _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0))
+            _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, note=self.note))
 
-    def update(self, n: int = 1) -> None:
+    @property
+    def done(self) -> int:
+        """Units done so far (the same as ``n``)."""
+        return self.n
+
+    def update(self, n: int = 1, note: Optional[str] = None) -> None:
+        """Count ``n`` more units; ``note`` (the latest result, "run 3: 0.912") shows beside the count."""
         self.n += int(n)
+        if note is not None:
+            self.note = note
         if self._tqdm is not None:
+            if note is not None:
+                self._tqdm.set_postfix_str(note, refresh=False)
             self._tqdm.update(n)
 
     def close(self) -> None:
@@ -157,7 +170,8 @@ class Bar:
             self._stop.set()
             self._stop = None
             if self._lines:  # it ran long enough to be reported: say that it finished
-                _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, done=True))
+                _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, done=True,
+                                   note=self.note))
 
     def __enter__(self) -> "Bar":
         return self

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 from typing import Callable, List, Optional, TypeVar
 
@@ -20,7 +21,7 @@ from ..progress import set_quiet
 
 F = TypeVar("F", bound=Callable)
 
-__all__ = ["Command", "Group", "flag", "json_flag", "parse_int_list", "quiet", "quiet_flag", "setup_logging",
+__all__ = ["Command", "Group", "conform", "flag", "json_flag", "parse_float_list", "parse_int_list", "setup_logging",
            "user_errors"]
 
 
@@ -35,13 +36,62 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """A group of commands (``sibscan``, ``sibscan index``), its ``--help`` as :class:`Command`'s."""
+    """A group of commands (``sibscan``, ``sibscan index``) that holds every command to the conventions
+    of this module, wherever the command was declared (:func:`conform`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():
+            conform(command)
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)
         if option is not None:
             option.metavar = ""
         return option
+
+
+_QUIET_HELP = "No progress or notes on stderr; results and errors still print."
+
+
+def _apply_quiet(ctx, param, value: bool) -> None:
+    if value:
+        set_quiet(True)
+
+
+def _quiet_option():
+    """A ``--quiet``/``-q`` option that applies itself (its value never reaches the command)."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(quiet: bool = typer.Option(False, "--quiet", "-q", metavar="", show_default=False, help=_QUIET_HELP,
+                                          callback=_apply_quiet, expose_value=False)) -> None:
+        """The one parameter, as Typer makes it."""
+
+    return typer.main.get_command(probe).params[0]
+
+
+def conform(command) -> None:
+    """Hold ``command`` to the conventions: no value metavar on a flag (nor on ``--help``), ``--quiet``
+    on every command, and a default in every option's help (an option that defaults to nothing and
+    says nothing about it gets "(default: none)")."""
+    if isinstance(command, TyperGroup):
+        return  # a group conforms its own commands
+    if type(command) is TyperCommand:
+        command.__class__ = Command  # same fields; only get_help_option differs
+    names = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    for p in command.params:
+        if p.param_type_name != "option":
+            continue
+        if p.is_flag or p.count:
+            p.metavar = ""
+        elif p.default is None and not p.required and not p.hidden and not re.search(r"default: \S", p.help or ""):
+            p.help = f"{(p.help or '').rstrip()} (default: none)".strip()
+    if "--quiet" not in names:
+        quiet_option = _quiet_option()
+        if "-q" in names:
+            quiet_option.opts = ["--quiet"]
+        command.params.append(quiet_option)
 
 
 def flag(*names: str, help: str):  # noqa: A002 - Typer's word
@@ -53,14 +103,6 @@ def json_flag():
     return flag("--json", help="Print the result as JSON on stdout (for scripts).")
 
 
-def quiet_flag():
-    return flag("--quiet", "-q", help="No progress or notes on stderr; results and errors still print.")
-
-
-def quiet(value: bool) -> None:
-    """Apply a command's ``--quiet`` (the root's ``sibscan -q`` was applied before the command ran)."""
-    if value:
-        set_quiet(True)
 
 log = logging.getLogger("sibscan")
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, quiet, quiet_flag, user_errors
+from ._common import Command, flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +23,6 @@ def register(app: typer.Typer) -> None:
         force: bool = flag("--force", help="Use labels made under another encoder, verifier or dataset anyway."),
         port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
         no_browser: bool = flag("--no-browser", help="Print the page's URL instead of opening a browser."),
-        quiet_: bool = quiet_flag(),
     ) -> None:
         """Label a sample of nearest-neighbour pairs (same / different / skip) and fit the similarity cutoff.
 
@@ -32,8 +31,6 @@ def register(app: typer.Typer) -> None:
         """
         from sibscan.calibration import calibrate, describe
         from sibscan.progress import message
-
-        quiet(quiet_)
 
         cal = calibrate(
             scan_dir, calibration_dir=out, labels=labels, ui=ui, n_pairs=n_pairs, seed=seed,

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, quiet, quiet_flag, user_errors
+from ._common import Command, flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +24,6 @@ def register(app: typer.Typer) -> None:
             help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "
                  "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, "
                  "selection (default: none)."),
-        quiet_: bool = quiet_flag(),
     ) -> None:
         """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
@@ -32,8 +31,6 @@ def register(app: typer.Typer) -> None:
         and the first offending pairs.
         """
         from ..check import check as run_check
-
-        quiet(quiet_)
 
         names = [n for n in (require or "").split(",") if n.strip()]
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import SibscanError
 from ..items import MODALITIES
-from ._common import Command, json_flag, quiet, quiet_flag, user_errors
+from ._common import Command, json_flag, user_errors
 
 __all__ = ["encoder_rows", "register"]
 
@@ -74,14 +74,12 @@ def register(app: typer.Typer) -> None:
     def encoders(
         modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image (default: all)."),
         as_json: bool = json_flag(),
-        quiet_: bool = quiet_flag(),
     ) -> None:
         """List the encoders and whether each can run here.
 
         Columns: modality, dimension ("?" = depends on the data or the weights), whether it needs
         weights, whether it is usable now (and if not, why).
         """
-        quiet(quiet_)
         rows = encoder_rows(modality)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))

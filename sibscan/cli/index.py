@@ -6,7 +6,7 @@ from typing import Optional
 import typer
 
 from ..options import EncoderOptions, LoadOptions
-from ._common import Command, Group, flag, json_flag, quiet, quiet_flag, user_errors
+from ._common import Command, Group, flag, json_flag, user_errors
 from ._options import with_options
 
 index_app = typer.Typer(
@@ -38,14 +38,11 @@ def build(
     out: str = typer.Option(..., "--out", "-o", help="Index directory to create."),
     force: bool = flag("--force", help="Rebuild an existing index."),
     as_json: bool = json_flag(),
-    quiet_: bool = quiet_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Build an index of TRAIN: items, exact fingerprints and embeddings."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
-
-    quiet(quiet_)
     given = {k: v for k, v in (options or {}).items() if v is not None}
     common = {k: given.pop(k) for k in ("decimals", "znorm", "device", "batch_size", "encoder") if k in given}
     idx = TrainIndex.build(
@@ -64,14 +61,11 @@ def add(
     more: str = typer.Argument(..., help="More train items (same modality and columns)."),
     id_: Optional[str] = typer.Option(None, "--id", "--id-field", help="Id column of MORE (default: the build's --id; without one, ids are MORE's name + row, e.g. new.csv:0, so they cannot collide)."),
     as_json: bool = json_flag(),
-    quiet_: bool = quiet_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Append MORE to the index, embedding only the new items."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
-
-    quiet(quiet_)
     idx = TrainIndex.open(index)
     n = idx.add(more, id=id_, **{k: v for k, v in (options or {}).items() if v is not None})
     s = _summary(idx, index, added=n)
@@ -80,13 +74,10 @@ def add(
 
 @index_app.command("info", cls=Command)
 @user_errors
-def info(index: str = typer.Argument(..., help="Index directory."), as_json: bool = json_flag(),
-         quiet_: bool = quiet_flag()) -> None:
+def info(index: str = typer.Argument(..., help="Index directory."), as_json: bool = json_flag(),) -> None:
     """Print what an index holds (--json: its whole index.json)."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
-
-    quiet(quiet_)
     idx = TrainIndex.open(index)
     if as_json:
         typer.echo(dumps_json(idx.meta))

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, json_flag, quiet, quiet_flag, user_errors
+from ._common import Command, flag, json_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +21,6 @@ def register(app: typer.Typer) -> None:
         force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
         as_json: bool = json_flag(),
-        quiet_: bool = quiet_flag(),
     ) -> None:
         """Write report.json, report.md, report.html and flagged.csv for a finished scan.
 
@@ -32,8 +31,6 @@ def register(app: typer.Typer) -> None:
         from ..api import headline_of
         from ..atomic import dumps_json
         from ..report import build_report, headline, write_reports
-
-        quiet(quiet_)
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
         written = write_reports(scan_dir, format.split(","), out=out, report=rep)
         if as_json:

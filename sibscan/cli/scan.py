@@ -8,7 +8,7 @@ import typer
 
 from ..errors import SibscanError
 from ..options import GROUPS
-from ._common import Command, json_flag, quiet, quiet_flag, user_errors
+from ._common import Command, json_flag, user_errors
 from ._options import with_options
 
 
@@ -66,7 +66,6 @@ def register(app: typer.Typer) -> None:
         test_arg: Optional[str] = typer.Argument(None, metavar="TEST", help="Test (evaluation) items, same kinds as TRAIN (--test PATH works too). With --index, the one argument is TEST.", show_default=False),
         config: Optional[str] = typer.Option(None, "--config", "-c", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here)."),
         json_out: bool = json_flag(),
-        quiet_: bool = quiet_flag(),
         options: Optional[dict] = None,
     ) -> None:
         """Scan a test set against its train set and write the scan directory OUT.
@@ -81,8 +80,6 @@ def register(app: typer.Typer) -> None:
         from ..config import ScanConfig, load_config_file
         from ..progress import message
         from ..scan import run_scan
-
-        quiet(quiet_)
         options = dict(options or {})
         data_arguments(train_arg, test_arg, options)
         base = ScanConfig()

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, json_flag, quiet, quiet_flag, user_errors
+from ._common import Command, flag, json_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +23,6 @@ def register(app: typer.Typer) -> None:
         force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
         as_json: bool = json_flag(),
-        quiet_: bool = quiet_flag(),
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).
 
@@ -33,8 +32,6 @@ def register(app: typer.Typer) -> None:
         from ..atomic import dumps_json
         from ..groups import sibling_groups
         from ..split import resplit, write_groups, write_resplit
-
-        quiet(quiet_)
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())

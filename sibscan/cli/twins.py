@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, json_flag, parse_int_list, quiet, quiet_flag, user_errors
+from ._common import Command, flag, json_flag, parse_int_list, user_errors
 
 HELP = (
     'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'
@@ -44,7 +44,6 @@ def twins(
     modality: Optional[str] = typer.Option(None, "--modality", help="table, text or image (default: from the files)."),
     text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet (default: text)."),
     path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet (default: the first of path, file, filename, image, image_path, filepath)."),
-    quiet_: bool = quiet_flag(),
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
@@ -53,8 +52,6 @@ def twins(
     from ..stats import check_fraction
     from ..twins import (ci_text, decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct,
                          twin_violation, write_groups_csv)
-
-    quiet(quiet_)
     decs = parse_int_list(decimals, "--decimals")
     if not decs:
         raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
