@@ -156,3 +156,10 @@ def test_pil_images_an_hf_dataset_and_a_torch_dataset_give_the_pairs_of_the_same
     stored = sorted(p.name for p in (tmp_path / "torch" / "inputs").iterdir())
     assert len(stored) == 16 + 4 + 3 and all(n.endswith(".png") for n in stored)  # copies stored once, by content
 
+
+
+def test_from_memory_leaves_paths_to_the_file_loaders():
+    from sibscan.loaders.memory import from_memory
+
+    with pytest.raises(sibscan.SibscanError, match="train: data/train.csv is a path; read it with sibscan.load"):
+        from_memory("data/train.csv", "train")

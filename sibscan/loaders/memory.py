@@ -87,6 +87,7 @@ def from_memory(data: Any, split: str, *, modality: Optional[str] = None, label:
     Parameters
     ----------
     data : DataFrame, datasets.Dataset, dict of columns, torch Dataset, list or ndarray, Items
+        Not a path: :func:`sibscan.loaders.load_split` and :func:`sibscan.loaders.as_items` read paths.
     split : {"train", "test"}
     modality : {"table", "text", "image"}, optional
         Forces how ``data`` is read (e.g. a list of strings that are image paths without a suffix).
@@ -101,11 +102,9 @@ def from_memory(data: Any, split: str, *, modality: Optional[str] = None, label:
     """
     if isinstance(data, Items):
         return data
-    if is_path(data):
-        from . import load
-
-        return load(data, split, modality=modality, label=label, id=id, group=group, text_field=text_field,
-                    path_field=path_field)
+    if is_path(data):  # a file is read by sibscan.loaders.load (load_split and as_items call it)
+        raise SibscanError(f"{split}: {data} is a path; read it with sibscan.load, or pass it to sibscan.scan "
+                           "as it is")
     ctx = _Context(split, describe(data), modality, image_dir)
     if _module(data).startswith("pandas") and hasattr(data, "columns"):
         return _from_columns(_dataframe_columns(data), ctx, label, id, group, text_field, path_field)
@@ -154,7 +153,8 @@ class _Context:
         keep = [i for i, t in enumerate(texts) if t is not None and t.strip()]
         if not keep:
             raise InputError(f"no non-empty texts ({len(texts)} rows)", path=self.source)
-        skipped = [Skipped(where=f"{self.source}, row {i}", reason="empty text") for i in sorted(set(range(len(texts))) - set(keep))]
+        skipped = [Skipped(where=f"{self.source}, row {i}", reason="empty text")
+                   for i in sorted(set(range(len(texts))) - set(keep))]
         pick = _picker(keep)
         items = Items(self.split, "text", ids=pick(ids) if ids is not None else np.asarray(keep).astype(str),
                       labels=pick(labels), groups=pick(groups), texts=[texts[i] for i in keep], source=self.source,
