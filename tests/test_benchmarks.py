@@ -6,6 +6,7 @@ tests that need a benchmark's planted data (the image verifier on the planted ph
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -274,3 +275,39 @@ def test_temporal_paper_rows_give_the_published_verdict_inputs():
     gp = rows["GunPoint"]  # seeds 1 and 2 of cor_nor_seed*.csv
     assert gp["acc_original"] == [0.9933333333333333, 0.9933333333333333] and gp["acc_permuted"] == [0.96, 0.96]
     assert gp["time_matters"] is True
+
+
+# -- install size: what the README's CPU-only install saves ----------------------------------------
+
+
+def test_install_size_counts_each_file_once_by_the_distribution_that_installed_it(tmp_path):
+    from benchmarks.install_size import venv_size
+
+    sp = tmp_path / "lib" / "python3.11" / "site-packages"
+    for dist, files in (("torch-2.13.0+cpu", {"torch/lib/libtorch_cpu.so": 700, "functorch/_C.so": 50}),
+                        ("nvidia_cublas_cu12-12.8", {"nvidia/cublas/lib/libcublas.so": 300}),
+                        ("triton-3.5.0", {"triton/_C/libtriton.so": 90}),
+                        ("torchvision-0.28.0", {"torchvision/_C.so": 20}),
+                        ("numpy-2.3.0", {"numpy/core.so": 30})):
+        info = sp / f"{dist}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_bytes(b"m" * 5)
+        record = [f"{dist}.dist-info/METADATA,,5", f"{dist}.dist-info/RECORD,,"]
+        for rel, size in files.items():
+            (sp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (sp / rel).write_bytes(b"x" * size)
+            record.append(f"{rel},sha256=abc,{size}")
+        (info / "RECORD").write_text("\n".join(record) + "\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "tool").write_bytes(b"y" * 8)  # no RECORD lists it
+    os.link(sp / "numpy" / "core.so", tmp_path / "bin" / "core-again.so")  # a hard link counts once
+    sizes = venv_size(tmp_path)
+    records = {d: len((sp / f"{d}.dist-info" / "RECORD").read_bytes())
+               for d in ("torch-2.13.0+cpu", "nvidia_cublas_cu12-12.8", "triton-3.5.0", "torchvision-0.28.0",
+                         "numpy-2.3.0")}
+    assert sizes["torch"] == 750 + 5 + records["torch-2.13.0+cpu"]
+    assert sizes["nvidia"] == 300 + 5 + records["nvidia_cublas_cu12-12.8"]
+    assert sizes["triton"] == 90 + 5 + records["triton-3.5.0"]
+    assert sizes["torchvision"] == 20 + 5 + records["torchvision-0.28.0"]
+    assert sizes["other"] == 30 + 5 + records["numpy-2.3.0"] + 8
+    assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total")
