@@ -276,7 +276,8 @@ def test_text_and_image_gallery(tmp_path):
     sd.write_manifest({"status": "complete", "cutoff": {"value": 0.9, "source": "uncalibrated"}})
     write_reports(sd.path, formats=["html", "md"])
     page = (sd.path / "report.html").read_text()
-    assert page.count("data:image/jpeg;base64,") == 4  # closest pair + just below the cutoff, two sides each
+    # closest pair + just below the cutoff, two sides each; 40 x 30 images scaled up 4x by whole pixels (PNG)
+    assert page.count("data:image/png;base64,") == 4 and page.count('width="160" height="120"') == 4
 
 
 def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):

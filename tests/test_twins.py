@@ -222,7 +222,8 @@ def test_cli_summary_and_json(ucr_pair):
     tr, te, _ = ucr_pair
     result = runner.invoke(app, ["twins", str(tr), str(te)])
     assert result.exit_code == 0, result.output
-    assert "test rows with a train twin:         9 (45.00% of test)" in result.output
+    # 9 of 20 with its Wilson interval (z = 1.96: 0.2582-0.6579)
+    assert "test rows with a train twin:         9 (45.00% of test; 95 % CI 25.82–65.79%)" in result.output
     assert "train rows with a test twin:        10 (25.00% of train)" in result.output
     result = runner.invoke(app, ["twins", str(tr), str(te), "--json"])
     assert result.exit_code == 0, result.output
