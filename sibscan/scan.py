@@ -35,6 +35,7 @@ from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
+from .loaders.memory import is_path
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
@@ -232,11 +233,12 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
 
 def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:
     """The run record (hashes of every input file, environment, start time) in ``manifest[RECORD_KEY]``;
-    resumed exactly when the scan resumes (decided above from content fingerprints and options)."""
+    resumed exactly when the scan resumes (decided above from content fingerprints and options).
+    In-memory data (from Python) has no file to hash: the manifest's dataset fingerprint names its content."""
     load = cfg.load
     inputs = [(role, p) for role, p in (("train", load.index or load.train), ("test", load.test),
                                         ("labels_train", load.labels_train), ("labels_test", load.labels_test))
-              if p is not None]
+              if p is not None and is_path(p)]
     run = begin_run((previous or {}).get(RECORD_KEY), inputs=inputs, parameters=manifest["parameters"],
                     resumed=resumed)
     manifest[RECORD_KEY] = run.to_dict()

@@ -49,6 +49,9 @@ def test_a_dataframe_gives_the_pairs_of_the_same_csv_and_the_scan_contract(table
                        pd.DataFrame(test, columns=cols).assign(label=y_test), out=tmp_path / "mem", cutoff=0.99, **FAST)
     assert _tt(mem.path) == _tt(disk.path) and len(_tt(mem.path)) == 12 * 10
     assert ScanDir(mem.path).items("test").labels.tolist() == [str(v) for v in y_test]
+    # the run record hashes the files a scan read; in-memory data is named by the dataset fingerprint
+    assert [i["role"] for i in disk.manifest["run"]["inputs"]] == ["train", "test"]
+    assert mem.manifest["run"]["inputs"] == [] and mem.manifest["dataset_fingerprint"] == disk.manifest["dataset_fingerprint"]
 
     df = mem.to_pandas()
     assert len(df) == 12 and list(df.columns[:7]) == ["test_id", "train_id", "similarity", "score", "exact", "sibling",
