@@ -35,6 +35,7 @@ from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
+from .lock import LOCK_NAME, DirLock
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
 from .verify import build_verifier
@@ -56,8 +57,17 @@ class ScanResult:
 
 
 def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
-    """Run a whole scan as configured and return its directory, manifest and summary."""
+    """Run a whole scan as configured and return its directory, manifest and summary.
+
+    The scan directory is locked while the scan runs (:class:`sibscan.lock.DirLock`): a second scan
+    into the same ``out`` is refused, naming the process that holds it.
+    """
     cfg.check()
+    with _locked(Path(cfg.output.out)):
+        return _run_scan(cfg, echo)
+
+
+def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
     clock = _clock(timings)
     with clock("load"):
@@ -151,6 +161,20 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
 # --------------------------------------------------------------------------------------------
 # the steps of run_scan that are about the scan directory itself
 # --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(out: Path):
+    """Hold the lock on ``out``; a scan that stops before writing anything leaves no directory behind."""
+    created = not out.exists()
+    lock = DirLock(out, "scan", "--out").acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only succeeds when nothing was written
+
+
 def _clock(timings: Dict[str, float]):
     @contextlib.contextmanager
     def timed(stage: str):
@@ -242,7 +266,7 @@ def _previous(sd: ScanDir, force: bool) -> Optional[dict]:
         return None
     if sd.exists():
         return sd.manifest()
-    if sd.path.exists() and any(p.name != "calibration" for p in sd.path.iterdir()):
+    if sd.path.exists() and any(p.name not in ("calibration", LOCK_NAME) for p in sd.path.iterdir()):
         raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
     return None
 
