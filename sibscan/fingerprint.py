@@ -21,8 +21,8 @@ from .imageio import decode_images
 from .items import Items
 from .kernels.textalign import normalise_text
 
-__all__ = ["dataset_fingerprint", "file_fingerprint", "fingerprint", "image_fingerprints", "pixel_fingerprint",
-           "raw_text_fingerprints", "text_fingerprints"]
+__all__ = ["dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
+           "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
 
 
 def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndarray:
@@ -77,6 +77,52 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
         params = f"{items.values.shape[1]}|{items.shape}|{decimals}|{znorm}"
     h.update(f"sibscan-dataset/1|{items.modality}|{params}|{len(fp)}|".encode())
     h.update(np.ascontiguousarray(fp[order]).astype("<u8").tobytes())
+    return h.hexdigest()
+
+
+def items_fingerprint(items: Items, fp: np.ndarray) -> str:
+    """A hex digest of a split's rows *in order*: each row's id and content fingerprint.
+
+    :func:`dataset_fingerprint` ignores row order (a calibration belongs to the data, however it is
+    sorted); this one changes when rows are reordered or ids renamed, so that a scan directory,
+    whose neighbours table points at rows by position, is never resumed on other rows.
+
+    Parameters
+    ----------
+    items : Items
+    fp : ndarray of shape (n, 2), uint64
+        The items' fingerprints, in row order.
+
+    Returns
+    -------
+    str
+        32 hex characters.
+    """
+    ids = np.ascontiguousarray(items.ids)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-items/1|{len(ids)}|{ids.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(fp, dtype="<u8").tobytes())
+    h.update(ids.tobytes())
+    return h.hexdigest()
+
+
+def ids_fingerprint(items: Items, fp: np.ndarray) -> str:
+    """A hex digest of which content each id names, whatever the row order.
+
+    Hand labels name pairs by id: when the same ids name other content (rows reordered in a file
+    whose ids are row numbers), labels given before would describe other pairs.
+
+    Returns
+    -------
+    str
+        32 hex characters: blake2b over the ids sorted, each with its fingerprint.
+    """
+    ids = np.ascontiguousarray(items.ids)
+    order = np.argsort(ids, kind="stable")
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-ids/1|{len(ids)}|{ids.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(np.asarray(fp, dtype="<u8")[order]).tobytes())
+    h.update(np.ascontiguousarray(ids[order]).tobytes())
     return h.hexdigest()
 
 

@@ -35,8 +35,13 @@ question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates wit
 manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 
     sibscan_version, created (ISO time), status ("running" | "complete"), modality,
-    inputs: {train: {source, fingerprint (hex), n_items, n_skipped}, test: {...}},
-    dataset_fingerprint (hex; identifies the pair of inputs: calibrations are tied to it),
+    inputs: {train: {source, fingerprint (hex), items_fingerprint (hex), ids_fingerprint (hex: which
+        content each id names; --force refuses to keep labels whose ids changed meaning), n_items,
+        n_skipped}, test: {...}},
+    dataset_fingerprint (hex; identifies the pair of inputs, whatever their row order: calibrations are
+        tied to it),
+    items_fingerprint (hex; the rows of both splits in order, with their ids: a scan resumes only on
+        the same rows in the same order),
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
