@@ -16,16 +16,20 @@ from .cache import embed
 from .chunks import embed_chunked
 from .encoders import encoder_kwargs, get_encoder
 from .errors import SibscanError
+from .fingerprint import content_keys
 from .items import Items
 from .options import EncoderOptions, LoadOptions, SearchOptions
 
 __all__ = ["cache_dir_of", "embed_splits"]
 
 
-def embed_splits(splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, *, load: LoadOptions,
+def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
                  encoding: EncoderOptions, search: SearchOptions, cache_dir: Path, progress: bool = True,
                  index=None) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
     """Embeddings per split, and for chunked texts each chunk row's ``(document, chunk number)``.
+
+    The cache is keyed by each item's content key (:func:`sibscan.fingerprint.content_keys`), not by
+    its exact fingerprint (which rounds and folds case).
 
     Returns
     -------
@@ -47,7 +51,7 @@ def embed_splits(splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, 
         if split == "train" and index is not None:
             out[split] = index.embeddings()
             continue
-        out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=fps[split], batch_size=encoding.batch_size,
+        out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=encoding.batch_size,
                            progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items))
     for split, emb in out.items():
         if emb.shape[1] != encoder.dim:

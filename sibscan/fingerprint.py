@@ -21,7 +21,7 @@ from .imageio import decode_images
 from .items import Items
 from .kernels.textalign import normalise_text
 
-__all__ = ["dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
+__all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
            "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
 
 
@@ -43,10 +43,48 @@ def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndar
     if items.modality == "table":
         from .kernels.rowhash import row_fingerprints
 
-        return row_fingerprints(items.values, decimals=decimals, znorm=znorm)
+        return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=decimals, znorm=znorm))
     if items.modality == "text":
         return np.asarray(text_fingerprints(items.texts), dtype=np.uint64).reshape(len(items), 2)
     return np.asarray(image_fingerprints(items), dtype=np.uint64).reshape(len(items), 2)
+
+
+def content_keys(items: Items) -> np.ndarray:
+    """What an encoder sees of each item, hashed to 128 bits: the key of the embedding cache.
+
+    Not the exact fingerprint: that one is deliberately coarse (tables rounded to ``decimals``,
+    optionally z-normalised; text case- and whitespace-folded), and two items it calls twins can
+    still embed differently.  Keying the cache on it let a scan reuse another scan's embeddings of
+    other rows (another ``--decimals`` or ``--znorm``).  The key is
+
+    * tables: the values exactly, every bit (``-0.0`` = ``0.0``, one NaN);
+    * text: the raw text (case and whitespace kept);
+    * images: the decoded pixels at their own depth (``pixel_fp``).
+
+    Returns
+    -------
+    ndarray of shape (n, 2), uint64
+    """
+    if items.modality == "table":
+        from .kernels.rowhash import row_fingerprints
+
+        return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=None))
+    if items.modality == "text":
+        return raw_text_fingerprints(items.texts)
+    return image_fingerprints(items)
+
+
+def _table_blocks(values, fn) -> np.ndarray:
+    """``fn`` (rows -> (m, 2) fingerprints) over ``values`` in row blocks: a disk-backed array is read a
+    block at a time, never whole (fingerprints depend on each row alone)."""
+    if isinstance(values, np.ndarray):
+        return fn(values)
+    n = len(values)
+    out = np.empty((n, 2), dtype=np.uint64)
+    step = max(1, (64 << 20) // (8 * max(1, values.shape[1])))
+    for start in range(0, n, step):
+        out[start:start + step] = fn(np.asarray(values[start:start + step], dtype=np.float64))
+    return out
 
 
 def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp: np.ndarray | None = None) -> str:

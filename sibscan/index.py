@@ -111,7 +111,7 @@ class TrainIndex:
 
     def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool) -> None:
         from .cache import embed
-        from .fingerprint import fingerprint
+        from .fingerprint import content_keys, fingerprint
 
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
@@ -120,7 +120,8 @@ class TrainIndex:
             fps = np.concatenate([fp_old, fp_new])
         else:
             items, fps = new, fp_new
-        emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=fp_new, batch_size=batch_size, progress=progress)
+        emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=content_keys(new), batch_size=batch_size,
+                    progress=progress)
         from .shards import ShardedEmbeddings
 
         shards = ShardedEmbeddings.create(self.path / "embeddings", int(enc.dim), dtype="float32", exist_ok=True)

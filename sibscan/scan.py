@@ -87,7 +87,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
-        embeddings, chunks = embed_splits(splits, fps, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
+        embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
                                           cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=progress, index=index)
         for split, emb in embeddings.items():
             if not (split == "train" and index is not None):  # an index keeps its own

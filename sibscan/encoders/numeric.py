@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import InputError, SibscanError
+from ..kernels.rowhash import safe_scale_rows
 from ..stats import check_int
 from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
@@ -55,7 +56,9 @@ def znormalise(x: np.ndarray) -> np.ndarray:
     ndarray of shape (n, d), float64
         Constant or all-NaN rows become zero rows.
     """
-    x = np.array(x, dtype=np.float64)  # a copy: normalised in place below
+    # a copy, normalised in place below; rows of huge or tiny values are rescaled first (z-scores do
+    # not change), so that their squares neither overflow to inf nor underflow to 0
+    x = np.array(safe_scale_rows(np.asarray(x, dtype=np.float64)), dtype=np.float64)
     mask = np.isnan(x)
     if mask.any():
         count = (~mask).sum(axis=1, keepdims=True)
