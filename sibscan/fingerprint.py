@@ -17,7 +17,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import InputError
-from .imageio import decode_images
+from .imageio import DEPTH_KEY, decode_images
 from .items import Items
 from .kernels.textalign import normalise_text
 
@@ -193,10 +193,15 @@ def raw_text_fingerprints(texts: Sequence[str]) -> np.ndarray:
 
 
 def pixel_fingerprint(image) -> Tuple[int, int]:
-    """128-bit hash of an RGB image's size and pixels, as two 64-bit integers."""
+    """128-bit hash of a decoded image's size and pixels, as two 64-bit integers.
+
+    An image deeper than 8 bits is hashed at its own depth (the digest :func:`sibscan.imageio.open_image`
+    keeps in ``image.info[DEPTH_KEY]``), not by its 8-bit view.
+    """
     h = hashlib.blake2b(digest_size=16)
     h.update(np.array(image.size, dtype="<u8").tobytes())
-    h.update(image.tobytes())
+    deep = image.info.get(DEPTH_KEY)
+    h.update(b"deep:" + deep if deep is not None else image.tobytes())
     lo, hi = np.frombuffer(h.digest(), dtype="<u8")
     return int(lo), int(hi)
 

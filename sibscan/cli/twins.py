@@ -83,6 +83,12 @@ def twins(
         text.append("accuracy: " + "; ".join(
             f"{name} {part['accuracy'] * 100:.1f}% ({part['correct']}/{part['n']})" if part["n"] else f"{name} - (0 rows)"
             for name, part in (("all", acc["all"]), ("twin rows", acc["masked"]), ("rest", acc["rest"]))))
+    skipped = {split: [k.to_dict() for k in items.skipped] for split, items in (("train", tr), ("test", te))}
+    if skipped["train"] or skipped["test"]:  # never silently: every item left out, with its reason
+        out["skipped"] = skipped
+        text.append(f"skipped (not compared): {len(skipped['train'])} train, {len(skipped['test'])} test items — "
+                    + "; ".join(f"{k['where']}: {k['reason']}" for k in (skipped["train"] + skipped["test"])[:5])
+                    + (" …(all listed with --json)" if len(skipped["train"]) + len(skipped["test"]) > 5 else ""))
     if groups is not None:
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
         text.append(f"groups written to {groups}")

@@ -7,7 +7,9 @@ own folder, with optional label/id/group columns.
 
 Every image is decoded once (:func:`sibscan.imageio.decode_images`, a thread pool) and fingerprinted
 while it is decoded (:mod:`sibscan.fingerprint`).  Unreadable, zero-byte, corrupt or oversized images are left out
-and listed in ``items.skipped``.  ``items.extra`` gets
+and listed in ``items.skipped``, and so is everything of a folder that was not scanned: sub-folders
+that cannot be read, dangling links, FIFOs and folders named like images, links to folders (not
+followed).  ``items.extra`` gets
 
 * ``"pixel_fp"`` — (n, 2) uint64, a 128-bit hash of the decoded RGB pixels and the size: the same
   picture saved again with other metadata (or losslessly in another format) keeps its fingerprint;
@@ -49,10 +51,37 @@ def _fingerprint_one(image, path: str):
     return pixel_fingerprint(image), file_fingerprint(path), image.size
 
 
-def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]]:
-    files = sorted(
-        p for p in root.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()
-    )
+def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]], List[Skipped]]:
+    """Image files under ``root`` (recursively, links to files followed, links to folders not), and
+    what was left out: unreadable folders, and names with an image suffix that are not image files
+    (dangling links, FIFOs, folders named ``*.png``, links to folders)."""
+    files: List[Path] = []
+    skipped: List[Skipped] = []
+
+    def unreadable(exc: OSError) -> None:
+        skipped.append(Skipped(where=str(exc.filename), reason=f"cannot read folder ({exc.strerror}); "
+                               "the images inside were not scanned"))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        base = Path(folder)
+        for name in sorted(dirs):
+            p = base / name
+            if p.is_symlink():
+                skipped.append(Skipped(where=str(p), reason="symbolic link to a folder, not followed"))
+            elif p.suffix.lower() in IMAGE_EXTENSIONS:
+                skipped.append(Skipped(where=str(p), reason="a folder named like an image, not an image file (images inside it are scanned)"))
+        for name in names:
+            p = base / name
+            if p.suffix.lower() not in IMAGE_EXTENSIONS:
+                continue
+            if p.is_file():
+                files.append(p)
+            elif p.is_symlink() and not p.exists():
+                skipped.append(Skipped(where=str(p), reason="dangling symbolic link"))
+            else:
+                kind = "a FIFO" if p.is_fifo() else "a folder" if p.is_dir() else "a special file"
+                skipped.append(Skipped(where=str(p), reason=f"not an image file but {kind}"))
+    files.sort()
     rel = [p.relative_to(root).as_posix() for p in files]
     in_sub = [("/" in r) for r in rel]
     labels: Optional[List[str]] = None
@@ -64,7 +93,7 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
             "no labels taken from sub-folder names",
             stacklevel=3,
         )
-    return files, rel, labels
+    return files, rel, labels, sorted(skipped, key=lambda k: k.where)
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):
@@ -131,20 +160,22 @@ def load_images(
                 "label/id/group/path columns apply to listing files; a folder's labels come from its sub-folders",
                 path=src,
             )
-        files, ids, labels = _scan_folder(src)
+        files, ids, labels, walk_skipped = _scan_folder(src)
         groups = None
         if not files:
-            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively)", path=src)
+            first = f"; left out: {walk_skipped[0].where}: {walk_skipped[0].reason}" if walk_skipped else ""
+            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively){first}", path=src)
     elif src.is_file():
         if src.suffix.lower() not in LISTING_EXTENSIONS:
             raise InputError(
                 f"not a folder or an image listing ({', '.join(LISTING_EXTENSIONS)}); got {src.suffix!r}", path=src
             )
         files, ids, labels, groups, _ = _scan_listing(src, label, id, group, path_field)
+        walk_skipped = []
     else:
         raise InputError("no such file or folder", path=src)
 
-    skipped: List[Skipped] = []
+    skipped: List[Skipped] = list(walk_skipped)
     present = [i for i, f in enumerate(files) if f is not None]
     skipped.extend(Skipped(where=f"{src}, row {i}", reason="empty image path") for i, f in enumerate(files) if f is None)
     results = decode_images([files[i] for i in present], _fingerprint_one, workers=workers, desc=f"{split} images")
