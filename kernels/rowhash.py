@@ -213,7 +213,7 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     if n == 0:
         return out
     key, a, b = _keys(d, seed)
-    scale = None if decimals is None else np.float64(10.0) ** int(decimals)
+    scale = None if decimals is None else 10.0 ** int(decimals)  # OverflowError past 10**308, never inf
     rows = max(1, _BLOCK_BYTES // (8 * max(d, 1)))
     if threads is None:
         threads = min(_MAX_THREADS, os.cpu_count() or 1)

@@ -18,7 +18,31 @@ from typing import Any, Iterator
 import numpy as np
 
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "save_npy", "save_npz", "append_jsonl",
-           "new_file_mode"]
+           "check_writable_dir", "new_file_mode"]
+
+
+def check_writable_dir(path: str | os.PathLike, flag: str) -> Path:
+    """Refuse, before any work, a directory option that cannot be written: an existing file, a
+    folder (or the nearest existing parent of a missing one) without write permission.
+
+    Raises
+    ------
+    SibscanError
+        Naming the option, the path and what to do.
+    """
+    from .errors import SibscanError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SibscanError(f"{flag} {path} is a file, not a folder; give a folder (it is created when missing)")
+    probe = path
+    while not probe.exists():  # the folder that the missing ones would be created in
+        probe = probe.parent
+    if not probe.is_dir():
+        raise SibscanError(f"{flag} {path}: {probe} is a file, so no folder can be made there; choose another {flag}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise SibscanError(f"{flag} {path}: cannot write into {probe} (permission denied); choose another {flag}")
+    return path
 
 
 def new_file_mode() -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import SibscanError
 from .loaders import as_items
 from .report.markdown import pct
-from .stats import check_fraction
+from .stats import check_decimals, check_fraction
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
 
@@ -233,6 +233,7 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     from .kernels.rowhash import fingerprint_membership
 
     max_rate = check_fraction(max_rate, "max_rate")
+    check_decimals(decimals, "decimals")
     tr, te = as_items(train, "train"), as_items(test, "test")
     if tr.modality != te.modality:
         raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")

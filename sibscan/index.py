@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._version import __version__
-from .atomic import write_json
+from .atomic import check_writable_dir, write_json
 from .encoders import build_encoder, encoder_kwargs
 from .errors import CompatibilityError, SibscanError
 from .items import Items
@@ -70,6 +70,7 @@ class TrainIndex:
                                          "encoder": encoder, "device": device, "batch_size": batch_size})
         load.check()
         encoding.check()
+        check_writable_dir(out, "--out")
         if (out / "index.json").exists() and not force:
             raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to rebuild")
         items = load_split(load, "train")

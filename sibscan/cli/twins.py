@@ -49,13 +49,15 @@ def twins(
     from ..errors import SibscanError
     from ..loaders import load
     from ..predictions import accuracy_split, correct_mask, read_predictions
-    from ..stats import check_fraction
+    from ..stats import check_decimals, check_fraction
     from ..twins import (decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct, twin_violation,
                          write_groups_csv)
 
     decs = parse_int_list(decimals, "--decimals")
     if not decs:
         raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
+    for d in decs:
+        check_decimals(d)
     if max_pct is not None:
         if max_rate is not None:
             raise SibscanError("give --max-rate (a fraction), not also the deprecated --max-pct")
