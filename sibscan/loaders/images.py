@@ -97,7 +97,7 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):
-    names, columns = read_columns(path)
+    names, columns, lines = read_columns(path)
     if path_field is None:
         path_field = next((f for f in PATH_FIELDS if f in columns), None)
         if path_field is None:
@@ -114,7 +114,7 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
     base = path.parent
     files = [None if not p else (base / str(p)).resolve() for p in raw]
     ids = [str(x) for x in ids] if ids is not None else [("" if p is None else str(p)) for p in raw]
-    return files, ids, labels, groups, n
+    return files, ids, labels, groups, lines
 
 
 def load_images(
@@ -161,7 +161,7 @@ def load_images(
                 path=src,
             )
         files, ids, labels, walk_skipped = _scan_folder(src)
-        groups = None
+        groups, lines = None, []
         if not files:
             first = f"; left out: {walk_skipped[0].where}: {walk_skipped[0].reason}" if walk_skipped else ""
             raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively){first}", path=src)
@@ -170,14 +170,15 @@ def load_images(
             raise InputError(
                 f"not a folder or an image listing ({', '.join(LISTING_EXTENSIONS)}); got {src.suffix!r}", path=src
             )
-        files, ids, labels, groups, _ = _scan_listing(src, label, id, group, path_field)
+        files, ids, labels, groups, lines = _scan_listing(src, label, id, group, path_field)
         walk_skipped = []
     else:
         raise InputError("no such file or folder", path=src)
 
     skipped: List[Skipped] = list(walk_skipped)
     present = [i for i, f in enumerate(files) if f is not None]
-    skipped.extend(Skipped(where=f"{src}, row {i}", reason="empty image path") for i, f in enumerate(files) if f is None)
+    skipped.extend(Skipped(where=f"{src}, row {lines[i]}", reason="empty image path")
+                   for i, f in enumerate(files) if f is None)
     results = decode_images([files[i] for i in present], _fingerprint_one, workers=workers, desc=f"{split} images")
     keep: List[int] = []
     fps, bfps, sizes = [], [], []
