@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from."),
         force: bool = typer.Option(False, "--force", help="Apply a calibration made for another dataset/encoder anyway."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
+        absolute_paths: bool = typer.Option(False, "--absolute-paths", help="Keep absolute data paths in report.html (default: relative to the input folders)."),
     ) -> None:
         """Write report.json, report.md and report.html for a finished scan.
 
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
         from ..report import build_report, headline, write_reports
 
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
-        written = write_reports(scan_dir, format.split(","), out=out, report=rep)
+        written = write_reports(scan_dir, format.split(","), out=out, report=rep, absolute_paths=absolute_paths)
         typer.echo(headline(rep) + ".")
         for fmt, path in written.items():
             typer.echo(f"wrote {path}")
