@@ -51,6 +51,8 @@ def test_report_check_split_calibrate_refuse_bad_numbers_before_writing(tables):
 def test_file_valued_or_unwritable_out_is_refused_up_front(tables, monkeypatch):
     assert_one_line_error(_scan(tables, tables / "train.csv"), "--out", "is a file")
     assert_one_line_error(_scan(tables, tables / "train.csv" / "sub"), "--out", "is a file")
+    assert_one_line_error(_scan(tables, tables / "scan", "--cache-dir", tables / "train.csv"), "--cache-dir", "is a file")
+    assert not (tables / "scan").exists()
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(tables / "ro") else real(p, mode, **kw))
     (tables / "ro").mkdir()
