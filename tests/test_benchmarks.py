@@ -256,6 +256,18 @@ def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
     assert short["pair_s (splits prepared)"] > 0
     assert (tmp_path / "verify_long.json").exists()
 
+
+@pytest.mark.slow  # writes two CSVs of 6 and 27 MB and runs twins on each in a subprocess
+def test_memory_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.memory as bench
+
+    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
+    payload = bench.main(["--quick"])
+    small, large = payload["cases"]
+    assert large["file_MB"] > 3 * small["file_MB"]
+    assert small["peak_MB"] > small["fixed_MB"] > 0
+    assert (tmp_path / "memory.json").exists()
+
 # -- temporal: the time-permutation test on UCR data vs the paper ------------------------------
 
 
