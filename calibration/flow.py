@@ -10,6 +10,7 @@ import numpy as np
 
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.scandir import ScanDir
+from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, format_expected, scan_baseline
 from .fit import design_estimates, fit
@@ -147,6 +148,8 @@ def calibrate(
         raise SibscanError(f"unknown --ui {ui!r}; available: {', '.join(UIS)}")
     if target_precision is not None and not 0.0 < target_precision < 1.0:
         raise SibscanError(f"--target-precision is a fraction in (0, 1), got {target_precision}")
+    check_int(seed, "--seed", 0)
+    check_int(port, "--port", 0, 65535)
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     identity = _identity(manifest)

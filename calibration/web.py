@@ -5,6 +5,13 @@ addressed by their index in the draw and items by ``left``/``right``: no path is
 request, so nothing outside this scan's items can be served.  The page (``static/label.html``) is
 self-contained — no CDN — and shows the score only after the pair is answered.
 
+Hardening beyond the token: the ``Host`` header must name this server (127.0.0.1 or localhost, this
+port: a DNS-rebinding page cannot reach it), a POST's ``Origin``, when sent, must be this server; the
+page may not be framed (``X-Frame-Options: DENY``, ``frame-ancestors 'none'``) and sends no
+``Referer``; a POST body must state a ``Content-Length`` from 0 to 4096 bytes and send all of it
+(nothing is read from a shorter or larger one); the listen backlog takes a burst of connections; a
+client that disconnects is logged at debug level, not printed as a traceback.
+
 Endpoints: ``GET /`` (the page), ``GET /api/state``, ``GET /api/pair/<i>``,
 ``GET /api/item/<i>/<left|right>`` (an image re-encoded as PNG, scaled to fit 640 px),
 ``POST /api/answer`` (``{"index", "label"}``), ``POST /api/undo``.
@@ -17,6 +24,8 @@ import json
 import logging
 import re
 import secrets
+import socket
+import sys
 import threading
 import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,7 +43,10 @@ log = logging.getLogger("sibscan.calibration.web")
 
 STATIC = Path(__file__).resolve().parent / "static"
 _MAX_SIDE = 640
-_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'"
+_CSP = ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+_MAX_BODY = 4096
+_TIMEOUT_S = 15  # a client that stops sending mid-request releases its thread after this
 _PAIR = re.compile(r"^/api/pair/(\d{1,9})$")
 _ITEM = re.compile(r"^/api/item/(\d{1,9})/(left|right)$")
 
@@ -52,6 +64,7 @@ def _png(path: str) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server: "_Server"
     protocol_version = "HTTP/1.1"
+    timeout = _TIMEOUT_S
 
     def log_message(self, fmt: str, *args) -> None:  # route the access log to logging, not stderr
         log.debug("%s " + fmt, self.address_string(), *args)
@@ -64,6 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Content-Security-Policy", _CSP)
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Referrer-Policy", "no-referrer")
         self.end_headers()
         self.wfile.write(body)
 
@@ -77,8 +92,40 @@ class _Handler(BaseHTTPRequestHandler):
         token = parse_qs(urlsplit(self.path).query).get("t", [""])[0]
         return hmac.compare_digest(token.encode(), self.server.token.encode())
 
+    def _local_host(self) -> bool:
+        """The Host header names this server (a page on another name, rebound to 127.0.0.1, is refused)."""
+        return (self.headers.get("Host") or "").strip().lower() in self.server.hosts
+
+    def _same_origin(self) -> bool:
+        origin = self.headers.get("Origin")
+        return origin is None or origin.strip().lower() in {f"http://{h}" for h in self.server.hosts}
+
+    def _body(self):
+        """The JSON body, or None after answering an error: a Content-Length of 0..4096 bytes, all of it sent."""
+        raw = self.headers.get("Content-Length")
+        try:
+            length = int(raw) if raw is not None else 0
+        except ValueError:
+            length = -1
+        if length < 0 or length > _MAX_BODY:
+            self.close_connection = True  # never read (a prefix of) a body of a length we refuse
+            self._error(413 if length > _MAX_BODY else 400, f"Content-Length must be 0 to {_MAX_BODY} bytes")
+            return None
+        data = self.rfile.read(length) if length else b""
+        if len(data) != length:
+            self.close_connection = True
+            self._error(400, "the body is shorter than its Content-Length")
+            return None
+        try:
+            return json.loads(data) if data else {}
+        except (ValueError, UnicodeDecodeError):
+            self._error(400, "the body must be JSON")
+            return None
+
     # --- verbs ---------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if not self._local_host():
+            return self._error(403, "forbidden: this page answers only as 127.0.0.1 or localhost")
         if not self._authorised():
             return self._error(403, "forbidden: open the URL printed by 'sibscan calibrate' (it carries the token)")
         route = urlsplit(self.path).path
@@ -99,15 +146,14 @@ class _Handler(BaseHTTPRequestHandler):
         return self._error(404, "not found")
 
     def do_POST(self) -> None:  # noqa: N802
-        if not self._authorised():
+        if not (self._local_host() and self._same_origin() and self._authorised()):
+            self.close_connection = True
             return self._error(403, "forbidden")
         route = urlsplit(self.path).path
         session = self.server.session
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(min(length, 4096)) or b"{}") if length else {}
-        except (ValueError, json.JSONDecodeError):
-            return self._error(400, "the body must be JSON")
+        body = self._body()
+        if body is None:
+            return None
         with self.server.lock:
             try:
                 if route == "/api/answer":
@@ -129,13 +175,26 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 reset a fifth of a burst of 200 connections
+    request_queue_size = min(1024, socket.SOMAXCONN)
 
     def __init__(self, addr, session: LabelSession, token: str):
         super().__init__(addr, _Handler)
         self.session = session
         self.token = token
+        port = self.server_address[1]
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         self.lock = threading.Lock()
         self.done = threading.Event()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away is routine (debug log); anything else is one logged line, not a traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout)):
+            log.debug("labelling page: client %s went away (%s)", client_address, exc)
+            return
+        log.error("labelling page: request from %s failed: %s: %s", client_address, type(exc).__name__, exc)
+        log.debug("labelling page: request failure", exc_info=True)
 
 
 class LabelServer:
@@ -152,7 +211,11 @@ class LabelServer:
 
     def __init__(self, session: LabelSession, port: int = 0, token: Optional[str] = None):
         self.token = token or secrets.token_urlsafe(24)
-        self.httpd = _Server(("127.0.0.1", int(port)), session, self.token)
+        try:
+            self.httpd = _Server(("127.0.0.1", int(port)), session, self.token)
+        except OSError as exc:
+            raise SibscanError(f"cannot serve the labelling page on 127.0.0.1:{port} ({exc.strerror or exc}); "
+                               "pass another --port, or --port 0 for a free one") from None
         self.thread: Optional[threading.Thread] = None
 
     @property
@@ -185,7 +248,11 @@ class LabelServer:
 
 def run_web(session: LabelSession, *, port: int = 0, open_browser: bool = True,
             echo: Callable[[str], None] = lambda s: None) -> str:
-    """Serve the page until every pair is answered or Ctrl-C; returns ``"done"`` or ``"quit"``."""
+    """Serve the page until every pair is answered; returns ``"done"``.
+
+    Ctrl-C stops it (every answer given so far is saved) and is raised on, as in the terminal UI,
+    so that the command ends with the interrupt's exit code (130), not as if labelling had finished.
+    """
     if session.next_pending() is None:
         return "done"
     with LabelServer(session, port=port) as server:
@@ -201,6 +268,6 @@ def run_web(session: LabelSession, *, port: int = 0, open_browser: bool = True,
             while not server.done.wait(0.5):
                 pass
         except KeyboardInterrupt:
-            echo("stopped; re-run the same command to continue where you left off")
-            return "quit"
+            echo("stopped; every answer so far is saved: re-run the same command to continue where you left off")
+            raise
     return "done"

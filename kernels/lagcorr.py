@@ -46,6 +46,12 @@ def _as_series(x) -> np.ndarray:
 def _standardise(x: np.ndarray) -> np.ndarray:
     """Centre and scale each pair's series over its valid samples (keeps the FFT sums accurate)."""
     valid = ~np.isnan(x)
+    # huge (1e300) or tiny (1e-300) series are rescaled first (r does not change), so that the
+    # squares below neither overflow to inf nor underflow to 0
+    mag = np.where(valid & np.isfinite(x), np.abs(x), 0.0).max(axis=(1, 2), keepdims=True)
+    extreme = (mag > 1e100) | ((mag < 1e-100) & (mag > 0))
+    if extreme.any():
+        x = x / np.where(extreme, mag, 1.0)
     cnt = np.maximum(valid.sum(axis=(1, 2), keepdims=True), 1)
     mean = np.where(valid, x, 0).sum(axis=(1, 2), keepdims=True) / cnt
     xc = np.where(valid, x - mean, 0.0)

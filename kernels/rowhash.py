@@ -7,7 +7,10 @@ canonical NaN, so that NaN *positions* are part of a row's identity but NaN payl
 How it is computed (all numpy, in row blocks that stay in the CPU cache; no per-row Python):
 
 1. ``q = rint(x * 10**decimals) + 0.0`` — the rounded value, scaled to an integer-valued float
-   (``+ 0.0`` turns ``-0.0`` into ``0.0``); NaNs are replaced by one canonical NaN.
+   (``+ 0.0`` turns ``-0.0`` into ``0.0``); NaNs are replaced by one canonical NaN.  A finite value
+   so large that the scaling overflows (``1e300 * 1e6``) is beyond rounding: its own 64 bits are
+   hashed instead, tagged, so that huge values stay distinct rather than all becoming ``inf``.
+   ``decimals=None`` hashes the values exactly (no rounding): the key of the embedding cache.
 2. The 64 bits of ``q`` are xored with a per-column key (so that swapping two values changes the
    row) and passed through the SplitMix64 finaliser, a bijective avalanche mix.
 3. Two lanes: ``h1 = sum_j a_j * m_j`` and ``h2 = sum_j b_j * m_j`` (mod 2**64) with random odd
@@ -29,12 +32,17 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["row_fingerprints", "group_fingerprints", "znormalise_rows", "round_rows", "splitmix64"]
+__all__ = ["row_fingerprints", "group_fingerprints", "znormalise_rows", "round_rows", "safe_scale_rows", "splitmix64"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _CANON_NAN = np.float64(np.nan)
+# xored into the bits of a value whose scaling overflowed: keeps it apart from the scaled values
+_OVERFLOW_TAG = np.uint64(0xA5A5_5A5A_C3C3_3C3C)
+# rows whose largest magnitude lies outside this range are rescaled before z-normalising, so that
+# squares neither overflow (1e300) nor underflow (1e-300)
+_SAFE_MAX, _SAFE_MIN = 1e100, 1e-100
 # bytes per block of the working array: small enough to stay in L2, big enough to amortise Python
 _BLOCK_BYTES = 1 << 20
 _MAX_THREADS = 8
@@ -84,7 +92,7 @@ def znormalise_rows(x: np.ndarray) -> np.ndarray:
     ndarray of shape (n, d), float64
         ``(x - mean) / std`` per row (NaNs kept in place).
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = safe_scale_rows(np.asarray(x, dtype=np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
         import warnings
 
@@ -94,6 +102,33 @@ def znormalise_rows(x: np.ndarray) -> np.ndarray:
             std = np.nanstd(x, axis=1, keepdims=True)
     std = np.where((std > 0) & np.isfinite(std), std, 1.0)
     return (x - mean) / std
+
+
+def safe_scale_rows(x: np.ndarray) -> np.ndarray:
+    """Rows whose largest finite magnitude is beyond 1e100 or below 1e-100, divided by it.
+
+    For anything that is scale-invariant per row (z-normalisation, cosine), so that squaring a
+    value cannot overflow to ``inf`` or underflow to 0; other rows are returned untouched (the
+    same array when no row needs it), so ordinary data give bit-identical results.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, d), float64
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64
+    """
+    if x.size == 0:
+        return x
+    with np.errstate(invalid="ignore"):
+        mag = np.max(np.where(np.isfinite(x), np.abs(x), 0.0), axis=1)
+    extreme = (mag > _SAFE_MAX) | ((mag < _SAFE_MIN) & (mag > 0))
+    if not extreme.any():
+        return x
+    out = np.array(x, dtype=np.float64)
+    out[extreme] /= mag[extreme, None]
+    return out
 
 
 def round_rows(x: np.ndarray, decimals: int) -> np.ndarray:
@@ -121,13 +156,23 @@ def _hash_range(x, out, lo, hi, rows, scale, znorm, key, a, b) -> None:
             block = x[start:stop]
             if znorm:
                 block = znormalise_rows(block)
-            np.multiply(block, scale, out=qb, casting="unsafe")
-            np.rint(qb, out=qb)
-            np.add(qb, 0.0, out=qb)
+            if scale is None:  # exact: the values themselves
+                np.add(block, 0.0, out=qb, casting="unsafe")
+            else:
+                np.multiply(block, scale, out=qb, casting="unsafe")
+                np.rint(qb, out=qb)
+                np.add(qb, 0.0, out=qb)
             np.isnan(qb, out=nb)
             if nb.any():
                 qb[nb] = _CANON_NAN
             w = qb.view(np.uint64)
+            if scale is not None:
+                np.isinf(qb, out=nb)
+                if nb.any():  # scaled past float range: hash the value's own bits, tagged
+                    raw = np.asarray(block, dtype=np.float64)
+                    over = nb & np.isfinite(raw)
+                    if over.any():
+                        w[over] = np.ascontiguousarray(raw[over]).view(np.uint64) ^ _OVERFLOW_TAG
             np.bitwise_xor(w, key, out=w)
             _splitmix_inplace(w, tb)
             # einsum's sum-of-products loop is ~1.5x faster than numpy's integer matmul here
@@ -143,9 +188,9 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     ----------
     x : ndarray of shape (n, d)
         Numeric rows (any float or int dtype; converted to float64). NaN = missing.
-    decimals : int, default 6
+    decimals : int or None, default 6
         Values are rounded to this many decimal places before hashing (negative values round to
-        tens, hundreds, ...).
+        tens, hundreds, ...); None hashes them exactly.
     znorm : bool, default False
         Z-normalise each row first (rescaled and shifted copies ``a * x + b``, ``a > 0``, then
         share a fingerprint).
@@ -168,7 +213,7 @@ def row_fingerprints(x: np.ndarray, decimals: int = 6, znorm: bool = False, seed
     if n == 0:
         return out
     key, a, b = _keys(d, seed)
-    scale = 10.0 ** int(decimals)
+    scale = None if decimals is None else 10.0 ** int(decimals)  # OverflowError past 10**308, never inf
     rows = max(1, _BLOCK_BYTES // (8 * max(d, 1)))
     if threads is None:
         threads = min(_MAX_THREADS, os.cpu_count() or 1)

@@ -1,7 +1,9 @@
 """Atomic file writes: write to a temporary name in the same folder, then rename.
 
 A reader never sees a half-written file, and an interrupted run leaves either the old file or the
-new one.  Use these for every output file of a scan, cache, index or calibration.
+new one.  Use these for every output file of a scan, cache, index or calibration.  The files get the
+permissions a plain ``open()`` would give them (``0o666`` less the umask), not the ``0o600`` of a
+temporary file.
 """
 from __future__ import annotations
 
@@ -15,7 +17,46 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "save_npy", "save_npz", "append_jsonl"]
+__all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "save_npy", "save_npz", "append_jsonl",
+           "check_writable_dir", "new_file_mode"]
+
+
+def check_writable_dir(path: str | os.PathLike, flag: str) -> Path:
+    """Refuse, before any work, a directory option that cannot be written: an existing file, a
+    folder (or the nearest existing parent of a missing one) without write permission.
+
+    Raises
+    ------
+    SibscanError
+        Naming the option, the path and what to do.
+    """
+    from .errors import SibscanError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SibscanError(f"{flag} {path} is a file, not a folder; give a folder (it is created when missing)")
+    probe = path
+    while not probe.exists():  # the folder that the missing ones would be created in
+        probe = probe.parent
+    if not probe.is_dir():
+        raise SibscanError(f"{flag} {path}: {probe} is a file, so no folder can be made there; choose another {flag}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise SibscanError(f"{flag} {path}: cannot write into {probe} (permission denied); choose another {flag}")
+    return path
+
+
+def new_file_mode() -> int:
+    """``0o666`` less the process umask: the mode ``open()`` gives a new file."""
+    try:  # Linux states the umask without changing it (os.umask would, for a moment, in every thread)
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 @contextlib.contextmanager
@@ -24,6 +65,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + suffix, dir=path.parent)
+    os.fchmod(fd, new_file_mode())  # mkstemp makes 0o600; outputs are shared like any other file
     os.close(fd)
     tmp_path = Path(tmp)
     try:

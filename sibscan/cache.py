@@ -1,21 +1,29 @@
-"""The embedding cache: embeddings stored per (content fingerprint, encoder identity) on disk.
+"""The embedding cache: embeddings stored per (content key, encoder identity) on disk.
 
 Layout, one folder per encoder identity and storage dtype::
 
-    CACHE/<encoder>-<sha256(identity)[:16]>-<f16|f32>/
+    CACHE/<encoder>-<sha256(identity)[:16]>-<f16|f32>-k2/
         meta.json                    identity, dim, dtype (written once, atomically)
         <shard>.emb.npy              (m, dim) float16/float32 embeddings of one finished block
-        <shard>.fp.npy               (m, 2) uint64 fingerprints of those rows — the commit marker
+        <shard>.sum.json             blake2b checksums of the two arrays' data, and m
+        <shard>.fp.npy               (m, 2) uint64 content keys of those rows — the commit marker
 
-A block is committed by writing its embeddings, then its fingerprints, each atomically (temporary
-name, then rename); a shard counts only once its ``.fp.npy`` exists, so an interrupted run leaves
-whole blocks and resumes after the last one. Shards are memory-mapped; the fingerprint -> row index
-is rebuilt from the ``.fp.npy`` files (16 bytes per item) when the cache is opened. Shard names are
-unique per process, so two runs sharing a cache never overwrite each other (a row embedded twice is
-harmless).
+A block is committed by writing its embeddings, their checksums, then its keys, each atomically
+(temporary name, then rename); a shard counts only once its ``.fp.npy`` exists, so an interrupted
+run leaves whole blocks and resumes after the last one.  The keys are checked against their
+checksum when the cache is opened, the embeddings the first time a shard is read for reuse: a shard
+corrupted in place (same size, other bytes) is refused with the files to delete, never reused.
+Shards are read with plain file reads (:class:`sibscan.diskarray.NpyArray`); the key -> row index
+is rebuilt from the ``.fp.npy`` files (16 bytes per item) when the cache is opened.  Shard names
+are unique per process, so two runs sharing a cache never overwrite each other (a row embedded
+twice is harmless).
 
-The key is the item's exact fingerprint: items that the fingerprint calls identical (e.g. texts that
-differ only in case or whitespace) share one embedding, as the exact twins they are.
+The key is the item's content key (:func:`sibscan.fingerprint.content_keys`): everything the
+encoder sees of it — a table row's exact values, a text as written, an image's decoded pixels —
+not the exact fingerprint, which rounds (``--decimals``), z-normalises (``--znorm``) and folds case:
+two items the fingerprint calls twins can still embed differently, and a cache shared between
+scans of other ``--decimals`` must not hand one row another's embedding.  (``-k2``: folders of the
+earlier layout, keyed by fingerprints and without checksums, are left alone and not read.)
 """
 from __future__ import annotations
 
@@ -32,6 +40,7 @@ from typing import Any, Callable, Iterable, Optional, Tuple
 import numpy as np
 
 from .atomic import save_npy, write_json
+from .diskarray import NpyArray, NpyWriter, is_disk_array
 from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .kernels.rowhash import fingerprint_keys
@@ -63,7 +72,7 @@ class EmbeddingCache:
         self.dtype = np.dtype(dtype)
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(encoder.name)) or "encoder"
         digest = hashlib.sha256(self.identity.encode("utf-8")).hexdigest()[:16]
-        self.path = self.root / f"{slug}-{digest}-{DTYPES[dtype]}"
+        self.path = self.root / f"{slug}-{digest}-{DTYPES[dtype]}-k2"
         self._check_meta()
         self._prefix = f"{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._seq = 0
@@ -94,15 +103,41 @@ class EmbeddingCache:
             )
 
     # --- reading -------------------------------------------------------------------------------
+    def _corrupt(self, fp_path: Path, why: str) -> SibscanError:
+        stem = fp_path.name[: -len(".fp.npy")]
+        return SibscanError(
+            f"embedding cache shard {self.path / stem}.emb.npy is corrupt ({why}); delete {stem}.emb.npy, "
+            f"{stem}.sum.json and {stem}.fp.npy in {self.path} (or the whole folder) and re-run: those rows are "
+            "embedded again"
+        )
+
     def refresh(self) -> None:
-        """Re-read the committed shards and rebuild the fingerprint -> (shard, row) index."""
-        shards, keys, shard_of, row_of = [], [], [], []
+        """Re-read the committed shards and rebuild the key -> (shard, row) index.
+
+        Raises
+        ------
+        SibscanError
+            A committed shard that is truncated, unreadable or fails its checksum (the message names
+            the files to delete).
+        CompatibilityError
+            A shard of another shape or dtype.
+        """
+        shards, keys, shard_of, row_of, sums = [], [], [], [], []
         for fp_path in sorted(self.path.glob("*.fp.npy")):
-            emb_path = fp_path.with_name(fp_path.name[: -len(".fp.npy")] + ".emb.npy")
+            stem = fp_path.name[: -len(".fp.npy")]
+            emb_path, sum_path = self.path / f"{stem}.emb.npy", self.path / f"{stem}.sum.json"
             if not emb_path.exists():
                 continue
-            emb = np.load(emb_path, mmap_mode="r")
-            fp = np.load(fp_path)
+            try:
+                checks = json.loads(sum_path.read_text(encoding="utf-8"))
+                fp = np.load(fp_path, allow_pickle=False)
+                emb = NpyArray(emb_path)
+            except FileNotFoundError:
+                raise self._corrupt(fp_path, f"{sum_path.name} is missing") from None
+            except (OSError, ValueError, EOFError, SibscanError) as exc:
+                raise self._corrupt(fp_path, f"cannot be read: {exc}") from None
+            if fp.ndim != 2 or fp.shape[1:] != (2,) or fp.dtype != np.uint64 or _digest(fp) != checks.get("fp"):
+                raise self._corrupt(fp_path, f"{fp_path.name} fails its checksum")
             if emb.ndim != 2 or emb.shape[1] != self.dim or emb.dtype != self.dtype or len(emb) != len(fp):
                 raise CompatibilityError(
                     f"embedding cache shard {emb_path} has shape {emb.shape} {emb.dtype}, expected "
@@ -112,7 +147,10 @@ class EmbeddingCache:
             shard_of.append(np.full(len(fp), len(shards), dtype=np.int32))
             row_of.append(np.arange(len(fp), dtype=np.int64))
             shards.append(emb)
+            sums.append((fp_path, checks.get("emb")))
         self._shards = shards
+        self._sums = sums
+        self._verified = np.zeros(len(shards), dtype=bool)
         if keys:
             all_keys = np.concatenate(keys)
             order = np.argsort(all_keys, kind="stable")
@@ -157,9 +195,13 @@ class EmbeddingCache:
         shard = self._shard_of[positions]
         rows = self._row_of[positions]
         for s in np.unique(shard):
+            if not self._verified[s]:  # a shard is checked the first time it is reused
+                fp_path, want = self._sums[s]
+                if _digest(self._shards[s].read(0, len(self._shards[s]))) != want:
+                    raise self._corrupt(fp_path, "its embeddings fail their checksum")
+                self._verified[s] = True
             sel = np.flatnonzero(shard == s)
-            order = np.argsort(rows[sel])  # sorted reads are sequential on the memory map
-            out[sel[order]] = self._shards[s][rows[sel][order]]
+            out[sel] = self._shards[s].take(rows[sel])
         if self.dtype != np.float32:
             # float16 storage shifts norms by ~1e-3; exact copies must still score 1.0
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
@@ -179,13 +221,20 @@ class EmbeddingCache:
             raise ValueError(f"{len(fp)} fingerprints for {len(emb)} embeddings")
         name = f"{self._prefix}-{self._seq:06d}"
         self._seq += 1
-        save_npy(self.path / f"{name}.emb.npy", emb.astype(self.dtype))
+        stored = np.ascontiguousarray(emb, dtype=self.dtype)
+        save_npy(self.path / f"{name}.emb.npy", stored)
+        write_json(self.path / f"{name}.sum.json", {"emb": _digest(stored), "fp": _digest(fp), "rows": len(fp)})
         save_npy(self.path / f"{name}.fp.npy", fp)  # written last: the commit marker
         return self.path / f"{name}.emb.npy"
 
 
+def _digest(array: np.ndarray) -> str:
+    """blake2b of an array's data (C order): the checksum of a cache shard."""
+    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8).reshape(-1), digest_size=16).hexdigest()
+
+
 def _content_rows(content: Any, index: np.ndarray) -> Any:
-    if isinstance(content, np.ndarray):
+    if isinstance(content, np.ndarray) or is_disk_array(content):
         return content[index]
     return [content[i] for i in index]
 
@@ -214,10 +263,11 @@ def embed(
     dtype: str = "float16",
     progress: bool = True,
     encode_blocks: Optional[Callable[[Iterable[Tuple[np.ndarray, Any]], Optional[int]], Iterable[Tuple[np.ndarray, np.ndarray]]]] = None,
+    out: Optional[str | os.PathLike] = None,
 ) -> np.ndarray:
     """Embed ``items`` with ``encoder``, reusing and filling the on-disk cache.
 
-    Only items whose fingerprint is not in the cache are embedded (each distinct fingerprint once),
+    Only items whose content key is not in the cache are embedded (each distinct key once),
     in blocks of ``block_size`` committed atomically: an interrupted call resumes, on the next call,
     after the last finished block.
 
@@ -229,7 +279,8 @@ def embed(
     cache_dir : path or None
         Cache root; ``None`` embeds everything without caching.
     fingerprints : ndarray of shape (n, 2), uint64, optional
-        Exact fingerprints of the items (default: :func:`sibscan.fingerprint.fingerprint`).
+        The items' cache keys (default: :func:`sibscan.fingerprint.content_keys`, what the encoder
+        sees of each item; an exact fingerprint is too coarse a key, see the module docstring).
     batch_size : int, optional
         Items per forward pass (default: the encoder's ``batch_size``).
     block_size : int
@@ -243,10 +294,13 @@ def embed(
         size, yields ``(row index, embeddings)`` in any order (the Ray engine,
         :func:`sibscan.engines.ray_embed.ray_block_encoder`); each result is committed to the cache as
         it arrives. Needs a ``cache_dir``.
+    out : path, optional
+        Write the result to this ``.npy`` file block by block (memory bounded by the block, not by
+        ``n``) and return it as a :class:`~sibscan.diskarray.NpyArray`.
 
     Returns
     -------
-    ndarray of shape (n, dim), float32, rows L2-normalised.
+    ndarray (or NpyArray, with ``out``) of shape (n, dim), float32, rows L2-normalised.
 
     Raises
     ------
@@ -268,16 +322,15 @@ def embed(
         if encode_blocks is not None:
             raise SibscanError("embedding elsewhere (encode_blocks, --engine ray) needs a cache directory")
         with progress_bar(n, desc, "item", enabled=progress) as bar:
-            out = np.zeros((n, dim), np.float32)
-            for start in range(0, n, block_size):
-                idx = np.arange(start, min(start + block_size, n))
-                out[idx] = _check_dim(_encode_block(encoder, _content_rows(content, idx), batch_size, bar), encoder, len(idx))
-        return out
+            blocks = (_check_dim(_encode_block(encoder, _content_rows(content, np.arange(s, min(s + block_size, n))),
+                                               batch_size, bar), encoder, min(block_size, n - s))
+                      for s in range(0, n, block_size))
+            return _collect(blocks, n, dim, out)
 
     if fingerprints is None:
-        from .fingerprint import fingerprint
+        from .fingerprint import content_keys
 
-        fingerprints = fingerprint(items)
+        fingerprints = content_keys(items)
     fingerprints = np.asarray(fingerprints, dtype=np.uint64)
     if fingerprints.shape != (n, 2):
         raise ValueError(f"fingerprints have shape {fingerprints.shape}, expected ({n}, 2)")
@@ -306,7 +359,26 @@ def embed(
         pos = cache.find(fingerprints)
         if (pos < 0).any():  # pragma: no cover - would mean a write was lost
             raise SibscanError(f"embedding cache {cache.path} lost rows while writing; re-run the command")
-    return cache.get(pos)
+    step = max(1, _GATHER_BYTES // (4 * dim))
+    return _collect((cache.get(pos[s:s + step]) for s in range(0, n, step)), n, dim, out)
+
+
+_GATHER_BYTES = 64 << 20  # rows gathered from the cache at a time when writing to ``out``
+
+
+def _collect(blocks: Iterable[np.ndarray], n: int, dim: int, out: Optional[str | os.PathLike]):
+    """Consecutive row blocks as one in-memory array, or written to the ``.npy`` file ``out``."""
+    if out is None:
+        result = np.empty((n, dim), np.float32)
+        start = 0
+        for block in blocks:
+            result[start:start + len(block)] = block
+            start += len(block)
+        return result
+    with NpyWriter(out, np.float32, (dim,)) as writer:
+        for block in blocks:
+            writer.append(block)
+        return writer.close()
 
 
 def _check_dim(emb: np.ndarray, encoder: Any, n: int) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import SibscanError
 from .loaders import as_items
 from .report.markdown import pct
-from .stats import check_fraction
+from .stats import check_decimals, check_fraction
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
 
@@ -116,14 +116,24 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     -------
     CheckResult
         ``passed`` is False when a rate is strictly above its limit or a required check did not pass.
+
+    Raises
+    ------
+    SibscanError
+        No limit given, or the scan did not finish (its manifest's status is not "complete").
     """
     from .report.honest import check_name
+    from .scandir import ScanDir
 
     max_rate, max_exact = check_fraction(max_rate, "--max-rate"), check_fraction(max_exact, "--max-exact")
     names = [check_name(n) for n in require]
     if max_rate is None and max_exact is None and not names:
         raise SibscanError("give a limit: --max-rate X (siblings) and/or --max-exact Y (exact twins), as fractions "
                            "(0.01 = 1 %), and/or audit checks with --require nan-free,denominator,val-split")
+    status = ScanDir(scan_dir).manifest().get("status")
+    if status != "complete":  # a gate must not pass on rates of a scan that never finished
+        raise SibscanError(f"{scan_dir} holds an incomplete scan (status {status!r}: interrupted, or still running); "
+                           "finish it by re-running the same 'sibscan scan' command, then check again")
     states, audit_problems = _required(scan_dir, names) if names else ({}, [])
     if max_rate is None and max_exact is None:
         passed = not audit_problems
@@ -223,6 +233,7 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     from .kernels.rowhash import fingerprint_membership
 
     max_rate = check_fraction(max_rate, "max_rate")
+    check_decimals(decimals, "decimals")
     tr, te = as_items(train, "train"), as_items(test, "test")
     if tr.modality != te.modality:
         raise SibscanError(f"train is {tr.modality} but test is {te.modality}; compare like with like")

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .cache import embed
-from .fingerprint import fingerprint
+from .fingerprint import content_keys
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
 from .loaders.text import chunk_items
@@ -25,7 +25,7 @@ def embed_chunked(items: Items, encoder, *, words: int, stride: Optional[int], c
         The chunk embeddings, the document of each chunk and its number within the document.
     """
     chunks = chunk_items(items, words, stride or words)
-    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=fingerprint(chunks), batch_size=batch_size,
+    emb = embed(chunks, encoder, cache_dir=cache_dir, fingerprints=content_keys(chunks), batch_size=batch_size,
                 progress=progress)
     return emb, np.asarray(chunks.extra["doc_index"], np.int64), np.asarray(chunks.extra["chunk"], np.int64)
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
+from .atomic import check_writable_dir
 from .errors import SibscanError
 from .options import GROUPS, OWNER
 
@@ -102,6 +103,9 @@ class ScanConfig:
         load = self.load
         if self.output.out is None:
             raise SibscanError("no output directory given; pass --out DIR")
+        check_writable_dir(self.output.out, "--out")
+        if self.encoding.cache_dir is not None:
+            check_writable_dir(self.encoding.cache_dir, "--cache-dir")
         if load.train is None and load.index is None:
             raise SibscanError("no train data given; pass TRAIN (a path) or --index DIR")
         if load.test is None:

@@ -8,24 +8,28 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from .cache import embed
 from .chunks import embed_chunked
 from .encoders import encoder_kwargs, get_encoder
-from .errors import SibscanError
+from .errors import InputError, SibscanError
+from .fingerprint import content_keys
 from .items import Items
 from .options import EncoderOptions, LoadOptions, SearchOptions
 
-__all__ = ["cache_dir_of", "embed_splits"]
+__all__ = ["cache_dir_of", "check_rows", "embed_splits"]
 
 
-def embed_splits(splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, *, load: LoadOptions,
+def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
                  encoding: EncoderOptions, search: SearchOptions, cache_dir: Path, progress: bool = True,
                  index=None) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
     """Embeddings per split, and for chunked texts each chunk row's ``(document, chunk number)``.
+
+    The cache is keyed by each item's content key (:func:`sibscan.fingerprint.content_keys`), not by
+    its exact fingerprint (which rounds and folds case).
 
     Returns
     -------
@@ -44,17 +48,50 @@ def embed_splits(splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, 
                                             cache_dir=cache_dir, batch_size=encoding.batch_size, progress=progress)
             out[split], chunks[split] = emb, (doc, chunk)
         return out, chunks
+    length = None
+    for split, items in splits.items():  # every row checked up front, named by file and id
+        if not (split == "train" and index is not None):
+            length = check_rows(items, encoder, length)
     out = {}
     for split, items in splits.items():
         if split == "train" and index is not None:
             out[split] = index.embeddings()
             continue
-        out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=fps[split], batch_size=encoding.batch_size,
+        out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=encoding.batch_size,
                            progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items))
     for split, emb in out.items():
         if emb.shape[1] != encoder.dim:
             raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")
     return out, {}
+
+
+def check_rows(items: Items, encoder, length: Optional[int] = None) -> Optional[int]:
+    """Refuse the first table row the encoder cannot embed, naming the file and the item's id.
+
+    The encoder checks each batch too, but there a row is numbered within its batch ("row 904" of
+    the block that holds data row 5000), and the file is unknown.  Here every row of the split is
+    checked in blocks before any embedding, against ``length`` (the row length of the split before,
+    for encoders that need one length) — returned for the next split.
+    """
+    from .encoders.numeric import row_problem, series_lengths
+
+    same_length = getattr(encoder, "same_length", None)
+    if items.modality != "table" or same_length is None:
+        return length
+    values = items.values
+    step = max(1, (32 << 20) // (8 * max(1, values.shape[1])))
+    for start in range(0, len(values), step):
+        block = np.asarray(values[start:start + step], dtype=np.float64)
+        if same_length and length is None and len(block):
+            nonempty = ~np.isnan(block).all(axis=1)
+            if nonempty.any():
+                length = int(series_lengths(block[nonempty][:1])[0])
+        bad = row_problem(block, same_length=bool(same_length), length=length)
+        if bad is not None:
+            row, problem = bad
+            raise InputError(f"item {str(items.ids[start + row])!r} (the {items.split} split's row {start + row}, "
+                             f"counting from 0) {problem}", path=items.source or items.split)
+    return length
 
 
 def _remote_encoder(encoder, encoding: EncoderOptions, search: SearchOptions, items: Items):

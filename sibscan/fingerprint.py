@@ -17,12 +17,12 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import InputError
-from .imageio import decode_images
+from .imageio import DEPTH_KEY, decode_images
 from .items import Items
 from .kernels.textalign import normalise_text
 
-__all__ = ["dataset_fingerprint", "file_fingerprint", "fingerprint", "image_fingerprints", "pixel_fingerprint",
-           "raw_text_fingerprints", "text_fingerprints"]
+__all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
+           "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
 
 
 def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndarray:
@@ -43,10 +43,48 @@ def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndar
     if items.modality == "table":
         from .kernels.rowhash import row_fingerprints
 
-        return row_fingerprints(items.values, decimals=decimals, znorm=znorm)
+        return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=decimals, znorm=znorm))
     if items.modality == "text":
         return np.asarray(text_fingerprints(items.texts), dtype=np.uint64).reshape(len(items), 2)
     return np.asarray(image_fingerprints(items), dtype=np.uint64).reshape(len(items), 2)
+
+
+def content_keys(items: Items) -> np.ndarray:
+    """What an encoder sees of each item, hashed to 128 bits: the key of the embedding cache.
+
+    Not the exact fingerprint: that one is deliberately coarse (tables rounded to ``decimals``,
+    optionally z-normalised; text case- and whitespace-folded), and two items it calls twins can
+    still embed differently.  Keying the cache on it let a scan reuse another scan's embeddings of
+    other rows (another ``--decimals`` or ``--znorm``).  The key is
+
+    * tables: the values exactly, every bit (``-0.0`` = ``0.0``, one NaN);
+    * text: the raw text (case and whitespace kept);
+    * images: the decoded pixels at their own depth (``pixel_fp``).
+
+    Returns
+    -------
+    ndarray of shape (n, 2), uint64
+    """
+    if items.modality == "table":
+        from .kernels.rowhash import row_fingerprints
+
+        return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=None))
+    if items.modality == "text":
+        return raw_text_fingerprints(items.texts)
+    return image_fingerprints(items)
+
+
+def _table_blocks(values, fn) -> np.ndarray:
+    """``fn`` (rows -> (m, 2) fingerprints) over ``values`` in row blocks: a disk-backed array is read a
+    block at a time, never whole (fingerprints depend on each row alone)."""
+    if isinstance(values, np.ndarray):
+        return fn(values)
+    n = len(values)
+    out = np.empty((n, 2), dtype=np.uint64)
+    step = max(1, (64 << 20) // (8 * max(1, values.shape[1])))
+    for start in range(0, n, step):
+        out[start:start + step] = fn(np.asarray(values[start:start + step], dtype=np.float64))
+    return out
 
 
 def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp: np.ndarray | None = None) -> str:
@@ -80,6 +118,52 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
     return h.hexdigest()
 
 
+def items_fingerprint(items: Items, fp: np.ndarray) -> str:
+    """A hex digest of a split's rows *in order*: each row's id and content fingerprint.
+
+    :func:`dataset_fingerprint` ignores row order (a calibration belongs to the data, however it is
+    sorted); this one changes when rows are reordered or ids renamed, so that a scan directory,
+    whose neighbours table points at rows by position, is never resumed on other rows.
+
+    Parameters
+    ----------
+    items : Items
+    fp : ndarray of shape (n, 2), uint64
+        The items' fingerprints, in row order.
+
+    Returns
+    -------
+    str
+        32 hex characters.
+    """
+    ids = np.ascontiguousarray(items.ids)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-items/1|{len(ids)}|{ids.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(fp, dtype="<u8").tobytes())
+    h.update(ids.tobytes())
+    return h.hexdigest()
+
+
+def ids_fingerprint(items: Items, fp: np.ndarray) -> str:
+    """A hex digest of which content each id names, whatever the row order.
+
+    Hand labels name pairs by id: when the same ids name other content (rows reordered in a file
+    whose ids are row numbers), labels given before would describe other pairs.
+
+    Returns
+    -------
+    str
+        32 hex characters: blake2b over the ids sorted, each with its fingerprint.
+    """
+    ids = np.ascontiguousarray(items.ids)
+    order = np.argsort(ids, kind="stable")
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-ids/1|{len(ids)}|{ids.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(np.asarray(fp, dtype="<u8")[order]).tobytes())
+    h.update(np.ascontiguousarray(ids[order]).tobytes())
+    return h.hexdigest()
+
+
 def _hash128(blobs) -> np.ndarray:
     digests = b"".join(hashlib.blake2b(b, digest_size=16).digest() for b in blobs)
     return np.frombuffer(digests, dtype="<u8").reshape(-1, 2).astype(np.uint64)
@@ -109,10 +193,15 @@ def raw_text_fingerprints(texts: Sequence[str]) -> np.ndarray:
 
 
 def pixel_fingerprint(image) -> Tuple[int, int]:
-    """128-bit hash of an RGB image's size and pixels, as two 64-bit integers."""
+    """128-bit hash of a decoded image's size and pixels, as two 64-bit integers.
+
+    An image deeper than 8 bits is hashed at its own depth (the digest :func:`sibscan.imageio.open_image`
+    keeps in ``image.info[DEPTH_KEY]``), not by its 8-bit view.
+    """
     h = hashlib.blake2b(digest_size=16)
     h.update(np.array(image.size, dtype="<u8").tobytes())
-    h.update(image.tobytes())
+    deep = image.info.get(DEPTH_KEY)
+    h.update(b"deep:" + deep if deep is not None else image.tobytes())
     lo, hi = np.frombuffer(h.digest(), dtype="<u8")
     return int(lo), int(hi)
 

@@ -1,25 +1,58 @@
 """Decode images safely into RGB: the one place where sibscan opens image files.
 
 Grayscale, palette, RGBA (composited on white), CMYK all become RGB; animated GIF/WebP give their
-first frame; a decompression bomb (more than ``MAX_PIXELS`` pixels) is refused before decoding.
-:func:`decode_images` decodes many in a thread pool (Pillow releases the GIL while decoding).
+first frame; a decompression bomb (more than ``MAX_PIXELS`` pixels) is refused before decoding; a
+path that is not a regular file (a FIFO, a device, a folder named ``*.png``) is refused before it is
+opened (reading a FIFO would block).  Images deeper than 8 bits per sample (16-bit and 32-bit
+integer, float: Pillow modes ``I;16*``, ``I``, ``F``) are scaled to 8 bits by their own range, the
+lowest value to 0 and the highest to 255, rather than clipped (a 12-bit image in 16 bits would
+become all white, a float image in [0, 1] all black); the digest of the samples at their own depth
+is kept in ``image.info[DEPTH_KEY]``, so that the exact fingerprint
+(:func:`sibscan.fingerprint.pixel_fingerprint`) tells two deep images apart even where their 8-bit
+views agree.  :func:`decode_images` decodes many in a thread pool (Pillow releases the GIL while
+decoding).
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 from .errors import InputError, require
 
-__all__ = ["open_image", "decode_images", "MAX_PIXELS", "IMAGE_EXTENSIONS"]
+__all__ = ["open_image", "decode_images", "DEPTH_KEY", "MAX_PIXELS", "IMAGE_EXTENSIONS"]
 
 T = TypeVar("T")
 
 #: refuse images larger than this many pixels (a 20000 x 20000 bomb is 4e8)
 MAX_PIXELS = 89_478_485  # Pillow's own default warning limit
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+#: ``image.info`` key of the digest of a deep image's samples at their own depth
+DEPTH_KEY = "sibscan.depth_digest"
+#: Pillow modes with more than 8 bits per sample
+_DEEP_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
+
+
+def _deep_to_rgb(im):
+    """A 16/32-bit or float single-channel image as 8-bit RGB, scaled by its own range (NaN -> 0)."""
+    import numpy as np
+    from PIL import Image
+
+    a = np.asarray(im)
+    digest = hashlib.blake2b(f"{im.mode}|{a.dtype.str}|{a.shape}|".encode() + np.ascontiguousarray(a).tobytes(),
+                             digest_size=16).digest()
+    x = a.astype(np.float64)
+    finite = np.isfinite(x)
+    lo, hi = (float(x[finite].min()), float(x[finite].max())) if finite.any() else (0.0, 0.0)
+    scaled = np.zeros(x.shape, np.uint8)
+    if hi > lo:
+        scaled[finite] = np.rint((x[finite] - lo) * (255.0 / (hi - lo))).astype(np.uint8)
+    out = Image.fromarray(scaled, "L").convert("RGB")
+    out.info[DEPTH_KEY] = digest
+    return out
 
 
 def open_image(path: str | os.PathLike, max_pixels: int = MAX_PIXELS):
@@ -33,9 +66,14 @@ def open_image(path: str | os.PathLike, max_pixels: int = MAX_PIXELS):
     Image = require("PIL.Image", "images", "reading images")
     path = Path(path)
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError as exc:
-        raise InputError(f"cannot read image ({exc.strerror})", path=path) from None
+        reason = "dangling symbolic link" if path.is_symlink() else f"cannot read image ({exc.strerror})"
+        raise InputError(reason, path=path) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a special file"
+        raise InputError(f"not an image file but {kind}", path=path)
+    size = st.st_size
     if size == 0:
         raise InputError("zero-byte image file", path=path)
     try:
@@ -47,6 +85,8 @@ def open_image(path: str | os.PathLike, max_pixels: int = MAX_PIXELS):
                     path=path,
                 )
             im.seek(0)
+            if im.mode in _DEEP_MODES:
+                return _deep_to_rgb(im)
             if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
                 im = im.convert("RGBA")
                 background = Image.new("RGBA", im.size, (255, 255, 255, 255))

@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._version import __version__
-from .atomic import write_json
+from .atomic import check_writable_dir, write_json
 from .encoders import build_encoder, encoder_kwargs
 from .errors import CompatibilityError, SibscanError
 from .items import Items
@@ -80,6 +80,7 @@ class TrainIndex:
                                          "encoder": encoder, "device": device, "batch_size": batch_size})
         load.check()
         encoding.check()
+        check_writable_dir(out, "--out")
         if (out / "index.json").exists() and not force:
             raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to rebuild")
         items = load_split(load, "train")
@@ -130,7 +131,7 @@ class TrainIndex:
 
     def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool, prefix: Optional[str] = None) -> None:
         from .cache import embed
-        from .fingerprint import fingerprint
+        from .fingerprint import content_keys, fingerprint
 
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
@@ -141,7 +142,8 @@ class TrainIndex:
             fps = np.concatenate([fp_old, fp_new])
         else:
             items, fps = new, fp_new
-        emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=fp_new, batch_size=batch_size, progress=progress)
+        emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=content_keys(new), batch_size=batch_size,
+                    progress=progress)
         from .shards import ShardedEmbeddings
 
         shards = ShardedEmbeddings.create(self.path / "embeddings", int(enc.dim), dtype="float32", exist_ok=True)

@@ -17,7 +17,7 @@ from .cutoff import check_cutoff_source
 from .device import check_device_name
 from .errors import SibscanError
 from .items import MODALITIES
-from .stats import check_int
+from .stats import check_decimals, check_int
 
 __all__ = ["BACKENDS", "BaselineOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
            "OutputOptions", "SearchOptions", "VerifyOptions", "flag_of", "make"]
@@ -88,7 +88,7 @@ class LoadOptions:
     def check(self) -> None:
         _choice(self, "modality", MODALITIES)
         _positive(self, "chunk_words", "chunk_stride")
-        _positive(self, "decimals", minimum=0)
+        check_decimals(self.decimals)
         if self.chunk_stride is not None and self.chunk_words is None:
             raise SibscanError("--chunk-stride needs --chunk-words N")
         if self.chunk_stride is not None:

@@ -30,12 +30,13 @@ from .cutoff import resolve_cutoff
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .errors import SibscanError
-from .fingerprint import dataset_fingerprint, fingerprint
+from .fingerprint import dataset_fingerprint, fingerprint, ids_fingerprint, items_fingerprint
 from .index import TrainIndex
 from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
 from .loaders.memory import is_path
+from .lock import LOCK_NAME, DirLock
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
@@ -66,8 +67,17 @@ class ScanResult:
 
 
 def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> ScanResult:
-    """Run a whole scan as configured and return its directory, manifest and summary."""
+    """Run a whole scan as configured and return its directory, manifest and summary.
+
+    The scan directory is locked while the scan runs (:class:`sibscan.lock.DirLock`): a second scan
+    into the same ``out`` is refused, naming the process that holds it.
+    """
     cfg.check()
+    with _locked(Path(cfg.output.out)):
+        return _run_scan(cfg, echo)
+
+
+def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
     clock = _clock(timings)
     _refuse_foreign(sd)
@@ -89,7 +99,7 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
-        embeddings, chunks = embed_splits(splits, fps, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
+        embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
                                           cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=progress, index=index)
         for split, emb in embeddings.items():
             if not (split == "train" and index is not None):  # an index keeps its own
@@ -163,6 +173,20 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
 # --------------------------------------------------------------------------------------------
 # the steps of run_scan that are about the scan directory itself
 # --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(out: Path):
+    """Hold the lock on ``out``; a scan that stops before writing anything leaves no directory behind."""
+    created = not out.exists()
+    lock = DirLock(out, "scan", "--out").acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only succeeds when nothing was written
+
+
 def _clock(timings: Dict[str, float]):
     """A context manager per stage: its time into ``timings``, and its line off a terminal."""
     @contextlib.contextmanager
@@ -186,6 +210,8 @@ def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[Tra
 def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, verifier) -> dict:
     dfp = {s: dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fps[s])
            for s, items in splits.items()}
+    rows = {s: items_fingerprint(items, fps[s]) for s, items in splits.items()}
+    named = {s: ids_fingerprint(items, fps[s]) for s, items in splits.items()}
     train, test = splits["train"], splits["test"]
     return {
         "sibscan_version": __version__,
@@ -193,12 +219,15 @@ def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarr
         "status": "running",
         "modality": train.modality,
         "inputs": {
-            "train": {"source": str(cfg.load.index or train.source), "fingerprint": dfp["train"], "n_items": len(train),
+            "train": {"source": str(cfg.load.index or train.source), "fingerprint": dfp["train"],
+                      "items_fingerprint": rows["train"], "ids_fingerprint": named["train"], "n_items": len(train),
                       "n_skipped": len(train.skipped), "index": cfg.load.index},
-            "test": {"source": str(test.source), "fingerprint": dfp["test"], "n_items": len(test),
-                     "n_skipped": len(test.skipped)},
+            "test": {"source": str(test.source), "fingerprint": dfp["test"], "items_fingerprint": rows["test"],
+                     "ids_fingerprint": named["test"], "n_items": len(test), "n_skipped": len(test.skipped)},
         },
         "dataset_fingerprint": hashlib.blake2b(f"{dfp['train']}:{dfp['test']}".encode(), digest_size=16).hexdigest(),
+        # order-sensitive: the neighbours table points at rows by position, so only these rows resume
+        "items_fingerprint": hashlib.blake2b(f"{rows['train']}:{rows['test']}".encode(), digest_size=16).hexdigest(),
         "encoder": {"name": encoder.name, "identity": encoder.identity, "dim": int(encoder.dim)},
         "verifier": None if verifier is None else {"name": verifier.name, "identity": verifier.identity},
         "parameters": cfg.parameters(),
@@ -211,10 +240,17 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
            echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
     """Start over (``force``) or resume a scan of the same data and options; write the manifest (with
     the run record) and the items.  Returns the stages already done and the run record."""
-    previous = _previous(sd, cfg.output.force)
-    resumable = previous is not None and all(
+    previous = _previous(sd, cfg.output.force, manifest)
+    same = previous is not None and all(
         previous.get(key) == json.loads(dumps_json(manifest[key])) for key in ("dataset_fingerprint", "verifier", "parameters")
     ) and previous.get("encoder", {}).get("identity") == manifest["encoder"]["identity"]
+    resumable = same and previous.get("items_fingerprint") == manifest["items_fingerprint"]
+    if same and not resumable:
+        raise SibscanError(
+            f"{sd.path} holds a scan of the same items in another row order or under other ids (its neighbours "
+            "table points at rows by position, so it cannot be resumed on these rows); pass --force to start over "
+            "there (labels under calibration/ are kept) or choose another --out"
+        )
     if previous is not None and not resumable:
         raise SibscanError(
             f"{sd.path} holds a scan of other data or with other options; pass --force to start over "
@@ -245,9 +281,10 @@ def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, res
     return run
 
 
-def _previous(sd: ScanDir, force: bool) -> Optional[dict]:
+def _previous(sd: ScanDir, force: bool, manifest: dict) -> Optional[dict]:
     """Start over when forced; otherwise the previous manifest (for resuming) or None."""
     if force:
+        _check_kept_labels(sd, manifest)
         for name in _OWNED:
             p = sd.path / name
             if p.is_dir():
@@ -263,8 +300,33 @@ def _previous(sd: ScanDir, force: bool) -> Optional[dict]:
 
 def _refuse_foreign(sd: ScanDir) -> None:
     """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
-    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS) for p in sd.path.iterdir()):
+    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS, LOCK_NAME)
+                                                    for p in sd.path.iterdir()):
         raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
+
+
+def _check_kept_labels(sd: ScanDir, manifest: dict) -> None:
+    """Refuse to start over under labels whose ids now name other items.
+
+    ``--force`` keeps ``OUT/calibration``, whose labels name pairs by id; when the ids of the new
+    inputs name other content than before (rows reordered in a file whose ids are row numbers),
+    those labels would silently describe other pairs.
+    """
+    labels = sd.path / "calibration" / "labels.jsonl"
+    if not labels.exists() or not sd.manifest_path.exists():
+        return
+    try:
+        before = sd.manifest().get("inputs") or {}
+    except SibscanError:  # an unreadable manifest: nothing to compare with
+        return
+    for split in ("train", "test"):
+        old = (before.get(split) or {}).get("ids_fingerprint")
+        if old is not None and old != manifest["inputs"][split]["ids_fingerprint"]:
+            raise SibscanError(
+                f"{labels} holds labels given to pairs by id, and the {split} ids now name other items (rows "
+                "reordered in a file whose ids are row numbers?); move "
+                f"{sd.path / 'calibration'} elsewhere before starting over, or give this scan another --out"
+            )
 
 
 def _mark(sd: ScanDir, manifest: dict, stage: str) -> None:

@@ -35,8 +35,13 @@ question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates wit
 manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 
     sibscan_version, created (ISO time), status ("running" | "complete"), modality,
-    inputs: {train: {source, fingerprint (hex), n_items, n_skipped}, test: {...}},
-    dataset_fingerprint (hex; identifies the pair of inputs: calibrations are tied to it),
+    inputs: {train: {source, fingerprint (hex), items_fingerprint (hex), ids_fingerprint (hex: which
+        content each id names; --force refuses to keep labels whose ids changed meaning), n_items,
+        n_skipped}, test: {...}},
+    dataset_fingerprint (hex; identifies the pair of inputs, whatever their row order: calibrations are
+        tied to it),
+    items_fingerprint (hex; the rows of both splits in order, with their ids: a scan resumes only on
+        the same rows in the same order),
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
@@ -55,6 +60,8 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple
@@ -66,6 +73,17 @@ from .errors import SibscanError
 from .items import Items, Skipped
 
 __all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS"]
+
+#: what reading a truncated or garbled .json/.npz/.npy/.jsonl raises
+_READ_ERRORS = (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile, zlib.error)
+_RERUN = "re-run the same 'sibscan scan' command (it rewrites it)"
+_DELETE_RERUN = "delete it and re-run the same 'sibscan scan' command (it is computed again)"
+
+
+def _corrupt(path: Path, exc: BaseException, fix: str) -> SibscanError:
+    """The one-line refusal of a scan file that cannot be read: which file, why, what to do."""
+    why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return SibscanError(f"{path} is corrupt or truncated ({why}); {fix}")
 
 NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "query_split": np.dtype("U5"),
@@ -163,8 +181,11 @@ class Neighbours:
 
     @staticmethod
     def load(path: Path) -> "Neighbours":
-        with np.load(path, allow_pickle=False) as z:
-            return Neighbours({k: z[k] for k in z.files})
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                return Neighbours({k: z[k] for k in z.files})
+        except _READ_ERRORS as exc:
+            raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
     def to_csv(self) -> str:
         """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1.
@@ -232,13 +253,22 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
     path = d / f"{split}.npz"
     if not path.exists():
         raise SibscanError(f"{path} is missing; is {directory} a complete sibscan scan directory?")
-    with np.load(path, allow_pickle=False) as z:
-        meta = json.loads(str(z["meta"]))
-        arrays = {k: z[k] for k in z.files}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            arrays = {k: z[k] for k in z.files}
+    except _READ_ERRORS as exc:
+        raise _corrupt(path, exc, _RERUN) from None
     texts = paths = None
     if meta["modality"] in ("text", "image"):
-        with open(d / f"{split}.jsonl", encoding="utf-8") as fh:
-            content = [json.loads(line) for line in fh]
+        lines = d / f"{split}.jsonl"
+        try:
+            with open(lines, encoding="utf-8") as fh:
+                content = [json.loads(line) for line in fh]
+        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+            raise _corrupt(lines, exc, _RERUN) from None
+        if len(content) != len(arrays["ids"]):
+            raise _corrupt(lines, ValueError(f"{len(content)} lines for {len(arrays['ids'])} items"), _RERUN)
         if meta["modality"] == "text":
             texts = content
         else:
@@ -289,8 +319,16 @@ class ScanDir:
     def manifest(self) -> dict:
         if not self.manifest_path.exists():
             raise SibscanError(f"{self.path} is not a sibscan scan directory (no manifest.json); run 'sibscan scan' first")
-        with open(self.manifest_path, encoding="utf-8") as fh:
-            return json.load(fh)
+        try:
+            with open(self.manifest_path, encoding="utf-8") as fh:
+                manifest = json.load(fh)
+        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+            raise _corrupt(self.manifest_path, exc, "re-run the 'sibscan scan' command with --force to start the "
+                           "scan over (labels under calibration/ are kept)") from None
+        if not isinstance(manifest, dict):
+            raise _corrupt(self.manifest_path, ValueError("not a JSON object"), "re-run the 'sibscan scan' command "
+                           "with --force to start the scan over (labels under calibration/ are kept)")
+        return manifest
 
     def write_manifest(self, manifest: dict) -> None:
         write_json(self.manifest_path, manifest)
@@ -309,7 +347,13 @@ class ScanDir:
         p = self.embeddings_path(split)
         if not p.exists():
             raise SibscanError(f"{p} is missing; re-run 'sibscan scan' on {self.path}")
-        return np.load(p, mmap_mode="r" if mmap else None)
+        try:
+            emb = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+        except _READ_ERRORS as exc:
+            raise _corrupt(p, exc, _RERUN) from None
+        if emb.ndim != 2:
+            raise _corrupt(p, ValueError(f"shape {emb.shape}, expected (n, dim)"), _RERUN)
+        return emb
 
     def write_embeddings(self, split: str, emb: np.ndarray) -> None:
         save_npy(self.embeddings_path(split), emb)
@@ -327,8 +371,14 @@ class ScanDir:
     def baseline(self) -> Optional[dict]:
         if not self.baseline_path.exists():
             return None
-        with open(self.baseline_path, encoding="utf-8") as fh:
-            return json.load(fh)
+        try:
+            with open(self.baseline_path, encoding="utf-8") as fh:
+                baseline = json.load(fh)
+        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+            raise _corrupt(self.baseline_path, exc, _DELETE_RERUN) from None
+        if not isinstance(baseline, dict) or "quantiles" not in baseline:
+            raise _corrupt(self.baseline_path, ValueError("not a baseline record"), _DELETE_RERUN)
+        return baseline
 
     def write_baseline(self, baseline: dict) -> None:
         write_json(self.baseline_path, baseline)

@@ -12,8 +12,9 @@ import numpy as np
 from .atomic import write_json, write_text
 from .errors import SibscanError
 from .groups import GroupTable
+from .stats import check_int
 
-__all__ = ["ResplitResult", "resplit", "write_groups", "write_resplit"]
+__all__ = ["ResplitResult", "check_resplit", "resplit", "write_groups", "write_resplit"]
 
 
 @dataclass
@@ -50,6 +51,13 @@ class ResplitResult:
         }
 
 
+def check_resplit(test_size: float, seed: int) -> None:
+    """Refuse re-split options that cannot work, before anything is read or written."""
+    if not 0.0 < test_size < 1.0:  # NaN fails too
+        raise SibscanError(f"--test-size is a fraction in (0, 1), got {test_size}")
+    check_int(seed, "--seed", 0)
+
+
 def resplit(groups: GroupTable, *, test_size: float = 0.2, seed: int = 0) -> ResplitResult:
     """Split whole groups into a new train and test set with each class's share near ``test_size``.
 
@@ -59,8 +67,7 @@ def resplit(groups: GroupTable, *, test_size: float = 0.2, seed: int = 0) -> Res
     (vectorised).  With few singletons and large mixed-class groups the balance is as good as those
     groups allow, not exact: ``class_balance`` reports what was reached.
     """
-    if not 0.0 < test_size < 1.0:
-        raise SibscanError(f"--test-size is a fraction in (0, 1), got {test_size}")
+    check_resplit(test_size, seed)
     n = len(groups)
     if n == 0:
         raise SibscanError("the scan has no items to split")

@@ -8,7 +8,11 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["check_fraction", "check_int", "finite_or_none", "rate_record", "wilson_interval"]
+__all__ = ["MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
+           "wilson_interval"]
+
+#: the most decimal places a rounding may keep: a float64 of order 1 has no digits beyond about 17
+MAX_DECIMALS = 20
 
 #: two-sided 95 % normal quantile
 Z95 = 1.959963984540054
@@ -53,6 +57,12 @@ def check_fraction(x, name: str) -> Optional[float]:
     if not 0.0 <= value <= 1.0:  # NaN fails too
         raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {value:g}")
     return value
+
+
+def check_decimals(value, name: str = "--decimals", error: type = SibscanError) -> int:
+    """Decimal places kept by a rounding: an integer in ``0..MAX_DECIMALS`` (``10**400`` overflows and
+    would make every row a twin of every other)."""
+    return check_int(value, name, 0, MAX_DECIMALS, error=error)
 
 
 def check_int(value, name: str, minimum: int = 1, maximum: Optional[int] = None, error: type = SibscanError) -> int:

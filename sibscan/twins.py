@@ -30,7 +30,7 @@ from .errors import SibscanError
 from .fingerprint import fingerprint
 from .items import Items, check_pair
 from .loaders import as_items
-from .stats import check_fraction, wilson_interval
+from .stats import check_decimals, check_fraction, wilson_interval
 
 __all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
            "rate_from_pct", "twin_violation", "write_groups_csv"]
@@ -99,6 +99,7 @@ class TwinReport:
 def _fingerprints(train: Items, test: Items, decimals: int, znorm: bool):
     from .kernels.rowhash import group_fingerprints
 
+    check_decimals(decimals)
     check_pair(train, test)
     fp = np.concatenate([fingerprint(train, decimals, znorm), fingerprint(test, decimals, znorm)])
     group, counts, _ = group_fingerprints(fp)

@@ -244,6 +244,31 @@ def test_benchmark_quick_runs(tmp_path, monkeypatch):
     assert (tmp_path / "fingerprint_quick_test.json").exists()
 
 
+
+def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.verify_long as bench
+
+    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
+    payload = bench.main(["--quick", "--repeat", "1"])
+    short, long_ = payload["cases"]
+    assert short["score"] == long_["score"] == 1.0  # the planted 100-word passage is found
+    assert "100-word run" in short["detail"] and "windows" not in short["detail"]
+    assert "aligned in windows" in long_["detail"]  # 20,000 x 20,000 words is over LCS_CELLS
+    assert short["pair_s (splits prepared)"] > 0
+    assert (tmp_path / "verify_long.json").exists()
+
+
+@pytest.mark.slow  # writes two CSVs of 6 and 27 MB and runs twins on each in a subprocess
+def test_memory_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.memory as bench
+
+    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
+    payload = bench.main(["--quick"])
+    small, large = payload["cases"]
+    assert large["file_MB"] > 3 * small["file_MB"]
+    assert small["peak_MB"] > small["fixed_MB"] > 0
+    assert (tmp_path / "memory.json").exists()
+
 # -- temporal: the time-permutation test on UCR data vs the paper ------------------------------
 
 

@@ -32,7 +32,8 @@ def test_jsonl_columns_and_empty_texts(tmp_path):
     items = load_text(p, "test", label="y", id="key", group="src")
     assert items.modality == "text" and items.texts == ["Hello world", "Zweiter Satz"]
     assert list(items.ids) == ["a", "d"] and list(items.labels) == ["pos", "neg"] and list(items.groups) == ["s1", "s2"]
-    assert [(s.where, s.reason) for s in items.skipped] == [(f"{p}, row 1", "empty text"), (f"{p}, row 2", "empty text")]
+    # rows are file lines, counted from 1 as for tables (records 1 and 2 are lines 2 and 3)
+    assert [(s.where, s.reason) for s in items.skipped] == [(f"{p}, row 2", "empty text"), (f"{p}, row 3", "empty text")]
     default_ids = load_text(p, "test")
     assert list(default_ids.ids) == ["0", "3"]  # record numbers: skipping never renumbers
 
@@ -56,7 +57,7 @@ def test_csv_tsv_parquet_txt(tmp_path):
     assert list(load_text(tsv, "train", id="id").ids) == ["x1", "x2"]
     bad = tmp_path / "bad.csv"
     bad.write_text("text,label\nok,a\ntoo,many,fields\n")
-    with pytest.raises(InputError, match=r"bad.csv, row 1: has 3 fields, the header has 2"):
+    with pytest.raises(InputError, match=r"bad.csv, row 3: has 3 fields, the header has 2"):
         load_text(bad, "train")
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -89,7 +90,7 @@ def test_bad_text_files(tmp_path):
     with pytest.raises(InputError, match="row 1: a JSON list, not an object"):
         load_text(arr, "train")
     nested = _jsonl(tmp_path / "n.jsonl", [{"text": {"a": 1}}])
-    with pytest.raises(InputError, match=r"n.jsonl, row 0: text field 'text' holds a JSON dict"):
+    with pytest.raises(InputError, match=r"n.jsonl, row 1: text field 'text' holds a JSON dict"):
         load_text(nested, "train")
     empty = _jsonl(tmp_path / "e.jsonl", [{"text": ""}, {"text": " \t"}])
     with pytest.raises(InputError, match=r"no non-empty texts \(2 rows, all empty\)"):

@@ -7,6 +7,7 @@ boolean flags take no value and show no metavar; a command that prints a result 
 """
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import re
@@ -107,8 +108,28 @@ def json_flag():
 log = logging.getLogger("sibscan")
 
 
+_OS_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space (or choose another --out) and re-run the same command; "
+                  "what was finished is kept and resumed",
+    errno.EDQUOT: "the disk quota is used up: free some space and re-run the same command; what was finished is kept",
+    errno.EACCES: "permission denied: fix the permissions or choose another path",
+    errno.EPERM: "permission denied: fix the permissions or choose another path",
+    errno.EROFS: "the file system is read-only: choose another path",
+    errno.ENOENT: "no such file or folder",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating-system error (full disk, permissions, a vanished file) as one line naming the file and the fix."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    fix = _OS_FIXES.get(exc.errno or -1)
+    what = exc.strerror or str(exc)
+    return f"{where}{what}" + (f" ({fix})" if fix and fix != "no such file or folder" else "")
+
+
 def user_errors(fn: F) -> F:
-    """Turn a :class:`SibscanError` into one line on stderr and exit code 1 (no traceback)."""
+    """Turn a :class:`SibscanError` (or an operating-system error: a full disk, a permission) into one
+    line on stderr and exit code 1 (no traceback); Ctrl-C into exit code 130."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -116,6 +137,9 @@ def user_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except SibscanError as exc:
             typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1)
+        except OSError as exc:
+            typer.echo(f"error: {os_error_line(exc)}", err=True)
             raise typer.Exit(1)
         except KeyboardInterrupt:
             typer.echo("interrupted; re-run the same command to resume", err=True)

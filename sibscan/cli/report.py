@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
         force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
+        absolute_paths: bool = flag("--absolute-paths", help="Keep absolute data paths in report.html (default: relative to the input folders)."),
         as_json: bool = json_flag(),
     ) -> None:
         """Write report.json, report.md, report.html and flagged.csv for a finished scan.
@@ -32,7 +33,7 @@ def register(app: typer.Typer) -> None:
         from ..atomic import dumps_json
         from ..report import build_report, headline, write_reports
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
-        written = write_reports(scan_dir, format.split(","), out=out, report=rep)
+        written = write_reports(scan_dir, format.split(","), out=out, report=rep, absolute_paths=absolute_paths)
         if as_json:
             typer.echo(dumps_json({"headline": headline_of(rep), "sentence": headline(rep), "n_flagged": len(rep["flagged"]),
                                    "written": {fmt: str(path) for fmt, path in written.items()}}))

@@ -31,7 +31,10 @@ def register(app: typer.Typer) -> None:
         """
         from ..atomic import dumps_json
         from ..groups import sibling_groups
-        from ..split import resplit, write_groups, write_resplit
+        from ..split import check_resplit, resplit, write_groups, write_resplit
+
+        if resplit_dir is not None:
+            check_resplit(test_size, seed)
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())

@@ -49,12 +49,15 @@ def twins(
     from ..errors import SibscanError
     from ..loaders import load
     from ..predictions import accuracy_split, correct_mask, read_predictions
-    from ..stats import check_fraction
+    from ..stats import check_decimals, check_fraction
     from ..twins import (ci_text, decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct,
                          twin_violation, write_groups_csv)
+
     decs = parse_int_list(decimals, "--decimals")
     if not decs:
         raise SibscanError("--decimals needs at least one integer, e.g. 6 or 2,3,4,6,10")
+    for d in decs:
+        check_decimals(d)
     if max_pct is not None:
         if max_rate is not None:
             raise SibscanError("give --max-rate (a fraction), not also the deprecated --max-pct")
@@ -83,6 +86,12 @@ def twins(
             f"{name} {part['accuracy'] * 100:.1f}% ({part['correct']}/{part['n']}{ci_text(part.get('ci'))})" if part["n"]
             else f"{name} - (0 rows)"
             for name, part in (("all", acc["all"]), ("twin rows", acc["masked"]), ("rest", acc["rest"]))))
+    skipped = {split: [k.to_dict() for k in items.skipped] for split, items in (("train", tr), ("test", te))}
+    if skipped["train"] or skipped["test"]:  # never silently: every item left out, with its reason
+        out["skipped"] = skipped
+        text.append(f"skipped (not compared): {len(skipped['train'])} train, {len(skipped['test'])} test items — "
+                    + "; ".join(f"{k['where']}: {k['reason']}" for k in (skipped["train"] + skipped["test"])[:5])
+                    + (" …(all listed with --json)" if len(skipped["train"]) + len(skipped["test"]) > 5 else ""))
     if groups is not None:
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
         text.append(f"groups written to {groups}")

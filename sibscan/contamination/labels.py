@@ -46,7 +46,7 @@ def load_labels(labels: Union[str, Path, Mapping[str, object]], examples: Exampl
         path = Path(labels)
         if not path.is_file():
             raise InputError("no such file", path=path)
-        names, cols = read_columns(path)
+        names, cols, _ = read_columns(path)
         for f in (id_field, label_field):
             if f not in cols:
                 raise InputError(f"no {f!r} column; columns: {', '.join(names)}", path=path)

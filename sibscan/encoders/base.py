@@ -22,8 +22,25 @@ __all__ = ["ENCODERS", "Encoder", "cpu_device", "register_encoder", "get_encoder
            "l2_normalise"]
 
 
+# float32 squares overflow past ~1.8e19 and underflow below ~1e-19: rows outside this range are rescaled
+_SAFE_MAX, _SAFE_MIN = 1e15, 1e-15
+
+
 def l2_normalise(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Rows of ``x`` scaled to unit L2 norm (zero rows stay zero), as float32."""
+    """Rows of ``x`` scaled to unit L2 norm (zero rows stay zero), as float32.
+
+    A row whose largest magnitude is beyond 1e15 or below 1e-15 is first divided by it (in float64),
+    so that neither the float32 cast nor the squares of the norm overflow or underflow: a row of
+    1e300s normalises like a row of 1s instead of becoming a zero row.
+    """
+    x = np.asarray(x)
+    if x.dtype.kind == "f" and x.ndim == 2 and x.size:
+        with np.errstate(invalid="ignore"):
+            mag = np.max(np.abs(x), axis=1)
+        extreme = np.isfinite(mag) & ((mag > _SAFE_MAX) | ((mag < _SAFE_MIN) & (mag > 0)))
+        if extreme.any():
+            x = np.array(x, dtype=np.float64)
+            x[extreme] /= mag[extreme, None]
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(norms, eps)

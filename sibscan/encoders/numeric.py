@@ -9,15 +9,16 @@ rows of different lengths, since a Pearson r over misaligned series means nothin
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
 from ..errors import InputError, SibscanError
+from ..kernels.rowhash import safe_scale_rows
 from ..stats import check_int
 from .base import Encoder, cpu_device, l2_normalise, register_encoder
 
-__all__ = ["RawEncoder", "ZNormEncoder", "series_lengths", "znormalise"]
+__all__ = ["RawEncoder", "ZNormEncoder", "row_problem", "series_lengths", "znormalise"]
 
 PREPROCESSING_VERSION = 1
 
@@ -55,7 +56,9 @@ def znormalise(x: np.ndarray) -> np.ndarray:
     ndarray of shape (n, d), float64
         Constant or all-NaN rows become zero rows.
     """
-    x = np.array(x, dtype=np.float64)  # a copy: normalised in place below
+    # a copy, normalised in place below; rows of huge or tiny values are rescaled first (z-scores do
+    # not change), so that their squares neither overflow to inf nor underflow to 0
+    x = np.array(safe_scale_rows(np.asarray(x, dtype=np.float64)), dtype=np.float64)
     mask = np.isnan(x)
     if mask.any():
         count = (~mask).sum(axis=1, keepdims=True)
@@ -74,15 +77,53 @@ def znormalise(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def row_problem(x: np.ndarray, *, same_length: bool = False,
+                length: Optional[int] = None) -> Optional[Tuple[int, str]]:
+    """The first row of ``x`` that a numeric encoder cannot embed, and what is wrong with it.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, d), float
+    same_length : bool
+        Every row must have one length (``znorm``): an all-NaN row, or trailing NaN padding that
+        makes a row shorter, is a problem.
+    length : int, optional
+        The length every row must have (default: the first non-empty row's).
+
+    Returns
+    -------
+    (row, problem) or None
+        ``problem`` completes "row N ...", e.g. ``"holds an infinite value (column 3); replace it or
+        mark it missing (NaN)"``.
+    """
+    inf = np.isinf(x)
+    if inf.any():
+        row = int(np.flatnonzero(inf.any(axis=1))[0])
+        col = int(np.flatnonzero(inf[row])[0])
+        return row, f"holds an infinite value (column {col}); replace it or mark it missing (NaN)"
+    if not same_length or not len(x):
+        return None
+    lengths = series_lengths(x)
+    empty = np.isnan(x).all(axis=1)
+    if empty.any():
+        return int(np.flatnonzero(empty)[0]), "has no values (every cell is missing); remove the row or fill it in"
+    want = int(lengths[0]) if length is None else int(length)
+    if (lengths != want).any():
+        j = int(np.flatnonzero(lengths != want)[0])
+        return j, (f"has {lengths[j]} values, where the rows before it have {want} (NaN padding at the end); "
+                   "resample the series to one length or use the 'raw' encoder")
+    return None
+
+
 def _check_rows(batch, dim: Optional[int], name: str) -> np.ndarray:
     x = np.asarray(batch, dtype=np.float64)
     if x.ndim != 2:
         raise InputError(f"{name}: expected numeric rows of shape (n, d), got an array of shape {x.shape}")
     if dim is not None and x.shape[1] != dim:
         raise InputError(f"{name}: rows have {x.shape[1]} values, this encoder was set up for {dim}")
-    if np.isinf(x).any():
-        row = int(np.flatnonzero(np.isinf(x).any(axis=1))[0])
-        raise InputError(f"{name}: row {row} holds an infinite value; replace it or mark it missing (NaN)")
+    bad = row_problem(x)
+    if bad is not None:
+        raise InputError(f"{name}: row {bad[0]} {bad[1]}")
     return x
 
 
@@ -98,6 +139,8 @@ class _NumericEncoder(Encoder):
     modality = "table"
     weight_free = True
     _recipe: str = ""
+    #: every row must have the same length (no trailing NaN padding, no all-NaN row): see :func:`row_problem`
+    same_length: bool = False
 
     def __init__(self, dim: Optional[int] = None, *, device: str = "auto", batch_size: int = 65536) -> None:
         self._dim = None if dim is None else check_int(dim, f"{self.name}: dim", error=InputError)
@@ -134,6 +177,7 @@ class ZNormEncoder(_NumericEncoder):
     name = "znorm"
     description = "per-row z-normalised values (NaN -> 0 after); cosine = Pearson r; dim = row length"
     _recipe = "ddof=0 nan=0-after padding=refused"
+    same_length = True
 
     def encode(self, batch) -> np.ndarray:
         """Embed numeric rows.
@@ -153,6 +197,10 @@ class ZNormEncoder(_NumericEncoder):
         """
         x = self._rows(batch)
         if len(x):
+            empty = np.isnan(x).all(axis=1)
+            if empty.any():
+                raise InputError(f"znorm: row {int(np.flatnonzero(empty)[0])} has no values (every cell is missing); "
+                                 "remove the row or fill it in")
             lengths = series_lengths(x)
             if (lengths != lengths[0]).any():
                 j = int(np.flatnonzero(lengths != lengths[0])[0])

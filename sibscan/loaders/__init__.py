@@ -20,7 +20,7 @@ from ..errors import InputError, SibscanError
 from ..items import MODALITIES, SPLITS, Items
 from ..options import LoadOptions
 
-__all__ = ["as_items", "load", "load_split", "modality_of"]
+__all__ = ["as_items", "check_readable", "load", "load_split", "modality_of"]
 
 _TEXT_SUFFIXES = (".txt", ".jsonl")
 _COLUMN_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
@@ -110,6 +110,7 @@ def load(
     path = Path(source)
     if not path.exists():
         raise InputError("file not found", path=path)
+    check_readable(path)
     kind = modality_of(path, modality=modality, text_field=text_field, path_field=path_field)
     if labels_path is not None and kind != "table":
         raise SibscanError("--labels-train/--labels-test are for .npy/.npz tables; text and images take --label")
@@ -127,6 +128,18 @@ def load(
     from .images import load_images
 
     return load_images(path, split, label=label, id=id, group=group, path_field=path_field)
+
+
+def check_readable(path: Path) -> None:
+    """Refuse an input that cannot be read (permissions) with one line, before any parsing."""
+    try:
+        if path.is_dir():
+            with os.scandir(path):
+                pass
+        else:  # non-blocking: opening a FIFO for reading must not wait for a writer
+            os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror}); check its permissions", path=path) from None
 
 
 def as_items(data, split: str) -> Items:

@@ -7,7 +7,9 @@ own folder, with optional label/id/group columns.
 
 Every image is decoded once (:func:`sibscan.imageio.decode_images`, a thread pool) and fingerprinted
 while it is decoded (:mod:`sibscan.fingerprint`).  Unreadable, zero-byte, corrupt or oversized images are left out
-and listed in ``items.skipped``.  ``items.extra`` gets
+and listed in ``items.skipped``, and so is everything of a folder that was not scanned: sub-folders
+that cannot be read, dangling links, FIFOs and folders named like images, links to folders (not
+followed).  ``items.extra`` gets
 
 * ``"pixel_fp"`` — (n, 2) uint64, a 128-bit hash of the decoded RGB pixels and the size: the same
   picture saved again with other metadata (or losslessly in another format) keeps its fingerprint;
@@ -49,10 +51,37 @@ def _fingerprint_one(image, path: str):
     return pixel_fingerprint(image), file_fingerprint(path), image.size
 
 
-def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]]:
-    files = sorted(
-        p for p in root.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()
-    )
+def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]], List[Skipped]]:
+    """Image files under ``root`` (recursively, links to files followed, links to folders not), and
+    what was left out: unreadable folders, and names with an image suffix that are not image files
+    (dangling links, FIFOs, folders named ``*.png``, links to folders)."""
+    files: List[Path] = []
+    skipped: List[Skipped] = []
+
+    def unreadable(exc: OSError) -> None:
+        skipped.append(Skipped(where=str(exc.filename), reason=f"cannot read folder ({exc.strerror}); "
+                               "the images inside were not scanned"))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        base = Path(folder)
+        for name in sorted(dirs):
+            p = base / name
+            if p.is_symlink():
+                skipped.append(Skipped(where=str(p), reason="symbolic link to a folder, not followed"))
+            elif p.suffix.lower() in IMAGE_EXTENSIONS:
+                skipped.append(Skipped(where=str(p), reason="a folder named like an image, not an image file (images inside it are scanned)"))
+        for name in names:
+            p = base / name
+            if p.suffix.lower() not in IMAGE_EXTENSIONS:
+                continue
+            if p.is_file():
+                files.append(p)
+            elif p.is_symlink() and not p.exists():
+                skipped.append(Skipped(where=str(p), reason="dangling symbolic link"))
+            else:
+                kind = "a FIFO" if p.is_fifo() else "a folder" if p.is_dir() else "a special file"
+                skipped.append(Skipped(where=str(p), reason=f"not an image file but {kind}"))
+    files.sort()
     rel = [p.relative_to(root).as_posix() for p in files]
     in_sub = [("/" in r) for r in rel]
     labels: Optional[List[str]] = None
@@ -64,11 +93,11 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
             "no labels taken from sub-folder names",
             stacklevel=3,
         )
-    return files, rel, labels
+    return files, rel, labels, sorted(skipped, key=lambda k: k.where)
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):
-    names, columns = read_columns(path)
+    names, columns, lines = read_columns(path)
     if path_field is None:
         path_field = next((f for f in PATH_FIELDS if f in columns), None)
         if path_field is None:
@@ -85,7 +114,7 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
     base = path.parent
     files = [None if not p else (base / str(p)).resolve() for p in raw]
     ids = [str(x) for x in ids] if ids is not None else [("" if p is None else str(p)) for p in raw]
-    return files, ids, labels, groups, n
+    return files, ids, labels, groups, lines
 
 
 def load_images(
@@ -131,20 +160,24 @@ def load_images(
                 "label/id/group/path columns apply to listing files; a folder's labels come from its sub-folders",
                 path=src,
             )
-        files, ids, labels = _scan_folder(src)
-        groups = None
+        files, ids, labels, walk_skipped = _scan_folder(src)
+        groups, lines = None, []
         if not files:
-            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively)", path=src)
+            first = f"; left out: {walk_skipped[0].where}: {walk_skipped[0].reason}" if walk_skipped else ""
+            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively){first}", path=src)
     elif src.is_file():
         if src.suffix.lower() not in LISTING_EXTENSIONS:
             raise InputError(
                 f"not a folder or an image listing ({', '.join(LISTING_EXTENSIONS)}); got {src.suffix!r}", path=src
             )
-        files, ids, labels, groups, _ = _scan_listing(src, label, id, group, path_field)
+        files, ids, labels, groups, lines = _scan_listing(src, label, id, group, path_field)
+        walk_skipped = []
     else:
         raise InputError("no such file or folder", path=src)
 
-    return image_items(files, split, ids=ids, labels=labels, groups=groups, source=str(src), workers=workers)
+    return image_items(files, split, ids=ids, labels=labels, groups=groups, source=str(src), workers=workers,
+                       lines=lines or None, skipped=walk_skipped)
+
 
 def image_items(
     files: List[Optional[Union[str, os.PathLike]]],
@@ -155,17 +188,22 @@ def image_items(
     groups: Optional[Sequence] = None,
     source: str = "",
     workers: Optional[int] = None,
+    lines: Optional[Sequence[int]] = None,
+    skipped: Optional[Sequence[Skipped]] = None,
 ) -> Items:
     """Decode and fingerprint image ``files`` (None = an empty path) into image :class:`Items`.
 
     The one place where image items are made, for a folder, a listing and in-memory images
     (:mod:`sibscan.loaders.memory`) alike: unreadable files are left out and listed in
-    ``skipped``; ``ids``, ``labels``, ``groups`` have one entry per file.
+    ``skipped``; ``ids``, ``labels``, ``groups`` have one entry per file. ``lines`` names each
+    file's row in its listing (the file's line number; default the 0-based position) and
+    ``skipped`` holds entries already left out (a folder walk's).
     """
     src = source
-    skipped: List[Skipped] = []
+    skipped = list(skipped or [])
     present = [i for i, f in enumerate(files) if f is not None]
-    skipped.extend(Skipped(where=f"{src}, row {i}", reason="empty image path") for i, f in enumerate(files) if f is None)
+    skipped.extend(Skipped(where=f"{src}, row {lines[i] if lines is not None else i}", reason="empty image path")
+                   for i, f in enumerate(files) if f is None)
     results = decode_images([files[i] for i in present], _fingerprint_one, workers=workers, desc=f"read {split} images",
                             transient=False)
     keep: List[int] = []

@@ -1,4 +1,8 @@
-"""Column records of a CSV/TSV, JSONL or Parquet file: one reader for text files and image listings."""
+"""Column records of a CSV/TSV, JSONL or Parquet file: one reader for text files and image listings.
+
+Rows in messages are the file's line numbers (counting from 1, the header of a CSV being line 1),
+as for tables; a Parquet file has no lines, so there a row is the record's number counting from 1.
+"""
 from __future__ import annotations
 
 import csv
@@ -26,8 +30,9 @@ def decode_utf8(data: bytes, path: Path) -> str:
         ) from None
 
 
-def read_columns(path: Path) -> Tuple[List[str], Dict[str, list]]:
-    """Columns of a JSONL / CSV / TSV / Parquet file: (column names, {name: values})."""
+def read_columns(path: Path) -> Tuple[List[str], Dict[str, list], List[int]]:
+    """Columns of a JSONL / CSV / TSV / Parquet file: (column names, {name: values}, the file line of
+    each record (Parquet: its number, from 1))."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         pq = require("pyarrow.parquet", "parquet", "reading Parquet files")
@@ -35,28 +40,33 @@ def read_columns(path: Path) -> Tuple[List[str], Dict[str, list]]:
             table = pq.read_table(path)
         except Exception as exc:  # pyarrow raises several unrelated types for a bad file
             raise InputError(f"cannot read Parquet file ({exc})", path=path) from None
-        return list(table.column_names), {name: table.column(name).to_pylist() for name in table.column_names}
+        return (list(table.column_names), {name: table.column(name).to_pylist() for name in table.column_names},
+                list(range(1, table.num_rows + 1)))
     text = decode_utf8(path.read_bytes(), path)
     if suffix in (".jsonl", ".ndjson"):
-        rows = [rec for _, rec in json_objects(text.split("\n"), path)]
+        found = json_objects(text.split("\n"), path)
+        if not found:
+            raise InputError("empty file (no JSON records)", path=path)
+        rows = [rec for _, rec in found]
         names: List[str] = []
         for rec in rows:
             names.extend(k for k in rec if k not in names)
-        return names, {name: [rec.get(name) for rec in rows] for name in names}
+        return names, {name: [rec.get(name) for rec in rows] for name in names}, [line for line, _ in found]
     delimiter = "\t" if suffix == ".tsv" else ","
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
         raise InputError("empty file (no header row)", path=path) from None
-    body = list(reader)
-    bad = next((i for i, r in enumerate(body) if len(r) != len(header) and r), None)
-    if bad is not None:
-        raise InputError(
-            f"has {len(body[bad])} fields, the header has {len(header)}", path=path, row=bad
-        )
-    body = [r for r in body if r]
-    return header, {name: [r[j] for r in body] for j, name in enumerate(header)}
+    body, lines = [], []
+    for r in reader:
+        if not r:
+            continue
+        if len(r) != len(header):
+            raise InputError(f"has {len(r)} fields, the header has {len(header)}", path=path, row=reader.line_num)
+        body.append(r)
+        lines.append(reader.line_num)
+    return header, {name: [r[j] for r in body] for j, name in enumerate(header)}, lines
 
 
 def json_objects(lines: Iterable[str], path: Path, hint: str = "") -> List[Tuple[int, dict]]:
@@ -75,8 +85,20 @@ def json_objects(lines: Iterable[str], path: Path, hint: str = "") -> List[Tuple
             raise InputError(f"not valid JSON ({exc.msg}, column {exc.colno}){hint}", path=path, row=row) from None
         if not isinstance(rec, dict):
             raise InputError(f"a JSON {type(rec).__name__}, not an object{hint}", path=path, row=row)
+        if "\\u" in line and _lone_surrogate(rec):
+            raise InputError("holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which "
+                             "is not text; fix or remove that escape", path=path, row=row)
         out.append((row, rec))
     return out
+
+
+def _lone_surrogate(rec: dict) -> bool:
+    """Whether a decoded JSON object holds a string that cannot be written as UTF-8 (a lone surrogate)."""
+    try:
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def column(columns: Dict[str, list], names: List[str], field: Optional[str], what: str, path: Path):

@@ -20,10 +20,11 @@ Missing values (empty cell, ``?``, ``NA``, ``NaN``, ``null``) become NaN. pandas
 from __future__ import annotations
 
 import csv
+import itertools
 import logging
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -124,48 +125,74 @@ def _looks_numeric(row: Sequence[str]) -> bool:
     return True
 
 
+_CHUNK_ROWS = 1 << 13  # rows parsed at a time: the parsed strings never outgrow one chunk
+
+
+def _csv_rows(path: Path, delimiter: str) -> Iterator[Tuple[int, List[str]]]:
+    """``(file line, cells)`` of every non-blank row, streamed from the file."""
+    line = 0
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter)
+            for row in reader:
+                line = reader.line_num
+                if row and any(c.strip() for c in row):
+                    yield line, row
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read: not UTF-8 after line {line} ({exc.reason}); "
+                         "save the file as UTF-8", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+
+
 def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -> Items:  # noqa: C901
-    lines = read_text_lines(path)
-    reader = csv.reader(lines, delimiter=delimiter)
-    rows: List[List[str]] = []
-    line_no: List[int] = []
-    for row in reader:
-        if row and any(c.strip() for c in row):
-            rows.append(row)
-            line_no.append(reader.line_num)
-    if not rows:
+    """A header (or headerless) delimited file, parsed in chunks of ``_CHUNK_ROWS`` rows, so peak
+    memory is the float64 values plus one chunk's strings, not the file's strings."""
+    rows = _csv_rows(path, delimiter)
+    first = next(rows, None)
+    if first is None:
         raise InputError("empty file (no rows)", path=path)
-    header = not _looks_numeric(rows[0])
+    header = not _looks_numeric(first[1])
     if header:
-        names = [c.strip() for c in rows[0]]
-        rows, line_no = rows[1:], line_no[1:]
-        if not rows:
-            raise InputError("has a header but no data rows", path=path)
+        names = [c.strip() for c in first[1]]
     else:
-        names = [str(j) for j in range(len(rows[0]))]
+        names = [str(j) for j in range(len(first[1]))]
         if label is None and delimiter == "\t":
             label = "0"  # UCR 2018 archive: headerless .tsv, class label first
+        rows = itertools.chain([first], rows)
     width = len(names)
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    bad = np.flatnonzero(lengths != width)
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(f"has {lengths[i]} cells, expected {width} (as in the "
-                         f"{'header' if header else 'first row'}); rows must all have the same width",
-                         path=path, row=line_no[i])
-    cells = np.array(rows, dtype=str)
-    li = _pick(names, label, "label", path)
-    if li is None and header and label is None:
-        li = _auto_label(names)
-        if li is not None:
-            log.info("%s: using column %r as the label", path, names[li])
-    ii = _pick(names, id_, "id", path)
-    gi = _pick(names, group, "group", path)
-    special = {j for j in (li, ii, gi) if j is not None}
-    keep = [j for j in range(width) if j not in special]
-    col = lambda j: None if j is None else np.char.strip(cells[:, j])  # noqa: E731
-    values = strings_to_float(cells[:, keep], path, [names[j] for j in keep], np.asarray(line_no))
-    return build_table_items(path, split, values, labels=col(li), ids=col(ii), groups=col(gi))
+    values: List[np.ndarray] = []
+    columns: Dict[str, List[np.ndarray]] = {"label": [], "id": [], "group": []}
+    picked = None
+    for chunk in iter(lambda: list(itertools.islice(rows, _CHUNK_ROWS)), []):
+        line_no = np.fromiter((ln for ln, _ in chunk), np.int64, len(chunk))
+        lengths = np.fromiter((len(r) for _, r in chunk), np.int64, len(chunk))
+        bad = np.flatnonzero(lengths != width)
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"has {lengths[i]} cells, expected {width} (as in the "
+                             f"{'header' if header else 'first row'}); rows must all have the same width",
+                             path=path, row=int(line_no[i]))
+        if picked is None:
+            li = _pick(names, label, "label", path)
+            if li is None and header and label is None:
+                li = _auto_label(names)
+                if li is not None:
+                    log.info("%s: using column %r as the label", path, names[li])
+            picked = {"label": li, "id": _pick(names, id_, "id", path), "group": _pick(names, group, "group", path)}
+            keep = [j for j in range(width) if j not in set(picked.values())]
+        cells = np.array([r for _, r in chunk], dtype=str)
+        del chunk
+        values.append(strings_to_float(cells[:, keep], path, [names[j] for j in keep], line_no))
+        for what, j in picked.items():
+            if j is not None:
+                columns[what].append(np.char.strip(cells[:, j]))
+    if not values:
+        raise InputError("has a header but no data rows", path=path)
+    col = lambda what: np.concatenate(columns[what]) if columns[what] else None  # noqa: E731
+    out = values[0] if len(values) == 1 else np.concatenate(values)
+    del values
+    return build_table_items(path, split, out, labels=col("label"), ids=col("id"), groups=col("group"))
 
 
 def _read_labels(path: Path, n: int, source: Path) -> np.ndarray:

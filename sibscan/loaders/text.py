@@ -3,7 +3,8 @@ into overlapping word chunks (their exact fingerprints: :mod:`sibscan.fingerprin
 
 Item ids are the id column when given, else a column called ``id`` when every record has a distinct
 one, else the item's record number in the file (0-based; for ``.txt`` the 0-based line number), so
-that skipping an empty item never renumbers the others.
+that skipping an empty item never renumbers the others. Messages and the list of skipped items name
+rows by the file's line number (from 1), as the table loaders do.
 """
 from __future__ import annotations
 
@@ -70,9 +71,10 @@ def load_text(
             lines.pop()
         texts_all = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
         ids_all: list = [str(i) for i in range(len(texts_all))]
+        line_of = list(range(1, len(texts_all) + 1))
         labels_all = groups_all = None
     else:
-        names, columns = read_columns(path)
+        names, columns, line_of = read_columns(path)
         if text_field is None:
             if "text" not in columns:
                 raise InputError(
@@ -89,10 +91,13 @@ def load_text(
         groups_all = column(columns, names, group, "group", path)
         for i, t in enumerate(texts_all):
             if isinstance(t, (dict, list)):
-                raise InputError(f"text field {text_field!r} holds a JSON {type(t).__name__}, not a string", path=path, row=i)
+                raise InputError(f"text field {text_field!r} holds a JSON {type(t).__name__}, not a string", path=path,
+                                 row=line_of[i])
         texts_all = ["" if t is None else str(t) for t in texts_all]
+    if not texts_all:
+        raise InputError("has no records (only a header, or nothing at all)", path=path)
     keep = np.array([bool(t.strip()) for t in texts_all], dtype=bool)
-    skipped = [Skipped(where=f"{path}, row {i}", reason="empty text") for i in np.flatnonzero(~keep)]
+    skipped = [Skipped(where=f"{path}, row {line_of[i]}", reason="empty text") for i in np.flatnonzero(~keep)]
     if not keep.any():
         raise InputError(f"no non-empty texts ({len(texts_all)} rows, all empty)", path=path)
     idx = np.flatnonzero(keep)

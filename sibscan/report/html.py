@@ -3,7 +3,10 @@
 Everything shown comes from the report dict; the gallery additionally reads the listed pairs'
 content from the scan (images inline, small ones scaled up by whole pixels so that a 32-px image
 can be judged; text with differing words marked; numeric rows as SVG sparklines).  The plots are
-drawn by :mod:`sibscan.report.plots`.
+drawn by :mod:`sibscan.report.plots`.  A report is shared, so by default it shows no absolute path
+of this machine: a file under an input folder is shown relative to that folder
+(``train/cats/001.png``), any other absolute path by its last part (``absolute_paths=True`` keeps
+them as they are).
 """
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ import io
 import itertools
 import json
 import logging
-from typing import Optional, Sequence
+import os
+from pathlib import PurePath
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -55,7 +60,7 @@ def _sparkline(values: np.ndarray, w: int = 220, h: int = 50) -> str:
     return f'<svg class="spark" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><polyline points="{pts}" fill="none" stroke="#333"/></svg>'
 
 
-def _thumb(path: str, size: int = 160) -> str:
+def _thumb(path: str, size: int = 160, shown: Callable[[str], str] = str) -> str:
     """An image inline at about ``size`` px: larger ones shrunk (JPEG); smaller ones scaled up by a whole
     factor with nearest-neighbour sampling (PNG), so each source pixel stays a sharp block."""
     from PIL import Image
@@ -65,7 +70,7 @@ def _thumb(path: str, size: int = 160) -> str:
     try:
         im = open_image(path)
     except SibscanError as exc:
-        return f"<i>{_e(exc)}</i>"
+        return f"<i>{_e(str(exc).replace(str(path), shown(path)))}</i>"
     w, h = im.size
     buf = io.BytesIO()
     if max(w, h) > size:
@@ -77,7 +82,7 @@ def _thumb(path: str, size: int = 160) -> str:
         im = im.resize((w * factor, h * factor), Image.Resampling.NEAREST)
         im.save(buf, format="PNG")
         mime = "png"
-    return (f'<img class="thumb" alt="{_e(path)}" title="{_e(path)} ({w}×{h} px)" width="{im.size[0]}" '
+    return (f'<img class="thumb" alt="{_e(shown(path))}" title="{_e(shown(path))} ({w}×{h} px)" width="{im.size[0]}" '
             f'height="{im.size[1]}" src="data:image/{mime};base64,{base64.b64encode(buf.getvalue()).decode()}">')
 
 
@@ -94,7 +99,7 @@ def _diff_words(a: str, b: str):
     return _marked(wa), _marked(wb)
 
 
-def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200):
+def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200, shown: Callable[[str], str] = str):
     """(test html, train html) per pair from the items' content."""
     cells = []
     for p in pairs:
@@ -102,7 +107,7 @@ def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200):
         if test is None or train is None:
             cells.append(("", ""))
         elif test.modality == "image":
-            cells.append((_thumb(test.paths[ti]), _thumb(train.paths[ri])))
+            cells.append((_thumb(test.paths[ti], shown=shown), _thumb(train.paths[ri], shown=shown)))
         elif test.modality == "text":
             cells.append(_diff_words(test.texts[ti][:max_chars], train.texts[ri][:max_chars]))
         else:
@@ -110,11 +115,11 @@ def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200):
     return cells
 
 
-def _pairs_html(pairs: Optional[Sequence[dict]], test, train) -> str:
+def _pairs_html(pairs: Optional[Sequence[dict]], test, train, shown: Callable[[str], str] = str) -> str:
     if not pairs:
         return "<p><i>none</i></p>"
     out = []
-    for p, (a, b) in zip(pairs, _content_cells(pairs, test, train)):
+    for p, (a, b) in zip(pairs, _content_cells(pairs, test, train, shown=shown)):
         flag = "exact twin" if p["exact"] else f"score {p['score']:.4f}" if p["score"] is not None else "no score"
         lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
         det = f" · {_e(p['detail'])}" if p.get("detail") else ""
@@ -132,8 +137,48 @@ def _table(head, rows) -> str:
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
-def render_html(report: dict, test=None, train=None) -> str:
-    """The HTML page for ``report``; ``test``/``train`` Items (optional) fill the pair gallery."""
+def _path_shower(report: dict, test, train, absolute: bool) -> Callable[[str], str]:
+    """How a path is shown: relative to the input folder it lies in (named by that folder), else by its
+    last part; unchanged with ``absolute``."""
+    if absolute:
+        return str
+    roots = []
+    inputs = (report.get("manifest") or {}).get("inputs") or {}
+    for source in [getattr(s, "source", None) for s in (test, train)] + [v.get("source") for v in inputs.values()]:
+        if source and os.path.isabs(str(source)):
+            root = PurePath(str(source))
+            roots.append(root if os.path.isdir(root) or not root.suffix else root.parent)
+    roots.sort(key=lambda r: -len(r.parts))  # the deepest folder that holds a path names it
+
+    def shown(path: str) -> str:
+        p = PurePath(str(path))
+        for root in roots:
+            if p == root or root in p.parents:
+                return PurePath(root.name, p.relative_to(root)).as_posix()
+        return p.name or str(path)
+
+    return shown
+
+
+def _public(obj, shown: Callable[[str], str]):
+    """A JSON value with every absolute path in it passed through ``shown``."""
+    if isinstance(obj, dict):
+        return {k: _public(v, shown) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_public(v, shown) for v in obj]
+    if isinstance(obj, str) and len(obj) > 1 and os.path.isabs(obj.split(", row ")[0]):
+        head, sep, tail = obj.partition(", row ")  # a skipped item's "where": "/path/file, row 7"
+        return shown(head) + sep + tail
+    return obj
+
+
+def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = False) -> str:
+    """The HTML page for ``report``; ``test``/``train`` Items (optional) fill the pair gallery.
+
+    ``absolute_paths=False`` (the default) shows paths relative to the input folders (see the module
+    docstring), so a shared report does not carry this machine's layout.
+    """
+    shown = _path_shower(report, test, train, absolute_paths)
     cut, sr, scan = report["cutoff"], report["sibling_rate"], report["scan"]
     c, interval = cut.get("value"), cut.get("interval")
     body = [f"<h1>sibscan report</h1><p class='headline'>{_e(headline(report))}.</p>"]
@@ -174,10 +219,10 @@ def render_html(report: dict, test=None, train=None) -> str:
         body.append("<h2>Shared sources</h2>" + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
                     f"source that also occurs in train.</p>" + _table(["source", "test items", "train items"],
                                                                       [[t["source"], t["n_test"], t["n_train"]] for t in ss["top"]]))
-    body.append("<h2>Closest pairs</h2>" + _pairs_html(report["closest_pairs"], test, train))
+    body.append("<h2>Closest pairs</h2>" + _pairs_html(report["closest_pairs"], test, train, shown))
     if report.get("near_cutoff"):
-        body.append("<h2>Just above the cutoff</h2>" + _pairs_html(report["near_cutoff"]["above"], test, train))
-        body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train))
+        body.append("<h2>Just above the cutoff</h2>" + _pairs_html(report["near_cutoff"]["above"], test, train, shown))
+        body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train, shown))
     lc = report["label_conflicts"]
     body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.</p>")
     if lc["groups"]:
@@ -185,7 +230,7 @@ def render_html(report: dict, test=None, train=None) -> str:
                            [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),
                              "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])] for g in lc["groups"]]))
     body.extend(sec["html"] for sec in report.get("audits", {}).values())  # sections left by audits
-    body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(report['manifest'], indent=2))}</pre>")
+    body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(_public(report['manifest'], shown), indent=2))}</pre>")
     title = f"sibscan report — {_e(scan['modality'])}, {scan['n_test']} test items"
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
             f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")

@@ -1,11 +1,32 @@
-"""The paste-able Markdown block, rendered from the report dict alone."""
+"""The paste-able Markdown block, rendered from the report dict alone.
+
+Text that comes from the data (labels, ids, identities) is escaped: a ``|`` would split a table
+cell, and raw HTML (``<img onerror=...>``) would be live in renderers that pass HTML through.
+"""
 from __future__ import annotations
 
+import html
+import re
 from typing import Optional
 
 from ..calibration.baseline import format_expected
 
-__all__ = ["render_markdown", "headline", "pct", "pp", "accuracy_parts"]
+__all__ = ["render_markdown", "headline", "pct", "pp", "accuracy_parts", "md_text"]
+
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|])")
+
+
+def md_text(x) -> str:
+    """``x`` as inert Markdown text on one line: HTML escaped, Markdown punctuation and ``|`` backslashed."""
+    text = " ".join(str(x).split())
+    return _MD_PUNCT.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def _code(x) -> str:
+    """``x`` as an inline code span (long enough a fence for backticks inside it)."""
+    text = " ".join(str(x).split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}" if "`" in text else f"`{text}`"
 
 
 def pct(x: Optional[float], digits: int = 1) -> str:
@@ -70,7 +91,7 @@ def headline(report: dict) -> str:
 
 def _table(head, rows) -> list:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    out += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
     return out
 
 
@@ -84,8 +105,8 @@ def render_markdown(report: dict) -> str:
         lines += [f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
                   "label more pairs with `sibscan calibrate`.", ""]
     lines.append(f"sibscan report (schema {report['schema_version']}), {scan['modality']} items, "
-                 f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder `{enc}`"
-                 + (f", verifier `{ver.get('identity')}`" if ver.get("identity") else "") + ".")
+                 f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder {_code(enc)}"
+                 + (f", verifier {_code(ver.get('identity'))}" if ver.get("identity") else "") + ".")
     tt = sr["test_to_train"]
     if cut.get("interval") and tt.get("at_interval"):
         lo, hi = tt["at_interval"]

@@ -16,7 +16,7 @@ FORMATS = ("json", "md", "html", "csv")
 
 
 def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[str | Path] = None,
-                  report: Optional[dict] = None, **build_kwargs) -> Dict[str, Path]:
+                  report: Optional[dict] = None, absolute_paths: bool = False, **build_kwargs) -> Dict[str, Path]:
     """Build the report of ``scan_dir`` (or use ``report``) and write ``report.<fmt>`` (``flagged.csv``) atomically.
 
     Parameters
@@ -28,6 +28,9 @@ def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[s
         Folder for the files (default: the scan directory).
     report : dict, optional
         An already built report (``build_kwargs`` must then be empty).
+    absolute_paths : bool
+        Keep absolute paths in report.html (default: relative to the input folders, so a shared
+        report does not show this machine's layout).
     **build_kwargs
         Passed to :func:`sibscan.report.build_report` (predictions, correct, cutoff, calibration, force).
 
@@ -60,5 +63,6 @@ def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[s
         from .html import render_html
 
         scan = ScanDir(scan_dir)
-        written["html"] = write_text(folder / "report.html", render_html(report, scan.items("test"), scan.items("train")))
+        written["html"] = write_text(folder / "report.html", render_html(report, scan.items("test"), scan.items("train"),
+                                                                            absolute_paths=absolute_paths))
     return written

@@ -58,6 +58,12 @@ __all__ = ["TextAlignVerifier"]
 
 _DF_FRACTION = 0.002  # default boilerplate_df: max(_DF_MIN, ceil(_DF_FRACTION * n_database))
 _DF_MIN = 3
+LCS_CELLS = 1 << 26  # word pairs one LCS may cost (n_a * n_b); a larger pair is aligned in windows
+
+
+def _window(n: int, centre: int, width: int) -> int:
+    """Start of a ``width``-word window of an ``n``-word text centred on ``centre`` (kept inside)."""
+    return int(min(max(centre - width // 2, 0), max(n - width, 0)))
 
 
 def _snippet(words: Sequence[str], head: int = 8, tail: int = 4) -> str:
@@ -145,7 +151,9 @@ class TextAlignVerifier(Verifier):
         with progress_bar(n, f"textalign: tokenise {items.split}", "text", enabled=self.progress, transient=True) as bar:
             for d, text in enumerate(items.texts):
                 w = tokenize(text)
-                parts.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in w), np.int64, len(w)))
+                new = [t for t in dict.fromkeys(w) if t not in vocab]  # ids in order of first occurrence
+                vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
+                parts.append(np.fromiter(map(vocab.__getitem__, w), np.int64, len(w)))
                 lengths[d + 1] = len(w)
                 bar.update()
         ids = np.concatenate(parts) if parts else np.empty(0, np.int64)
@@ -172,27 +180,47 @@ class TextAlignVerifier(Verifier):
         return hashes[df >= threshold], threshold
 
     def score_pair(self, a: np.ndarray, b: np.ndarray, mask_a: Optional[np.ndarray] = None,
-                   mask_b: Optional[np.ndarray] = None) -> Tuple[float, int, int, int, float]:
-        """``(verified, run, start_a, start_b, lcs_f1)`` of two token-id arrays.
+                   mask_b: Optional[np.ndarray] = None
+                   ) -> Tuple[float, int, int, int, float, Optional[Tuple[int, int, int, int]]]:
+        """``(verified, run, start_a, start_b, lcs_f1, lcs_span)`` of two token-id arrays.
 
         ``mask_a`` (n_a,) / ``mask_b`` (n_b,) bool mark boilerplate words: they match nothing and
         do not count in the lengths.  NaN when a text has no words, 0 when all are boilerplate.
+        The run is searched over the whole texts.  The LCS costs ``n_a * n_b`` bit operations, so
+        a pair above ``LCS_CELLS`` is aligned in windows around the longest run instead (the
+        shorter text whole if it fits, the longer cut to ``LCS_CELLS // n_short`` words; else
+        ``sqrt(LCS_CELLS)`` words of each), ``lcs_f1`` is the windows' F1 and ``lcs_span`` is
+        ``(a0, a1, b0, b1)``, the windows' word ranges (None when the texts were aligned whole).
         """
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
         if len(a) == 0 or len(b) == 0:
-            return float("nan"), 0, 0, 0, float("nan")
-        if mask_a is not None and mask_a.any():
-            a = np.where(mask_a, -1 - np.arange(len(a)), a)  # sentinels: negative, distinct
-        if mask_b is not None and mask_b.any():
-            b = np.where(mask_b, -1 - len(a) - np.arange(len(b)), b)
-        na = len(a) - (int(mask_a.sum()) if mask_a is not None else 0)
-        nb = len(b) - (int(mask_b.sum()) if mask_b is not None else 0)
+            return float("nan"), 0, 0, 0, float("nan"), None
+        ma = np.zeros(len(a), bool) if mask_a is None else np.asarray(mask_a, bool)
+        mb = np.zeros(len(b), bool) if mask_b is None else np.asarray(mask_b, bool)
+        if ma.any():
+            a = np.where(ma, -1 - np.arange(len(a)), a)  # sentinels: negative, distinct
+        if mb.any():
+            b = np.where(mb, -1 - len(a) - np.arange(len(b)), b)
+        na, nb = len(a) - int(ma.sum()), len(b) - int(mb.sum())
         if na == 0 or nb == 0:
-            return 0.0, 0, 0, 0, 0.0
+            return 0.0, 0, 0, 0, 0.0, None
         run, ia, ib = longest_common_run(a, b)
-        f1 = 2.0 * lcs_length(a.tolist(), b.tolist()) / (na + nb)
         scale = min(max(min(na, nb), self.min_run), self.full_run)
-        return max(f1, min(1.0, run / scale)), run, ia, ib, f1
+        span = None
+        if len(a) * len(b) > LCS_CELLS:  # bounded cost: windows around the run
+            side = math.isqrt(LCS_CELLS)
+            if min(len(a), len(b)) <= side:  # the shorter whole (the lengths differ here), the longer cut
+                wa = len(a) if len(a) < len(b) else LCS_CELLS // len(b)
+                wb = len(b) if len(b) < len(a) else LCS_CELLS // len(a)
+            else:
+                wa = wb = side
+            a0, b0 = _window(len(a), ia + run // 2, wa), _window(len(b), ib + run // 2, wb)
+            span = (a0, a0 + wa, b0, b0 + wb)
+            a, b = a[a0:a0 + wa], b[b0:b0 + wb]
+            na, nb = wa - int(ma[a0:a0 + wa].sum()), wb - int(mb[b0:b0 + wb].sum())
+        lcs = lcs_length(a, b)
+        f1 = 2.0 * lcs / (na + nb) if na + nb else 0.0
+        return max(f1, min(1.0, run / scale)), run, ia, ib, f1, span
 
     def verify(
         self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray
@@ -230,8 +258,12 @@ class TextAlignVerifier(Verifier):
             for k in range(m):
                 q, d = int(qi[k]), int(di[k])
                 (a, ma), (b, mb) = side((0, q)), side((1, d))
-                score, run, ia, ib, f1 = self.score_pair(a, b, ma, mb)
+                score, run, ia, ib, f1, span = self.score_pair(a, b, ma, mb)
                 scores[k] = score
+                f1_text = f"LCS F1 {f1:.2f}"
+                if span is not None:
+                    f1_text += (f" over {queries.split} words {span[0]}-{span[1] - 1} and {database.split} words "
+                                f"{span[2]}-{span[3] - 1} (a pair over {LCS_CELLS:,} word pairs is aligned in windows)")
                 masked = ""
                 if ma.any() or mb.any():
                     masked = (f"; {int(ma.sum())} {queries.split} and {int(mb.sum())} {database.split} words masked as "
@@ -239,14 +271,14 @@ class TextAlignVerifier(Verifier):
                 if np.isnan(score):
                     details.append("no words: similarity undefined")
                 elif run == 0:
-                    details.append(f"no common word; LCS F1 {f1:.2f}{masked}")
+                    details.append(f"no common word; {f1_text}{masked}")
                 else:
                     if q not in words:
                         words[q] = tokenize(queries.texts[q])
                     span = _snippet(words[q][ia:ia + run])
                     details.append(
                         f"{run}-word run: '{span}' ({queries.split} words {ia}-{ia + run - 1}, "
-                        f"{database.split} words {ib}-{ib + run - 1}); LCS F1 {f1:.2f}{masked}"
+                        f"{database.split} words {ib}-{ib + run - 1}); {f1_text}{masked}"
                     )
                 bar.update()
         return VerifyResult(scores=scores, details=details)
