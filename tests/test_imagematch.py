@@ -1,0 +1,97 @@
+"""imagematch: the scale-searching structure match, held to a brute-force reference and to real crops."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
+PIL = pytest.importorskip("PIL", reason="images need pillow (pip install 'sibscan[images]')")
+
+from PIL import Image  # noqa: E402
+
+from sibscan.errors import SibscanError  # noqa: E402
+from sibscan.items import Items  # noqa: E402
+from sibscan.kernels.scalematch import MatchVariant, match_variants, scale_match, scale_match_reference  # noqa: E402
+from sibscan.verify import get_verifier, list_verifiers  # noqa: E402
+
+
+def _smooth_images(n: int, size: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 1, size // 4, size // 4)).astype(np.float32)
+    return torch.nn.functional.interpolate(torch.as_tensor(x), size=(size, size), mode="bilinear").numpy()
+
+
+def test_scale_match_equals_brute_force_reference():
+    q, d = _smooth_images(3, 20, 0), _smooth_images(4, 20, 1)
+    d[2] = np.pad(q[1, :, 2:12, 4:14], ((0, 0), (5, 5), (3, 7)), mode="edge")  # a piece of q[1] inside d[2]
+    qi, di = np.array([0, 1, 2, 1]), np.array([0, 2, 3, 1])
+    variants = [MatchVariant("query", 1.0, 0.0, False), MatchVariant("query", 0.6, 0.0, False),
+                MatchVariant("database", 0.8, 4.0, False), MatchVariant("query", 0.7, 0.0, True)]
+    fast = scale_match(q, d, qi, di, variants)
+    ref = scale_match_reference(q, d, qi, di, variants)
+    np.testing.assert_allclose(fast.score, ref.score, atol=2e-4)
+    np.testing.assert_array_equal(fast.variant, ref.variant)
+    np.testing.assert_array_equal(fast.y, ref.y)
+    np.testing.assert_array_equal(fast.x, ref.x)
+
+
+def test_variants_and_shape_errors():
+    v = match_variants([1.0, 0.5], [0, 5], True)
+    assert v[0] == MatchVariant("query", 1.0, 0.0, False)
+    assert len(v) == 2 * 2 + 2 * 2 * 2  # scale 1 one way, 0.5 both ways; two angles; mirror
+    with pytest.raises(ValueError, match="scales must be in"):
+        match_variants([1.5], [0], False)
+    with pytest.raises(ValueError, match="shape"):
+        scale_match(np.zeros((2, 1, 8, 9)), np.zeros((2, 1, 8, 9)), [0], [0], v)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory):
+    """A real photo (scikit-image's astronaut) at 96 px, a 0.6 crop of it, its zoom-out, a rotated
+    crop; and two different featureless 'skies' (smooth gradients with sensor noise)."""
+    data = pytest.importorskip("skimage.data", reason="needs scikit-image's sample photos")
+    root = tmp_path_factory.mktemp("scene")
+    photo = Image.fromarray(data.astronaut())  # 512 x 512
+    src = photo.crop((150, 40, 342, 232)).resize((96, 96), Image.LANCZOS)
+    paths = {"train": root / "train.png", "flat_a": root / "flat_a.png", "flat_b": root / "flat_b.png",
+             "crop": root / "crop.png", "zoom": root / "zoom.png", "rotate": root / "rotate.png"}
+    src.save(paths["train"])
+    photo.crop((150 + 30, 40 + 50, 150 + 30 + 115, 40 + 50 + 115)).resize((96, 96), Image.BICUBIC).save(paths["crop"])
+    photo.crop((150 - 80, 40 - 30, 342 + 40, 232 + 90)).resize((96, 96), Image.BICUBIC).save(paths["zoom"])
+    photo.crop((100, 0, 392, 292)).rotate(6, resample=Image.BICUBIC).crop((55, 55, 237, 237)).resize(
+        (96, 96), Image.BICUBIC).save(paths["rotate"])
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:96, 0:96]
+    for k, (a, b) in (("flat_a", (0.4, 0.05)), ("flat_b", (0.3, 0.0))):
+        sky = 120 + 60 * (a * yy + b * xx) / 96 + rng.normal(0, 0.6, (96, 96))
+        Image.fromarray(np.clip(np.stack([sky, sky + 20, sky + 50], -1), 0, 255).astype(np.uint8)).save(paths[k])
+    return paths
+
+
+def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):
+    assert "imagematch" in [c.name for c in list_verifiers("image")]
+    train = Items("train", "image", ids=["src", "flat_a"], paths=[str(scene["train"]), str(scene["flat_a"])])
+    test = Items("test", "image", ids=["crop", "zoom", "rotate", "flat_b"],
+                 paths=[str(scene[k]) for k in ("crop", "zoom", "rotate", "flat_b")])
+    ver = get_verifier("imagematch", device="cpu", progress=False)
+    res = ver.verify(test, np.array([0, 1, 2, 3, 0]), train, np.array([0, 0, 0, 1, 1]))
+    assert res.scores[:3].min() > 0.75, res.scores
+    assert "(test inside train)" in res.details[0] and "(train inside test)" in res.details[1], res.details
+    assert "rotated" in res.details[2], res.details[2]
+    # two different featureless scenes, and a photo against one, stay far below every true copy
+    assert res.scores[3:].max() < 0.5, (res.scores, res.details)
+    # imagecorr, the grey-level verifier it replaces, scores the two skies as near-identical
+    old = get_verifier("imagecorr", device="cpu", progress=False).verify(test, np.array([3]), train, np.array([1]))
+    assert old.scores[0] > 0.9
+
+
+def test_imagematch_options_identity_and_errors():
+    ver = get_verifier("imagematch", device="cpu", progress=False)
+    assert ver.identity.startswith("imagematch-v1(size=64,") and f"variants={len(ver.variants)}" in ver.identity
+    with pytest.raises(SibscanError, match="scales must lie in"):
+        get_verifier("imagematch", scales=(0.3,), device="cpu")
+    with pytest.raises(SibscanError, match="angles must lie in"):
+        get_verifier("imagematch", angles=(45,), device="cpu")
+    with pytest.raises(SibscanError, match="imagematch works on images, not table"):
+        ver.verify(Items("q", "table", ids=["a"], values=np.zeros((1, 3))), [0],
+                   Items("d", "table", ids=["b"], values=np.zeros((1, 3))), [0])
