@@ -17,7 +17,8 @@ The neighbours table has one row per (query, rank) with columns
 query_split        str        "test" or "train"
 query_id           str
 query_index        int64      row of the query in its split
-rank               int32      0 = nearest
+rank               int32      0 = nearest by the deciding ``score`` (after verification)
+embedding_rank     int32      0 = nearest by embedding ``similarity`` (the search's rank)
 neighbour_split    str        "train" or "test"
 neighbour_id       str
 neighbour_index    int64
@@ -90,6 +91,7 @@ NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "query_id": np.dtype(object),
     "query_index": np.dtype(np.int64),
     "rank": np.dtype(np.int32),
+    "embedding_rank": np.dtype(np.int32),
     "neighbour_split": np.dtype("U5"),
     "neighbour_id": np.dtype(object),
     "neighbour_index": np.dtype(np.int64),
@@ -118,6 +120,8 @@ class Neighbours:
                     sim = np.asarray(self.columns["similarity"], np.float32)
                     ver = self.columns.get("verified")
                     col = sim.copy() if ver is None else np.where(np.isnan(ver), sim, ver).astype(np.float32)
+                elif name == "embedding_rank" and "rank" in self.columns:
+                    col = np.asarray(self.columns["rank"]).copy()  # unverified: the search's rank
                 elif name == "detail":
                     col = np.full(0 if n is None else n, "", dtype=object)
                 else:

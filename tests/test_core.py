@@ -158,3 +158,24 @@ def test_as_items_loads_a_path(tmp_path):
     (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4\n")
     items = as_items(tmp_path / "t.csv", "test")
     assert items.modality == "table" and items.values.tolist() == [[1, 2], [3, 4]] and items.split == "test"
+
+
+def test_verification_reranks_and_keeps_the_embedding_rank():
+    from sibscan.candidates import verify_neighbours
+    from sibscan.verify import VerifyResult
+
+    class Stub:  # a verifier that prefers the embedding's second candidate
+        def verify(self, q, qi, d, di):
+            return VerifyResult(scores=np.where(np.asarray(di) == 1, 0.9, 0.4).astype(np.float32),
+                                details=["d"] * len(qi))
+
+    nb = Neighbours({
+        "query_split": ["test"] * 2, "query_id": ["a", "a"], "query_index": [0, 0], "rank": [0, 1],
+        "neighbour_split": ["train"] * 2, "neighbour_id": ["x", "y"], "neighbour_index": [0, 1],
+        "similarity": [0.9, 0.8], "exact": [False, False],
+    })
+    assert list(nb["embedding_rank"]) == [0, 1]  # unverified: the search's rank
+    out = verify_neighbours(nb, Stub(), {"test": None, "train": None})
+    assert list(out["neighbour_id"]) == ["y", "x"]
+    assert list(out["rank"]) == [0, 1] and list(out["embedding_rank"]) == [1, 0]
+    assert "embedding_rank" in out.to_csv().splitlines()[0].split(",")
