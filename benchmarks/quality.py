@@ -39,20 +39,25 @@ import numpy as np
 
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
+from benchmarks.planted_crops import crops_set, small_set
 
 log = logging.getLogger("benchmarks.quality")
 
 ENCODERS = {"image": ("pixels", "phash", "effnet"), "text": ("ngram", "minhash", "minilm"), "table": ("znorm", "raw")}
 NEURAL = ("effnet", "minilm", "clip")
 VERIFIERS = {"image": "imagecorr", "text": "textalign", "table": "lagcorr"}
+#: verifiers also measured, side by side with the modality's current one (results key "verified:NAME")
+MORE_VERIFIERS = {"image": ("imagematch",)}
+#: the cheap appearance view whose top-k joins every image encoder's (results key "union:ENC+VIEW")
+APPEARANCE_VIEW = {"image": "pixels"}
 PREVALENCE = 0.01
 TARGET_PRECISION = 0.95
 
 SIZES = {
     # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
-    "quick": {"image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
+    "quick": {"crops": (60, 2, 20), "image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
               "rows": ("ItalyPowerDemand", "digits")},
-    "default": {"image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
+    "default": {"crops": (300, 20, 120), "image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
                 "verified_pairs": 500, "rows": None},
 }
 
@@ -215,28 +220,58 @@ def per_transform(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray, scor
     return out
 
 
+def union_candidates(*idx: np.ndarray) -> np.ndarray:
+    """Row-wise union of candidate lists (each of shape (n_test, k_i)), first occurrence first;
+    shorter rows are padded with their first candidate: (n_test, max union size)."""
+    rows = [list(dict.fromkeys(np.concatenate([i[r] for i in idx]).tolist())) for r in range(len(idx[0]))]
+    width = max(len(r) for r in rows)
+    return np.array([r + r[:1] * (width - len(r)) for r in rows], dtype=np.int64)
+
+
+def _fallback(verified: np.ndarray, test_emb: np.ndarray, train_emb: np.ndarray, qi: np.ndarray,
+              ni: np.ndarray) -> np.ndarray:
+    """Verified scores with an undefined one (NaN: a flat image) replaced by the embedding
+    similarity of the pair, as the scan does (:func:`sibscan.candidates.verify_neighbours`)."""
+    bad = np.isnan(verified)
+    if not bad.any():
+        return verified
+    out = verified.copy()
+    out[bad] = np.einsum("ij,ij->i", test_emb[qi[bad]], train_emb[ni[bad]])
+    return out
+
+
 def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs: Optional[PairScores], *, k: int,
-             n_labels: int, n_verified_random: int, seed: int) -> dict:
-    """Calibrate and score one encoder on one set, with (``pairs`` given) or without verification."""
+             n_labels: int, n_verified_random: int, seed: int, candidates: Optional[np.ndarray] = None) -> dict:
+    """Calibrate and score one encoder on one set, with (``pairs`` given) or without verification.
+
+    ``candidates`` (n_test, c) replaces the encoder's top-k (a union of views); it needs ``pairs``.
+    """
     rng = np.random.default_rng(seed)
     sims, idx = top_k(test_emb, train_emb, k)
+    if candidates is not None:
+        idx = candidates
     n_test = len(test_emb)
     if pairs is None:
         score, nb = sims[:, 0].astype(np.float64), idx[:, 0]
         ti, tj = rng.integers(0, n_test, 20000), rng.integers(0, len(train_emb), 20000)
         random_scores = np.einsum("ij,ij->i", test_emb[ti], train_emb[tj])
     else:
-        ver = pairs(np.repeat(np.arange(n_test), idx.shape[1]), idx.reshape(-1)).reshape(idx.shape)
+        qi = np.repeat(np.arange(n_test), idx.shape[1])
+        ver = _fallback(pairs(qi, idx.reshape(-1)), test_emb, train_emb, qi, idx.reshape(-1)).reshape(idx.shape)
         best = np.argmax(ver, axis=1)
         score, nb = ver[np.arange(n_test), best], idx[np.arange(n_test), best]
         # the random pairs are the same for every encoder (seeded): verified once, reused
         ti, tj = rng.integers(0, n_test, n_verified_random), rng.integers(0, len(train_emb), n_verified_random)
-        random_scores = pairs(ti, tj)
+        random_scores = _fallback(pairs(ti, tj), test_emb, train_emb, ti, tj)
     correct = ps.planted & (nb == ps.source)
     cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
     flagged = score >= cal["cutoff"]
+    featureless = np.asarray(ps.notes.get("featureless", np.zeros(len(ps.test), bool)), bool)
     return {
         "calibration": cal,
+        "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
+        "hard_negatives_flagged": int((flagged & ps.hard).sum()),
+        "featureless_flagged": int((flagged & featureless & ~ps.planted).sum()),
         "metrics": detection_metrics(ps, flagged, correct, score),
         "nn_is_source": float(correct.sum() / max(ps.planted.sum(), 1)),
         "per_transform": per_transform(ps, flagged, correct, score),
@@ -357,10 +392,12 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
           f"{int((~ps.planted).sum())} clean of which {int(ps.hard.sum())} hard)", flush=True)
     verifier = get_verifier(VERIFIERS[ps.modality])
     pairs = PairScores(ps, verifier)
+    more = {n: PairScores(ps, get_verifier(n, progress=False)) for n in MORE_VERIFIERS.get(ps.modality, ())}
     names = _encoders(ps.modality, neural)
     out: Dict[str, object] = {"modality": ps.modality, "n_train": len(ps.train), "n_test": len(ps.test),
                               "n_planted": int(ps.planted.sum()), "n_clean": int((~ps.planted).sum()),
                               "n_hard": int(ps.hard.sum()), "notes": ps.notes, "verifier": verifier.identity,
+                              "more_verifiers": {n: p.verifier.identity for n, p in more.items()},
                               "encoders": {}, "fixed_defaults": {}}
     embeddings = {}
     for name in names:
@@ -374,17 +411,35 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
             log.warning("skipping encoder %s: %s", name, exc)
             continue
         embeddings[name] = (train_emb, test_emb)
-        entry = {"identity": enc.identity, "encode_items_per_s": (len(ps.train) + len(ps.test)) / max(secs, 1e-9)}
+        entry = {"identity": enc.identity, "encode_items_per_s": (len(ps.train) + len(ps.test)) / max(secs, 1e-9),
+                 "encode_seconds": secs}
+        common = dict(k=k, n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
         for verified in (False, True):
             entry["verified" if verified else "embedding"] = evaluate(
-                ps, train_emb, test_emb, pairs if verified else None, k=k, n_labels=n_labels,
-                n_verified_random=n_verified_random, seed=seed)
+                ps, train_emb, test_emb, pairs if verified else None, **common)
+        for vname, vpairs in more.items():
+            entry[f"verified:{vname}"] = evaluate(ps, train_emb, test_emb, vpairs, **common)
         out["encoders"][name] = entry
+    view = APPEARANCE_VIEW.get(ps.modality)
+    if view in embeddings:
+        # candidates from more than one view: each other encoder's top-k joined with the view's
+        for name in [n for n in list(embeddings) if n != view]:
+            cand = union_candidates(top_k(embeddings[name][1], embeddings[name][0], k)[1],
+                                    top_k(embeddings[view][1], embeddings[view][0], k)[1])
+            entry = {"identity": f"{name} + {view}", "candidates_per_item": float(np.mean(
+                [len(set(r.tolist())) for r in cand])),
+                     "encode_seconds": out["encoders"][name]["encode_seconds"] + out["encoders"][view]["encode_seconds"]}
+            for vname, vpairs in {VERIFIERS[ps.modality]: pairs, **more}.items():
+                key = "verified" if vpairs is pairs else f"verified:{vname}"
+                entry[key] = evaluate(ps, *embeddings[name], vpairs, candidates=cand, **common)
+            out["encoders"][f"union:{name}+{view}"] = entry
     default = _default_encoder(ps.modality, list(embeddings))
     out["default_encoder"] = default
     out["difficulty"] = difficulty(ps, *embeddings[default], seed=seed)
+    out["time_share"] = _time_share(out, default, pairs, more, len(ps.test) * k)
     check_difficulty(out["difficulty"], f"{ps.name} under {default}")
     out["verify_pairs_per_s"] = pairs.pairs / pairs.seconds if pairs.seconds else None
+    out["more_verify_pairs_per_s"] = {n: p.pairs / p.seconds if p.seconds else None for n, p in more.items()}
     fixed = {"exact hash (blake2b)": exact_hashing(ps)}
     if ps.modality == "image":
         fixed["imagededup PHash (<=10 bits)"] = imagededup_phash(ps)
@@ -397,17 +452,40 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
     return out
 
 
+def _time_share(out: dict, default: str, pairs: PairScores, more: Dict[str, PairScores], n_pairs: int) -> dict:
+    """Embedding seconds of the default encoder beside each verifier's seconds for the scan's
+    ``n_test * k`` candidate pairs (at the verifier's measured pairs per second)."""
+    enc = out["encoders"][default]["encode_seconds"]
+    share = {"encoder": default, "encode_seconds": enc, "candidate_pairs": n_pairs, "verifiers": {}}
+    for p in [pairs, *more.values()]:
+        if p.seconds:
+            v = n_pairs * p.seconds / p.pairs
+            share["verifiers"][p.verifier.name] = {"seconds": v, "share_of_scan": v / (v + enc)}
+    return share
+
+
+def _modes(entry: dict) -> List[str]:
+    return [m for m in entry if m == "embedding" or m.startswith("verified")]
+
+
+def _mode_name(ps: PlantedSet, mode: str) -> str:
+    if mode == "embedding":
+        return ""
+    return " + " + (VERIFIERS[ps.modality] if mode == "verified" else mode.split(":", 1)[1])
+
+
 def _print_set(ps: PlantedSet, out: dict) -> None:
     rows = []
     for name, entry in out["encoders"].items():
-        for mode in ("embedding", "verified"):
+        for mode in _modes(entry):
             r = entry[mode]
             m = r["metrics"]
-            rows.append({"method": f"{name}{' + ' + VERIFIERS[ps.modality] if mode == 'verified' else ''}",
+            rows.append({"method": f"{name}{_mode_name(ps, mode)}",
                          "cutoff": f"calibrated {r['calibration']['cutoff']:.4f}", "precision": m["precision"],
                          "recall": m["recall"], "P@1%": m["precision_at_1pct"],
                          "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m["auc"],
-                         "R@P95": m["recall_at_p95"], "flagged": m["flagged"]})
+                         "R@P95": m["recall_at_p95"], "flagged": m["flagged"],
+                         "src in cand": r["source_in_candidates"], "hard flagged": r["hard_negatives_flagged"]})
     for name, m in out["fixed_defaults"].items():
         rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
                      "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
@@ -419,8 +497,8 @@ def _print_set(ps: PlantedSet, out: dict) -> None:
           f"random q99 {d['random_q99']:.4f}")
     rows = []
     for name, entry in out["encoders"].items():
-        for mode in ("embedding", "verified"):
-            row = {"method": f"{name}{' + verify' if mode == 'verified' else ''}"}
+        for mode in _modes(entry):
+            row = {"method": f"{name}{_mode_name(ps, mode)}"}
             for t, v in entry[mode]["per_transform"].items():
                 row[t] = f"{v['recall']:.2f} / {v['auc']:.2f}"
             rows.append(row)
@@ -455,7 +533,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (under a minute)")
     ap.add_argument("--no-neural", action="store_true", help="weight-free encoders only (skip minilm, effnet)")
-    ap.add_argument("--sets", default="images,text,rows", help="comma list of images, text, rows")
+    ap.add_argument("--sets", default="images,text,rows",
+                    help="comma list of images, text, rows, crops (heavy crops/zooms/rotations of photo cells, "
+                         "featureless negatives), small32 (the same at 32 x 32 px)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the set sizes (e.g. 0.5)")
     ap.add_argument("--k", type=int, default=5, help="candidates verified per test item")
     ap.add_argument("--seed", type=int, default=0)
@@ -466,9 +546,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     size = SIZES["quick" if args.quick else "default"]
     scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
     wanted = {s.strip() for s in args.sets.split(",") if s.strip()}
-    bad = wanted - {"images", "text", "rows"}
+    bad = wanted - {"images", "text", "rows", "crops", "small32"}
     if bad:
-        ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, text, rows")
+        ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, text, rows, crops, small32")
     t0 = time.perf_counter()
     results: Dict[str, object] = {}
     common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"], n_verified_random=size["verified_pairs"],
@@ -479,6 +559,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         if "images" in wanted:
             n_train, per, n_clean = scale(size["image"])
             sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+        for name, make in (("crops", crops_set), ("small32", small_set)):
+            if name in wanted:
+                n_train, per, n_clean = scale(size["crops"])
+                sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
         if "text" in wanted:
             n_train, per, n_clean = scale(size["text"])
             sets.append(text_set(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
