@@ -133,13 +133,22 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
         assert s["difficulty"]["best_negative"] > s["difficulty"]["random_median"], name
         assert "exact hash (blake2b)" in s["fixed_defaults"]
         for enc, entry in s["encoders"].items():
-            for mode in ("embedding", "verified"):
+            modes = [m for m in entry if m == "embedding" or m.startswith("verified")]
+            # a union of views has no embedding of its own: only verified modes
+            assert ("embedding" in modes) != enc.startswith("union:") and "verified" in modes, (name, enc)
+            for mode in modes:
                 m = entry[mode]["metrics"]
                 assert {"recall", "precision", "precision_at_1pct", "auc", "recall_at_p95"} <= set(m), (name, enc)
-                assert 0.0 <= m["recall"] <= 1.0
+                assert 0.0 <= m["recall"] <= 1.0 and 0.0 <= entry[mode]["source_in_candidates"] <= 1.0
                 assert entry[mode]["calibration"]["cutoff"] is not None
-                assert set(entry[mode]["per_transform"]) == set(s["encoders"][enc]["embedding"]["per_transform"])
-    assert set(data["sets"]["images"]["encoders"]) >= {"pixels", "phash"}
+                assert set(entry[mode]["per_transform"]) == set(s["encoders"]["pixels" if enc.startswith("union:") else enc]
+                                                                ["embedding"]["per_transform"])
+    images = data["sets"]["images"]
+    assert set(images["encoders"]) >= {"pixels", "phash", "union:phash+pixels"}
+    # the union of two views holds at least the candidates of each
+    union = images["encoders"]["union:phash+pixels"]["verified:imagematch"]["source_in_candidates"]
+    assert union >= max(images["encoders"][v]["verified:imagematch"]["source_in_candidates"] for v in ("pixels", "phash"))
+    assert set(images["time_share"]["verifiers"]) == {"imagecorr", "imagematch"}
     # exact copies are found by every calibrated encoder
     assert data["sets"]["text"]["encoders"]["ngram"]["embedding"]["per_transform"]["exact"]["recall"] == 1.0
 
