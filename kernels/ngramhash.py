@@ -20,8 +20,12 @@ import numpy as np
 
 from .textalign import shingle_hashes, tokenize
 
-__all__ = ["WordIdCache", "word_ids", "batch_word_ids", "ngram_hashes", "sorted_member", "longest_hit_run",
-           "ngram_coverage"]
+__all__ = ["WordIdCache", "word_ids", "batch_word_ids", "ngram_hashes", "ngram_position_tags", "sorted_member",
+           "sorted_lookup", "longest_hit_run", "longest_chained_run", "ngram_coverage"]
+
+TAG_BITS = 16
+_TAG_MASK = (1 << TAG_BITS) - 1
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads a document's digest over the top bits
 
 
 def _word_id(word: str) -> int:
@@ -106,6 +110,40 @@ def ngram_hashes(ids: np.ndarray, offsets: np.ndarray, n: int) -> Tuple[np.ndarr
     return h[ok], starts[ok]
 
 
+def ngram_position_tags(hashes: np.ndarray, starts: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """16-bit position tags of n-grams: ``(digest(document) + position) mod 2**16``.
+
+    Within one document consecutive n-grams get consecutive tags, so two matched n-grams of a query
+    at positions ``i`` and ``i + 1`` whose stored tags differ by exactly 1 lie next to each other in
+    one document, up to a ``2**-16`` chance that two different documents' tags line up (the
+    document digest is the wrapping sum of its n-gram hashes, mixed).  This is what lets an index
+    that stores no positions report a verbatim run that really occurs in one document.
+
+    Parameters
+    ----------
+    hashes : ndarray of shape (m,), uint64
+        From :func:`ngram_hashes`.
+    starts : ndarray of shape (m,), int64
+        From :func:`ngram_hashes`.
+    offsets : ndarray of shape (n_docs + 1,), int64
+
+    Returns
+    -------
+    ndarray of shape (m,), uint16
+    """
+    hashes = np.asarray(hashes, np.uint64)
+    if not len(hashes):
+        return np.empty(0, np.uint16)
+    offsets = np.asarray(offsets, np.int64)
+    doc = np.searchsorted(offsets, starts, side="right") - 1
+    first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])  # n-grams are in document order
+    with np.errstate(over="ignore"):
+        digest = np.add.reduceat(hashes, first) * _MIX  # uint64 arithmetic wraps
+    base = (digest >> np.uint64(64 - TAG_BITS)).astype(np.int64)
+    pos = starts - offsets[doc]
+    return ((np.repeat(base, np.diff(np.r_[first, len(hashes)])) + pos) & _TAG_MASK).astype(np.uint16)
+
+
 def sorted_member(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Which ``queries`` occur in ``table``.
 
@@ -126,12 +164,72 @@ def sorted_member(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.asarray(table[pos] == queries)
 
 
+def sorted_lookup(table: np.ndarray, tags: np.ndarray, queries: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Membership of ``queries`` in a sorted distinct ``table`` and the stored tag of each hit.
+
+    Parameters
+    ----------
+    table : ndarray of shape (u,), uint64, sorted ascending, distinct
+    tags : ndarray of shape (u,), uint16
+    queries : ndarray of shape (m,), uint64
+
+    Returns
+    -------
+    hit : ndarray of shape (m,), bool
+    tag : ndarray of shape (m,), uint16 (0 where not hit)
+    """
+    queries = np.asarray(queries, np.uint64)
+    if not len(table) or not len(queries):
+        return np.zeros(len(queries), bool), np.zeros(len(queries), np.uint16)
+    pos = np.searchsorted(table, queries)
+    pos[pos == len(table)] = len(table) - 1
+    hit = np.asarray(table[pos] == queries)
+    return hit, np.where(hit, np.asarray(tags[pos]), 0).astype(np.uint16)
+
+
+def longest_chained_run(hit: np.ndarray, tags: np.ndarray, n: int) -> Tuple[int, int]:
+    """Longest verbatim word run of one text that lies inside one corpus document.
+
+    Matched n-grams at ``s, s+1, …, s+r-1`` form a run only where each next stored tag is the
+    previous one plus 1 (:func:`ngram_position_tags`: the same document, the next position), so
+    the ``r + n - 1`` words are a contiguous passage of one document.  An index keeps one tag per
+    distinct n-gram (its first occurrence), so a run whose n-grams also occur earlier in other
+    documents is reported shorter than it is, never longer (except with probability ``2**-16`` per
+    joined pair, when two documents' tags line up by chance).
+
+    Parameters
+    ----------
+    hit : ndarray of shape (n_ngrams,), bool
+        Whether the n-gram starting at each word position matched.
+    tags : ndarray of shape (n_ngrams,), uint16
+        The matched n-grams' stored tags (ignored where not hit).
+    n : int
+
+    Returns
+    -------
+    (length_words, start_word)
+        ``(0, 0)`` when nothing matched; the first of equally long runs.
+    """
+    hit = np.asarray(hit, bool)
+    if not hit.any():
+        return 0, 0
+    t = np.asarray(tags).astype(np.int64)
+    link = hit[:-1] & hit[1:] & (((t[1:] - t[:-1]) & _TAG_MASK) == 1)
+    begins = hit.copy()
+    begins[1:] &= ~link
+    seg = np.cumsum(begins) - 1
+    lengths = np.bincount(seg[hit], minlength=int(begins.sum()))
+    k = int(np.argmax(lengths))
+    return int(lengths[k]) + n - 1, int(np.flatnonzero(begins)[k])
+
+
 def longest_hit_run(hit: np.ndarray, n: int) -> Tuple[int, int]:
     """Longest verbatim word run implied by matched n-grams of one text.
 
-    Consecutive matched n-grams starting at ``s, s+1, …, s+r-1`` cover ``r + n - 1`` words.  (They
-    may match in different corpus documents; the hashes do not say.  The run is a lower bound on
-    the longest single match whenever the matches come from one document, and exact at ``r = 1``.)
+    Consecutive matched n-grams starting at ``s, s+1, …, s+r-1`` cover ``r + n - 1`` words.  They
+    may match in different corpus documents (the hashes do not say), so this is an upper bound on
+    the longest passage found in one document; :func:`longest_chained_run` gives a run inside one
+    document.
 
     Parameters
     ----------

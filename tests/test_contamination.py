@@ -14,7 +14,8 @@ from sibscan.contamination.combine import OperatingPoint, auc, combine_z, robust
 from sibscan.contamination.examples import load_examples
 from sibscan.contamination.overlap import overlap_with_sources
 from sibscan.errors import InputError, SibscanError
-from sibscan.kernels.ngramhash import batch_word_ids, longest_hit_run, ngram_hashes, sorted_member
+from sibscan.kernels.ngramhash import (batch_word_ids, longest_chained_run, longest_hit_run, ngram_hashes,
+                                      ngram_position_tags, sorted_member)
 from sibscan.kernels.textalign import tokenize
 
 WORDS = [f"w{i}" for i in range(2000)]
@@ -45,9 +46,26 @@ def test_ngram_hashes_equal_iff_ngrams_equal():
     assert ngram_hashes(ids2, off2, 4)[0][0] == by_gram[("a", "b", "c", "d")]
 
 
+def brute_longest_in_one_doc(text, corpus, n):
+    """Longest run of the text's words (>= n) that occurs contiguously in one corpus document."""
+    w = tokenize(text)
+    padded = [" " + " ".join(tokenize(d)) + " " for d in corpus]
+    best = 0
+    for i in range(len(w)):
+        k = best + 1
+        while i + k <= len(w) and any(" " + " ".join(w[i:i + k]) + " " in d for d in padded):
+            best, k = k, k + 1
+    return best if best >= n else 0
+
+
 def test_longest_hit_run_and_membership():
     assert longest_hit_run(np.array([0, 1, 1, 0, 1, 1, 1, 0], bool), 5) == (3 + 4, 4)
     assert longest_hit_run(np.zeros(4, bool), 5) == (0, 0)
+    hit = np.array([0, 1, 1, 1, 1, 1, 0], bool)
+    # tags step by one inside a document; a jump (another document) breaks the run
+    assert longest_chained_run(hit, np.array([0, 7, 8, 9, 500, 501, 0], np.uint16), 5) == (3 + 4, 1)
+    assert longest_chained_run(hit, np.array([0, 65534, 65535, 0, 1, 2, 0], np.uint16), 5) == (5 + 4, 1)  # wraps
+    assert longest_chained_run(np.zeros(4, bool), np.zeros(4, np.uint16), 5) == (0, 0)
     table = np.sort(np.array([5, 9, 2**63 + 7], np.uint64))
     assert sorted_member(table, np.array([9, 10, 2**63 + 7, 0], np.uint64)).tolist() == [True, False, True, False]
 
@@ -59,16 +77,44 @@ def test_index_matches_brute_force_set(tmp_path):
     assert len(idx.manifest["shards"]) > 3  # several shards: the range partition is exercised
     brute = {g for t in corpus for g in brute_ngrams(t, 5)}
     assert idx.n_stored == len(brute)  # distinct n-grams, each stored once across shards
-    assert idx.stored_bytes() / idx.n_stored < 10
+    payload = sum(np.load(idx.path / s[k], mmap_mode="r").nbytes for s in idx.manifest["shards"] for k in ("file", "tags"))
+    assert payload == 10 * idx.n_stored  # an 8-byte hash and a 2-byte tag; npy headers and the manifest besides
     queries = docs(rng, 10, 30) + [corpus[7][:200]]
     res = overlap_with_sources(queries, {"c": idx})
     for text, r in zip(queries, res):
         grams = brute_ngrams(text, 5)
         hits = [g in brute for g in grams]
         assert r.per_source["c"].overlap_fraction == pytest.approx(np.mean(hits))
-        run, _ = longest_hit_run(np.array(hits), 5)
-        assert r.per_source["c"].longest_match_tokens == run
+        assert r.per_source["c"].longest_match_tokens == brute_longest_in_one_doc(text, corpus, 5)
     assert res[-1].per_source["c"].overlap_fraction > 0.9
+
+
+def test_position_tags_step_by_one_within_a_document():
+    ids, off = batch_word_ids(["a b c d e f g", "x y", "a b c d e f g h i"])
+    h, starts = ngram_hashes(ids, off, 3)
+    tags = ngram_position_tags(h, starts, off).astype(np.int64)
+    assert np.all((np.diff(tags[:5]) & 0xFFFF) == 1) and np.all((np.diff(tags[5:]) & 0xFFFF) == 1)
+    assert (tags[5] - tags[4]) & 0xFFFF != 1  # the next document's tags do not continue the first's
+
+
+def test_longest_run_never_joins_matches_from_different_documents(tmp_path):
+    rng = np.random.default_rng(11)
+    x = list(rng.choice(WORDS, 60))
+    text = " ".join(x)
+    a, b, other = " ".join(x[:30]), " ".join(x[20:60]), " ".join(rng.choice(WORDS, 50))
+    idx = build_index([a, other, b], tmp_path / "idx", n=5, shard_size=40, progress=False)
+    assert len(idx.manifest["shards"]) > 1
+    m = overlap_with_sources([text], {"c": idx})[0].per_source["c"]
+    assert m.overlap_fraction == 1.0  # every n-gram matches, in one document or the other ...
+    assert longest_hit_run(np.ones(56, bool), 5)[0] == 60  # ... which chained blindly would read as 60 words
+    # the longest passage in one document is b's 40 words; the n-grams of x[20:30] keep the tag of their
+    # first occurrence (in a), so b's run is seen from x[26]: 34 words, at most the truth, never 60
+    assert brute_longest_in_one_doc(text, [a, other, b], 5) == 40
+    assert (m.longest_match_tokens, m.run_start) == (34, 26)
+    # with b first, its n-grams are the first occurrences: the whole 40-word passage
+    again = build_index([b, other, a], tmp_path / "idx2", n=5, shard_size=5, progress=False)
+    r = overlap_with_sources([text], {"c": again})[0].per_source["c"]
+    assert (r.longest_match_tokens, r.run_start) == (40, 20)
 
 
 def test_index_reused_when_corpus_unchanged_and_rebuilt_when_changed(tmp_path):

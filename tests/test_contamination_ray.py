@@ -1,4 +1,9 @@
-"""The n-gram index built as Ray tasks is byte-identical to the local build (local Ray, 2 CPUs)."""
+"""The n-gram index built as Ray tasks is byte-identical to the local build (local Ray, 2 CPUs).
+
+Marked slow: starting a local Ray takes 10-60 s on a loaded 2-core machine.  Where Ray is installed
+but its local node cannot start (its raylet gives the dashboard agent a fixed 15 s to report its
+ports, which an overloaded machine misses: "The current node timed out during startup"), the test
+is skipped with that reason rather than failed: that is the machine, not the index build."""
 from __future__ import annotations
 
 import json
@@ -15,12 +20,25 @@ from sibscan.contamination import build_index  # noqa: E402
 def local_ray():
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        mp = pytest.MonkeyPatch()
+        mp.setenv("RAY_raylet_start_wait_time_s", "120")  # a loaded 2-core machine starts raylets slowly
+        mp.setenv("RAY_agent_register_timeout_ms", "120000")
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for a node that did not start
+            if "timed out during startup" not in str(exc):
+                raise
+            ray.shutdown()
+            pytest.skip(f"a local Ray node could not start on this machine ({exc}); "
+                        "see /tmp/ray/session_latest/logs/raylet.out")
+        finally:
+            mp.undo()
     yield
     if started:
         ray.shutdown()
 
 
+@pytest.mark.slow  # starts a local Ray
 def test_ray_index_identical_to_local(local_ray, tmp_path):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(500)]
@@ -35,7 +53,8 @@ def test_ray_index_identical_to_local(local_ray, tmp_path):
     assert len(local.manifest["shards"]) >= 4  # several map batches and reduce ranges
     assert local.manifest["shards"] == remote.manifest["shards"]
     for shard in local.manifest["shards"]:
-        assert (local.path / shard["file"]).read_bytes() == (remote.path / shard["file"]).read_bytes()
+        for key in ("file", "tags"):  # hashes and position tags
+            assert (local.path / shard[key]).read_bytes() == (remote.path / shard[key]).read_bytes()
     for key in ("n_docs", "n_words", "n_ngrams", "n_stored", "skipped"):
         assert local.manifest[key] == remote.manifest[key], key
     assert remote.manifest["engine"] == "ray" and len(remote.manifest["skipped"]) == 1

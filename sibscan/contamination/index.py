@@ -3,23 +3,31 @@ shards, built by streaming the corpus a batch of documents at a time.
 
 Layout of an index folder::
 
-    manifest.json      n, tokeniser, hash, counts, the shards' hash ranges, skipped documents
-    shard-00000.npy    sorted distinct uint64 hashes in [lo_0, hi_0)
-    shard-00001.npy    ...
+    manifest.json        n, tokeniser, hash, counts, the shards' hash ranges, skipped documents
+    shard-00000.npy      sorted distinct uint64 hashes in [lo_0, hi_0)
+    shard-00000.tag.npy  uint16 position tag of each hash's first occurrence
+    shard-00001.npy      ...
 
 Build (two phases, each a list of independent tasks, run here or as Ray tasks with identical
 output — :mod:`.ray_build`):
 
 1. **map**: documents are grouped into batches of about ``shard_size`` n-grams (estimated as
    ``CHARS_PER_NGRAM`` characters each; a batch closes on a document boundary); each batch becomes
-   one *run*: its n-gram hashes sorted and de-duplicated (``runs/run-00000.npy``).
+   one *run*: its n-gram hashes sorted and de-duplicated (``runs/run-00000.npy``), with the
+   position tag of each one's first occurrence (``runs/run-00000.tag.npy``).
 2. **reduce**: the 64-bit hash space is cut into ``ceil(run entries / shard_size)`` equal ranges
    (hashes are uniform, so the ranges are balanced without sampling); shard ``j`` is the distinct
-   hashes of every run in range ``j``.  The runs are then deleted.
+   hashes of every run in range ``j``, each with the tag of its earliest run.  The runs are
+   then deleted.
+
+The index stores no positions; the 16-bit tag is ``(digest(document) + position) mod 2**16``
+(:func:`sibscan.kernels.ngramhash.ngram_position_tags`), so matched n-grams whose tags step by 1
+are consecutive n-grams of one document, and a reported longest run is a passage of one document
+(never a chain of matches from different documents, except with probability ``2**-16`` per join).
 
 Memory is bounded by the shard size, not the corpus: a map task holds one batch, a reduce task
-one range (read from memory-mapped runs), a query one shard at a time.  The stored index is 8
-bytes per distinct n-gram plus a JSON manifest.  ``manifest.json`` is written last, atomically:
+one range (read from memory-mapped runs), a query one shard at a time.  The stored index is 10
+bytes per distinct n-gram (8 hash + 2 tag) plus a JSON manifest.  ``manifest.json`` is written last, atomically:
 a folder without it is an unfinished build.
 """
 from __future__ import annotations
@@ -36,26 +44,26 @@ import numpy as np
 
 from ..atomic import save_npy, write_json
 from ..errors import CompatibilityError, InputError, SibscanError
-from ..kernels.ngramhash import sorted_member
+from ..kernels.ngramhash import sorted_lookup
 from .corpus import CorpusLike, CorpusReader
 from .progress import Progress
-from .tasks import hash_batch, merge_range, range_bounds
+from .tasks import hash_batch, merge_range, range_bounds, tag_path
 
 __all__ = ["CHARS_PER_NGRAM", "DEFAULT_N", "DEFAULT_SHARD_SIZE", "NgramIndex", "build_index", "index_identity"]
 
 log = logging.getLogger("sibscan.contamination")
 
-FORMAT = "sibscan-ngram-index-v1"
+FORMAT = "sibscan-ngram-index-v2"  # v2: a position tag per n-gram
 DEFAULT_N = 13
 DEFAULT_SHARD_SIZE = 1 << 22  # 4,194,304 n-grams: a 32 MiB shard
 CHARS_PER_NGRAM = 6  # batch size estimate: English averages ~6 characters per word with its space
 TOKENISER = "nfkc-casefold-w"  # sibscan.kernels.textalign.tokenize
-HASH = "blake2b64-word,poly64-ngram"
+HASH = "blake2b64-word,poly64-ngram,tag16-docsum-pos"
 
 
 def index_identity(n: int) -> str:
     """What must match between an index and the text it is queried with."""
-    return f"ngram-index-v1(n={n},tok={TOKENISER},hash={HASH})"
+    return f"ngram-index-v2(n={n},tok={TOKENISER},hash={HASH})"
 
 
 def _batches(docs: Iterable[str], max_chars: int) -> Iterator[List[str]]:
@@ -112,8 +120,9 @@ class NgramIndex:
         return int(self.manifest["n_stored"])
 
     def stored_bytes(self) -> int:
-        """Bytes on disk: shard files and manifest."""
-        files = [self.path / s["file"] for s in self.manifest["shards"]] + [self.path / "manifest.json"]
+        """Bytes on disk: shard files (hashes and tags) and manifest."""
+        files = [self.path / f for s in self.manifest["shards"] for f in (s["file"], s["tags"])]
+        files.append(self.path / "manifest.json")
         return sum(f.stat().st_size for f in files)
 
     def contains(self, hashes: np.ndarray) -> np.ndarray:
@@ -127,10 +136,25 @@ class NgramIndex:
         -------
         ndarray of shape (m,), bool
         """
+        return self.lookup(hashes)[0]
+
+    def lookup(self, hashes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Which hashes are in the index and their stored position tags; one shard at a time.
+
+        Parameters
+        ----------
+        hashes : ndarray of shape (m,), uint64
+
+        Returns
+        -------
+        hit : ndarray of shape (m,), bool
+        tag : ndarray of shape (m,), uint16 — the first occurrence's tag (0 where not hit)
+        """
         hashes = np.asarray(hashes, np.uint64)
         out = np.zeros(len(hashes), bool)
+        tags = np.zeros(len(hashes), np.uint16)
         if not len(hashes) or not len(self._lo):
-            return out
+            return out, tags
         part = np.searchsorted(self._lo, hashes, side="right") - 1
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], np.arange(len(self._lo) + 1))
@@ -139,9 +163,10 @@ class NgramIndex:
             if not len(sel) or not shard["count"]:
                 continue
             table = np.load(self.path / shard["file"], mmap_mode="r")
-            out[sel] = sorted_member(table, hashes[sel])
-            del table
-        return out
+            stored = np.load(self.path / shard["tags"], mmap_mode="r")
+            out[sel], tags[sel] = sorted_lookup(table, stored, hashes[sel])
+            del table, stored
+        return out, tags
 
 
 def _open_existing(path: Path, identity: str, fingerprint: Optional[str]) -> Optional[NgramIndex]:
@@ -171,7 +196,7 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     n : int
         Words per n-gram (13 by default, as GPT-3's contamination study).
     shard_size : int
-        N-grams per batch and per shard: the unit of memory (about 8 bytes each in a shard, a few
+        N-grams per batch and per shard: the unit of memory (10 bytes each in a shard, a few
         times that while a batch is hashed).
     text_field : str
         JSONL / Parquet field holding the text.
@@ -205,7 +230,7 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
             return found
     if (path / "manifest.json").exists():
         (path / "manifest.json").unlink()  # an index being rebuilt is unfinished until the end
-    for old in path.glob("shard-*.npy"):
+    for old in path.glob("shard-*.npy"):  # hashes and tags
         old.unlink()
     runs_dir = path / "runs"
     shutil.rmtree(runs_dir, ignore_errors=True)
@@ -258,7 +283,7 @@ class _LocalTasks:
         for i, docs in enumerate(batches):
             yield i, len(docs), hash_batch(docs, n)
 
-    def reduce_ranges(self, run_paths: List[str], ranges: List[Tuple[int, int]]) -> Iterator[Tuple[int, np.ndarray]]:
+    def reduce_ranges(self, run_paths: List[str], ranges: List[Tuple[int, int]]) -> Iterator[Tuple[int, tuple]]:
         for j, (lo, hi) in enumerate(ranges):
             yield j, merge_range(run_paths, lo, hi)
 
@@ -267,8 +292,9 @@ def _map(tasks, batches, n: int, runs_dir: Path, progress: bool) -> _BuildStats:
     stats = _BuildStats()
     results: Dict[int, str] = {}
     with Progress("index: documents hashed", enabled=progress, unit="docs") as bar:
-        for i, n_docs, (hashes, n_words, n_ngrams) in tasks.map_batches(batches, n):
+        for i, n_docs, (hashes, tags, n_words, n_ngrams) in tasks.map_batches(batches, n):
             f = runs_dir / f"run-{i:05d}.npy"
+            save_npy(tag_path(f), tags)
             save_npy(f, hashes)
             results[i] = str(f)
             stats.n_docs += n_docs
@@ -284,9 +310,11 @@ def _reduce(tasks, run_paths: List[str], edges, path: Path, progress: bool) -> L
     ranges = [(int(edges[j]), int(edges[j + 1])) for j in range(len(edges) - 1)]
     shards: Dict[int, dict] = {}
     with Progress("index: shards merged", total=len(ranges), enabled=progress, unit="shards") as bar:
-        for j, table in tasks.reduce_ranges(run_paths, ranges):
+        for j, (table, tags) in tasks.reduce_ranges(run_paths, ranges):
             name = f"shard-{j:05d}.npy"
             save_npy(path / name, table)
-            shards[j] = {"file": name, "lo": str(ranges[j][0]), "hi": str(ranges[j][1]), "count": int(len(table))}
+            save_npy(path / tag_path(name), tags)
+            shards[j] = {"file": name, "tags": tag_path(name), "lo": str(ranges[j][0]), "hi": str(ranges[j][1]),
+                         "count": int(len(table))}
             bar.update()
     return [shards[j] for j in sorted(shards)]

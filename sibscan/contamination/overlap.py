@@ -4,9 +4,10 @@ Per example and source:
 
 * ``overlap_fraction`` — the share of the example's word n-grams found in the source (PaLM's
   definition, with its n), and
-* ``longest_match_tokens`` — the longest run of words covered by consecutive matched n-grams
-  (``r`` consecutive matches cover ``r + n - 1`` words; see
-  :func:`sibscan.kernels.ngramhash.longest_hit_run`), with the word where it starts.
+* ``longest_match_tokens`` — the longest run of words that occurs contiguously in one document
+  of the source: consecutive matched n-grams whose stored position tags step by one (``r`` such
+  matches cover ``r + n - 1`` words; see :func:`sibscan.kernels.ngramhash.longest_chained_run`),
+  with the word where it starts.  Matches from different documents never join into one run.
 
 An example shorter than ``n`` words has no n-gram: it is ``scorable=False`` and listed, never
 counted as clean.  The example's headline values are those of its ``best_source`` (highest overlap,
@@ -21,7 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import CompatibilityError
-from ..kernels.ngramhash import batch_word_ids, longest_hit_run, ngram_hashes
+from ..kernels.ngramhash import batch_word_ids, longest_chained_run, ngram_hashes
 from .index import NgramIndex
 
 __all__ = ["SourceMatch", "ExampleOverlap", "example_ngrams", "overlap_with_sources"]
@@ -108,11 +109,11 @@ def overlap_with_sources(texts: Sequence[str], sources: Mapping[str, NgramIndex]
     bounds = np.concatenate([[0], np.cumsum(counts)])  # n-grams are in text order
     out = [ExampleOverlap(int(lengths[i]), int(counts[i]), {}) for i in range(len(texts))]
     for name, idx in sources.items():
-        hit = idx.contains(hashes)
+        hit, tags = idx.lookup(hashes)
         matched = np.bincount(doc, weights=hit, minlength=len(texts)).astype(np.int64)
         for i, ex in enumerate(out):
             if not ex.scorable:
                 continue
-            run, start = longest_hit_run(hit[bounds[i]:bounds[i + 1]], n)
+            run, start = longest_chained_run(hit[bounds[i]:bounds[i + 1]], tags[bounds[i]:bounds[i + 1]], n)
             ex.per_source[name] = SourceMatch(float(matched[i] / counts[i]), run, start, int(matched[i]))
     return out

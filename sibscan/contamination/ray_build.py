@@ -3,7 +3,7 @@ the index files are identical (tested byte for byte).
 
 Map: the driver streams the corpus and sends each batch of documents to a task (at most two
 batches per CPU in flight, so the driver's memory stays bounded); the task returns the batch's
-sorted distinct hashes and the driver writes the run.  Reduce: one task per hash range reads the
+sorted distinct hashes with their position tags and the driver writes the run.  Reduce: one task per hash range reads the
 runs from the index folder (on a cluster: a shared filesystem at the same path) and returns the
 shard.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-import numpy as np
 
 from ..errors import SibscanError, require
 from .tasks import hash_batch, merge_range
@@ -65,7 +64,7 @@ class RayTasks:
         while pending:
             yield from drain(1)
 
-    def reduce_ranges(self, run_paths: List[str], ranges: List[Tuple[int, int]]) -> Iterator[Tuple[int, np.ndarray]]:
+    def reduce_ranges(self, run_paths: List[str], ranges: List[Tuple[int, int]]) -> Iterator[Tuple[int, tuple]]:
         ray = self.ray
         runs_ref = ray.put(list(run_paths))
         pending = {self._reduce.remote(runs_ref, lo, hi): j for j, (lo, hi) in enumerate(ranges)}
