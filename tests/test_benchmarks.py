@@ -278,6 +278,26 @@ def test_memory_quick_writes_results(tmp_path, monkeypatch):
     assert small["peak_MB"] > small["fixed_MB"] > 0
     assert (tmp_path / "memory.json").exists()
 
+
+# -- contamination: the planted language-model-corpus benchmark --------------------------------
+
+
+def test_contamination_synthetic_benchmark_negatives_are_hard_and_quick_run_writes_results(tmp_path, monkeypatch):
+    """The planted benchmark cannot silently become easy: clean examples share most of their
+    5-grams with the corpus; the --quick run writes every table the README quotes."""
+    from benchmarks import contamination as bench
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    out = bench.main(["--quick", "--parts", "synthetic"])["synthetic"]
+    assert out["clean_overlap_n5"]["mean"] >= 0.8
+    data = json.loads((tmp_path / "contamination_synthetic.json").read_text())
+    assert data["seeds"] == 2 and set(data["mean_sd"]) >= {"verbatim", "partial", "paraphrased", "fpr"}
+    assert data["mean_sd"]["verbatim"]["auc_overlap"]["mean"] > 0.9
+    rows = data["prevalence_sweep"]["rows"]
+    assert [r["setting"] for r in rows] == ["n=13 (defaults)", "n=8", "n=13, 300 controls"]
+    for r in rows:
+        assert r["true"] + r["missed"] == r["real"] == 20 and r["true"] + r["false"] == r["flagged"]
+
 # -- temporal: the time-permutation test on UCR data vs the paper ------------------------------
 
 

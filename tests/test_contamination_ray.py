@@ -21,8 +21,7 @@ def local_ray():
     started = not ray.is_initialized()
     if started:
         mp = pytest.MonkeyPatch()
-        mp.setenv("RAY_raylet_start_wait_time_s", "120")  # a loaded 2-core machine starts raylets slowly
-        mp.setenv("RAY_agent_register_timeout_ms", "120000")
+        mp.setenv("RAY_agent_register_timeout_ms", "120000")  # the runtime-env agent's port wait
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for a node that did not start
