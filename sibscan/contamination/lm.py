@@ -144,10 +144,12 @@ class CausalLM:
         """Per scored token: ``log p``, the distribution's mean ``mu`` and std ``sigma`` of log p.
 
         The first token is context only (after BOS, every text token is scored).  Where the model
-        allows it (:meth:`_head_fusable`), the LM head is applied to the final hidden states 256
-        positions at a time and the statistics taken right away, so the (batch, length, vocabulary)
-        logits are never held whole — the bare forward pass materialises them; this keeps Min-K%++
-        close to the forward pass's speed (benchmark: ``python -m benchmarks.contamination``).
+        allows it (:meth:`_head_fusable`), the LM head is applied to the final hidden states of a
+        batch's real (unpadded) tokens together, ``HEAD_ROWS`` at a time into one reused buffer, and
+        the statistics are taken from each block: the (batch, length, vocabulary) logits are never
+        held whole, padding is never projected, and the head's (V, d) weight is read once per block
+        rather than once per text.  Otherwise the model's own logits are used.  Benchmark:
+        ``python -m benchmarks.contamination --parts lm``.
 
         Returns
         -------
@@ -160,23 +162,50 @@ class CausalLM:
         out: List[Optional[tuple]] = [None] * len(texts)
         with torch.inference_mode():
             for batch in self._batches(texts):
+                x, att = self._inputs(batch)
+                lengths = [max(len(ids) - 1, 0) for _, ids in batch]  # scored tokens per text
+                targets = torch.cat([x[r, 1:t + 1] for r, t in enumerate(lengths)])
                 if self._fused:
-                    x, att = self._inputs(batch)
                     hidden = self.model(input_ids=x, attention_mask=att, output_hidden_states=True,
                                         logits_to_keep=1).hidden_states[-1]
-                    head = self.model.get_output_embeddings()
+                    rows = torch.cat([hidden[r, :t] for r, t in enumerate(lengths)])
+                    stats = self._head_stats(rows, targets)
                 else:
-                    x, logits = self._forward(batch)
-                for r, (i, ids) in enumerate(batch):
-                    t = len(ids) - 1
-                    parts = []
-                    for a in range(0, max(t, 0), 256):
-                        b = min(t, a + 256)
-                        rows = head(hidden[r, a:b]) if self._fused else logits[r, a:b]
-                        parts.append(distribution_stats(rows, x[r, a + 1:b + 1]))
-                    out[i] = tuple(torch.cat([p[k] for p in parts]).cpu().numpy() if parts
-                                   else np.empty(0, np.float32) for k in range(3))
+                    logits = self.model(input_ids=x, attention_mask=att).logits
+                    parts = [distribution_stats(logits[r, :t], x[r, 1:t + 1]) for r, t in enumerate(lengths)]
+                    stats = tuple(torch.cat([q[k] for q in parts]) for k in range(3))
+                cols = [s.cpu().numpy() for s in stats]
+                at = 0
+                for (i, _), t in zip(batch, lengths):
+                    out[i] = tuple(c[at:at + t] for c in cols)
+                    at += t
         return out  # type: ignore[return-value]
+
+    HEAD_ROWS = 256  # tokens per LM-head matmul: amortises reading the (V, d) head weight
+
+    def _head_stats(self, rows, targets):
+        """The LM head on ``rows`` (shape (m, d)), ``HEAD_ROWS`` at a time into one buffer, and the
+        statistics of each block; returns (logp, mu, sigma), each of shape (m,)."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        m = rows.shape[0]
+        weight, bias = head.weight, getattr(head, "bias", None)
+        plain = isinstance(head, torch.nn.Linear) and bias is None and weight.dtype == rows.dtype
+        buf = torch.empty((min(m, self.HEAD_ROWS), weight.shape[0]), dtype=rows.dtype, device=rows.device) \
+            if plain and m else None
+        parts = []
+        for a in range(0, m, self.HEAD_ROWS):
+            b = min(m, a + self.HEAD_ROWS)
+            if buf is not None:  # no fresh (rows, V) allocation per block
+                logits = torch.mm(rows[a:b], weight.t(), out=buf[: b - a])
+            else:
+                logits = head(rows[a:b])
+            parts.append(distribution_stats(logits, targets[a:b]))
+        if not parts:
+            empty = torch.empty(0, dtype=torch.float32, device=rows.device)
+            return empty, empty, empty
+        return tuple(torch.cat([q[k] for q in parts]) for k in range(3))
 
     def complete(self, prefix: str, max_new_tokens: int = 64) -> str:
         """Greedy continuation of ``prefix`` (the text after it, without the prefix)."""
