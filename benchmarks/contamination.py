@@ -15,12 +15,15 @@ Parts (``--parts``, all by default):
   membership AUC of Min-K%, Min-K%++ and perplexity for a small GPT-2 trained here on half of a
   public text (members) and scored on the other half (non-members).
 
-Run ``python -m benchmarks.contamination [--quick] [--parts index,synthetic,lm]``.
+Run ``python -m benchmarks.contamination [--quick] [--parts index,synthetic,lm] [--lm-parts throughput]``.
+``--lm-parts`` re-measures only some of the lm part; the other keys of ``contamination_lm.json`` are
+kept, each with the ``command`` and ``created`` of the run that measured it.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -58,7 +61,8 @@ def bench_index(quick: bool) -> dict:
     from sibscan.kernels.ngramhash import batch_word_ids, ngram_hashes
 
     n_docs, doc_words = (2_000, 250) if quick else (8_000, 250)
-    res: Dict[str, object] = {"n": 13, "corpus_docs": n_docs, "doc_words": doc_words}
+    res: Dict[str, object] = {"n": 13, "corpus_docs": n_docs, "doc_words": doc_words,
+                              "loadavg_1_5_15_before": list(os.getloadavg())}
     docs = list(random_docs(0, n_docs, doc_words))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -100,6 +104,7 @@ def bench_index(quick: bool) -> dict:
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo, check=True)
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     res["rss"] = {"base_docs": base, "doc_words": 250, "shard_size": shard, "rows": rows}
+    res["loadavg_1_5_15_after"] = list(os.getloadavg())
     return res
 
 
@@ -178,10 +183,32 @@ def _mean_sd(xs: Sequence) -> dict:
     return {"mean": float(np.nanmean(a)), "sd": float(np.nanstd(a))}
 
 
-def bench_lm(quick: bool) -> dict:
+LM_PARTS = ("throughput", "membership")
+
+
+def bench_lm(quick: bool, lm_parts: Sequence[str] = LM_PARTS) -> dict:
     from .contamination_lm import membership_auc, throughput
 
-    return {"throughput": throughput(quick), "membership": membership_auc(quick)}
+    fns = {"throughput": throughput, "membership": membership_auc}
+    return {k: fns[k](quick) for k in lm_parts}
+
+
+def _keep_other_lm_parts(res: dict, lm_parts: Sequence[str], quick: bool) -> dict:
+    """Merge a partial lm run into the existing results: the keys not re-run keep their values and
+    say which run measured them."""
+    old_path = _common.RESULTS / "contamination_lm.json"
+    if not old_path.is_file():
+        return res
+    old = json.loads(old_path.read_text())
+    if bool(old.get("quick")) != quick:
+        return res
+    for k in LM_PARTS:
+        if k not in lm_parts and k in old:
+            kept = dict(old[k])
+            kept.setdefault("command", old.get("command"))
+            kept.setdefault("created", old.get("created"))
+            res[k] = kept
+    return res
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -189,14 +216,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes (the test suite runs this)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--seeds", type=int, default=None, help="planted benchmarks per leak type (10; --quick 2)")
+    ap.add_argument("--lm-parts", default=",".join(LM_PARTS), help=f"of the lm part: comma list of {', '.join(LM_PARTS)}")
     args = ap.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     bad = [p for p in parts if p not in PARTS]
     if bad:
         ap.error(f"unknown part(s) {', '.join(bad)}; available: {', '.join(PARTS)}")
+    lm_parts = [p.strip() for p in args.lm_parts.split(",") if p.strip()]
+    bad = [p for p in lm_parts if p not in LM_PARTS]
+    if bad or not lm_parts:
+        ap.error(f"unknown --lm-parts {', '.join(bad) or '(none)'}; available: {', '.join(LM_PARTS)}")
     seeds = args.seeds or (2 if args.quick else 10)
     out = {}
     command = "python -m benchmarks.contamination" + (" --quick" if args.quick else "") + f" --parts {','.join(parts)}"
+    if "lm" in parts and tuple(lm_parts) != LM_PARTS:
+        command += f" --lm-parts {','.join(lm_parts)}"
     for part in parts:
         t0 = time.perf_counter()
         if part == "index":
@@ -204,7 +238,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         elif part == "synthetic":
             res = bench_synthetic(args.quick, seeds)
         else:
-            res = bench_lm(args.quick)
+            res = bench_lm(args.quick, lm_parts)
+            for k in lm_parts:
+                res[k]["command"] = command
+                res[k]["created"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+            res = _keep_other_lm_parts(res, lm_parts, args.quick)
         res["command"] = command
         res["quick"] = args.quick
         res["seconds"] = time.perf_counter() - t0
@@ -231,11 +269,13 @@ def _print_tables(out: dict) -> None:
         _common.print_table([{k: v for k, v in row.items() if k not in ("recall_by_type",)}
                              for row in r["prevalence_sweep"]["rows"]])
     if "lm" in out:
-        t = out["lm"]["throughput"]
-        _common.print_table([{"model": t["model"], "forward tok/s": t["forward_tokens_per_s"],
-                              "min-k%++ tok/s": t["minkpp_tokens_per_s"], "ratio": t["ratio"]}])
-        _common.print_table([{"epochs": m["epochs"], **{k: v for k, v in m["auc"].items()}}
-                             for m in out["lm"]["membership"]["rows"]])
+        if "throughput" in out["lm"]:
+            t = out["lm"]["throughput"]
+            _common.print_table([{"model": t["model"], "forward tok/s": t["forward_tokens_per_s"],
+                                  "min-k%++ tok/s": t["minkpp_tokens_per_s"], "ratio": t["ratio"]}])
+        if "membership" in out["lm"]:
+            _common.print_table([{"epochs": m["epochs"], **{k: v for k, v in m["auc"].items()}}
+                                 for m in out["lm"]["membership"]["rows"]])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ and membership AUC on a real member / non-member split."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -114,6 +115,7 @@ def throughput(quick: bool) -> dict:
     from sibscan.contamination.lm import load_causal_lm
 
     passages = bible_passages(32 if quick else 48)
+    load_before = os.getloadavg()
     t0 = time.perf_counter()
     if quick:
         lm = _tiny_lm(passages, layers=2, dim=64)
@@ -133,4 +135,6 @@ def throughput(quick: bool) -> dict:
         pp.append(time.perf_counter() - t)
     f, p = n_tokens / min(fwd), n_tokens / min(pp)
     return {"model": name, "load_seconds": load, "texts": len(passages), "tokens": n_tokens,
-            "batch_size": lm.batch_size, "forward_tokens_per_s": f, "minkpp_tokens_per_s": p, "ratio": p / f}
+            "batch_size": lm.batch_size, "forward_tokens_per_s": f, "minkpp_tokens_per_s": p, "ratio": p / f,
+            "forward_seconds": fwd, "minkpp_seconds": pp,
+            "loadavg_1_5_15": {"before": list(load_before), "after": list(os.getloadavg())}}
