@@ -1,6 +1,9 @@
 """Shared fixtures and markers.
 
 CUDA tests carry ``@pytest.mark.cuda`` and are skipped with a reason where torch sees no GPU.
+Ray tests take the session-wide ``local_ray`` fixture (one local Ray with 2 CPUs for the whole run,
+skipped with Ray's own reason where its node cannot start on an overloaded machine) and are marked
+slow.
 Browser tests carry ``@pytest.mark.browser``: skipped where /usr/bin/chromium is missing, except under
 CI (CI=true), where a missing browser is a failure.
 """
@@ -29,3 +32,32 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="no CUDA GPU visible to torch (runs on the GPU machine via benchmarks/gpu_check.sh)"))
         if "browser" in item.keywords and not chromium and not in_ci:
             item.add_marker(pytest.mark.skip(reason="Debian chromium not installed (apt-get install chromium chromium-driver)"))
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray (2 CPUs) shared by every Ray test of the run; the engines reuse an initialised Ray.
+
+    Where Ray is installed but its local node cannot start (its raylet gives the dashboard agent a
+    fixed 15 s to report its ports, which an overloaded machine misses: "timed out during startup"),
+    the tests are skipped with that reason: that is the machine, not sibscan. Any other error fails.
+    """
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
+    started = not ray.is_initialized()
+    if started:
+        mp = pytest.MonkeyPatch()
+        mp.setenv("RAY_agent_register_timeout_ms", "120000")  # the runtime-env agent's port wait
+        mp.setenv("RAY_raylet_start_wait_time_s", "120")  # a loaded 2-core machine starts raylets slowly
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for a node that did not start
+            if "timed out during startup" not in str(exc):
+                raise
+            ray.shutdown()
+            pytest.skip(f"a local Ray node could not start on this machine ({exc}); "
+                        "see /tmp/ray/session_latest/logs/raylet.out")
+        finally:
+            mp.undo()
+    yield ray
+    if started:
+        ray.shutdown()

@@ -1,9 +1,7 @@
 """The n-gram index built as Ray tasks is byte-identical to the local build (local Ray, 2 CPUs).
 
-Marked slow: starting a local Ray takes 10-60 s on a loaded 2-core machine.  Where Ray is installed
-but its local node cannot start (its raylet gives the dashboard agent a fixed 15 s to report its
-ports, which an overloaded machine misses: "The current node timed out during startup"), the test
-is skipped with that reason rather than failed: that is the machine, not the index build."""
+Marked slow: starting a local Ray takes 10-60 s on a loaded 2-core machine (``local_ray`` in
+conftest.py: skipped with Ray's reason where its node cannot start)."""
 from __future__ import annotations
 
 import json
@@ -14,27 +12,6 @@ import pytest
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
 
 from sibscan.contamination import build_index  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    started = not ray.is_initialized()
-    if started:
-        mp = pytest.MonkeyPatch()
-        mp.setenv("RAY_agent_register_timeout_ms", "120000")  # the runtime-env agent's port wait
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for a node that did not start
-            if "timed out during startup" not in str(exc):
-                raise
-            ray.shutdown()
-            pytest.skip(f"a local Ray node could not start on this machine ({exc}); "
-                        "see /tmp/ray/session_latest/logs/raylet.out")
-        finally:
-            mp.undo()
-    yield
-    if started:
-        ray.shutdown()
 
 
 @pytest.mark.slow  # starts a local Ray

@@ -70,15 +70,12 @@ def test_index_refuses_another_encoder(data):
         TrainIndex.open(data / "idx").encoder()
 
 
-def test_ray_engine_scan_is_identical_to_local(data):
-    ray = pytest.importorskip("ray")
+@pytest.mark.slow  # starts a local Ray
+def test_ray_engine_scan_is_identical_to_local(data, local_ray):
     local = ScanConfig(train=str(data / "ab.csv"), test=str(data / "test.csv"), id="id", out=str(data / "local"),
                        progress=False, block_size=16, verify=False)
     run_scan(local)
-    try:
-        run_scan(local.merged({"out": str(data / "ray"), "engine": "ray"}))
-    finally:
-        ray.shutdown()
+    run_scan(local.merged({"out": str(data / "ray"), "engine": "ray"}))
     a, b = ScanDir(data / "local").neighbours(), ScanDir(data / "ray").neighbours()
     for col in ("query_split", "query_index", "neighbour_split", "neighbour_index", "rank"):
         assert np.array_equal(a[col], b[col]), col
@@ -87,10 +84,10 @@ def test_ray_engine_scan_is_identical_to_local(data):
         assert np.array_equal(ScanDir(data / "local").embeddings(split), ScanDir(data / "ray").embeddings(split))
 
 
-def test_ray_block_encoder_embeds_blocks_on_workers_and_fills_the_cache(data, tmp_path):
+@pytest.mark.slow  # starts a local Ray
+def test_ray_block_encoder_embeds_blocks_on_workers_and_fills_the_cache(data, tmp_path, local_ray):
     import functools
 
-    ray = pytest.importorskip("ray")
     from sibscan.cache import embed
     from sibscan.encoders import get_encoder
     from sibscan.engines import ray_block_encoder
@@ -99,22 +96,19 @@ def test_ray_block_encoder_embeds_blocks_on_workers_and_fills_the_cache(data, tm
 
     items = load(str(data / "ab.csv"), "train", id="id")
     enc = get_encoder("znorm", dim=24)
-    try:
-        remote = ray_block_encoder(functools.partial(get_encoder, "znorm", dim=24), enc.identity, num_cpus=2)
-        calls = []
+    remote = ray_block_encoder(functools.partial(get_encoder, "znorm", dim=24), enc.identity, num_cpus=2)
+    calls = []
 
-        def counting(blocks, batch_size):
-            for idx, emb in remote(blocks, batch_size):
-                calls.append(len(idx))
-                yield idx, emb
+    def counting(blocks, batch_size):
+        for idx, emb in remote(blocks, batch_size):
+            calls.append(len(idx))
+            yield idx, emb
 
-        got = embed(items, enc, cache_dir=tmp_path / "cache", fingerprints=fingerprint(items), block_size=16,
-                    progress=False, encode_blocks=counting)
-        assert sorted(calls) == sorted([16] * 5)  # 80 distinct rows in blocks of 16, all on workers
-        np.testing.assert_allclose(got, enc.encode(items.values), atol=2e-3)  # float16 cache
-        # a worker whose encoder differs from the driver's is refused
-        other = ray_block_encoder(functools.partial(get_encoder, "raw", dim=24), enc.identity + " (driver)")
-        with pytest.raises(Exception, match="Ray worker built encoder"):
-            list(other(iter([(np.arange(2), items.values[:2])]), None))
-    finally:
-        ray.shutdown()
+    got = embed(items, enc, cache_dir=tmp_path / "cache", fingerprints=fingerprint(items), block_size=16,
+                progress=False, encode_blocks=counting)
+    assert sorted(calls) == sorted([16] * 5)  # 80 distinct rows in blocks of 16, all on workers
+    np.testing.assert_allclose(got, enc.encode(items.values), atol=2e-3)  # float16 cache
+    # a worker whose encoder differs from the driver's is refused
+    other = ray_block_encoder(functools.partial(get_encoder, "raw", dim=24), enc.identity + " (driver)")
+    with pytest.raises(Exception, match="Ray worker built encoder"):
+        list(other(iter([(np.arange(2), items.values[:2])]), None))

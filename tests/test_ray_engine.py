@@ -12,11 +12,7 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibs
 from sibscan.engines import search_ray  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.slow  # starts a local Ray (``local_ray`` in conftest.py)
 
 
 def unit(rng, n, d):

@@ -115,17 +115,11 @@ def test_archive_augment_reports_wilcoxon_and_ranks(tmp_path):
 
 
 @pytest.mark.slow  # starts a local Ray
-def test_archive_ray_equals_local(tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
-    monkeypatch.setenv("RAY_raylet_start_wait_time_s", "120")  # a loaded 2-core machine starts raylets slowly
+def test_archive_ray_equals_local(tmp_path, local_ray):
     root = _archive(tmp_path)
     config = ArchiveConfig.build(["euclidean-1nn"], runs=2)
     local = run_archive(root, tmp_path / "local", config, progress=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        remote = run_archive(root, tmp_path / "ray", config, engine="ray", progress=False)
-    finally:
-        ray.shutdown()
+    remote = run_archive(root, tmp_path / "ray", config, engine="ray", progress=False)
     assert remote["datasets"] == [dict(r, seconds=remote["datasets"][i]["seconds"]) for i, r in enumerate(local["datasets"])]
     assert remote["skipped"] == local["skipped"]
 
