@@ -116,9 +116,9 @@ class ScanConfig:
             raise SibscanError(f"--train-features cannot be combined with {'--index' if load.index is not None else '--chunk-words'}: "
                                "your embeddings are one row per item of the two splits")
         if self.encoding.encoder is not None:
-            from .encoders import encoder_class
+            from .encoders.build import check_image_size
 
-            encoder_class(self.encoding.encoder)
+            check_image_size(self.encoding.encoder, self.encoding.image_size)  # also: the name is registered
         if self.verification.verifier is not None:
             from .verify import verifier_class
 

@@ -100,7 +100,10 @@ def _remote_encoder(encoder, encoding: EncoderOptions, search: SearchOptions, it
         return None
     from .engines.ray_embed import ray_block_encoder
 
-    factory = functools.partial(get_encoder, encoder.name, **encoder_kwargs(encoding, items))
+    kwargs = encoder_kwargs(encoding, items, encoder.name)
+    if "image_size" in kwargs:  # the size the encoder was built with (from the train images), not this split's
+        kwargs["image_size"] = int(encoder.input_size[0])
+    factory = functools.partial(get_encoder, encoder.name, **kwargs)
     return ray_block_encoder(factory, encoder.identity, address=search.address)
 
 

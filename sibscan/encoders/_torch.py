@@ -1,9 +1,12 @@
 """Shared torch machinery of the neural encoders (``clip``, ``clip-text``, ``minilm``, ``effnet``).
 
 * one device policy (:func:`sibscan.device.resolve_device`), bf16 autocast on CUDA;
-* images decoded by :func:`sibscan.imageio.open_image` and preprocessed in ``DataLoader`` workers
-  (``num_workers`` defaults to ``min(4, cpus)`` on CUDA, 0 on CPU), pinned memory and
-  ``non_blocking`` copies on CUDA;
+* image files decoded by :func:`sibscan.imageio.open_image` in a thread pool, a batch ahead of the
+  model, into reused uint8 buffers at the encoder's ``input_size``
+  (:mod:`sibscan.encoders.imagebatch`); on CUDA, JPEGs are decoded and resized on the GPU
+  (:mod:`sibscan.encoders.gpubatch`);
+* on the CPU the image model runs under ONNX Runtime when it is installed
+  (:mod:`sibscan.encoders.onnxrt`, ``runtime="auto"``), else in PyTorch;
 * batched inference under ``torch.inference_mode``; the output is always float32, L2-normalised
   numpy.
 
@@ -24,7 +27,7 @@ from ..device import resolve_device
 from ..errors import InputError, SibscanError, require
 from .base import Encoder
 
-__all__ = ["TorchEncoder", "ImageTorchEncoder", "TextTorchEncoder", "file_sha256", "short_hash"]
+__all__ = ["TorchEncoder", "TextTorchEncoder", "file_sha256", "short_hash"]
 
 log = logging.getLogger("sibscan.encoders")
 
@@ -60,36 +63,6 @@ def torch_available(extra: str, *modules: str) -> Tuple[bool, str]:
     return True, ""
 
 
-class _ImageFiles:
-    """Map-style dataset: path -> (preprocessed tensor, "") or (None, "path: reason")."""
-
-    def __init__(self, paths: Sequence[str], transform: Callable):
-        self.paths = list(paths)
-        self.transform = transform
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int):
-        from ..imageio import open_image
-
-        try:
-            return self.transform(open_image(self.paths[i])), ""
-        except InputError as exc:
-            # Raised again in the main process: an exception from a worker would come wrapped in a
-            # multi-line traceback instead of the one-line message.
-            return None, str(exc)
-
-
-def _collate(samples):
-    import torch
-
-    for _, err in samples:
-        if err:
-            return None, err
-    return torch.stack([t for t, _ in samples]), ""
-
-
 class TorchEncoder(Encoder):
     """Base of the neural encoders: device, batching, autocast and normalisation.
 
@@ -100,7 +73,7 @@ class TorchEncoder(Encoder):
     batch_size : int, optional
         Items per forward pass (default: 256 on CUDA, 32 on CPU).
     num_workers : int, optional
-        Image-decoding ``DataLoader`` workers (default ``min(4, cpus)`` on CUDA, 0 on CPU).
+        Image-decoding threads (default: the cores this process may use).
     autocast : bool
         bf16 autocast on CUDA (ignored on CPU, which always runs float32).
     """
@@ -125,11 +98,9 @@ class TorchEncoder(Encoder):
         if batch_size is not None and int(batch_size) < 1:
             raise SibscanError(f"batch size must be at least 1, got {batch_size}")
         self.batch_size = int(batch_size) if batch_size else (256 if self.on_cuda else 32)
-        if num_workers is None:
-            num_workers = min(4, os.cpu_count() or 1) if self.on_cuda else 0
-        if int(num_workers) < 0:
+        if num_workers is not None and int(num_workers) < 0:
             raise SibscanError(f"num_workers must be 0 or more, got {num_workers}")
-        self.num_workers = int(num_workers)
+        self.num_workers = int(num_workers or 0)  # 0: the default (imagebatch.default_threads)
         self.use_autocast = bool(autocast)
         if self.on_cuda:
             import torch
@@ -169,96 +140,6 @@ class TorchEncoder(Encoder):
         raise NotImplementedError
 
 
-class ImageTorchEncoder(TorchEncoder):
-    """An image encoder: ``encode(paths)`` decodes in workers, ``encode_tensors`` takes pixels."""
-
-    modality: ClassVar[str] = "image"
-
-    #: PIL image -> float tensor (3, H, W), set by the subclass
-    transform: Callable
-    #: per-channel mean and std of the model's input normalisation (0..1 scale)
-    mean: Tuple[float, float, float]
-    std: Tuple[float, float, float]
-
-    def encode(self, batch: Sequence[str], *, batch_size: Optional[int] = None,
-               on_batch: Optional[Callable[[int], Any]] = None) -> np.ndarray:
-        """Embed image files.
-
-        Parameters
-        ----------
-        batch : sequence of str
-            Image paths (for text encoders: the strings).
-        batch_size : int, optional
-            Items per forward pass (default: the encoder's ``batch_size``).
-        on_batch : callable, optional
-            Called with the number of items after each forward pass (progress bars).
-
-        Returns
-        -------
-        ndarray of shape (len(batch), dim), float32, rows L2-normalised.
-        """
-        import torch
-
-        bs = int(batch_size or self.batch_size)
-        workers = min(self.num_workers, max(0, (len(batch) + bs - 1) // bs))
-        loader = torch.utils.data.DataLoader(
-            _ImageFiles(batch, self.transform),
-            batch_size=bs,
-            shuffle=False,
-            num_workers=workers,
-            collate_fn=_collate,
-            pin_memory=self.on_cuda,
-            prefetch_factor=4 if workers else None,
-        )
-        parts = []
-        with torch.inference_mode():
-            for x, err in loader:
-                if err:
-                    raise InputError(f"{err} (while embedding with {self.name})")
-                parts.append(self._forward_device(x))
-                if on_batch is not None:
-                    on_batch(len(x))
-        return self._finish(parts, len(batch))
-
-    def encode_tensors(self, x, *, batch_size: Optional[int] = None) -> np.ndarray:
-        """Embed already decoded images.
-
-        Parameters
-        ----------
-        x : Tensor or ndarray of shape (n, 3, H, W)
-            ``uint8`` pixels (0..255, already at the model's input size: normalised on the device)
-            or float values already preprocessed by ``self.transform``.
-
-        Returns
-        -------
-        ndarray of shape (n, dim), float32, rows L2-normalised.
-        """
-        import torch
-
-        x = torch.as_tensor(x)
-        if x.ndim != 4 or x.shape[1] != 3:
-            raise SibscanError(f"encode_tensors takes an (n, 3, H, W) batch, got shape {tuple(x.shape)}")
-        bs = int(batch_size or self.batch_size)
-        if self.on_cuda and x.device.type == "cpu" and not x.is_pinned():
-            x = x.pin_memory()
-        parts = []
-        with torch.inference_mode():
-            for start in range(0, len(x), bs):
-                parts.append(self._forward_device(x[start:start + bs]))
-        return self._finish(parts, len(x))
-
-    def _forward_device(self, x):
-        import torch
-
-        x = x.to(self.device, non_blocking=True)
-        if x.dtype == torch.uint8:
-            mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1) * 255.0
-            std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1) * 255.0
-            x = (x.float() - mean) / std
-        with self.autocast():
-            return self._forward(x)
-
-
 class TextTorchEncoder(TorchEncoder):
     """A text encoder: ``encode(texts)`` in mini-batches of ``batch_size``."""
 
@@ -267,7 +148,7 @@ class TextTorchEncoder(TorchEncoder):
     def encode(self, batch: Sequence[str], *, batch_size: Optional[int] = None,
                on_batch: Optional[Callable[[int], Any]] = None) -> np.ndarray:
         """Embed strings, longest first (less padding), returned in input order; arguments and result as
-        :meth:`ImageTorchEncoder.encode`'s."""
+        :meth:`sibscan.encoders.imagemodel.ImageTorchEncoder.encode`'s."""
         import torch
 
         texts = [str(t) for t in batch]

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ..errors import SibscanError
 from ..items import Items
 from ..options import EncoderOptions
 from .base import Encoder, encoder_class, get_encoder
 
-__all__ = ["build_encoder", "default_encoder", "encoder_kwargs"]
+__all__ = ["build_encoder", "check_image_size", "default_encoder", "encoder_kwargs"]
 
 log = logging.getLogger("sibscan.encoders")
 
@@ -33,13 +33,28 @@ def default_encoder(modality: str) -> str:
     return fallback
 
 
-def encoder_kwargs(options: EncoderOptions, items: Items) -> Dict[str, Any]:
-    """Keyword arguments of ``get_encoder``: the device, the model options given, and for numeric
-    rows the row width."""
+def encoder_kwargs(options: EncoderOptions, items: Items, name: Optional[str] = None) -> Dict[str, Any]:
+    """Keyword arguments of ``get_encoder``: the device, the model options given, for numeric rows
+    the row width, and for an image encoder that scales (``scales_to_data``) its input size —
+    ``--image-size``, else chosen from ``items`` (:func:`sibscan.encoders.scale.image_size_for`)."""
     kwargs: Dict[str, Any] = {"device": options.device, **options.model_options()}
     if items.modality == "table":
         kwargs["dim"] = int(items.values.shape[1])
+    name = name or options.encoder or default_encoder(items.modality)
+    if items.modality == "image" and getattr(encoder_class(name), "scales_to_data", False):
+        from .scale import image_size_for
+
+        kwargs["image_size"] = options.image_size or image_size_for(items, encoder_class(name).native_size)
+    else:
+        check_image_size(name, options.image_size)
     return kwargs
+
+
+def check_image_size(name: str, image_size: Optional[int]) -> None:
+    """Refuse ``--image-size`` for an encoder that keeps its own input size."""
+    if image_size is not None and not getattr(encoder_class(name), "scales_to_data", False):
+        raise SibscanError(f"--image-size applies to image encoders that scale to the data (effnet); "
+                           f"{name} keeps its own input size: drop --image-size")
 
 
 def build_encoder(options: EncoderOptions, items: Items) -> Encoder:
@@ -57,4 +72,4 @@ def build_encoder(options: EncoderOptions, items: Items) -> Encoder:
             f"encoder {name!r} is for {cls.modality} items but the data is {items.modality}; "
             f"run 'sibscan encoders --modality {items.modality}' for the ones that fit"
         )
-    return get_encoder(name, **encoder_kwargs(options, items))
+    return get_encoder(name, **encoder_kwargs(options, items, name))

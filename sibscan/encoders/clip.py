@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Dict, Optional, Tuple
 
 from ..errors import SibscanError, require
 from ._torch import (
-    ImageTorchEncoder,
     TextTorchEncoder,
     file_sha256,
     quiet_logger,
@@ -34,6 +33,7 @@ from ._torch import (
     short_hash,
 )
 from .base import register_encoder
+from .imagemodel import ImageTorchEncoder
 
 __all__ = ["ClipEncoder", "ClipTextEncoder", "load_clip"]
 
@@ -41,7 +41,7 @@ __all__ = ["ClipEncoder", "ClipTextEncoder", "load_clip"]
 DEFAULT_PRETRAINED = {"ViT-B-32": "laion2b_s34b_b79k"}
 _RANDOM = ("none", "random", "random-init")
 _COMMON = ("device", "batch_size", "num_workers", "autocast")
-_OPTIONS = ("model", "pretrained", "checkpoint", "random_init", "seed", *_COMMON)
+_OPTIONS = ("model", "pretrained", "checkpoint", "random_init", "seed", "runtime", *_COMMON)
 
 #: (model, weights key) -> (model, preprocess, weights description); one load per process
 _LOADED: Dict[Tuple[str, str], Tuple[Any, Any, str]] = {}
@@ -173,8 +173,10 @@ class _ClipBase:
         random_init = bool(options.pop("random_init", False))
         seed = int(options.pop("seed", 0))
         common = {k: options.pop(k) for k in _COMMON if k in options}
-        reject_options(self.name, options, _OPTIONS)
+        runtime = options.pop("runtime", None) if self.tower == "image" else None
+        reject_options(self.name, options, _OPTIONS if self.tower == "image" else tuple(k for k in _OPTIONS if k != "runtime"))
         super().__init__(**common)  # type: ignore[misc]
+        self._runtime = runtime
         import open_clip
 
         net, preprocess, weights = load_clip(model, pretrained, checkpoint, random_init, seed)
@@ -197,7 +199,9 @@ class _ClipBase:
 @register_encoder
 class ClipEncoder(_ClipBase, ImageTorchEncoder):
     """open_clip image tower. Options: ``model``, ``pretrained``, ``checkpoint``, ``random_init``,
-    ``seed``, ``device``, ``batch_size``, ``num_workers``, ``autocast`` (see the module docstring)."""
+    ``seed``, ``runtime`` (CPU: ``"auto"`` = ONNX Runtime when installed, ``"onnx"``, ``"torch"``),
+    ``device``, ``batch_size``, ``num_workers``, ``autocast`` (see the module docstring).  The input
+    size stays the model's own: a ViT's position embeddings are made for it."""
 
     name = "clip"
     modality = "image"
@@ -207,8 +211,15 @@ class ClipEncoder(_ClipBase, ImageTorchEncoder):
 
     def __init__(self, **options: Any) -> None:
         self._setup(dict(options))
+        self._set_runtime(self._runtime)
         self.transform = self.preprocess
         visual = self.net.visual
+        cfg = getattr(visual, "preprocess_cfg", None) or {}
+        if (cfg.get("resize_mode", "shortest"), cfg.get("interpolation", "bicubic")) != ("shortest", "bicubic"):
+            raise SibscanError(
+                f"clip model {self.model_name!r} preprocesses with resize mode {cfg.get('resize_mode')!r} and "
+                f"{cfg.get('interpolation')!r} interpolation; sibscan's image pipeline reproduces only open_clip's "
+                "default (shortest side, bicubic): choose another model or pretrained tag")
         self.mean = tuple(getattr(visual, "image_mean", None) or (0.48145466, 0.4578275, 0.40821073))
         self.std = tuple(getattr(visual, "image_std", None) or (0.26862954, 0.26130258, 0.27577711))
         size = (getattr(visual, "preprocess_cfg", None) or {}).get("size") or getattr(visual, "image_size", 224)
