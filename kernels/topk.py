@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, Optional, Tuple
 import numpy as np
 
 __all__ = ["Blocks", "GROUP", "ResultHeap", "block_topk_numpy", "flatten_topk", "iter_array_blocks", "merge_topk",
-           "rank_within_groups", "search_blocks_numpy"]
+           "order_ties", "rank_within_groups", "search_blocks_numpy"]
 
 #: ``(start, block)`` pairs in increasing ``start`` order; a callable returns a fresh iterator.
 Blocks = Callable[[], Iterable[Tuple[int, np.ndarray]]]
@@ -61,6 +61,29 @@ def merge_topk(sims_a: np.ndarray, ids_a: np.ndarray, sims_b: np.ndarray, ids_b:
         pad = k - sims.shape[1]
         sims = np.pad(sims, ((0, 0), (0, pad)), constant_values=-np.inf)
         ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
+    return sims, ids
+
+
+def order_ties(sims: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """A top-k result sorted by similarity, with each run of equal similarities put in index order.
+
+    Parameters
+    ----------
+    sims : ndarray of shape (m, k), descending per row
+    ids : ndarray of shape (m, k), int64
+
+    Returns
+    -------
+    sims, ids : the same arrays, rows with ties re-sorted by (similarity desc, index asc); only those
+        rows are touched.
+    """
+    if sims.shape[1] < 2:
+        return sims, ids
+    rows = np.flatnonzero((sims[:, 1:] == sims[:, :-1]).any(axis=1))
+    if rows.size:
+        order = np.lexsort((ids[rows], -sims[rows]), axis=1)
+        sims[rows] = np.take_along_axis(sims[rows], order, axis=1)
+        ids[rows] = np.take_along_axis(ids[rows], order, axis=1)
     return sims, ids
 
 

@@ -10,11 +10,13 @@ Backends (all exact, all with the same answers up to fp32 rounding; ties go to t
 * ``"torch"`` — blocked matrix product + grouped top-k; CPU or CUDA.  On CUDA the candidates are
   computed in bf16 (or fp16) on tensor cores and re-scored in fp32, with a certificate that the
   result is the fp32 one (rows that cannot be certified are searched again in fp32).
-* ``"faiss"`` — ``IndexFlatIP`` per block (a GPU index with faiss-gpu on CUDA).
+* ``"faiss"`` — faiss's exhaustive inner-product kernel (``faiss.knn``, what ``IndexFlatIP.search``
+  runs) straight on the database rows: an in-memory float32 database is one block, searched with no
+  copy and no merge, so the path costs nothing over raw faiss; on CUDA a GPU index (faiss-gpu).
 * ``"numpy"`` — the same blocked kernel on numpy's BLAS, no optional dependency.
-* ``"auto"`` — torch on CUDA (tensor cores); on the CPU numpy, which measured at or above faiss
-  IndexFlatIP and torch in ``benchmarks/search.py`` (10,000 x 200,000 x 512, 2 cores) and needs
-  no optional dependency.
+* ``"auto"`` — torch on CUDA (tensor cores); on the CPU faiss whenever it is installed (its bundled
+  BLAS measured at or above numpy's and torch's in ``benchmarks/search.py``, 5,000 x 100,000 and
+  10,000 x 200,000 x 512, 2 cores), else numpy.
 
 When ``k`` exceeds the number of database rows, the missing columns hold index ``-1`` and
 similarity ``-inf``.
@@ -73,6 +75,21 @@ def _check_database(database) -> Tuple[object, int, int]:
     return db, int(db.shape[0]), int(db.shape[1])
 
 
+def _bad_rows(block: np.ndarray) -> np.ndarray:
+    """Bool mask of the rows holding NaN or inf (ndarray of shape (b,)).
+
+    One matrix-vector product finds candidates (NaN and inf propagate into a row's sum); only rows
+    whose sum is not finite — those, or rows of huge finite values that overflowed — are checked
+    element by element.  A fifth of the cost of ``isfinite(block).all(axis=1)``."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow only marks a row for the exact check
+        sums = block @ np.ones(block.shape[1], dtype=block.dtype) if block.dtype.kind == "f" else block.sum(axis=1)
+    bad = ~np.isfinite(sums)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        bad[rows] = ~np.isfinite(block[rows]).all(axis=1)
+    return bad
+
+
 def _checked_blocks(database, block_rows: int, start: int = 0,
                     stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
     """A re-iterable stream of ``(start, block)`` over rows ``start:stop`` that rejects NaN/inf rows
@@ -93,7 +110,7 @@ def _checked_blocks(database, block_rows: int, start: int = 0,
                 bad = (~torch.isfinite(block).all(dim=1)).cpu().numpy()
             else:
                 block = np.asarray(block)
-                bad = ~np.isfinite(block).all(axis=1)
+                bad = _bad_rows(block)
             if bad.any():
                 raise InputError(f"database row {s0 + int(np.argmax(bad))} contains NaN or inf; "
                                  "drop or re-encode that item")
@@ -246,6 +263,9 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
         if int(block_size) < 1:
             raise SibscanError(f"block_size must be >= 1, got {block_size}")
         block_rows = int(block_size)
+    elif backend == "faiss" and dev == "cpu" and _resident_float32(db):
+        # faiss reads the rows where they are and keeps only a small score tile: one block, no copy, no merge
+        block_rows, estimate = max(n, 1), n_bytes_faiss_tile(m)
     level = logging.INFO if estimate > _LOG_ABOVE else logging.DEBUG
     log.log(level, "search %d x %d x %d (k=%d) on %s/%s: blocks of %d database x %d query rows, "
             "about %.0f MiB of buffers", m, n, d, k, backend, dev, block_rows, query_block, estimate / _MIB)
@@ -271,12 +291,22 @@ def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, ha
     return _search_faiss(q, blocks, k, device, on_block)
 
 
+def _resident_float32(db) -> bool:
+    """An in-memory (not memory-mapped) C-contiguous float32 array: faiss can read it as it is."""
+    return (type(db) is np.ndarray and db.dtype == np.float32 and db.flags.c_contiguous)
+
+
+def n_bytes_faiss_tile(m: int) -> int:
+    """Bytes of faiss's own score tile (its BLAS query block x database block) plus the results."""
+    return 4 * min(m, 4096) * 1024 + 12 * m
+
+
 def _resolve_backend(backend: str, device: str) -> str:
     if backend == "auto":
         if device not in (None, "auto", "cpu") or (device in (None, "auto") and _cuda()):
             require("torch", "gpu", "searching on CUDA")
             return "torch"
-        return "numpy"
+        return "faiss" if importlib.util.find_spec("faiss") is not None else "numpy"
     if backend == "torch":
         require("torch", "torch", "the torch search backend")
     elif backend == "faiss":
@@ -291,34 +321,51 @@ def _cuda() -> bool:
 
 
 def _search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.ndarray, np.ndarray]:
-    """IndexFlatIP per block; rows whose k-th and (k+1)-th results tie are redone exactly so that
-    ties go to the lower index like the other backends."""
+    """faiss's exhaustive inner-product search per block (``faiss.knn`` on the CPU: no index, no
+    copy), blocks merged by :class:`~sibscan.kernels.topk.ResultHeap`.
+
+    faiss keeps, among rows tied at a block's k-th place, those of lower index (it scans the rows
+    in order and replaces its heap's top only on a strictly better score) but returns equal scores
+    in no set order: each row of a block's result is re-sorted by (similarity desc, index asc), so
+    ties go to the lower index as with the other backends."""
     import faiss
 
-    from .kernels.topk import ResultHeap, block_topk_numpy
+    from .kernels.topk import ResultHeap, order_ties
 
     use_gpu = dev != "cpu"
     if use_gpu and not hasattr(faiss, "StandardGpuResources"):
         raise SibscanError("backend 'faiss' on CUDA needs faiss-gpu (not installed); "
                            "use backend='torch' or device='cpu'")
     res = faiss.StandardGpuResources() if use_gpu else None
-    heap = ResultHeap(q.shape[0], k)
+    m = q.shape[0]
+    only: Optional[Tuple[np.ndarray, np.ndarray]] = None  # the result while there is one block
+    heap: Optional[ResultHeap] = None
     for start, block in blocks():
         block = np.ascontiguousarray(block, dtype=np.float32)
         b = block.shape[0]
-        index = faiss.IndexFlatIP(block.shape[1])
+        kb = min(k, b)
         if use_gpu:
-            index = faiss.index_cpu_to_gpu(res, int(dev.split(":")[1]) if ":" in dev else 0, index)
-        index.add(block)
-        kb = min(k + 1, b)
-        sims, idx = index.search(q, kb)
-        if kb > k:
-            tied = np.flatnonzero(sims[:, k - 1] == sims[:, k])
-            sims, idx = sims[:, :k], idx[:, :k]
-            if tied.size:
-                sims[tied], idx[tied] = block_topk_numpy(q[tied] @ block.T, k)
-        heap.add_result(sims, idx.astype(np.int64) + start)
+            index = faiss.index_cpu_to_gpu(res, int(dev.split(":")[1]) if ":" in dev else 0,
+                                           faiss.IndexFlatIP(block.shape[1]))
+            index.add(block)
+            sims, idx = index.search(q, kb)
+        else:
+            sims, idx = faiss.knn(q, block, kb, metric=faiss.METRIC_INNER_PRODUCT)
+        part = order_ties(sims, idx.astype(np.int64) + start)
+        if only is None and heap is None:
+            only = part
+        else:
+            if heap is None:
+                heap = ResultHeap(m, k)
+                heap.add_result(*only)
+            heap.add_result(*part)
         on_block(b)
+    if heap is None and only is not None and only[1].shape[1] == k:
+        return only
+    if heap is None:
+        heap = ResultHeap(m, k)
+        if only is not None:
+            heap.add_result(*only)
     return heap.finalize()
 
 

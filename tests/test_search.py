@@ -295,3 +295,29 @@ def test_half_precision_path_on_cpu_equals_fp32(half):
     assert 2 <= stats["uncertified_rows"] < len(q)
     np.testing.assert_array_equal(ids, ref_i)
     np.testing.assert_allclose(sims, ref_s, atol=1e-6)
+
+
+@pytest.mark.skipif("faiss" not in BACKENDS, reason="faiss is not installed (pip install 'sibscan[faiss]')")
+@pytest.mark.parametrize("m", [1, 7, 40])
+@pytest.mark.parametrize("k", [1, 2, 6, 30])
+def test_faiss_single_block_keeps_the_lower_index_of_ties(m, k):
+    # no block_size: an in-memory float32 database is searched by faiss in one call; the rows span
+    # several of faiss's internal database tiles (1,024 rows) and both of its kernels (< and >= 20 queries)
+    rng = np.random.default_rng(11)
+    q, x = ties(rng, m, 4), ties(rng, 5000, 4)
+    got = search(q, x, k, backend="faiss", progress=False)
+    assert_same(*got, *brute_force_search(q, x, k), exact=True)
+
+
+def test_auto_backend_on_the_cpu_is_faiss_when_installed():
+    from sibscan.search import _resolve_backend
+
+    assert _resolve_backend("auto", "cpu") == ("faiss" if "faiss" in BACKENDS else "numpy")
+
+
+def test_nan_rows_are_found_by_the_cheap_check():
+    from sibscan.search import _bad_rows
+
+    x = np.ones((6, 5), np.float32)
+    x[1, 2], x[3, 0], x[4] = np.nan, np.inf, 3e38  # row 4: finite, but its sum overflows float32
+    assert _bad_rows(x).tolist() == [False, True, False, True, False, False]
