@@ -1,24 +1,34 @@
 """Exact top-k search speed: our backends vs faiss IndexFlatIP vs sklearn, against the GEMM rate.
 
-CPU (default): 10,000 x 200,000 x 512 exact top-1 and top-5.  Reported as GFLOP/s-equivalent
-(2 m n d / seconds) and as ratios to faiss IndexFlatIP, to sklearn NearestNeighbors(brute, cosine)
-(timed on a subset of the queries and scaled linearly, which is how its brute search scales), and
-to a plain float32 matmul of the same shape measured in the same run.
+CPU (default): two shapes in the same run, 5,000 x 100,000 x 512 and 10,000 x 200,000 x 512, exact
+top-1 and top-5.  For each shape and k, raw faiss ``IndexFlatIP.search`` (index built outside the
+timing) and ``sibscan.search(backend="auto")`` are timed alternately ``--repeat`` times; the
+headline is the median of the per-repetition ratios ``t(raw faiss) / t(auto)`` (>= 1.0: auto is at
+least as fast), robust to the load of a shared machine.  The explicit backends (numpy, torch,
+faiss) are timed ``--others-repeat`` times (median), sklearn ``NearestNeighbors(brute, cosine)`` on
+a subset of the queries (scaled linearly, which is how its brute search scales) at the largest
+shape only, and a plain float32 matmul of the same shape (numpy BLAS) as the GEMM reference.
+The machine's load (``os.getloadavg``) is recorded before and after.
 
 GPU (``--device cuda``): 10,000 x 1,000,000 x 512 exact top-1 (and top-5) with the bf16 candidate
 path, as TFLOP/s against a plain bf16 ``torch.matmul`` of the search's block shape (target >= 50 %).
 
-    python -m benchmarks.search [--quick] [--device cuda]
+    python -m benchmarks.search [--quick] [--device cuda] [--repeat 3]
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import time
 
 import numpy as np
 
 from benchmarks._common import best_time, print_table, write_results
+
+#: (queries, database, dim) of the CPU run
+CPU_SHAPES = ((5000, 100000, 512), (10000, 200000, 512))
+QUICK_SHAPES = ((200, 3000, 64), (300, 5000, 64))
 
 
 def _unit(rng, n, d):
@@ -37,63 +47,101 @@ def _data(m, n, d, seed=0):
     return q, x
 
 
-def run_cpu(m: int, n: int, d: int, ks, sklearn_queries: int, repeat: int) -> dict:
-    from sibscan.search import search
+def _seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:
+    from sibscan.search import _resolve_backend, search
 
     q, x = _data(m, n, d)
     flops = 2.0 * m * n * d
-    # plain float32 matmul of the whole problem, blocked like the search (GEMM floor)
     buf = np.empty((min(m, 4096), 16384), np.float32)
 
-    def matmul():
+    def matmul():  # plain float32 matmul of the whole problem, blocked (GEMM reference)
         for s in range(0, n, 16384):
             xb = x[s:s + 16384]
             for q0 in range(0, m, 4096):
                 np.matmul(q[q0:q0 + 4096], xb.T, out=buf[: min(4096, m - q0), : xb.shape[0]])
 
-    t_mm = best_time(matmul, repeat)
-    rows = [{"method": "float32 matmul (numpy BLAS)", "k": "-", "seconds": t_mm, "gflops": flops / t_mm / 1e9}]
-    results = {"matmul_gflops": flops / t_mm / 1e9, "runs": []}
+    matmul()
+    t_mm = float(np.median([_seconds(matmul) for _ in range(max(1, others_repeat))]))
+    auto = _resolve_backend("auto", "cpu")
+    out = {"shape": {"queries": m, "database": n, "dim": d}, "auto_backend": auto,
+           "matmul_gflops": flops / t_mm / 1e9, "runs": [], "auto_vs_raw_faiss": {}}
+    rows = [{"shape": f"{m}x{n}x{d}", "method": "float32 matmul (numpy BLAS)", "k": "-", "seconds": t_mm,
+             "gflops": flops / t_mm / 1e9}]
     have_faiss = importlib.util.find_spec("faiss") is not None
-    have_sklearn = importlib.util.find_spec("sklearn") is not None
     for k in ks:
         times = {}
-        answer = None
+        search(q[:8], x[:4096], k, progress=False)  # warm-up: imports, thread pools
         if have_faiss:
             import faiss
 
             index = faiss.IndexFlatIP(d)
             index.add(x)
-            times["faiss IndexFlatIP"] = best_time(lambda: index.search(q, k), repeat)
+            index.search(q[:8], k)
+            raw, mine = [], []
+            for _ in range(max(1, repeat)):  # alternate, so both see the same load
+                raw.append(_seconds(lambda: index.search(q, k)))
+                mine.append(_seconds(lambda: search(q, x, k, backend="auto", progress=False)))
+            ratios = np.array(raw) / np.array(mine)
+            times["faiss IndexFlatIP (raw)"] = float(np.median(raw))
+            times[f"sibscan auto ({auto})"] = float(np.median(mine))
+            out["auto_vs_raw_faiss"][f"top{k}"] = {
+                "ratio_median": float(np.median(ratios)), "ratios": ratios.round(4).tolist(),
+                "raw_seconds": np.round(raw, 3).tolist(), "auto_seconds": np.round(mine, 3).tolist()}
             answer = index.search(q, k)[1]
-        for backend in ("torch", "numpy") + (("faiss",) if have_faiss else ()):
+            del index
+        else:
+            times[f"sibscan auto ({auto})"] = float(np.median(
+                [_seconds(lambda: search(q, x, k, backend="auto", progress=False)) for _ in range(max(1, repeat))]))
+            answer = None
+        for backend in ("numpy", "torch") + (("faiss",) if have_faiss else ()):
             if backend == "torch" and importlib.util.find_spec("torch") is None:
                 continue
-            search(q[:8], x[:4096], k, backend=backend, progress=False)  # warm-up: imports, thread pools
-            times[f"sibscan {backend}"] = best_time(lambda: search(q, x, k, backend=backend, progress=False), repeat)
+            search(q[:8], x[:4096], k, backend=backend, progress=False)
+            times[f"sibscan {backend}"] = float(np.median(
+                [_seconds(lambda: search(q, x, k, backend=backend, progress=False)) for _ in range(max(1, others_repeat))]))
             if answer is not None:
                 got = search(q, x, k, backend=backend, progress=False)[1]
-                results.setdefault("top1_agreement_with_faiss", {})[f"{backend}@{k}"] = float(
-                    (got[:, 0] == answer[:, 0]).mean())
-        if have_sklearn:
+                out.setdefault("top1_agreement_with_faiss", {})[f"{backend}@{k}"] = float((got[:, 0] == answer[:, 0]).mean())
+        if sklearn_queries and importlib.util.find_spec("sklearn") is not None:
             from sklearn.neighbors import NearestNeighbors
 
             sub = min(m, sklearn_queries)
             nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric="cosine").fit(x)
             t_sub = best_time(lambda: nn.kneighbors(q[:sub]), 1)
             times[f"sklearn brute cosine (x{m / sub:.0f} from {sub} queries)"] = t_sub * m / sub
-        ref = times.get("faiss IndexFlatIP")
-        skl = next((v for key, v in times.items() if key.startswith("sklearn")), None)
+        ref = times.get("faiss IndexFlatIP (raw)")
         for name, t in times.items():
-            row = {"method": name, "k": k, "seconds": t, "gflops": flops / t / 1e9,
+            row = {"shape": f"{m}x{n}x{d}", "method": name, "k": k, "seconds": t, "gflops": flops / t / 1e9,
                    "x_matmul": t_mm / t}
             if ref:
-                row["x_faiss"] = ref / t
-            if skl:
-                row["x_sklearn"] = skl / t
+                row["x_raw_faiss"] = ref / t
             rows.append(row)
-            results["runs"].append(row)
-    print_table(rows, ["method", "k", "seconds", "gflops", "x_matmul", "x_faiss", "x_sklearn"])
+            out["runs"].append(row)
+    out["_rows"] = rows
+    return out
+
+
+def run_cpu(shapes, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:
+    results = {"shapes": [], "auto_vs_raw_faiss": {}}
+    rows = []
+    for i, (m, n, d) in enumerate(shapes):
+        res = run_cpu_shape(m, n, d, ks, repeat=repeat, others_repeat=others_repeat,
+                            sklearn_queries=sklearn_queries if i == len(shapes) - 1 else 0)
+        rows += res.pop("_rows")
+        results["shapes"].append(res)
+        for key, v in res["auto_vs_raw_faiss"].items():
+            results["auto_vs_raw_faiss"][f"{m}x{n}x{d} {key}"] = v["ratio_median"]
+    print_table(rows, ["shape", "method", "k", "seconds", "gflops", "x_matmul", "x_raw_faiss"])
+    if results["auto_vs_raw_faiss"]:
+        print("auto / raw faiss IndexFlatIP (median of paired ratios; >= 1.0 is at least as fast): "
+              + ", ".join(f"{k}: {v:.3f}" for k, v in results["auto_vs_raw_faiss"].items()), flush=True)
+        results["auto_at_least_raw_faiss"] = bool(min(results["auto_vs_raw_faiss"].values()) >= 1.0)
     return results
 
 
@@ -168,25 +216,30 @@ def run_cuda(m: int, n: int, d: int, ks, repeat: int) -> dict:
     return results
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds; used by the tests)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=None, help="alternating raw-faiss / auto repetitions (CPU)")
+    ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    load_before = os.getloadavg()
     if args.device == "cuda":
         m, n, d = (2000, 50000, 128) if args.quick else (10000, 1000000, 512)
         res = run_cuda(m, n, d, (1, 5), args.repeat or 3)
+        res["shape"] = {"queries": m, "database": n, "dim": d}
         name = "search_cuda" + ("_quick" if args.quick else "")
     else:
-        m, n, d = (300, 5000, 64) if args.quick else (10000, 200000, 512)
-        res = run_cpu(m, n, d, (1, 5), sklearn_queries=100 if args.quick else 1000, repeat=args.repeat or 1)
+        shapes = QUICK_SHAPES if args.quick else CPU_SHAPES
+        res = run_cpu(shapes, (1, 5), repeat=args.repeat or (1 if args.quick else 3), others_repeat=args.others_repeat,
+                      sklearn_queries=100 if args.quick else 1000)
         name = "search" + ("_quick" if args.quick else "")
-    res.update({"shape": {"queries": m, "database": n, "dim": d}, "device": args.device,
-                "wall_seconds": time.perf_counter() - t0})
+    res.update({"device": args.device, "wall_seconds": time.perf_counter() - t0,
+                "load_average_before": load_before, "load_average_after": os.getloadavg()})
     path = write_results(name, res)
     print(f"wrote {path}")
+    return res
 
 
 if __name__ == "__main__":
