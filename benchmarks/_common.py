@@ -47,9 +47,14 @@ def machine() -> Dict[str, object]:
 
 
 def write_results(name: str, payload: Dict[str, object]) -> Path:
-    """Write ``benchmarks/results/<name>.json`` atomically, with the machine description."""
+    """Write ``benchmarks/results/<name>.json`` atomically, with the machine description.
+
+    ``$SIBSCAN_BENCH_RESULTS`` names another folder (``benchmarks/gpu_check.sh --dry-run`` keeps its
+    CPU stand-in figures out of ``benchmarks/results/`` with it).
+    """
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
-    return write_json(RESULTS / f"{name}.json", payload)
+    folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
+    return write_json(folder / f"{name}.json", payload)
 
 
 def print_table(rows: List[Dict[str, object]], columns: Sequence[str] | None = None) -> str:
