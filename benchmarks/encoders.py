@@ -3,6 +3,7 @@
     python -m benchmarks.encoders                          # CPU, small sizes
     python -m benchmarks.encoders --quick                  # tiny sizes, for the tests
     python -m benchmarks.encoders --device cuda --decoded  # GPU: CLIP ViT-B-32 from decoded tensors
+    python -m benchmarks.encoders --small-only             # CPU: only the 32-px JPEG case
 
 Rows and their references (measured in the same run, same data):
 
@@ -15,6 +16,10 @@ Rows and their references (measured in the same run, same data):
   preprocessing — against the decoded row of the same encoder.
 * ``minilm`` / ``clip-text``: ``encode(texts)`` against sentence-transformers' own ``encode`` /
   a bare ``encode_text`` loop.
+* ``effnet`` *32-px files* (CPU): the 32-px JPEG case of :func:`small_jpeg_case` — the default
+  scan's effnet (input size from the data, ONNX Runtime) against the previous default (256/224,
+  PyTorch eager), and ONNX Runtime against PyTorch eager on the same images (speed ratio and the
+  smallest per-item cosine); ``--small-only`` runs just this case (``encoders_32px.json``).
 * weight-free encoders (``pixels``, ``phash``, ``ngram``, ``minhash``, ``znorm``, ``raw``): items/s,
   no reference.
 
@@ -24,6 +29,7 @@ Writes ``benchmarks/results/encoders.json`` (``encoders_cuda.json`` with ``--dev
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -100,6 +106,65 @@ def _decoded_rate(enc, n: int, batch: int, repeat: int) -> float:
     return _rate(steps * len(x), run, repeat)
 
 
+def small_jpeg_case(n: int, n_previous: int, n_runtime: int, repeat: int, threads: Optional[int] = None) -> dict:
+    """The 32-px JPEG case (CIFAR-sized images) on the CPU: the default scan's effnet against the
+    previous default, and ONNX Runtime against PyTorch eager on the same images.
+
+    Rows (images/s, decoding included in every one):
+
+    * ``default``: effnet as a scan builds it now — input size from the train images
+      (:func:`sibscan.encoders.scale.image_size_for`: 32 px -> 64), ``runtime="auto"``;
+    * ``previous``: effnet as the scan ran before issue 16 — timm's eval transform (short side to
+      256, crop 224), PyTorch eager, decoded in the calling thread
+      (:func:`benchmarks.image_scale.previous_default_encode`), on ``n_previous`` of the images;
+    * ``onnx`` / ``torch`` at the chosen size and at 224 px, same images (``n_runtime`` at 224), with
+      the smallest per-item cosine between the two runtimes' embeddings.
+    """
+    from benchmarks.gpu_pipeline import jpeg_files
+    from benchmarks.image_scale import previous_default_encode
+    from sibscan.encoders import get_encoder
+    from sibscan.encoders.onnxrt import onnx_available
+    from sibscan.encoders.scale import image_size_for
+    from sibscan.items import Items
+
+    out: Dict[str, object] = {"images": n, "side_px": 32, "format": "JPEG quality 90"}
+    rows: List[Dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="sibscan-32px-") as tmp:
+        paths = jpeg_files(Path(tmp), n, size=32)
+        items = Items("train", "image", ids=[Path(p).stem for p in paths], paths=paths)
+        size = image_size_for(items, 224)
+        out["chosen_size"] = size
+        enc = get_encoder("effnet", device="cpu", image_size=size)
+        enc.encode(paths[:8])  # export / load the runtime outside the timing
+        default = _rate(n, lambda: enc.encode(paths), repeat)
+        old = get_encoder("effnet", device="cpu", image_size=224, runtime="torch")
+        previous_default_encode(old, paths[:4])
+        previous = _rate(n_previous, lambda: previous_default_encode(old, paths[:n_previous]), repeat)
+        rows.append(_row(f"effnet default scan ({size} px, {enc.runtime_used})", "32-px files", "cpu", n, default,
+                         "previous default (256/224, torch eager)", previous))
+        rows.append(_row("effnet previous default (256/224, torch eager)", "32-px files", "cpu", n_previous, previous))
+        out["default_images_per_s"], out["previous_images_per_s"] = default, previous
+        out["default_over_previous"] = default / previous
+        out["runtime_used"] = enc.runtime_used
+        if onnx_available():
+            out["onnx_vs_torch"] = {}
+            for s, m in ((size, n), (224, n_runtime)):
+                sub = paths[:m]
+                ort = get_encoder("effnet", device="cpu", image_size=s, runtime="onnx")
+                eager = get_encoder("effnet", device="cpu", image_size=s, runtime="torch")
+                a, b = ort.encode(sub), eager.encode(sub)  # warm-up, and the embeddings compared
+                r_ort = _rate(m, lambda: ort.encode(sub), repeat)
+                r_eager = _rate(m, lambda: eager.encode(sub), repeat)
+                cos = np.sum(a * b, axis=1)
+                out["onnx_vs_torch"][f"{s}px"] = {"images": m, "onnx_images_per_s": r_ort,
+                                                  "torch_images_per_s": r_eager, "ratio": r_ort / r_eager,
+                                                  "min_cosine": float(cos.min()), "mean_cosine": float(cos.mean())}
+                rows.append({**_row(f"effnet onnxruntime ({s} px)", "32-px files", "cpu", m, r_ort,
+                                    "torch eager, same images", r_eager), "min_cosine": float(cos.min())})
+    out["rows"] = rows
+    return out
+
+
 def _row(encoder: str, mode: str, device: str, n: int, rate: float, ref_name: str = "", ref: Optional[float] = None,
          target: Optional[float] = None) -> Dict[str, object]:
     return {
@@ -119,6 +184,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     ap.add_argument("--texts", type=int, default=None, help="texts per measurement")
     ap.add_argument("--repeat", type=int, default=None)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (for the tests)")
+    ap.add_argument("--small-only", action="store_true",
+                    help="only the 32-px JPEG case (CPU; writes encoders_32px.json)")
     args = ap.parse_args(argv)
 
     from sibscan.device import resolve_device
@@ -136,6 +203,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
     n_txt = args.texts or n_txt
     repeat = args.repeat or repeat
     rows: List[Dict[str, object]] = []
+    if args.small_only or not cuda:
+        n_small = 16 if args.quick else (args.images or 1024)
+        small = small_jpeg_case(n_small, max(4, n_small // 8), max(8, n_small // 8), repeat=repeat)
+        _common.print_table(small["rows"], ["encoder", "mode", "n", "items_per_s", "reference",
+                                            "reference_items_per_s", "ratio", "min_cosine"])
+        if args.small_only:
+            payload = {"args": vars(args), "device": "cpu", "small_jpeg": small,
+                       "load_average": os.getloadavg()}
+            print(f"wrote {_common.write_results('encoders_32px' + ('_quick' if args.quick else ''), payload)}")
+            return payload
 
     clip = get_encoder("clip", model=args.model, pretrained="none", device=device, batch_size=batch)
     bare = _bare_image_rate(clip, n_img, batch, repeat)
@@ -179,6 +256,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
     _common.print_table(rows)
     payload = {"args": vars(args), "device": device, "rows": rows}
+    if not cuda:
+        payload["small_jpeg"] = small
     if cuda:
         payload["clip_decoded_meets_target"] = bool(rows[0]["items_per_s"] >= TARGET_CLIP_CUDA)
     # a --quick run (the tests') never overwrites the real measurement

@@ -2,10 +2,11 @@
 
 CPU (default): two shapes in the same run, 5,000 x 100,000 x 512 and 10,000 x 200,000 x 512, exact
 top-1 and top-5.  For each shape and k, raw faiss ``IndexFlatIP.search`` (index built outside the
-timing) and ``sibscan.search(backend="auto")`` are timed alternately ``--repeat`` times; the
+timing) and ``sibscan.search(backend="auto")`` are timed in pairs ``--repeat`` times (which one
+runs first swaps every pair, so a load that drifts during the run favours neither); the
 headline is the median of the per-repetition ratios ``t(raw faiss) / t(auto)`` (>= 1.0: auto is at
 least as fast), robust to the load of a shared machine.  The explicit backends (numpy, torch,
-faiss) are timed ``--others-repeat`` times (median), sklearn ``NearestNeighbors(brute, cosine)`` on
+faiss) are timed ``--others-repeat`` times (median; 0 leaves them out), sklearn ``NearestNeighbors(brute, cosine)`` on
 a subset of the queries (scaled linearly, which is how its brute search scales) at the largest
 shape only, and a plain float32 matmul of the same shape (numpy BLAS) as the GEMM reference.
 The machine's load (``os.getloadavg``) is recorded before and after.
@@ -84,22 +85,28 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
             index.add(x)
             index.search(q[:8], k)
             raw, mine = [], []
-            for _ in range(max(1, repeat)):  # alternate, so both see the same load
-                raw.append(_seconds(lambda: index.search(q, k)))
+            for r in range(max(1, repeat)):  # paired, the order swapped every repetition: both see the same load
+                first_raw = r % 2 == 0
+                if first_raw:
+                    raw.append(_seconds(lambda: index.search(q, k)))
                 mine.append(_seconds(lambda: search(q, x, k, backend="auto", progress=False)))
+                if not first_raw:
+                    raw.append(_seconds(lambda: index.search(q, k)))
             ratios = np.array(raw) / np.array(mine)
             times["faiss IndexFlatIP (raw)"] = float(np.median(raw))
             times[f"sibscan auto ({auto})"] = float(np.median(mine))
             out["auto_vs_raw_faiss"][f"top{k}"] = {
                 "ratio_median": float(np.median(ratios)), "ratios": ratios.round(4).tolist(),
                 "raw_seconds": np.round(raw, 3).tolist(), "auto_seconds": np.round(mine, 3).tolist()}
-            answer = index.search(q, k)[1]
+            answer = index.search(q, k)[1] if others_repeat > 0 else None
             del index
+            print(f"{m}x{n}x{d} top{k}: auto / raw faiss = {np.median(ratios):.3f} (pairs {ratios.round(3).tolist()})",
+                  flush=True)
         else:
             times[f"sibscan auto ({auto})"] = float(np.median(
                 [_seconds(lambda: search(q, x, k, backend="auto", progress=False)) for _ in range(max(1, repeat))]))
             answer = None
-        for backend in ("numpy", "torch") + (("faiss",) if have_faiss else ()):
+        for backend in (("numpy", "torch") + (("faiss",) if have_faiss else ())) if others_repeat > 0 else ():
             if backend == "torch" and importlib.util.find_spec("torch") is None:
                 continue
             search(q[:8], x[:4096], k, backend=backend, progress=False)
@@ -108,7 +115,7 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
             if answer is not None:
                 got = search(q, x, k, backend=backend, progress=False)[1]
                 out.setdefault("top1_agreement_with_faiss", {})[f"{backend}@{k}"] = float((got[:, 0] == answer[:, 0]).mean())
-        if sklearn_queries and importlib.util.find_spec("sklearn") is not None:
+        if sklearn_queries and others_repeat > 0 and importlib.util.find_spec("sklearn") is not None:
             from sklearn.neighbors import NearestNeighbors
 
             sub = min(m, sklearn_queries)
@@ -221,7 +228,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds; used by the tests)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--repeat", type=int, default=None, help="alternating raw-faiss / auto repetitions (CPU)")
-    ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU)")
+    ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU); 0 leaves them and sklearn out")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     load_before = os.getloadavg()
