@@ -12,7 +12,7 @@ Rows and their references (measured in the same run, same data):
   ``model(x)`` loop on float inputs already on the device under the same precision — the ratio is
   the share of the raw model speed sibscan keeps. CLIP here is ViT-B-32 with random weights (the
   speed does not depend on the weights); the issue's target on one H200 is >= 20,000 images/s.
-* ``clip`` / ``effnet`` *files*: ``encode(paths)`` — decoding JPEG files in DataLoader workers and
+* ``clip`` / ``effnet`` *files*: ``encode(paths)`` — decoding JPEG files (a thread pool one batch ahead on the CPU, on the GPU with CUDA) and
   preprocessing — against the decoded row of the same encoder.
 * ``minilm`` / ``clip-text``: ``encode(texts)`` against sentence-transformers' own ``encode`` /
   a bare ``encode_text`` loop.
