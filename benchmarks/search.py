@@ -228,6 +228,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds; used by the tests)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--repeat", type=int, default=None, help="alternating raw-faiss / auto repetitions (CPU)")
+    ap.add_argument("--shapes", default=None,
+                    help="comma list of QUERIESxDATABASExDIM for the CPU run (default: 5000x100000x512,10000x200000x512)")
     ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU); 0 leaves them and sklearn out")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -239,9 +241,16 @@ def main(argv=None) -> dict:
         name = "search_cuda" + ("_quick" if args.quick else "")
     else:
         shapes = QUICK_SHAPES if args.quick else CPU_SHAPES
+        if args.shapes:
+            try:
+                shapes = tuple(tuple(int(v) for v in part.lower().split("x")) for part in args.shapes.split(","))
+            except ValueError:
+                ap.error(f"--shapes {args.shapes!r}: expected QUERIESxDATABASExDIM[,...], e.g. 5000x100000x512")
+            if any(len(sh) != 3 or min(sh) < 1 for sh in shapes):
+                ap.error(f"--shapes {args.shapes!r}: expected QUERIESxDATABASExDIM[,...], e.g. 5000x100000x512")
         res = run_cpu(shapes, (1, 5), repeat=args.repeat or (1 if args.quick else 3), others_repeat=args.others_repeat,
                       sklearn_queries=100 if args.quick else 1000)
-        name = "search" + ("_quick" if args.quick else "")
+        name = "search" + ("_quick" if args.quick else f"_{args.shapes.replace(',', '_')}" if args.shapes else "")
     res.update({"device": args.device, "wall_seconds": time.perf_counter() - t0,
                 "load_average_before": load_before, "load_average_after": os.getloadavg()})
     path = write_results(name, res)
