@@ -51,8 +51,9 @@ def encoder_kwargs(options: EncoderOptions, items: Items, name: Optional[str] = 
 
 
 def check_image_size(name: str, image_size: Optional[int]) -> None:
-    """Refuse ``--image-size`` for an encoder that keeps its own input size."""
-    if image_size is not None and not getattr(encoder_class(name), "scales_to_data", False):
+    """Refuse an unknown encoder name, and ``--image-size`` for an encoder that keeps its own input size."""
+    cls = encoder_class(name)
+    if image_size is not None and not getattr(cls, "scales_to_data", False):
         raise SibscanError(f"--image-size applies to image encoders that scale to the data (effnet); "
                            f"{name} keeps its own input size: drop --image-size")
 
