@@ -242,7 +242,20 @@ def main(argv: Optional[List[str]] = None) -> dict:
     ap.add_argument("--repeat", type=int, default=3, help="speed: alternating repetitions, best of")
     ap.add_argument("--no-speed", action="store_true", help="skip the speed comparison")
     ap.add_argument("--quick", action="store_true", help="3 datasets aeon ships, 500 kernels, 2 runs (for the tests)")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="only the speed comparison, into results/temporal_speed.json (the archive run is left as it is)")
     args = ap.parse_args(argv)
+    if args.speed_only:
+        load_before = os.getloadavg()
+        result = {"command": f"python -m benchmarks.temporal --speed-only --repeat {args.repeat}",
+                  "load_average_before": list(load_before),
+                  "speed": speed(1000, 500, 700, 5, args.kernels, repeat=args.repeat),
+                  "load_average_after": list(os.getloadavg())}
+        sp = result["speed"]
+        print(f"speed: aeon {sp['aeon_seconds']:.1f} s, sibscan {sp['wrapper_seconds']:.1f} s, ratio {sp['ratio']:.3f}; "
+              f"load {load_before[0]:.1f} -> {result['load_average_after'][0]:.1f}", flush=True)
+        _common.write_results("temporal_speed", result)
+        return result
     from sibscan.temporal import ArchiveConfig, run_archive
 
     paper = paper_rows()

@@ -124,6 +124,7 @@ def test_detection_metrics_reweight_to_one_percent_prevalence(sets):
     assert m["precision_at_1pct"] == pytest.approx(0.01 / (0.01 + 0.99 * fpr))
 
 
+@pytest.mark.slow  # ~45 s: both image verifiers on every view, the union view included
 def test_quality_quick_writes_results(tmp_path, monkeypatch):
     monkeypatch.setattr(_common, "RESULTS", tmp_path)
     quality.main(["--quick", "--no-neural", "--sets", "images,text,rows"])

@@ -179,3 +179,22 @@ def test_verification_reranks_and_keeps_the_embedding_rank():
     assert list(out["neighbour_id"]) == ["y", "x"]
     assert list(out["rank"]) == [0, 1] and list(out["embedding_rank"]) == [1, 0]
     assert "embedding_rank" in out.to_csv().splitlines()[0].split(",")
+
+
+def test_ray_session_names_an_unreachable_cluster(monkeypatch):
+    """The one place Ray is started (sibscan.raystart) turns a cluster it cannot reach into one line."""
+    import types
+
+    import sibscan.raystart as raystart
+    from sibscan.errors import SibscanError
+
+    def refuse(**kwargs):
+        raise ConnectionError("no GCS at 10.0.0.9:6379")
+
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=refuse)
+    monkeypatch.setattr(raystart, "require", lambda *a: fake)
+    with pytest.raises(SibscanError, match=r"cannot reach the Ray cluster at '10.0.0.9:6379' \(no GCS.*ray status"):
+        raystart.ray_session("10.0.0.9:6379")
+    started = types.SimpleNamespace(is_initialized=lambda: True, init=refuse)
+    monkeypatch.setattr(raystart, "require", lambda *a: started)
+    assert raystart.ray_session("10.0.0.9:6379") is started  # a running session is joined, not restarted

@@ -50,3 +50,4 @@ def test_ray_k_larger_than_database(local_ray):
     x, q = unit(rng, 3, 4), unit(rng, 2, 4)
     s, i = search_ray(q, x, 5, backend="numpy", progress=False)
     assert (i[:, 3:] == -1).all() and np.isneginf(s[:, 3:]).all()
+

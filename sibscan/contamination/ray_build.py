@@ -13,7 +13,7 @@ import logging
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 
-from ..errors import SibscanError, require
+from ..raystart import ray_session
 from .tasks import hash_batch, merge_range
 
 __all__ = ["RayTasks"]
@@ -34,14 +34,7 @@ class RayTasks:
     """
 
     def __init__(self, address: Optional[str] = None, num_cpus: Optional[int] = None):
-        self.ray = ray = require("ray", "ray", "building the index with Ray")
-        if not ray.is_initialized():
-            try:
-                ray.init(address=address, num_cpus=num_cpus, include_dashboard=False,
-                         logging_level=logging.WARNING, log_to_driver=False)
-            except ConnectionError as exc:
-                raise SibscanError(f"cannot reach the Ray cluster at {address!r} ({exc}); "
-                                   "check `ray status` or use the local engine") from None
+        self.ray = ray = ray_session(address, num_cpus, purpose="building the index with Ray")
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._map = ray.remote(num_cpus=1)(hash_batch)
         self._reduce = ray.remote(num_cpus=1)(merge_range)

@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from ..errors import CompatibilityError, require
+from ..errors import CompatibilityError
+from ..raystart import ray_session
 
 __all__ = ["ray_block_encoder"]
 
@@ -64,9 +65,7 @@ def ray_block_encoder(
     max_in_flight : int
         Blocks submitted but not yet committed (bounds driver memory).
     """
-    ray = require("ray", "ray", "the Ray engine")
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    ray = ray_session(address, num_cpus, purpose="the Ray engine")
     remote = ray.remote(_encode_on_worker)
     factory_ref = ray.put(factory)
 

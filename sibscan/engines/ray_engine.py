@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import SibscanError, require
+from ..raystart import ray_session
 from ..shards import ShardedEmbeddings
 
 __all__ = ["search_ray"]
@@ -73,7 +73,6 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     similarities : ndarray of shape (m, k) float32
     indices : ndarray of shape (m, k) int64
     """
-    ray = require("ray", "ray", "the Ray engine")
     from ..kernels.topk import merge_topk
     from ..search import _drop_self, _prepare, _progress
 
@@ -82,13 +81,7 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     m = plan.queries.shape[0]
     if m == 0:
         return np.empty((0, plan.k), np.float32), np.empty((0, plan.k), np.int64)
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address, num_cpus=num_cpus, include_dashboard=False,
-                     logging_level=logging.WARNING, log_to_driver=False)
-        except ConnectionError as exc:
-            raise SibscanError(f"cannot reach the Ray cluster at {address!r} ({exc}); "
-                               "check `ray status` or drop --address to run locally") from None
+    ray = ray_session(address, num_cpus, purpose="the Ray engine")
     cpus = int(ray.cluster_resources().get("CPU", 1))
     ranges = _task_ranges(plan, 2 * cpus)
     fields = {"block_rows": plan.block_rows, "search_k": plan.search_k, "backend": plan.backend,

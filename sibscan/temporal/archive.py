@@ -282,11 +282,9 @@ def _execute(todo, config: ArchiveConfig, engine: str, address, num_cpus):
         for ds, r in todo:
             yield run_unit(ds, r, config)
         return
-    from ..errors import require
+    from ..raystart import ray_session
 
-    ray = require("ray", "ray", "the Ray engine")
-    if not ray.is_initialized():
-        ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+    ray = ray_session(address, num_cpus, purpose="the Ray engine")
     remote = ray.remote(run_unit)
     config_ref = ray.put(config)
     pending = [remote.remote(ds, r, config_ref) for ds, r in todo]
