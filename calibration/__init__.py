@@ -3,9 +3,10 @@
 * :func:`compute_baseline`, :func:`expected_chance_siblings`, :func:`baseline_warning` — what
   unrelated items score under this encoder on this data, and how many chance siblings a cutoff lets
   through.
-* :func:`calibrate` — draw nearest-neighbour pairs, let a person label them (web page or terminal),
-  fit the cutoff where the answers flip, estimate precision, recall and the sibling rate, and write
-  ``cutoff.json`` beside the append-only ``labels.jsonl``.
+* :func:`calibrate` — draw nearest-neighbour pairs (adaptively, where the rate's interval shrinks
+  most), let a person label them (web page or terminal) under a written definition of "same", fit
+  the cutoff where the answers flip, estimate the sibling rate (:func:`sibscan.rate.estimate_rate`),
+  precision and recall, and write ``cutoff.json`` beside the append-only ``labels.jsonl``.
 * :func:`load_calibration`, :func:`resolve` — read a calibration back (by path, or by the name of a
   ``calibration/<name>/`` record kept in the repository) and check it against a scan.
 """
@@ -18,6 +19,7 @@ import importlib
 # scan); importing sibscan.calibration.record must not pull the flow in (docs/architecture.md).
 _API = {
     "Calibration": "record",
+    "DEFINITIONS": "flow",
     "Draw": "sampling",
     "Identity": "labels",
     "LABELS": "labels",
@@ -30,6 +32,7 @@ _API = {
     "describe": "flow",
     "expected_chance_siblings": "baseline",
     "fit_calibration": "flow",
+    "headline_of": "flow",
     "load_calibration": "record",
     "make_draw": "sampling",
     "pava": "fit",

@@ -23,16 +23,20 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
+from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "scan_baseline", "tail_probability", "expected_chance_siblings", "baseline_warning",
+__all__ = ["compute_baseline", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
+           "baseline_warning", "verified_budget", "MIN_VERIFIED",
            "QUANTILES"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
 _CHUNK = 16384
 _GRID = 257
 _MIN_EXCEED = 30
+#: the fewest random pairs a verified baseline scores (however small the scan)
+MIN_VERIFIED = 2_000
 
 
 def _normalised_dot(test_emb: np.ndarray, train_emb: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
@@ -92,6 +96,17 @@ def _tail(scores: np.ndarray) -> dict:
     }
 
 
+def _distinct_pairs(n_test: int, n_train: int, n_pairs: int, rng: np.random.Generator) -> tuple:
+    """``n_pairs`` distinct (test, train) index pairs drawn without replacement, or all of them when
+    there are no more than that; returns ``(test_idx, train_idx, all_pairs)``."""
+    total = n_test * n_train
+    if total <= n_pairs:
+        flat = np.arange(total, dtype=np.int64)
+        return flat // n_train, flat % n_train, True
+    flat = rng.choice(total, size=n_pairs, replace=False).astype(np.int64)
+    return flat // n_train, flat % n_train, False
+
+
 def compute_baseline(
     train_emb: np.ndarray,
     test_emb: np.ndarray,
@@ -102,8 +117,10 @@ def compute_baseline(
     encoder_identity: str = "",
     verifier_identity: Optional[str] = None,
     exclude: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
+    n_compared: Optional[int] = None,
+    exclude_if_room: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
 ) -> dict:
-    """Score random (test, train) pairs and summarise the distribution.
+    """Score random distinct (test, train) pairs and summarise the distribution.
 
     Parameters
     ----------
@@ -112,8 +129,8 @@ def compute_baseline(
     test_emb : ndarray of shape (n_test, dim)
         Test embeddings.
     n_pairs : int
-        Number of random pairs (drawn with replacement; pairs that happen to be real siblings are
-        rare, about one in ``n_train``).
+        Number of random pairs, distinct and drawn without replacement; every (test, train) pair
+        when there are no more than that (then nothing is left to chance).
     seed : int
         Seed of the pair draw.
     score_fn : callable ``(test_idx, train_idx) -> scores``, optional
@@ -123,13 +140,22 @@ def compute_baseline(
         Recorded so a baseline is never applied to another encoder.
     exclude : callable ``(test_idx, train_idx) -> bool mask``, optional
         Pairs known not to be unrelated, dropped from the sample: the scan passes exact twins (equal
-        fingerprints), which would otherwise sit in the tail that the chance estimate reads.
+        fingerprints) and the pairs in either item's top-k neighbour list, which would otherwise sit
+        in the tail that the chance estimate reads.  More pairs are drawn to make up for them.
+    exclude_if_room : callable ``(test_idx, train_idx) -> bool mask``, optional
+        Pairs dropped as well when at least half the pairs remain (the scan passes the pairs in
+        either item's top-k neighbour list; on a tiny scan they are most pairs, and kept).
+    n_compared : int, optional
+        How many train items each test item's deciding score is the best of (``n_train`` for the
+        embedding similarity, the ``k`` verified candidates for a verified score); the expected
+        number of chance siblings is computed for that many comparisons.
 
     Returns
     -------
     dict
-        What ``baseline.json`` holds: ``n_pairs, seed, score, mean, sd, quantiles, max, histogram,
-        n_train, n_test, encoder_identity, verifier_identity, tail``.
+        What ``baseline.json`` holds: ``n_pairs, n_possible, all_pairs, n_excluded, neighbours_excluded, seed, score, mean,
+        sd, quantiles, max, histogram, n_train, n_test, n_compared, encoder_identity,
+        verifier_identity, tail``.
     """
     n_train, n_test = len(train_emb), len(test_emb)
     if n_train == 0 or n_test == 0:
@@ -137,16 +163,23 @@ def compute_baseline(
     if n_pairs < 2:
         raise SibscanError(f"the random-pair baseline needs at least 2 pairs, got n_pairs={n_pairs}")
     rng = np.random.default_rng(seed)
-    ti = rng.integers(0, n_test, n_pairs)
-    tj = rng.integers(0, n_train, n_pairs)
-    n_excluded = 0
-    if exclude is not None:
-        keep = ~np.asarray(exclude(ti, tj), dtype=bool)
-        n_excluded = int((~keep).sum())
-        ti, tj = ti[keep], tj[keep]
-        n_pairs = len(ti)
-        if n_pairs < 2:
+    # a few more than asked, so that the excluded pairs (twins, neighbours: a small share) are made up for
+    extra = 0 if exclude is None and exclude_if_room is None else max(16, n_pairs // 20)
+    ti, tj, all_pairs = _distinct_pairs(n_test, n_train, n_pairs + extra, rng)
+    n_excluded, room = 0, None
+    if exclude is not None or exclude_if_room is not None:
+        keep = np.ones(len(ti), bool) if exclude is None else ~np.asarray(exclude(ti, tj), dtype=bool)
+        if exclude_if_room is not None:
+            # on a tiny scan nearly every pair is someone's neighbour: the few left would be the most
+            # dissimilar, not random, so the neighbours stay in (and the record says so)
+            narrower = keep & ~np.asarray(exclude_if_room(ti, tj), dtype=bool)
+            room = bool(narrower.sum() >= max(2, keep.sum() // 2))
+            keep = narrower if room else keep
+        n_excluded = int((~keep).sum()) if all_pairs else int((~keep[:n_pairs]).sum())
+        ti, tj = ti[keep][:n_pairs], tj[keep][:n_pairs]
+        if len(ti) < 2:
             raise SibscanError("the random-pair baseline has fewer than 2 pairs left after excluding exact twins")
+    n_pairs = len(ti)
     if score_fn is None:
         scores = _normalised_dot(test_emb, train_emb, ti, tj)
         kind = "similarity"
@@ -164,7 +197,10 @@ def compute_baseline(
     counts, edges = np.histogram(s64, bins=60)
     return {
         "n_pairs": int(len(scores)),
+        "n_possible": int(n_test) * int(n_train),
+        "all_pairs": bool(all_pairs),
         "n_excluded": n_excluded,
+        "neighbours_excluded": room,
         "seed": int(seed),
         "score": kind,
         "mean": float(s64.mean()),
@@ -174,10 +210,30 @@ def compute_baseline(
         "histogram": {"edges": edges.tolist(), "counts": counts.tolist()},
         "n_train": int(n_train),
         "n_test": int(n_test),
+        "n_compared": int(n_compared) if n_compared else int(n_train),
         "encoder_identity": encoder_identity,
         "verifier_identity": verifier_identity,
         "tail": _tail(s64),
     }
+
+
+def verified_budget(n_verified_pairs: int, n_test: int, k: int) -> int:
+    """Random pairs to verify: at most ``n_verified_pairs`` and at most half the candidate pairs the
+    scan verifies (``n_test * k``: the baseline then costs at most half the verification stage), but
+    never fewer than :data:`MIN_VERIFIED` (a 99th percentile needs a few dozen pairs above it)."""
+    return int(min(n_verified_pairs, max(MIN_VERIFIED, n_test * k // 2)))
+
+
+def _neighbour_keys(neighbours, n_train: int) -> np.ndarray:
+    """Sorted flat keys ``test * n_train + train`` of the (test, train) pairs in either direction's
+    neighbour lists: a nearest neighbour is not a random pair."""
+    keys = []
+    for q, n, swap in (("test", "train", False), ("train", "test", True)):
+        sub = neighbours.direction(q, n)
+        if len(sub):
+            a, b = np.asarray(sub["query_index"], np.int64), np.asarray(sub["neighbour_index"], np.int64)
+            keys.append(b * n_train + a if swap else a * n_train + b)
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 
 def scan_baseline(
@@ -191,6 +247,8 @@ def scan_baseline(
     splits: Optional[Dict[str, object]] = None,
     fingerprints: Optional[Dict[str, np.ndarray]] = None,
     doc_index: Optional[Dict[str, np.ndarray]] = None,
+    neighbours=None,
+    k: Optional[int] = None,
 ) -> dict:
     """The random-pair baseline of a scan, on the score that decides there.
 
@@ -202,7 +260,8 @@ def scan_baseline(
     n_pairs : int
         Random pairs scored by embedding similarity.
     n_verified_pairs : int
-        At most this many when ``verifier`` scores them (verification is per pair).
+        At most this many when ``verifier`` scores them (verification is per pair; see
+        :func:`verified_budget` for how the number is scaled to the scan).
     seed : int
     encoder_identity : str
     verifier : Verifier, optional
@@ -211,7 +270,12 @@ def scan_baseline(
         Exact fingerprints: pairs that are exact twins are left out (they are copies, not chance).
     doc_index : {"train": ndarray of shape (n_chunks,), "test": ...}, optional
         Chunked text: the document of each embedding row; a document is represented by its first
-        chunk, and no pair is left out.
+        chunk, and no pair is left out for being an exact twin.
+    neighbours : Neighbours, optional
+        The scan's neighbours table: pairs in a test item's or a train item's neighbour list are
+        left out (they are the closest, not random) unless that leaves fewer than half the pairs.
+    k : int, optional
+        Candidates verified per test item (the scan's ``--k``), for the chance-sibling count.
 
     Returns
     -------
@@ -221,6 +285,8 @@ def scan_baseline(
     if doc_index is not None:
         embeddings = {s: embeddings[s][np.unique(doc_index[s], return_index=True)[1]] for s in embeddings}
         fingerprints = None
+    n_train_all, n_test = len(embeddings["train"]), len(embeddings["test"])
+    rows = None
     if isinstance(embeddings["train"], ShardedEmbeddings):
         # a train index may not fit in memory: random pairs only need a random subset of its rows
         sh = embeddings["train"]
@@ -230,6 +296,7 @@ def scan_baseline(
             splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
         if fingerprints is not None:
             fingerprints = {"train": fingerprints["train"][rows], "test": fingerprints["test"]}
+    near = None if neighbours is None else _neighbour_keys(neighbours, n_train_all)
 
     def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
@@ -237,11 +304,19 @@ def scan_baseline(
     def exact_twins(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return (fingerprints["test"][test_idx] == fingerprints["train"][train_idx]).all(axis=1)
 
+    def neighbour_pairs(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+        train_orig = train_idx if rows is None else rows[train_idx]
+        return np.isin(test_idx.astype(np.int64) * n_train_all + train_orig, near)
+
+    if verifier is not None:
+        n_pairs = min(n_pairs, verified_budget(n_verified_pairs, n_test, k or 1) if k else n_verified_pairs)
     return compute_baseline(
-        embeddings["train"], embeddings["test"], seed=seed,
-        n_pairs=n_pairs if verifier is None else min(n_pairs, n_verified_pairs),
-        score_fn=None if verifier is None else verified_scores, exclude=None if fingerprints is None else exact_twins,
+        embeddings["train"], embeddings["test"], seed=seed, n_pairs=n_pairs,
+        score_fn=None if verifier is None else verified_scores,
+        exclude=None if fingerprints is None else exact_twins,
+        exclude_if_room=neighbour_pairs if near is not None and len(near) else None,
         encoder_identity=encoder_identity, verifier_identity=None if verifier is None else verifier.identity,
+        n_compared=min(k, n_train_all) if verifier is not None and k else n_train_all,
     )
 
 
@@ -281,10 +356,14 @@ def tail_probability(baseline: dict, cutoff: float | np.ndarray) -> np.ndarray |
 
 
 def expected_chance_siblings(baseline: dict, cutoff: float, n_train: int, n_test: int) -> float:
-    """Expected number of test items whose nearest neighbour exceeds ``cutoff`` by chance.
+    """Expected number of test items whose deciding score exceeds ``cutoff`` by chance.
 
-    ``n_test * (1 - (1 - p)**n_train)`` with ``p`` = :func:`tail_probability` (computed as
-    ``-expm1(n_train * log1p(-p))`` so tiny ``p`` keeps its precision).
+    ``n_test * (1 - (1 - p)**m)`` with ``p`` = :func:`tail_probability` and ``m`` the number of
+    train items each test item's deciding score is the best of: ``baseline["n_compared"]`` (the
+    ``k`` verified candidates when a verifier decides, all ``n_train`` train items for the embedding
+    similarity; ``n_train`` for a baseline that does not say).  Computed as
+    ``-expm1(m * log1p(-p))`` so tiny ``p`` keeps its precision.  A verified scan's candidates are
+    the closest by embedding, not random pairs, so for it the count is a rough, low estimate.
 
     Returns
     -------
@@ -292,9 +371,16 @@ def expected_chance_siblings(baseline: dict, cutoff: float, n_train: int, n_test
         In [0, n_test]; positive whenever ``n_train`` and ``n_test`` are.
     """
     p = float(tail_probability(baseline, cutoff))
+    m = min(int(baseline.get("n_compared") or n_train), n_train) if n_train else 0
     if p >= 1.0:
         return float(n_test)
-    return float(n_test * -np.expm1(n_train * np.log1p(-p)))
+    return float(n_test * -np.expm1(m * np.log1p(-p)))
+
+
+def extrapolated(baseline: Optional[dict], cutoff: Optional[float]) -> bool:
+    """Whether ``cutoff`` lies beyond every random pair scored: the chance count there comes from
+    the fitted tail alone."""
+    return baseline is not None and cutoff is not None and "max" in baseline and float(cutoff) > float(baseline["max"])
 
 
 def baseline_warning(baseline: Optional[dict], cutoff: Optional[float]) -> Optional[str]:
@@ -306,12 +392,8 @@ def baseline_warning(baseline: Optional[dict], cutoff: Optional[float]) -> Optio
         q99 = float(baseline["quantiles"]["0.99"])
         share = "more than 1 in 100" if cutoff < q99 else "more than 1 in 1000"
         return (
-            f"cutoff {cutoff:.4f} is below the random-pair baseline's 99.9th percentile ({q999:.4f}): "
+            f"cutoff {fmt.score(cutoff)} is below the random-pair baseline's 99.9th percentile ({fmt.score(q999)}): "
             f"{share} unrelated pairs score above it, so it flags unrelated items; calibrate it with 'sibscan calibrate'"
         )
     return None
 
-
-def format_expected(count: float) -> str:
-    """A chance-sibling count for people: 3 significant digits, or "< 0.01" for the tail's tiny values."""
-    return "< 0.01" if count < 0.01 else f"{count:.3g}"

@@ -1,16 +1,13 @@
-"""Fit the cutoff from labelled pairs and estimate what it means for the whole test set.
+"""Fit the cutoff from labelled pairs: where a person's answers flip from "different" to "same".
 
-* ``P(same | score)`` is fitted monotone non-decreasing by isotonic regression (pool adjacent
-  violators, :func:`pava`).  The cutoff is where the answers flip — the midpoint between the last
-  labelled score with ``P < 0.5`` and the first with ``P >= 0.5`` — or, with a target precision, the
-  lowest cutoff whose model precision among nearest-neighbour pairs (the mean of ``P`` over the
-  pairs it flags) reaches the target.  A bootstrap over the labels gives its interval.
-* Precision, recall and the sibling rate are estimated with the sampling design
-  (:mod:`.sampling`): a labelled pair in stratum ``h`` stands for ``N_h / n_h`` pairs.  The sibling
-  rate's interval is a finite-population posterior: per stratum ``theta_h ~ Beta(a_h + 1/2,
-  n_h - a_h + 1/2)`` (Jeffreys) and the unlabelled ``N_h - n_h`` pairs ``~ Binomial(theta_h)``.
-  Pairs below the drawn range are assumed unrelated (they score below the random-pair baseline's
-  99th percentile).  Skipped pairs are treated as missing at random within their stratum.
+``P(same | score)`` is fitted monotone non-decreasing by isotonic regression (pool adjacent
+violators, :func:`pava`).  The cutoff is where the answers flip — the midpoint between the last
+labelled score with ``P < 0.5`` and the first with ``P >= 0.5`` — or, with a target precision, the
+lowest cutoff whose model precision among nearest-neighbour pairs (the mean of ``P`` over the
+pairs it flags) reaches the target.  A bootstrap over the labels gives its interval.
+
+The sibling rate and its interval are not estimated here: :func:`sibscan.rate.estimate_rate` is the
+one estimator (``calibration.flow`` calls both).
 """
 from __future__ import annotations
 
@@ -19,7 +16,9 @@ from typing import List, Optional
 
 import numpy as np
 
-__all__ = ["pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "design_estimates", "FitResult", "fit"]
+from sibscan import fmt
+
+__all__ = ["pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit"]
 
 
 def pava(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
@@ -123,66 +122,6 @@ def bootstrap_cutoff(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarra
     return (float(np.quantile(cuts, 0.025)), float(np.quantile(cuts, 0.975))), len(cuts) / n_boot
 
 
-def design_estimates(pop_scores: np.ndarray, strata: np.ndarray, n_strata: int, lab_rows: np.ndarray, lab_same: np.ndarray,
-                     cutoff: Optional[float], *, n_sim: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
-    """Design-weighted precision, recall and sibling rate among nearest-neighbour pairs.
-
-    Parameters
-    ----------
-    pop_scores : ndarray of shape (N,)
-        Deciding score of every test item's nearest neighbour.
-    strata : ndarray of shape (N,), int
-        Stratum of each pair (-1 below the drawn range: assumed unrelated).
-    n_strata : int
-    lab_rows : ndarray of shape (m,), int
-        Population rows with a same/different label.
-    lab_same : ndarray of shape (m,), bool
-    cutoff : float or None
-
-    Returns
-    -------
-    dict
-        ``sibling_rate [lo, mid, hi]``, ``siblings [lo, mid, hi]`` (counts), ``precision``,
-        ``recall``, ``flagged``, ``n_population``, ``strata`` (per stratum ``N, n, same``).
-    """
-    N = len(pop_scores)
-    K = n_strata
-    h = strata[lab_rows]
-    inside = h >= 0
-    N_h = np.bincount(strata[strata >= 0], minlength=K).astype(np.float64)
-    n_h = np.bincount(h[inside], minlength=K).astype(np.float64)
-    a_h = np.bincount(h[inside], weights=lab_same[inside].astype(float), minlength=K)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_h = np.where(n_h > 0, a_h / np.maximum(n_h, 1), 0.5)
-    mid = float((N_h * p_h).sum())
-    rng = np.random.default_rng(seed)
-    theta = rng.beta(a_h + 0.5, n_h - a_h + 0.5, size=(n_sim, K))
-    rest = rng.binomial(np.maximum(N_h - n_h, 0).astype(np.int64), theta)
-    totals = (a_h + rest).sum(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(totals, [alpha, 1 - alpha])
-    lo, hi = min(float(lo), mid), max(float(hi), mid)
-    out = {
-        "n_population": int(N),
-        "siblings": [lo, mid, hi],
-        "sibling_rate": [lo / N, mid / N, hi / N] if N else [0.0, 0.0, 0.0],
-        "level": level,
-        "strata": [{"N": int(N_h[k]), "n": int(n_h[k]), "same": int(a_h[k])} for k in range(K)],
-        "precision": None, "recall": None, "flagged": None,
-    }
-    if cutoff is not None and N:
-        rows, same = lab_rows[inside], lab_same[inside].astype(float)
-        w = (N_h / np.maximum(n_h, 1))[h[inside]]
-        above = pop_scores[rows] >= cutoff
-        tp = float((w * same * above).sum())
-        fp = float((w * (1 - same) * above).sum())
-        fn = float((w * same * ~above).sum())
-        out["precision"] = tp / (tp + fp) if tp + fp > 0 else None
-        out["recall"] = tp / (tp + fn) if tp + fn > 0 else None
-        out["flagged"] = int((pop_scores >= cutoff).sum())
-    return out
-
-
 @dataclass
 class FitResult:
     """A fitted cutoff with its evidence (see :func:`fit`)."""
@@ -197,7 +136,7 @@ class FitResult:
 
 
 def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: float, target_precision: Optional[float] = None,
-        min_per_side: int = 3, max_width: float = 0.1, n_boot: int = 300, seed: int = 0) -> FitResult:
+        min_per_side: int = 3, min_flip_share: float = 0.8, n_boot: int = 300, seed: int = 0) -> FitResult:
     """Fit the cutoff and say whether the labels can support it, and what would help.
 
     Parameters
@@ -208,9 +147,13 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     pop_scores : ndarray of shape (N,)
         Scores of all nearest-neighbour pairs (for the target-precision rule).
     lo : float
-        Lower end of the labelled range (for the advice).
-    max_width : float
-        An interval wider than this cannot support a cutoff.
+        Lower end of the candidate range (for the advice).
+    min_per_side : int
+        'same' and 'different' answers needed at least.
+    min_flip_share : float
+        The answers must flip in at least this share of bootstrap resamples.  (A wide interval in
+        score units is no reason to refuse a cutoff: a gap with no pairs in it is wide and harmless;
+        the rate's interval says how much the uncertainty matters.)
     """
     scores = np.asarray(scores, dtype=np.float64)
     same = np.asarray(same, dtype=bool)
@@ -218,7 +161,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     n_same, n_diff = int(same.sum()), int((~same).sum())
     if n_same + n_diff == 0:
         return FitResult(None, None, rule, "no labels yet",
-                         [f"label pairs scoring between {lo:.4f} and 1.0 (sibscan calibrate --ui web or --ui terminal)"])
+                         [f"label pairs (sibscan calibrate --ui web or --ui terminal); the candidate range starts at {fmt.score(lo)}"])
     curve = fit_curve(scores, same)
     cutoff = find_cutoff(curve, pop_scores, target_precision)
     advice: List[str] = []
@@ -227,30 +170,26 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     low_same = float(scores[same].min()) if n_same else 1.0
     if n_same < min_per_side:
         status = f"too few 'same' labels ({n_same}; need at least {min_per_side})"
-        advice.append(f"label about {2 * (min_per_side - n_same) + 5} more pairs scoring between {top_diff:.4f} and 1.0")
+        advice.append(f"label about {2 * (min_per_side - n_same) + 5} more pairs scoring between {fmt.span(top_diff, 1.0)}")
     if n_diff < min_per_side:
         msg = f"too few 'different' labels ({n_diff}; need at least {min_per_side})"
         status = msg if status == "ok" else f"{status}; {msg}"
-        advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring between {lo:.4f} and {low_same:.4f}")
+        advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring between {fmt.span(lo, low_same)}")
     if cutoff is None:
         if target_precision is not None and (curve.p >= 0.5).any() and (curve.p < 0.5).any():
             why = f"no cutoff reaches precision {target_precision:g}"
-            advice.append(f"label more pairs scoring above {low_same:.4f} to tell whether higher scores reach the target")
+            advice.append(f"label more pairs scoring above {fmt.score(low_same)} to tell whether higher scores reach the target")
         elif (curve.p >= 0.5).all():
-            why = f"no flip observed: every labelled pair down to score {low_same:.4f} was 'same'"
-            advice.append(f"label pairs scoring between {lo:.4f} and {low_same:.4f}")
+            why = f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'"
+            advice.append(f"label pairs scoring between {fmt.span(lo, low_same)}")
         else:
-            why = f"no flip observed: every labelled pair up to score {top_diff:.4f} was 'different'"
-            advice.append(f"label pairs scoring between {top_diff:.4f} and 1.0 (if the scan has none, no siblings were found above chance)")
+            why = f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'"
+            advice.append(f"label pairs scoring between {fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
         status = why if status == "ok" else f"{status}; {why}"
         return FitResult(None, None, rule, status, advice, curve)
     interval, flip_share = bootstrap_cutoff(scores, same, pop_scores, target_precision, n_boot=n_boot, seed=seed)
-    if interval is not None and status == "ok":
-        width = interval[1] - interval[0]
-        if width > max_width or flip_share < 0.8:
-            status = f"interval [{interval[0]:.4f}, {interval[1]:.4f}] is wider than {max_width:g}" if width > max_width else \
-                f"the answers flip in only {flip_share:.0%} of bootstrap resamples"
-            n_in = int(((scores >= interval[0]) & (scores <= interval[1])).sum())
-            more = int(np.ceil(max(n_in, 4) * max((width / max_width) ** 2 - 1, 0.5)))
-            advice.append(f"label about {more} more pairs scoring between {interval[0]:.4f} and {interval[1]:.4f}")
+    if status == "ok" and flip_share < min_flip_share:
+        status = f"the answers flip in only {flip_share:.0%} of bootstrap resamples"
+        if interval is not None:
+            advice.append(f"label about 10 more pairs scoring between {fmt.span(*interval)}")
     return FitResult(cutoff, interval, rule, status, advice, curve, flip_share)

@@ -1,4 +1,9 @@
-"""The whole calibration of one scan: baseline, draw, labels, fit, ``cutoff.json``."""
+"""The whole calibration of one scan: baseline, draw, labels, fit, ``cutoff.json``.
+
+The cutoff is fitted where the answers flip (:mod:`.fit`); the sibling rate and its interval come
+from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
+:func:`sibscan.rate.headline` (:func:`headline_of` gives a calibration's).
+"""
 from __future__ import annotations
 
 import logging
@@ -8,23 +13,40 @@ from typing import Callable, List, Optional, TextIO
 
 import numpy as np
 
+from sibscan import fmt
 from sibscan.errors import CompatibilityError, SibscanError
+from sibscan.rate import TestScores, estimate_rate, flagged_mask, narrow_enough, scan_headline, test_scores
 from sibscan.scandir import ScanDir
 from sibscan.stats import check_int
 
-from .baseline import baseline_warning, expected_chance_siblings, format_expected, scan_baseline
-from .fit import design_estimates, fit
+from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
+from .fit import fit
 from .labels import Identity, LabelStore
 from .record import LABELS_FILE, Calibration, write_calibration
-from .sampling import Draw, Population, extend_draw, make_draw
+from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 
-__all__ = ["calibrate", "describe", "UIS", "DRAW_FILE"]
+__all__ = ["calibrate", "describe", "headline_of", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
 
 log = logging.getLogger("sibscan.calibration")
 
 UIS = ("web", "terminal", "none")
 DRAW_FILE = "draw.json"
+
+#: the written definition of "same" per modality, unless ``--definition`` says otherwise
+DEFINITIONS = {
+    "image": "the same photograph or picture, possibly resized, cropped, shifted, flipped, re-compressed or with "
+             "changed colours",
+    "text": "the same text, possibly re-formatted, re-cased, truncated or with a few words changed",
+    "table": "the same series or row of values, possibly rescaled, offset, shifted in time or with a little noise",
+}
+#: a scan interactively labelled starts with this many pairs drawn by the prior, then one at a time
+_SEED_PAIRS = 12
+
+
+def default_definition(modality: str) -> str:
+    """The definition of "same" used when none is given (one per modality)."""
+    return DEFINITIONS.get(modality, DEFINITIONS["table"])
 
 
 def _identity(manifest: dict) -> Identity:
@@ -76,28 +98,45 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
         {s: sd.embeddings(s) for s in splits}, n_pairs=params.get("baseline_pairs", 100_000),
         n_verified_pairs=params.get("verified_baseline_pairs", 20_000), seed=params.get("seed", 0),
         encoder_identity=identity.encoder_identity, verifier=verifier, splits=splits,
-        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index)
+        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index,
+        neighbours=sd.neighbours(), k=params.get("k"))
     if as_scan:
         sd.write_baseline(baseline)
     return baseline
 
 
-def _draw(cal_dir: Path, pop: Population, lo: float, n_pairs: int, seed: int, identity: Identity, store: LabelStore,
-          force: bool) -> Draw:
+def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, identity: Identity, store: LabelStore,
+          force: bool, labelled_rows: np.ndarray, definition: str) -> Draw:
+    """The calibration's draw: read back (or made with ``first`` pairs by the prior), with the
+    labelled pairs of this population that it lacks (imported answers) added as a phase of their own."""
     path = cal_dir / DRAW_FILE
     if path.exists():
         draw = Draw.load(path, pop)
-        if draw.identity != identity.to_dict() and not force:
-            raise CompatibilityError(f"{path} was drawn from another scan ({Identity(**draw.identity).mismatch(identity.to_dict())}); "
-                                     "calibrate into a new --out directory, or pass --force")
-        if len(draw.rows) < n_pairs:
-            index = pop.index_of()
-            known = {index[k]: r["label"] for k, r in store.current().items() if k in index and r["label"] != "skip"}
-            draw = extend_draw(draw, pop, n_pairs - len(draw.rows), labels_by_row=known)
+        if draw.identity.get("dataset_fingerprint") is None or \
+                {k: draw.identity.get(k) for k in identity.to_dict()} != identity.to_dict():
+            if not force:
+                raise CompatibilityError(f"{path} was drawn from another scan ({Identity(**{k: draw.identity.get(k) for k in identity.to_dict()}).mismatch(identity.to_dict())}); "
+                                         "calibrate into a new --out directory (and bring the labels with --labels), or pass --force")
     else:
-        draw = make_draw(pop, lo, n_pairs, seed=seed, identity=identity.to_dict())
+        draw = make_draw(pop, lo, max(first, 1) if not len(labelled_rows) else max(first - len(labelled_rows), 1),
+                         seed=seed, identity={**identity.to_dict(), "definition": definition})
+    missing = np.setdiff1d(labelled_rows, draw.rows)
+    if len(missing):
+        draw.rows = np.concatenate([draw.rows, missing.astype(np.int64)])
+        draw.phases.append(int(len(missing)))
     draw.save(path, pop)
     return draw
+
+
+def _check_definition(store: LabelStore, definition: str, echo: Callable[[str], None]) -> None:
+    """Warn when answers were given under another definition of "same" than the one in use now."""
+    others = {d: k for d, k in store.definitions().items() if d and d != definition}  # None: not recorded
+    if others:
+        said = "; ".join(f"{k} under {d!r}" for d, k in others.items())
+        msg = (f"the definition of 'same' changed: {said}, new answers are recorded under {definition!r} "
+               "(cutoff.json lists every definition used; the estimate mixes them)")
+        warnings.warn(msg, stacklevel=3)
+        echo(f"warning: {msg}")
 
 
 def calibrate(
@@ -109,6 +148,7 @@ def calibrate(
     n_pairs: int = 60,
     seed: int = 0,
     target_precision: Optional[float] = None,
+    definition: Optional[str] = None,
     force: bool = False,
     port: int = 0,
     open_browser: bool = True,
@@ -116,11 +156,14 @@ def calibrate(
     stdin: Optional[TextIO] = None,
     stdout: Optional[TextIO] = None,
 ) -> Calibration:
-    """Calibrate the cutoff of a finished scan.
+    """Calibrate the cutoff of a finished scan and estimate its sibling rate.
 
-    Draws ``n_pairs`` nearest-neighbour pairs (or continues an earlier draw in ``calibration_dir``,
-    extending it when ``n_pairs`` grew), imports ``labels``, lets a person label the pending pairs
-    (``ui``), fits the cutoff and writes ``calibration_dir/cutoff.json``.
+    With ``ui="none"`` all ``n_pairs`` pairs are drawn at once (to label elsewhere and import with
+    ``labels``); with a UI the first few are drawn by the prior and each next one adaptively, where
+    the rate's interval shrinks most, until ``n_pairs`` are answered (the UIs let the person stop
+    earlier or go on).  An earlier draw in ``calibration_dir`` is continued, and extended when
+    ``n_pairs`` grew.  Labels imported from another scan of the same data (another encoder) carry
+    over for the pairs this scan scores too.
 
     Parameters
     ----------
@@ -132,10 +175,15 @@ def calibrate(
         A labels JSONL file made elsewhere, appended after validation.
     ui : {"web", "terminal", "none"}
         How to label the pending pairs; ``"none"`` fits from the labels there are.
+    n_pairs : int
+        Pairs to label.
     target_precision : float, optional
         Put the cutoff at the lowest score reaching this precision instead of at P(same) = 0.5.
+    definition : str, optional
+        The written definition of "same" (default: the one this calibration already uses, else
+        :data:`DEFINITIONS` of the modality); stored with every answer and printed in the report.
     force : bool
-        Use labels/draws made under another encoder, verifier or dataset anyway.
+        Use labels/draws made for other data anyway.
     port, open_browser, echo, stdin, stdout
         Web server port (0 = random), whether to open a browser, where messages go, and the
         streams of the terminal UI.
@@ -150,104 +198,162 @@ def calibrate(
         raise SibscanError(f"--target-precision is a fraction in (0, 1), got {target_precision}")
     check_int(seed, "--seed", 0)
     check_int(port, "--port", 0, 65535)
+    if n_pairs < 1:
+        raise SibscanError(f"--n-pairs must be at least 1, got {n_pairs}")
+    if definition is not None and not definition.strip():
+        raise SibscanError("--definition must say what 'same' means, e.g. 'the same photo after a crop or re-compression'")
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     identity = _identity(manifest)
     cal_dir = Path(calibration_dir) if calibration_dir is not None else sd.path / "calibration"
-    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force)
-    if labels is not None:
-        added = store.import_file(labels)
-        echo(f"imported {added} label records from {labels}")
-    pop = Population.from_neighbours(sd.neighbours(), "verified" if manifest.get("verifier") else "similarity")
+    ts = test_scores(sd.path)
+    pop = Population.from_neighbours(sd.neighbours(), "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
     if len(pop) == 0:
         raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
+    previous = Draw.definition_of(cal_dir / DRAW_FILE)
+    definition = (definition or previous or default_definition(manifest.get("modality") or sd.items("test").modality)).strip()
+    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force, definition=definition)
+    if labels is not None:
+        imp = store.import_file(labels)
+        index = pop.index_of()
+        here = sum(1 for k in imp.pairs if k in index)
+        echo(f"imported {imp.added} new label records from {labels}: {here} of its {len(imp.pairs)} pairs are pairs this "
+             f"scan scores (carried over){'' if not imp.other_encoder else f'; {imp.other_encoder} records were made under another encoder or verifier'}"
+             + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)"))
+    _check_definition(store, definition, echo)
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
-    draw = _draw(cal_dir, pop, lo, n_pairs, seed, identity, store, force)
-    session = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"))
-    pending = len(session) - session.state()["done"]
-    if ui != "none" and pending:
-        echo(f"{pending} of {len(session)} pairs to label (scores {draw.lo:.4f} to 1.0, the similarity stays hidden until you answer)")
-        if ui == "web":
-            from .web import run_web
+    index = pop.index_of()
+    labelled = np.asarray(sorted({index[k] for k, r in store.current().items() if k in index and r["label"] != "skip"}), np.int64)
+    first = n_pairs if ui == "none" else min(n_pairs, _SEED_PAIRS)
+    draw = _draw(cal_dir, pop, lo, first, seed, identity, store, force, labelled, definition)
+    if ui == "none" and len(draw.rows) < n_pairs:
+        current = {index[k]: r["label"] for k, r in store.current().items() if k in index and r["label"] != "skip"}
+        p_same = curve_sd = None
+        if current:
+            rows = np.fromiter(current, np.int64)
+            est = estimate_rate(ts.score, ts.exact, pop.query_index[rows],
+                                np.array([current[r] == "same" for r in rows]), fast=True)
+            p_same, curve_sd = est.p_same[pop.query_index], est.curve_sd[pop.query_index]
+        draw = extend_draw(draw, pop, n_pairs - len(draw.rows), labels_by_row=current or None, p_same=p_same, curve_sd=curve_sd)
+        draw.save(cal_dir / DRAW_FILE, pop)
+    if ui != "none":
+        session = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"), scores=(ts.score, ts.exact),
+                               target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop), definition=definition)
+        pending = session.target - session.state()["done"]
+        if pending > 0 and session.next_pending() is not None:
+            echo(f"{pending} of {session.target} pairs to label; 'same' means: {definition}")
+            echo(f"the score stays hidden until you answer; {n_below(session.target)} pairs come from below the candidate "
+                 f"range (scores under {fmt.score(draw.lo)}) to find siblings the range misses")
+            if ui == "web":
+                from .web import run_web
 
-            run_web(session, port=port, open_browser=open_browser, echo=echo)
-        else:
-            from .terminal import run_terminal
+                run_web(session, port=port, open_browser=open_browser, echo=echo)
+            else:
+                from .terminal import run_terminal
 
-            run_terminal(session, stdin=stdin, stdout=stdout)
-    cal = fit_calibration(pop, draw, store, baseline, identity, manifest, target_precision=target_precision, seed=seed)
+                run_terminal(session, stdin=stdin, stdout=stdout)
+    cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
+                          definition=definition)
     write_calibration(cal_dir, cal)
     return cal
 
 
 def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: dict, identity: Identity, manifest: dict,
-                    *, target_precision: Optional[float] = None, seed: int = 0) -> Calibration:
-    """Fit the cutoff from the labels in ``store`` and estimate its precision, recall and the sibling rate."""
+                    ts: Optional[TestScores] = None, *, target_precision: Optional[float] = None, seed: int = 0,
+                    definition: Optional[str] = None) -> Calibration:
+    """Fit the cutoff from the labels in ``store`` and estimate the sibling rate, precision and recall.
+
+    Only answers about pairs of this population count (an answer about another pair says nothing
+    about the test item's nearest neighbour here); exact twins are siblings without an answer.
+    """
     index = pop.index_of()
-    cur = store.current()
-    scores, same, rows = [], [], []
-    for key, rec in cur.items():
-        if rec["label"] == "skip":
-            continue
+    rows, same = [], []
+    for key, rec in store.current().items():
         r = index.get(key)
-        s = pop.score[r] if r is not None else rec.get("score")
-        if s is None or not np.isfinite(s):
+        if r is None or rec["label"] == "skip" or not np.isfinite(pop.score[r]) or pop.exact[r]:
             continue
-        scores.append(float(s))
+        rows.append(r)
         same.append(rec["label"] == "same")
-        rows.append(-1 if r is None else r)
-    scores_a, same_a = np.asarray(scores, dtype=np.float64), np.asarray(same, dtype=bool)
-    rows_a = np.asarray(rows, dtype=np.int64)
-    in_pop = rows_a >= 0
-    res = fit(scores_a, same_a, pop.score, lo=draw.lo, target_precision=target_precision, seed=seed)
-    strata = draw.stratum(pop.score)
-    est = design_estimates(pop.score, strata, draw.n_strata, rows_a[in_pop], same_a[in_pop],
-                           res.cutoff, seed=seed)
-    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or baseline.get("n_train") or 0)
+    rows_a, same_a = np.asarray(rows, np.int64), np.asarray(same, bool)
+    n_outside = sum(1 for k, rec in store.current().items() if k not in index and rec["label"] != "skip")
+    if ts is None:  # scores of the population alone (every test item has a neighbour)
+        score = np.full(int(pop.query_index.max()) + 1 if len(pop) else 0, np.nan)
+        score[pop.query_index] = pop.score
+        exact = np.zeros(len(score), bool)
+        exact[pop.query_index] = pop.exact
+        ts = TestScores(score.astype(np.float32), exact, None)
+    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed)
+    n_test = len(ts)
+    est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
-    for k, st in enumerate(est["strata"]):
-        if st["N"] and not st["n"] and len(scores_a):
-            advice.append(f"label a few pairs scoring between {draw.edges[k]:.4f} and {draw.edges[k + 1]:.4f} "
-                          f"({st['N']} nearest-neighbour pairs there have no label; the sibling-rate interval is wide for it)")
+    if len(rows_a):
+        r = estimate_rate(ts.score, ts.exact, pop.query_index[rows_a], same_a)
+        est["rate"] = r.to_dict()
+        est["sibling_rate"] = [r.lo, r.estimate, r.hi]
+        est["siblings"] = list(r.siblings)
+        est["narrow_enough"] = narrow_enough(r.estimate, r.lo, r.hi)
+        est["precision"], est["recall"] = r.precision_recall(ts.score, ts.exact, res.cutoff)
+        if not est["narrow_enough"]:
+            advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}) is wider than max(0.5 pp, 25 % of the "
+                          "estimate): label more pairs (--n-pairs) to narrow it")
+        below = pop.score < draw.lo
+        est["below_range"] = {"n": int((below & ~pop.exact).sum()), "labelled": int(below[rows_a].sum()),
+                              "same": int((below[rows_a] & same_a).sum())}
+    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or baseline.get("n_train") or 0)
     if res.cutoff is not None:
-        est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, len(pop))
-        est["flagged_rate"] = est["flagged"] / len(pop)
+        flagged = flagged_mask(ts.score, ts.exact, res.cutoff)
+        est["flagged"] = int(flagged.sum())
+        est["flagged_rate"] = est["flagged"] / n_test if n_test else None
+        est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, n_test)
+        est["chance_extrapolated"] = extrapolated(baseline, res.cutoff)
         warn = baseline_warning(baseline, res.cutoff)
         if warn:
             est["warning"] = warn
-    counts = store.counts()
     summary = {k: v for k, v in baseline.items() if k != "histogram"}
     return Calibration(
         cutoff=res.cutoff, interval=res.interval, score=pop.score_kind, encoder_identity=identity.encoder_identity,
         verifier_identity=identity.verifier_identity, dataset_fingerprint=identity.dataset_fingerprint,
-        n_labels=counts, estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
-        extra={"draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
+        n_labels=store.counts(), estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
+        extra={"definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
+               "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist()} if res.curve is not None else None,
-               "n_labelled_outside_population": int((~in_pop).sum())},
+               "n_labelled_outside_population": int(n_outside), "n_labels_used": int(len(rows_a))},
     )
 
 
-def describe(cal: Calibration) -> List[str]:
-    """Lines for people: the cutoff, its interval, the estimates and any advice."""
+def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
+    """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
+    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.rate.headline`."""
+    return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
+                         definition=(cal.extra or {}).get("definition"))
+
+
+def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
+    """Lines for people: the headline (when given), the cutoff and its interval, the evidence, advice."""
     lines = []
+    if head is not None:
+        lines.append(head["text"])
     n = cal.n_labels
-    lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped")
+    lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
+                 + (f" ('same' means: {cal.extra['definition']})" if (cal.extra or {}).get("definition") else ""))
     if cal.cutoff is not None:
-        iv = f" (95% interval {cal.interval[0]:.4f} to {cal.interval[1]:.4f})" if cal.interval else ""
-        lines.append(f"cutoff: {cal.cutoff:.4f} on the {cal.score} score{iv}, rule {cal.rule}")
+        iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
+        lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")
     else:
         lines.append("cutoff: none")
     e = cal.estimates or {}
-    if e.get("sibling_rate"):
-        lo, mid, hi = e["sibling_rate"]
-        lines.append(f"sibling rate: {100 * mid:.2f}% (95% interval {100 * lo:.2f}% to {100 * hi:.2f}%) of {e['n_population']} test items")
     if e.get("precision") is not None or e.get("recall") is not None:
-        fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-        lines.append(f"at the cutoff: precision {fmt(e.get('precision'))}, recall {fmt(e.get('recall'))}, "
-                     f"{e.get('flagged')} pairs flagged")
+        f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates), "
+                     f"{e.get('flagged')} test items flagged")
+    b = e.get("below_range")
+    if b:
+        lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
     if e.get("expected_chance_siblings") is not None:
-        lines.append(f"about {format_expected(e['expected_chance_siblings'])} chance siblings expected at this cutoff (random-pair baseline)")
+        more = " (extrapolated beyond every random pair scored)" if e.get("chance_extrapolated") else ""
+        lines.append(f"expected chance siblings at this cutoff (random-pair baseline): {fmt.count(e['expected_chance_siblings'])}"
+                     f"{more} (found: {e.get('flagged')})")
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
     if cal.status != "ok":

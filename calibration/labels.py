@@ -5,10 +5,15 @@ rewritten, so quitting half-way loses nothing.  A record is::
 
     {"dataset_fingerprint", "encoder_identity", "verifier_identity",
      "query_split", "query_id", "neighbour_split", "neighbour_id",
-     "score", "score_kind", "label", "time", "labeller", "source"}
+     "score", "score_kind", "label", "definition", "time", "labeller", "source"}
 
 ``label`` is ``same``, ``different`` or ``skip``; ``undo`` withdraws the pair's current answer.
-The latest record of a pair supersedes the earlier ones, so an undo is a new line, not an edit.
+The latest record of a pair supersedes the earlier ones, so an undo (or a changed answer) is a new
+line, not an edit.  ``definition`` is the written definition of "same" the answer was given under.
+
+A label belongs to a pair of items, not to the encoder that proposed it: records made under another
+encoder or verifier are accepted (a scan of the same data with another encoder reuses them for
+the pairs it also scores); records made for other data (another dataset fingerprint) are refused.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
 from sibscan.loaders.records import json_objects
 
-__all__ = ["LABELS", "LabelStore", "Identity", "pair_key", "read_label_file"]
+__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
 LABELS = ("same", "different", "skip")
 _ALL_LABELS = LABELS + ("undo",)
@@ -78,6 +83,16 @@ def read_label_file(path: Path) -> List[dict]:
     return records
 
 
+@dataclass
+class Imported:
+    """What :meth:`LabelStore.import_file` did: records appended, and the pairs the file answers."""
+
+    added: int
+    pairs: set
+    other_encoder: int = 0
+    definitions: Optional[Dict[str, int]] = None
+
+
 class LabelStore:
     """The labels of one calibration: read, appended to, never rewritten.
 
@@ -86,14 +101,19 @@ class LabelStore:
     path : Path
         ``labels.jsonl``.
     identity : Identity
-        The scan's dataset fingerprint and encoder/verifier identities; records made under another
-        are refused (:class:`CompatibilityError`) unless ``force``.
+        The scan's dataset fingerprint and encoder/verifier identities; records made for another
+        dataset are refused (:class:`CompatibilityError`) unless ``force`` (another encoder or
+        verifier is fine: labels are about pairs).
+    definition : str, optional
+        The definition of "same" new answers are given under (recorded with each).
     """
 
-    def __init__(self, path: str | os.PathLike, identity: Identity, *, force: bool = False, labeller: Optional[str] = None):
+    def __init__(self, path: str | os.PathLike, identity: Identity, *, force: bool = False, labeller: Optional[str] = None,
+                 definition: Optional[str] = None):
         self.path = Path(path)
         self.identity = identity
         self.force = force
+        self.definition = definition
         self.labeller = labeller or _default_labeller()
         self.records: List[dict] = []
         for rec in read_label_file(self.path):
@@ -102,11 +122,12 @@ class LabelStore:
             self.records.append(rec)
 
     def _check(self, rec: dict, source: Path) -> None:
-        bad = self.identity.mismatch(rec)
-        if bad and not self.force:
+        theirs = rec.get("dataset_fingerprint")
+        if theirs != self.identity.dataset_fingerprint and not self.force:
             raise CompatibilityError(
-                f"{source}, row {rec.get('_row', '?')}: label made under another {bad}; "
-                "calibrate into a new --out directory, or pass --force to use these labels anyway"
+                f"{source}, row {rec.get('_row', '?')}: label made for other data (dataset fingerprint {theirs!r}; "
+                f"this scan: {self.identity.dataset_fingerprint!r}); calibrate into a new --out directory, or pass "
+                "--force to use these labels anyway"
             )
 
     # --- state ---------------------------------------------------------------------------------
@@ -124,6 +145,15 @@ class LabelStore:
         cur = self.current().values()
         return {lab: sum(1 for r in cur if r["label"] == lab) for lab in LABELS}
 
+    def definitions(self) -> Dict[str, int]:
+        """How many current answers were given under each definition of "same" (None: not recorded)."""
+        out: Dict[str, int] = {}
+        for r in self.current().values():
+            if r["label"] != "skip":
+                d = r.get("definition")
+                out[d] = out.get(d, 0) + 1
+        return out
+
     # --- writing -------------------------------------------------------------------------------
     def append(self, key: PairKey, label: str, score: Optional[float], score_kind: str, source: str = "ui") -> dict:
         """Append one answer (or ``"undo"``) for pair ``key`` and return the record written."""
@@ -133,7 +163,8 @@ class LabelStore:
             **self.identity.to_dict(),
             "query_split": key[0], "query_id": key[1], "neighbour_split": key[2], "neighbour_id": key[3],
             "score": float(score) if score is not None and math.isfinite(score) else None, "score_kind": score_kind, "label": label,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labeller": self.labeller, "source": source,
+            "definition": self.definition, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labeller": self.labeller,
+            "source": source,
         }
         append_jsonl(self.path, rec)
         self.records.append(rec)
@@ -148,13 +179,19 @@ class LabelStore:
                 return key
         return None
 
-    def import_file(self, path: str | os.PathLike) -> int:
-        """Append the records of another labels file (same JSONL form); returns how many were new.
+    def import_file(self, path: str | os.PathLike) -> Imported:
+        """Append the records of another labels file (same JSONL form).
 
-        Every record is validated first (a bad line names the file and row; a record made under
-        another encoder, verifier or dataset is refused), then the new ones are appended with
-        ``source = "import:<file name>"``.  A record that repeats its pair's current answer is not
-        appended again.
+        Every record is validated first (a bad line names the file and row; a record made for
+        other data is refused), then the new ones are appended with ``source = "import:<file
+        name>"``.  A record that repeats its pair's current answer is not appended again; a pair
+        answered twice with different answers keeps both lines, and the later one counts.
+
+        Returns
+        -------
+        Imported
+            Records appended, the pairs the file answers, how many of its records were made under
+            another encoder or verifier, and its definitions of "same" with their counts.
         """
         path = Path(path)
         if not path.exists():
@@ -163,10 +200,15 @@ class LabelStore:
         for rec in incoming:
             self._check(rec, path)
         current = {k: r["label"] for k, r in self.current().items()}
-        added = 0
+        added, pairs, other, definitions = 0, set(), 0, {}
+        mine = (self.identity.encoder_identity, self.identity.verifier_identity)
         for rec in incoming:
             rec = {k: v for k, v in rec.items() if k != "_row"}
             key = pair_key(rec)
+            pairs.add(key)
+            other += (rec.get("encoder_identity"), rec.get("verifier_identity")) != mine
+            if rec["label"] != "undo":
+                definitions[rec.get("definition")] = definitions.get(rec.get("definition"), 0) + 1
             if current.get(key) == rec["label"] or (rec["label"] == "undo" and key not in current):
                 continue  # already the pair's answer: importing the same file twice adds nothing
             rec.setdefault("query_split", "test")
@@ -180,7 +222,7 @@ class LabelStore:
             else:
                 current[key] = rec["label"]
             added += 1
-        return added
+        return Imported(added, pairs, other, definitions)
 
 
 def _default_labeller() -> str:

@@ -1,13 +1,22 @@
-"""The stratified draw of nearest-neighbour pairs that a person labels.
+"""The draw of nearest-neighbour pairs that a person labels: stratified, then adaptive.
 
 Population: each test item's nearest train item by the deciding score (``Neighbours.top1()``).
-Pairs scoring below ``lo`` (the random-pair baseline's 99th percentile) are taken to be unrelated
-and are not drawn; the range ``[lo, 1]`` is cut into equal-width strata and each stratum gets a
-simple random sample without replacement.  The allocation is denser where the answer is uncertain:
-weight ``sqrt(N_h) * u_h`` with ``u_h = sqrt(p_h (1 - p_h))`` from a prior ramp ``p(s)`` rising
-from 0 at ``lo`` to 1 at ``1.0`` (first draw) or from the labels so far (when the draw is extended),
-at least one pair per non-empty stratum.  Within a stratum every member has the same inclusion
-probability ``n_h / N_h``; that is what :mod:`.fit` weights back with.
+Exact twins are never drawn: they are siblings without asking.  The candidate range ``[lo, 1]``
+(``lo`` = the random-pair baseline's 99th percentile) is cut into equal-width strata, refined where
+the scores crowd (at their quantiles), and the scores
+below ``lo`` form one more stratum (-1) from which a few pairs are always drawn (:func:`n_below`), so
+that siblings the candidate range misses are seen and counted.
+
+* The first draw (no answers yet) allocates by a prior: weight ``sqrt(N_h) * u_h`` with
+  ``u_h = sqrt(p_h (1 - p_h))`` from a ramp ``p(s)`` rising from 0 at ``lo`` to 1 at 1.0, at least
+  one pair per non-empty stratum.
+* Every later pair goes where the rate's interval shrinks most: to the stratum whose term of the
+  variance of the estimated count falls most by one more answer, from the current posterior
+  (:class:`sibscan.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
+  by the labelling UIs), a random unlabelled member of it.
+
+Within a stratum the member is drawn at random; the estimate (:func:`sibscan.rate.estimate_rate`)
+is likelihood-based, so choosing by earlier answers does not bias it.
 """
 from __future__ import annotations
 
@@ -23,7 +32,7 @@ from sibscan.scandir import Neighbours
 
 from .labels import PairKey
 
-__all__ = ["Population", "Draw", "make_draw", "extend_draw", "allocate"]
+__all__ = ["Population", "Draw", "make_draw", "extend_draw", "allocate", "n_below"]
 
 _MIN_U = 0.2
 
@@ -52,14 +61,20 @@ class Population:
     score_kind: str
 
     @staticmethod
-    def from_neighbours(nb: Neighbours, score_kind: Optional[str] = None) -> "Population":
+    def from_neighbours(nb: Neighbours, score_kind: Optional[str] = None, exact: Optional[np.ndarray] = None) -> "Population":
+        """The top-1 test->train pairs of ``nb``; ``exact`` (of shape (n_test,)) marks exact twins by
+        fingerprint as well as the neighbours table's own ``exact`` flag."""
         top = nb.top1("test", "train")
         if score_kind is None:
             score_kind = "verified" if len(top) and np.isfinite(top["verified"]).any() else "similarity"
+        qi = top["query_index"].astype(np.int64)
+        ex = top["exact"].astype(bool)
+        if exact is not None:
+            ex = ex | np.asarray(exact, bool)[qi]
         return Population(
             query_id=top["query_id"].astype(str), neighbour_id=top["neighbour_id"].astype(str),
-            query_index=top["query_index"].astype(np.int64), neighbour_index=top["neighbour_index"].astype(np.int64),
-            score=top["score"].astype(np.float64), exact=top["exact"].astype(bool), score_kind=score_kind,
+            query_index=qi, neighbour_index=top["neighbour_index"].astype(np.int64),
+            score=top["score"].astype(np.float64), exact=ex, score_kind=score_kind,
         )
 
     def __len__(self) -> int:
@@ -96,13 +111,14 @@ class Draw:
     def to_dict(self, pop: Population) -> dict:
         h = self.stratum(pop.score)
         N_h = np.bincount(h[h >= 0], minlength=self.n_strata)
-        drawn = np.bincount(h[self.rows], minlength=self.n_strata) if len(self.rows) else np.zeros(self.n_strata, int)
+        hd = h[self.rows]
+        drawn = np.bincount(hd[hd >= 0], minlength=self.n_strata)
         return {
             "seed": self.seed, "score_kind": self.score_kind, "lo": self.lo, "edges": self.edges.tolist(),
             **self.identity,
             "strata": [{"lo": float(self.edges[i]), "hi": float(self.edges[i + 1]), "N": int(N_h[i]), "drawn": int(drawn[i]),
                         "inclusion_probability": float(drawn[i] / N_h[i]) if N_h[i] else 0.0} for i in range(self.n_strata)],
-            "n_below": int((h < 0).sum()),
+            "n_below": int((h < 0).sum()), "drawn_below": int((h[self.rows] < 0).sum()) if len(self.rows) else 0,
             "phases": self.phases,
             "pairs": [{"query_id": str(pop.query_id[r]), "neighbour_id": str(pop.neighbour_id[r]),
                        "score": float(pop.score[r]), "stratum": int(h[r])} for r in self.rows],
@@ -123,8 +139,18 @@ class Draw:
         return Draw(lo=float(d["lo"]), edges=np.asarray(d["edges"], dtype=np.float64),
                     rows=np.asarray([r for r in rows if r is not None], dtype=np.int64), seed=int(d["seed"]),
                     score_kind=d["score_kind"],
-                    identity={k: d.get(k) for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")},
+                    identity={k: d.get(k) for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity", "definition")},
                     phases=list(d.get("phases", [])))
+
+    @staticmethod
+    def definition_of(path: Path) -> Optional[str]:
+        """The definition of "same" a recorded draw was made under (None: no draw, or none recorded)."""
+        import json
+
+        if not Path(path).exists():
+            return None
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh).get("definition")
 
 
 def allocate(N_h: np.ndarray, weight: np.ndarray, n: int, already: Optional[np.ndarray] = None) -> np.ndarray:
@@ -178,59 +204,128 @@ def _prior_uncertainty(edges: np.ndarray, lo: float) -> np.ndarray:
     return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
 
 
+def n_below(n_pairs: int) -> int:
+    """Pairs drawn below the candidate range among ``n_pairs``: about 8 %, at least one from 6 pairs on."""
+    return 0 if n_pairs < 6 else max(1, int(round(0.08 * n_pairs)))
+
+
+def _edges(pop: Population, lo: float, hi: float, K: int) -> np.ndarray:
+    """Strata edges over ``[lo, hi]``: ``K`` equal widths (the first draw spreads over the whole
+    range, where the answers are expected to flip) refined by the quantiles of the scores there
+    (fine strata where the scores crowd, e.g. just below 1, for the adaptive draw)."""
+    edges = np.linspace(lo, hi, K + 1)
+    s = pop.score[np.isfinite(pop.score) & ~pop.exact & (pop.score >= lo)]
+    if len(s) >= 2 * K:
+        q = np.quantile(s, np.linspace(0, 1, K + 1)[1:-1])
+        edges = np.unique(np.concatenate([edges, q[(q > lo) & (q < hi)]]))
+    return edges
+
+
 def make_draw(pop: Population, lo: float, n_pairs: int, *, seed: int = 0, n_strata: Optional[int] = None,
               identity: Optional[dict] = None) -> Draw:
-    """Draw ``n_pairs`` pairs from the population rows scoring in ``[lo, 1]`` (see the module docstring).
+    """Draw ``n_pairs`` pairs by the prior allocation (see the module docstring).
 
     Parameters
     ----------
     pop : Population
     lo : float
-        Lower end of the drawn range (the baseline's 99th percentile).
+        Lower end of the candidate range (the baseline's 99th percentile); a few pairs
+        (:func:`n_below`) come from below it.
     n_pairs : int
-        Pairs to draw (all of them when fewer score above ``lo``).
+        Pairs to draw (all of them when fewer are not exact twins).
     n_strata : int, optional
-        Default ``clip(n_pairs // 6, 3, 10)``.
+        Equal-width strata in the candidate range, default ``clip(n_pairs // 6, 3, 10)``; as many
+        more boundaries at the quantiles of the scores there (see :func:`_edges`).
     """
     if n_pairs < 1:
         raise SibscanError(f"--n-pairs must be at least 1, got {n_pairs}")
     lo = float(min(lo, 1.0 - 1e-6))
     K = int(n_strata or np.clip(n_pairs // 6, 3, 10))
     hi = max(1.0, float(pop.score.max()) if len(pop) else 1.0) + 1e-6
-    edges = np.linspace(lo, hi, K + 1)
+    edges = _edges(pop, lo, hi, K)
     draw = Draw(lo=lo, edges=edges, rows=np.zeros(0, np.int64), seed=int(seed), score_kind=pop.score_kind,
                 identity=dict(identity or {}))
-    return extend_draw(draw, pop, n_pairs, labels_by_row=None)
+    return extend_draw(draw, pop, n_pairs)
 
 
-def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optional[Dict[int, str]] = None) -> Draw:
-    """Add ``n_more`` pairs to ``draw``; with labels, uncertainty per stratum comes from them.
+def _members(draw: Draw, pop: Population) -> np.ndarray:
+    """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score."""
+    free = np.isfinite(pop.score) & ~pop.exact
+    free[draw.rows] = False
+    return free
 
-    ``labels_by_row`` maps population rows to ``"same"``/``"different"``; each phase uses its own
-    seed (``seed + phase``) so a re-run reproduces the same draw.
+
+def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optional[Dict[int, str]] = None,
+                p_same: Optional[np.ndarray] = None, curve_sd: Optional[np.ndarray] = None) -> Draw:
+    """Add ``n_more`` pairs to ``draw``.
+
+    Parameters
+    ----------
+    labels_by_row : dict, optional
+        Population row -> ``"same"``/``"different"`` answers so far.
+    p_same, curve_sd : ndarray of shape (len(pop),), optional
+        The current posterior probability that each row is a sibling and the posterior sd of
+        ``P(same | score)`` at its score (:class:`sibscan.rate.RateEstimate`): with them, each pair
+        goes where one more answer shrinks the variance of the estimated count most; without them
+        the prior allocation is used (or, given labels, per-stratum shares from them).
+
+    Each phase draws with its own seed (``seed``, phase number), so a re-run reproduces the draw.
     """
     h = draw.stratum(pop.score)
     K = draw.n_strata
-    N_h = np.bincount(h[h >= 0], minlength=K)
-    drawn_mask = np.zeros(len(pop), bool)
-    drawn_mask[draw.rows] = True
-    already = np.bincount(h[draw.rows], minlength=K) if len(draw.rows) else np.zeros(K, np.int64)
-    if labels_by_row:
-        rows = np.fromiter(labels_by_row, dtype=np.int64)
-        same = np.array([labels_by_row[r] == "same" for r in rows], dtype=float)
-        hs = h[rows]
-        keep = hs >= 0
-        a = np.bincount(hs[keep], weights=same[keep], minlength=K)
-        m = np.bincount(hs[keep], minlength=K)
-        p = (a + 1) / (m + 2)
-        u = np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
-    else:
-        u = _prior_uncertainty(draw.edges, draw.lo)
-    take = allocate(N_h, np.sqrt(N_h) * u, n_more, already)
+    free = _members(draw, pop)
+    hb = np.where(h < 0, K, h)  # the stratum below the range is number K here
+    room = np.bincount(hb[free], minlength=K + 1)
+    drawn = np.bincount(hb[draw.rows], minlength=K + 1) if len(draw.rows) else np.zeros(K + 1, np.int64)
+    take = np.zeros(K + 1, np.int64)
+    n_more = int(min(n_more, room.sum()))
+    # the stratum below the range keeps its share of every draw (but no more than it holds)
+    below = min(max(n_below(len(draw.rows) + n_more) - int(drawn[K]), 0), int(room[K]), n_more)
+    take[K] = below
+    rest = n_more - below
+    if rest > 0 and p_same is not None and curve_sd is not None:
+        # each pair to the stratum where one more answer shrinks the variance of the estimated count
+        # most: the posterior variance of the stratum's count, N_h^2 sd_h^2, behaves like a Beta's
+        # with n_eff = p(1 - p) / sd_h^2 - 1 answers, and one more answer takes
+        # N_h^2 sd_h^4 / (p(1 - p) + sd_h^2) off it; and the answered item's own p(1 - p)
+        ok = np.isfinite(pop.score) & ~pop.exact
+        N_all = np.bincount(hb[ok], minlength=K + 1).astype(np.float64)
+        pbar = np.bincount(hb[ok], weights=np.asarray(p_same, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)
+        sd = np.bincount(hb[ok], weights=np.asarray(curve_sd, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)
+        v = pbar * (1 - pbar)
+        left = room.copy()
+        left[K] -= below
+        for _ in range(rest):
+            open_ = left > 0
+            if not open_.any():
+                break
+            gain = np.where(open_, N_all ** 2 * sd ** 4 / np.maximum(v + sd ** 2, 1e-12) + v, -1.0)
+            j = int(np.argmax(gain))
+            take[j] += 1
+            left[j] -= 1
+            # the stratum's posterior variance after one more answer: as a Beta's with one more
+            n_eff = v[j] / max(sd[j] ** 2, 1e-12)
+            sd[j] = np.sqrt(v[j] / (n_eff + 1)) if v[j] > 0 else sd[j] / 2
+    elif rest > 0:
+        N_h = np.bincount(h[(h >= 0)], minlength=K)
+        if labels_by_row:
+            rows = np.fromiter(labels_by_row, dtype=np.int64)
+            same = np.array([labels_by_row[r] == "same" for r in rows], dtype=float)
+            hs = h[rows]
+            ok = hs >= 0
+            a = np.bincount(hs[ok], weights=same[ok], minlength=K)
+            m = np.bincount(hs[ok], minlength=K)
+            p = (a + 1) / (m + 2)
+            u = np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
+        else:
+            u = _prior_uncertainty(draw.edges, draw.lo)
+        take[:K] = allocate(room[:K], np.sqrt(N_h) * u, rest, np.zeros(K, np.int64))
+        short = rest - int(take[:K].sum())  # the range is too small: the rest from below it
+        take[K] += min(short, int(room[K]) - int(take[K]))
     rng = np.random.default_rng([draw.seed, len(draw.phases)])
     new = []
     for k in np.flatnonzero(take):
-        members = np.flatnonzero((h == k) & ~drawn_mask)
+        members = np.flatnonzero((hb == k) & free)
         new.append(rng.choice(members, size=int(take[k]), replace=False))
     new_rows = np.concatenate(new) if new else np.zeros(0, np.int64)
     rng.shuffle(new_rows)  # presentation order hides the score (no anchoring on a rising sequence)

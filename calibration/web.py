@@ -14,7 +14,9 @@ client that disconnects is logged at debug level, not printed as a traceback.
 
 Endpoints: ``GET /`` (the page), ``GET /api/state``, ``GET /api/pair/<i>``,
 ``GET /api/item/<i>/<left|right>`` (an image re-encoded as PNG, scaled to fit 640 px),
-``POST /api/answer`` (``{"index", "label"}``), ``POST /api/undo``.
+``POST /api/answer`` (``{"index", "label"}``), ``POST /api/undo``, ``POST /api/finish`` (stop now).
+The state carries ``live``: the sibling-rate estimate from the answers so far, and whether its
+interval is narrow enough to stop.
 """
 from __future__ import annotations
 
@@ -134,7 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             if route in ("/", "/index.html"):
                 return self._send(200, (STATIC / "label.html").read_bytes(), "text/html; charset=utf-8")
             if route == "/api/state":
-                return self._json(session.state())
+                with self.server.lock:
+                    return self._json({**session.state(), "live": session.live()})
             m = _PAIR.match(route)
             if m:
                 return self._json(session.view(int(m.group(1))))
@@ -161,13 +164,17 @@ class _Handler(BaseHTTPRequestHandler):
                         return self._error(400, "answer needs {\"index\": int, \"label\": same|different|skip}")
                     res = session.answer(body["index"], str(body.get("label")), source="web")
                     state = session.state()
-                    self._json({**res, "state": state})
+                    self._json({**res, "state": {**state, "live": session.live()}})
                     if state["next"] is None:
                         self.server.done.set()
                     return None
                 if route == "/api/undo":
                     j = session.undo(source="web")
-                    return self._json({"undone": j, "state": session.state()})
+                    return self._json({"undone": j, "state": {**session.state(), "live": session.live()}})
+                if route == "/api/finish":
+                    self._json({"finished": True})
+                    self.server.done.set()
+                    return None
             except SibscanError as exc:
                 return self._error(400, str(exc))
         return self._error(404, "not found")

@@ -16,7 +16,8 @@ import numpy as np
 
 from .errors import SibscanError
 from .loaders import as_items
-from .report.markdown import pct
+from .fmt import pct
+from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
@@ -36,6 +37,8 @@ class CheckResult:
         One paragraph: the rates, the limits, what to do next, the first offending pairs.
     rates : dict
         ``{"siblings": rate, "exact": rate}`` of test items (test -> train); empty without rate limits.
+        ``siblings`` is the headline's rate (the calibrated estimate, or without hand labels the
+        share flagged at the cutoff), None when not assessed.
     limits : dict
         ``{"max_rate": x or None, "max_exact": y or None}``.
     required : dict
@@ -58,9 +61,19 @@ class CheckResult:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
+    @property
+    def headline(self) -> dict:
+        """The report's ``headline`` object (the same one ``report.json`` holds)."""
+        return self.report.get("headline") or {}
+
+    def to_dict(self) -> dict:
+        """What ``sibscan check --json`` prints."""
+        return {"passed": self.passed, "exit_code": self.exit_code, "message": self.message, "rates": self.rates,
+                "limits": self.limits, "headline": self.headline, "offending": self.offending}
+
 
 def _pair_text(p: dict) -> str:
-    how = "exact" if p["exact"] else f"score {p['score']:.4f}"
+    how = "exact" if p["exact"] else f"score {fmt_score(p['score'])}"
     return f"test {p['test_id']} ~ train {p['train_id']} ({how})"
 
 
@@ -100,7 +113,8 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     ----------
     scan_dir : str or Path
     max_rate : float in [0, 1], optional
-        Largest allowed share of test items with a training sibling (exact or near at the cutoff).
+        Largest allowed sibling rate: the report headline's rate — the calibrated estimate, or
+        (without hand labels of this data) the share flagged at the cutoff.  Needs a cutoff.
     max_exact : float in [0, 1], optional
         Largest allowed share of test items with an exact training twin.
     cutoff, calibration, force
@@ -155,20 +169,22 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     from .report.compute import build_report
 
     report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
-    cut = report["cutoff"]
-    if max_rate is not None and cut["value"] is None:
-        raise SibscanError("--max-rate needs a cutoff but the scan has none; pass --cutoff X or --calibration DIR, "
-                           "or gate on exact twins alone with --max-exact")
+    cut, head = report["cutoff"], report["headline"]
+    if max_rate is not None and head["state"] == "not_assessed":
+        raise SibscanError("--max-rate needs a cutoff but the scan has none; calibrate it ('sibscan calibrate SCAN_DIR'), "
+                           "pass --cutoff X or --calibration DIR, or gate on exact twins alone with --max-exact")
     tt = report["sibling_rate"]["test_to_train"]
-    n = tt["any"]["n"]
-    rates = {"siblings": tt["any"]["rate"] or 0.0, "exact": tt["exact"]["rate"] or 0.0}
+    n = tt["exact"]["n"]
+    rates = {"siblings": head["estimate"], "exact": tt["exact"]["rate"] or 0.0}
     fail_rate = max_rate is not None and rates["siblings"] > max_rate
     fail_exact = max_exact is not None and rates["exact"] > max_exact
-    where = (f"at cutoff {cut['value']:.4g} ({cut['source']})" if cut["value"] is not None else "(exact twins only, no cutoff)")
     parts = []
     if max_rate is not None:
-        parts.append(f"{tt['any']['count']} of {n} test items ({pct(rates['siblings'])}) have a training sibling {where}, "
-                     f"{'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
+        what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
+                f"calibrated with {head['n_labels']} labels)" if head["state"] == "calibrated" else
+                f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
+                f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; no sibling-rate interval without hand labels)")
+        parts.append(f"{what}, {'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
     if max_exact is not None:
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
@@ -185,9 +201,10 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         else:
             offending = [p for p in pairs if p["exact"]]
         offending = offending[:n_pairs]
-        message = ("FAIL: " + "; ".join(parts) + ". These test items are copies of training items, so accuracy on them "
-                   "measures memory, not generalisation: remove or replace them (`sibscan split SCAN_DIR --out groups.csv "
-                   "--resplit DIR` writes a leak-free split), or raise the limit if they are intended.")
+        message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
+                   "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
+                   "'sibscan report SCAN_DIR --predictions FILE'): remove or replace them (`sibscan split SCAN_DIR --out "
+                   "groups.csv --resplit DIR` writes a leak-free split), or raise the limit if they are intended.")
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
     return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)

@@ -43,8 +43,10 @@ class Cutoff:
     evidence : dict
         ``score`` ("verified" | "similarity": the score the cutoff applies to), ``interval`` ([lo, hi]
         or None), ``calibration`` (path or None), ``n_labels``, ``estimates`` (the calibration's
-        ``{sibling_rate: [lo, mid, hi], precision, recall, ...}``), ``status`` (the calibration's
-        verdict: "ok", or why its labels cannot support the cutoff yet), ``forced`` (bool).
+        ``{rate: {estimate, lo, hi, ...}, sibling_rate: [lo, mid, hi], precision, recall, ...}``),
+        ``status`` (the calibration's verdict: "ok", or why its labels cannot support the cutoff
+        yet), ``forced`` (bool), ``mismatches`` (what differs between the calibration and the scan,
+        when forced), ``rule`` and ``definition`` (of "same").  :func:`sibscan.rate.headline` reads it.
     """
 
     value: Optional[float]
@@ -52,11 +54,13 @@ class Cutoff:
     evidence: dict = field(default_factory=dict)
 
     def record(self) -> dict:
-        """The JSON form: ``{value, source, interval, calibration, score, n_labels, estimates, forced, status}``."""
+        """The JSON form: ``{value, source, interval, calibration, score, n_labels, estimates, forced, status,
+        mismatches, rule, definition}``."""
         e = self.evidence
         return {"value": self.value, "source": self.kind, "interval": e.get("interval"),
                 "calibration": e.get("calibration"), "score": e.get("score"), "n_labels": e.get("n_labels"),
-                "estimates": e.get("estimates"), "forced": bool(e.get("forced", False)), "status": e.get("status")}
+                "estimates": e.get("estimates"), "forced": bool(e.get("forced", False)), "status": e.get("status"),
+                "mismatches": e.get("mismatches") or [], "rule": e.get("rule"), "definition": e.get("definition")}
 
     @classmethod
     def from_record(cls, rec: Optional[dict]) -> "Cutoff":
@@ -66,7 +70,8 @@ class Cutoff:
             return cls(None, "none", {"score": rec.get("score")})
         kind = rec.get("source") or "uncalibrated"
         return cls(float(rec["value"]), "uncalibrated" if kind == "user" else kind,
-                   {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced")})
+                   {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced",
+                                            "mismatches", "rule", "definition")})
 
 
 def check_cutoff_value(value) -> float:
@@ -102,7 +107,7 @@ def _own_calibration(scan_dir):
 
 
 def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
-    cal.check_compatible(manifest, force=force)
+    mismatches = cal.check_compatible(manifest, force=force)
     if cal.cutoff is None:
         raise SibscanError(
             f"the calibration in {cal.path} has no cutoff yet ({cal.status}); label more pairs with "
@@ -112,7 +117,8 @@ def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
         "score": cal.score, "calibration": None if cal.path is None else str(cal.path),
         "interval": None if cal.interval is None else [finite_or_none(v) for v in cal.interval],
         "n_labels": dict(cal.n_labels or {}), "estimates": dict(cal.estimates or {}), "status": cal.status,
-        "forced": bool(force)})
+        "forced": bool(force), "mismatches": list(mismatches), "rule": cal.rule,
+        "definition": (cal.extra or {}).get("definition")})
 
 
 def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,

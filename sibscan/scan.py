@@ -125,7 +125,8 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
             b = cfg.baseline
             baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
                                      seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
-                                     fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None)
+                                     fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None,
+                                     neighbours=nb, k=cfg.search.k)
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 

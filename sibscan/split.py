@@ -6,6 +6,7 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -139,8 +140,9 @@ def write_groups(groups: GroupTable, path) -> Path:
     return write_text(path, groups.to_csv())
 
 
-def write_resplit(groups: GroupTable, result: ResplitResult, out_dir) -> Path:
-    """Write ``train.csv``, ``test.csv`` (``original_split,id,label,group``) and ``resplit.json``."""
+def write_resplit(groups: GroupTable, result: ResplitResult, out_dir, headline: Optional[dict] = None) -> Path:
+    """Write ``train.csv``, ``test.csv`` (``original_split,id,label,group``) and ``resplit.json``
+    (with the scan's ``headline``, the sibling rate the split removes, when given)."""
     out = Path(out_dir)
     for name, rows in (("train", result.train), ("test", result.test)):
         buf = io.StringIO()
@@ -148,5 +150,6 @@ def write_resplit(groups: GroupTable, result: ResplitResult, out_dir) -> Path:
         w.writerow(["original_split", "id", "label", "group"])
         w.writerows(zip(groups.split[rows], groups.ids[rows], groups.labels[rows], (f"g{g}" for g in groups.group[rows])))
         write_text(out / f"{name}.csv", buf.getvalue())
-    write_json(out / "resplit.json", {**result.summary(), "cutoff": groups.cutoff, "n_groups": groups.n_groups})
+    write_json(out / "resplit.json", {**result.summary(), "cutoff": groups.cutoff, "n_groups": groups.n_groups,
+                                      **({"headline": headline} if headline is not None else {})})
     return out

@@ -55,7 +55,8 @@ def test_precedence_hand_calibration_own_manifest_none(scan, tmp_path):
 def test_record_round_trip_and_the_old_name_for_a_hand_given_cutoff():
     c = Cutoff(0.8, "uncalibrated", {"score": "similarity", "interval": None})
     assert Cutoff.from_record(c.record()) == Cutoff(0.8, "uncalibrated", {**c.evidence, **{
-        k: None for k in ("calibration", "n_labels", "estimates", "status")}, "forced": False})
+        k: None for k in ("calibration", "n_labels", "estimates", "status", "rule", "definition")}, "forced": False,
+        "mismatches": []})
     assert Cutoff.from_record({"value": 0.8, "source": "user"}).kind == "uncalibrated"  # reports of schema 1
     assert check_cutoff_value(np.float32(0.5)) == 0.5
     for bad in (3, -1.5, float("nan")):

@@ -205,7 +205,7 @@ def test_pairs_histogram_and_manifest(planted):
     widths = np.diff(h["edges"])  # fine bins where the test items' scores are, coarse over the rest
     assert widths.min() > 0 and np.dot(h["baseline_density"], widths) == pytest.approx(1.0)
     assert np.dot(h["nn_density"], widths) == pytest.approx(1.0)
-    assert r["schema_version"] == 2 and r["manifest"]["encoder"]["identity"] == "znorm-v1"
+    assert r["schema_version"] == 3 and r["manifest"]["encoder"]["identity"] == "znorm-v1"
     assert r["cutoff"]["value"] == CUTOFF and r["cutoff"]["source"] == "calibrated"
     json.dumps(r, allow_nan=False)
 
@@ -216,7 +216,9 @@ def test_markdown_and_html_come_from_the_json(planted, tmp_path):
     rep = json.loads(written["json"].read_text())
     md = written["md"].read_text()
     assert md == render_markdown(rep)
-    assert f"accuracy {100 * correct.mean():.1f} % (n=30); 33.3 % of test items have a training sibling at cutoff 0.9 (calibrated); on the rest:" in md
+    assert (f"accuracy {100 * correct.mean():.1f} % (n=30); 10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 "
+            "(recorded by the scan; no hand labels of this data, so no sibling-rate interval") in md
+    assert rep["headline"]["state"] == "baseline_only" and rep["headline"]["lo"] is None and rep["headline"]["text"] in md
     page = written["html"].read_text()
     sd = ScanDir(d)
     assert page == render_html(rep, sd.items("test"), sd.items("train"))
@@ -227,9 +229,10 @@ def test_markdown_and_html_come_from_the_json(planted, tmp_path):
 def test_cutoff_override_and_no_cutoff(tmp_path):
     make_scan(tmp_path, cutoff=None)
     r = build_report(tmp_path)
-    assert r["cutoff"]["source"] == "none" and r["sibling_rate"]["test_to_train"]["near"]["count"] == 0
+    assert r["cutoff"]["source"] == "none" and r["sibling_rate"]["test_to_train"]["near"]["count"] is None
     assert r["sibling_rate"]["test_to_train"]["exact"]["count"] == 4 and r["near_cutoff"] is None
-    assert "counting exact twins only" in render_markdown(r)
+    assert r["headline"]["state"] == "not_assessed" and r["headline"]["estimate"] is None
+    assert "sibling rate not assessed (no cutoff" in render_markdown(r)
     r2 = build_report(tmp_path, cutoff=0.95)
     assert r2["cutoff"]["source"] == "uncalibrated" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3  # 0.95, 0.97, 0.99
     with pytest.raises(SibscanError, match=r"--cutoff is a similarity in \[-1, 1\], got 3"):
@@ -248,7 +251,7 @@ def test_predictions_file_and_bad_correct(tmp_path):
         build_report(tmp_path, correct=np.ones(3, bool))
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("accuracy 50.0 % (n=30); 33.3 % of test items") and (tmp_path / "o" / "report.md").exists()
+    assert res.output.startswith("accuracy 50.0 % (n=30); 10 of 30 test items (33.3 %) flagged") and (tmp_path / "o" / "report.md").exists()
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "pdf"])
     assert res.exit_code == 1 and "unknown report format pdf; available: json, md, html" in res.output
     res = CliRunner().invoke(app, ["report", str(tmp_path / "nope")])

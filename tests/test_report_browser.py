@@ -30,7 +30,7 @@ def test_html_report_renders_offline(tmp_path):
             box = page.locator("svg.histogram").bounding_box()
             assert box["width"] > 400 and box["height"] > 150
             assert page.locator("mark").count() > 0
-            assert "have a training sibling at cutoff 0.9" in page.locator(".headline").inner_text()
+            assert "flagged at verified similarity ≥ 0.9000" in page.locator(".headline").inner_text()
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

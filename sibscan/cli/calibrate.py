@@ -23,19 +23,31 @@ def register(app: typer.Typer) -> None:
         force: bool = flag("--force", help="Use labels made under another encoder, verifier or dataset anyway."),
         port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
         no_browser: bool = flag("--no-browser", help="Print the page's URL instead of opening a browser."),
+        definition: Optional[str] = typer.Option(None, "--definition", help="What 'same' means, shown on every labelling screen and stored with the labels (default: one per modality, e.g. 'the same photograph or picture, possibly resized, cropped, ...')."),
+        as_json: bool = flag("--json", help="Print the result as JSON: the 'headline' object (as in report.json) and the calibration."),
     ) -> None:
-        """Label a sample of nearest-neighbour pairs (same / different / skip) and fit the similarity cutoff.
+        """Label a sample of nearest-neighbour pairs (same / different / skip), fit the cutoff and estimate the sibling rate.
 
         Labels go to CALIBRATION_DIR/labels.jsonl as they are given (re-running continues where it
         stopped); the fitted cutoff, its interval and the estimated sibling rate go to cutoff.json.
+        Each next pair is drawn where the rate's interval shrinks most; the pages show the estimate
+        as you go and say when it is narrow enough.
         """
         from sibscan.calibration import calibrate, describe
+        from sibscan.calibration.flow import headline_of
         from sibscan.progress import message
 
         cal = calibrate(
             scan_dir, calibration_dir=out, labels=labels, ui=ui, n_pairs=n_pairs, seed=seed,
-            target_precision=target_precision, force=force, port=port, open_browser=not no_browser,
-            echo=message,
+            target_precision=target_precision, definition=definition, force=force, port=port,
+            open_browser=not no_browser, echo=message,
         )
-        for line in describe(cal):
+        head = headline_of(scan_dir, cal, force=force)
+        if as_json:
+            from ..atomic import dumps_json
+
+            typer.echo(dumps_json({"headline": head, "calibration": {k: v for k, v in cal.to_dict().items()
+                                                                      if k not in ("baseline", "curve", "draw")}}))
+            return
+        for line in describe(cal, head):
             typer.echo(line)

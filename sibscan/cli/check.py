@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
             help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "
                  "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, "
                  "selection (default: none)."),
+        as_json: bool = flag("--json", help="Print the result as JSON (with the report's 'headline' object)."),
     ) -> None:
         """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
@@ -35,5 +36,10 @@ def register(app: typer.Typer) -> None:
         names = [n for n in (require or "").split(",") if n.strip()]
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,
                            require=names)
-        typer.echo(result.message, err=not result.passed)
+        if as_json:
+            from ..atomic import dumps_json
+
+            typer.echo(dumps_json(result.to_dict()))
+        else:
+            typer.echo(result.message, err=not result.passed)
         raise typer.Exit(result.exit_code)

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import SibscanError
+from ..fmt import count, score, scores
 from ..options import GROUPS
 from ._common import Command, json_flag, user_errors
 from ._options import with_options
@@ -25,20 +26,18 @@ def _fmt_summary(summary: dict, path: Path) -> str:
     )
     q = summary.get("nn_score_quantiles") or {}
     if q:
-        lines.append("  nearest-train score quantiles: " + ", ".join(f"{k}={v:.4f}" for k, v in q.items()))
+        lines.append("  nearest-train score quantiles: " + ", ".join(f"{k}={v}" for k, v in zip(q, scores(q.values()))))
     cut = summary["cutoff"]
     if cut.get("value") is None:
         lines.append("  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
     else:
         how = "calibrated" if cut["source"] == "calibrated" else "UNCALIBRATED"
         lines.append(
-            f"  siblings at cutoff {cut['value']:.4f} ({how}, {cut['score']} score): {summary['siblings']:,} test items "
-            f"({summary['sibling_pct']:.2f} %)"
+            f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {summary['siblings']:,} test items "
+            f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"
         )
         if "expected_chance_siblings" in summary:
-            from ..calibration.baseline import format_expected
-
-            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {format_expected(summary['expected_chance_siblings'])}")
+            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {count(summary['expected_chance_siblings'])} (found: {summary['siblings']:,})")
         if summary.get("warning"):
             lines.append(f"  warning: {summary['warning']}")
     return "\n".join(lines)

@@ -31,19 +31,21 @@ def register(app: typer.Typer) -> None:
         """
         from ..atomic import dumps_json
         from ..groups import sibling_groups
+        from ..rate import scan_headline
         from ..split import check_resplit, resplit, write_groups, write_resplit
 
         if resplit_dir is not None:
             check_resplit(test_size, seed)
         groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
+        head = scan_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())
         result = {"n_items": len(groups), "n_groups": int(groups.n_groups), "items_sharing_a_group": multi,
-                  "groups_csv": str(out), "resplit": None}
-        lines = [f"{len(groups)} items in {groups.n_groups} groups ({multi} items share a group); wrote {out}"]
+                  "groups_csv": str(out), "resplit": None, "headline": head}
+        lines = [head["text"] + ".", f"{len(groups)} items in {groups.n_groups} groups ({multi} items share a group); wrote {out}"]
         if resplit_dir is not None:
             res = resplit(groups, test_size=test_size, seed=seed)
-            write_resplit(groups, res, resplit_dir)
+            write_resplit(groups, res, resplit_dir, headline=head)
             result["resplit"] = {"train": int(res.train.size), "test": int(res.test.size),
                                  "test_fraction": float(res.test_fraction), "twins_left": int(res.twins_left),
                                  "siblings_left": int(res.siblings_left), "folder": str(resplit_dir)}

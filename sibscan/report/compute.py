@@ -23,18 +23,19 @@ import numpy as np
 from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..groups import group_table
+from ..rate import best_scores, flagged_mask, headline, test_scores
 from ..scandir import ScanDir, load_items
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
 from ..kernels.rowhash import fingerprint_membership
-from .items import best_per_query as _best, item_table, near_mask, test_to_train
+from .items import item_table
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
 
 #: bump on any incompatible change of the JSON layout (docs/report-schema.md)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 log = logging.getLogger("sibscan.report")
 
@@ -42,8 +43,13 @@ CorrectArg = Union[None, np.ndarray, Callable]
 
 
 def _classify(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
-    near = near_mask(score, exact, cutoff)
-    return {"exact": rate_record(exact), "near": rate_record(near), "any": rate_record(exact | near)}, exact | near
+    """Exact twins, near siblings and either at ``cutoff``; without a cutoff near siblings were not
+    assessed: ``near`` and ``any`` are ``{count: null, n, rate: null, ci: null}``."""
+    flagged = flagged_mask(score, exact, cutoff)
+    if cutoff is None:
+        none = {"count": None, "n": int(len(score)), "rate": None, "ci": None}
+        return {"exact": rate_record(exact), "near": dict(none), "any": dict(none)}, flagged
+    return {"exact": rate_record(exact), "near": rate_record(flagged & ~exact), "any": rate_record(flagged)}, flagged
 
 
 def _correct(test, predictions, correct) -> Optional[np.ndarray]:
@@ -87,10 +93,14 @@ def _chance(baseline, cutoff, n_train, n_test):
         return None, None
 
 
-def _manifest_summary(m: dict) -> dict:
+def _manifest_summary(m: dict, cutoff: dict) -> dict:
+    """The scan manifest's facts; its ``cutoff`` is the one this report counts at (the one the scan
+    recorded, often none before calibrating, is kept as ``cutoff_at_scan``)."""
     keys = ("sibscan_version", "created", "status", "modality", "inputs", "dataset_fingerprint", "encoder",
-            "verifier", "parameters", "cutoff", "timings")
+            "verifier", "parameters", "timings")
     out = {k: m.get(k) for k in keys if k in m}
+    out["cutoff"] = {k: cutoff.get(k) for k in ("value", "source", "interval", "calibration", "score", "rule")}
+    out["cutoff_at_scan"] = (m.get("cutoff") or {}).get("value")
     out["skipped"] = {s: len(v) for s, v in (m.get("skipped") or {}).items()}
     return out
 
@@ -131,18 +141,19 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     n_train, n_test = len(train), len(test)
     nb = scan.neighbours()
 
-    # test -> train
-    s_tt, ex_tt, top_tt = test_to_train(nb, fp_test, fp_train, n_test)
+    # test -> train: the scores the headline is computed from
+    ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test)
+    s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
     tt, sib = _classify(s_tt, ex_tt, c)
     per_item = item_table(top_tt, s_tt, ex_tt, c, test, train, score_kind=rec.get("score") or "score")
     # train -> test
-    s_rt, ex_rt, _, has_rt = _best(nb, "train", "test", n_train)
+    s_rt, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
         ex_rt |= fingerprint_membership(fp_train, fp_test)
         has_rt = True
     rt, _ = _classify(s_rt, ex_rt, c)
     # within test
-    s_ww, ex_ww, _, has_ww = _best(nb, "test", "test", n_test)
+    s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
     n_dup_groups = None
     if fp_test is not None:
         dup, n_dup_groups = duplicated_rows(fp_test)
@@ -152,7 +163,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     ww["n_exact_groups"] = n_dup_groups
 
     def rate_at(x):
-        return float((ex_tt | (np.nan_to_num(s_tt, nan=-np.inf) >= x)).mean()) if n_test else None
+        return float(flagged_mask(s_tt, ex_tt, x).mean()) if n_test else None
 
     interval_rates = None
     if rec["interval"] and None not in rec["interval"]:
@@ -160,8 +171,10 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         interval_rates = [rate_at(hi), rate_at(lo)]
     baseline = scan.baseline()
     expected, base_warning = _chance(baseline, c, n_train, n_test)
+    head = headline(at, ts, baseline=baseline, n_train=n_train)
     tt["at_interval"] = interval_rates
-    tt["calibration_estimate"] = (rec.get("estimates") or {}).get("sibling_rate")
+    # the headline's interval, where there is one (kept under its old name for readers of schema 2)
+    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
     tt["expected_chance_siblings"] = expected
 
     # per class
@@ -177,10 +190,13 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         ex_c = np.bincount(code, weights=ex_tt, minlength=k).astype(int)
         any_c = np.bincount(code, weights=sib, minlength=k).astype(int)
         for j, lab in enumerate(classes):
-            per_class.append({"label": str(lab), "n_test": int(n_c[j]), "exact": int(ex_c[j]),
-                              "near": int(any_c[j] - ex_c[j]), "siblings": int(any_c[j]),
-                              "rate": any_c[j] / n_c[j], "ci": wilson_interval(int(any_c[j]), int(n_c[j])),
-                              "conflict_groups": conflicts["per_class"].get(str(lab), 0)})
+            row = {"label": str(lab), "n_test": int(n_c[j]), "exact": int(ex_c[j]),
+                   "near": int(any_c[j] - ex_c[j]), "siblings": int(any_c[j]),
+                   "rate": any_c[j] / n_c[j], "ci": wilson_interval(int(any_c[j]), int(n_c[j])),
+                   "conflict_groups": conflicts["per_class"].get(str(lab), 0)}
+            if c is None:  # near siblings not assessed: no rate to state
+                row.update(near=None, siblings=None, rate=None, ci=None)
+            per_class.append(row)
 
     # shared sources
     shared = {"available": False}
@@ -198,7 +214,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     corr = _correct(test, predictions, correct)
     accuracy = None
     if corr is not None:
-        accuracy = {"siblings": _accuracy(corr, sib), "exact_twins": _accuracy(corr, ex_tt),
+        accuracy = {"siblings": _accuracy(corr, sib) if c is not None else None, "exact_twins": _accuracy(corr, ex_tt),
                     "shared_sources": _accuracy(corr, shared_mask) if shared_mask is not None else None}
 
     # sweep over the whole range of scores (and the cutoff interval)
@@ -227,6 +243,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
                  "dataset_fingerprint": manifest.get("dataset_fingerprint"),
                  "encoder": manifest.get("encoder"), "verifier": manifest.get("verifier"),
                  "has_labels": test.labels is not None, "has_sources": shared["available"]},
+        "headline": head,
         "cutoff": rec,
         "baseline_warning": base_warning,
         "sibling_rate": {
@@ -243,7 +260,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "closest_pairs": closest,
         "flagged": per_item.flagged(),
         "near_cutoff": near_cut,
-        "manifest": _manifest_summary(manifest),
+        "manifest": _manifest_summary(manifest, rec),
         "audits": audit_sections(scan.path),
     }
     evaluation = evaluation_section(scan.path, manifest.get("dataset_fingerprint"), report)

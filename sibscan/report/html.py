@@ -22,10 +22,10 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from ..calibration.baseline import format_expected
 from ..errors import SibscanError
+from ..fmt import score as fmt_score
 from ..kernels.textalign import word_diff
-from .markdown import _ci, accuracy_parts, headline, pct, pp
+from .markdown import accuracy_rows, class_rows, direction_rows, headline, notes, pct
 from .plots import svg_histogram, svg_sweep
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -120,7 +120,7 @@ def _pairs_html(pairs: Optional[Sequence[dict]], test, train, shown: Callable[[s
         return "<p><i>none</i></p>"
     out = []
     for p, (a, b) in zip(pairs, _content_cells(pairs, test, train, shown=shown)):
-        flag = "exact twin" if p["exact"] else f"score {p['score']:.4f}" if p["score"] is not None else "no score"
+        flag = "exact twin" if p["exact"] else f"score {fmt_score(p['score'])}" if p["score"] is not None else "no score"
         lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
         det = f" · {_e(p['detail'])}" if p.get("detail") else ""
         out.append(
@@ -179,41 +179,19 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
     docstring), so a shared report does not carry this machine's layout.
     """
     shown = _path_shower(report, test, train, absolute_paths)
-    cut, sr, scan = report["cutoff"], report["sibling_rate"], report["scan"]
+    cut, scan = report["cutoff"], report["scan"]
     c, interval = cut.get("value"), cut.get("interval")
     body = [f"<h1>sibscan report</h1><p class='headline'>{_e(headline(report))}.</p>"]
-    if report.get("baseline_warning"):
-        body.append(f"<p class='warn'>{_e(report['baseline_warning'])}</p>")
-    rows = []
-    for name, key in (("test → train", "test_to_train"), ("train → test", "train_to_test"), ("within test", "within_test")):
-        d = sr[key]
-        if d.get("available", True):
-            rows.append([name, d["exact"]["count"], d["near"]["count"], f"{d['any']['count']} / {d['any']['n']}",
-                         pct(d["any"]["rate"]), _ci(d["any"]["ci"])])
-    body.append("<h2>Sibling rate</h2>" + _table(["direction", "exact", "near", "siblings", "rate", "95 % CI"], rows))
-    tt = sr["test_to_train"]
-    if tt.get("expected_chance_siblings") is not None:
-        body.append(f"<p>Expected chance siblings at the cutoff (random-pair baseline): {format_expected(tt['expected_chance_siblings'])}.</p>")
+    for line in notes(report):
+        cls = " class='warn'" if line.startswith(("Warning", "Note")) else ""
+        body.append(f"<p{cls}>{_e(line)}</p>")
+    body.append("<h2>Exact twins and near copies</h2>" + _table(*direction_rows(report)))
     body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
     body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval, focus=report["histogram"].get("focus")))
-    acc = report.get("accuracy")
-    if acc:
-        arows = []
-        for name, key in (("sibling rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
-            p = accuracy_parts(acc.get(key))
-            if p:
-                if not arows:
-                    a, n, ci = p["all"]
-                    arows.append(["all test rows", pct(a), n, _ci(ci)])
-                for side, label in (("masked", name), ("rest", f"not {name}")):
-                    a, n, ci = p[side]
-                    arows.append([label, pct(a), n, _ci(ci)])
-                arows.append([f"{name}: difference", pp(p["difference"]), "", ""])
-        body.append("<h2>Accuracy</h2>" + _table(["rows", "accuracy", "n", "95 % CI"], arows))
+    if report.get("accuracy"):
+        body.append("<h2>Accuracy</h2>" + _table(*accuracy_rows(report)))
     if report.get("per_class"):
-        body.append("<h2>Per class</h2>" + _table(
-            ["class", "test items", "exact", "near", "rate", "95 % CI", "conflict groups"],
-            [[r["label"], r["n_test"], r["exact"], r["near"], pct(r["rate"]), _ci(r["ci"]), r["conflict_groups"]] for r in report["per_class"]]))
+        body.append("<h2>Per class</h2>" + _table(*class_rows(report)))
     ss = report["shared_sources"]
     if ss.get("available"):
         body.append("<h2>Shared sources</h2>" + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
@@ -224,7 +202,8 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
         body.append("<h2>Just above the cutoff</h2>" + _pairs_html(report["near_cutoff"]["above"], test, train, shown))
         body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train, shown))
     lc = report["label_conflicts"]
-    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.</p>")
+    listed = "" if len(lc["groups"]) >= lc["n_groups"] else f" The {len(lc['groups'])} largest are listed."
+    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.{listed}</p>")
     if lc["groups"]:
         body.append(_table(["group", "size", "exact", "labels", "members"],
                            [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),

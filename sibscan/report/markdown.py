@@ -1,17 +1,23 @@
 """The paste-able Markdown block, rendered from the report dict alone.
 
-Text that comes from the data (labels, ids, identities) is escaped: a ``|`` would split a table
-cell, and raw HTML (``<img onerror=...>``) would be live in renderers that pass HTML through.
+The figures (headline, the sentences under it, the rows of each table) are made here once, by
+:func:`headline`, :func:`notes`, :func:`direction_rows`, :func:`accuracy_rows` and
+:func:`class_rows`; the HTML report renders the same rows.
+
+Text that comes from the data or the user (labels, ids, identities, the definition of "same") is
+escaped where it is rendered as Markdown: a ``|`` would split a table cell, and raw HTML
+(``<img onerror=...>``) would be live in renderers that pass HTML through.
 """
 from __future__ import annotations
 
 import html
 import re
-from typing import Optional
+from typing import Callable, List, Optional
 
-from ..calibration.baseline import format_expected
+from ..fmt import count, pct, pp, span
 
-__all__ = ["render_markdown", "headline", "pct", "pp", "accuracy_parts", "md_text"]
+__all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
+           "accuracy_parts", "md_text"]
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|])")
 
@@ -29,18 +35,11 @@ def _code(x) -> str:
     return f"{fence} {text} {fence}" if "`" in text else f"`{text}`"
 
 
-def pct(x: Optional[float], digits: int = 1) -> str:
-    """``0.0601 -> "6.0 %"``; ``None -> "n/a"``."""
-    return "n/a" if x is None else f"{100 * x:.{digits}f} %"
-
-
-def pp(x: Optional[float]) -> str:
-    """A difference of two rates in percentage points: ``-0.1 -> "-10.0 pp"``."""
-    return "n/a" if x is None else f"{100 * x:+.1f} pp"
+NOT_ASSESSED = "not assessed"
 
 
 def _ci(ci) -> str:
-    return "" if not ci or None in ci else f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f} %"
+    return "" if not ci or None in ci else f"{pct(ci[0])} to {pct(ci[1])}"
 
 
 def _part(d: Optional[dict]):
@@ -63,30 +62,82 @@ def accuracy_parts(split: Optional[dict]) -> dict:
             "rest": _part(split.get("rest")), "difference": diff}
 
 
-def _cutoff_phrase(cut: dict) -> str:
-    if cut.get("value") is None:
-        return "counting exact twins only (no cutoff: run 'sibscan calibrate')"
-    how = cut.get("source", "")
-    labels = cut.get("n_labels")
-    if isinstance(labels, dict) and labels:
-        total = labels.get("total", sum(v for v in labels.values() if isinstance(v, (int, float))))
-        how += f", {int(total)} labels"
-    return f"at cutoff {cut['value']:.3g} ({how})"
-
-
 def headline(report: dict) -> str:
-    """The one sentence: accuracy, sibling rate with its cutoff, accuracy on the rest."""
-    tt = report["sibling_rate"]["test_to_train"]
-    cut = report["cutoff"]
-    n_test = report["scan"]["n_test"]
-    rate = tt["any"]["rate"]
-    sib = f"{pct(rate)} of test items have a training sibling {_cutoff_phrase(cut)}"
+    """The one sentence: accuracy, the sibling rate (``report["headline"]``), accuracy on the rest."""
+    text = report["headline"]["text"]
     acc = accuracy_parts((report.get("accuracy") or {}).get("siblings"))
     if acc:
         a_all, n_all, _ = acc["all"]
         a_rest, n_rest, _ = acc["rest"]
-        return f"accuracy {pct(a_all)} (n={n_all:,}); {sib}; on the rest: {pct(a_rest)} (n={n_rest:,})"
-    return f"{sib} (n={n_test:,}; {pct(tt['exact']['rate'])} exact twins, {pct(tt['near']['rate'])} near)"
+        return f"accuracy {pct(a_all)} (n={n_all:,}); {text}; accuracy on the test items not flagged: {pct(a_rest)} (n={n_rest:,})"
+    return text
+
+
+def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
+    """The sentences under the headline: the definition of "same", the calibration's verdict, the
+    cutoff interval, chance siblings, warnings.  ``data`` renders the parts written by the user or
+    named by the data (the definition, the identities in a note): :func:`md_text` for Markdown; the
+    HTML page escapes whole sentences."""
+    h, cut, tt = report["headline"], report["cutoff"], report["sibling_rate"]["test_to_train"]
+    out = []
+    if h.get("definition"):
+        out.append(f"'Same' means: {data(h['definition'])}.")
+    if h.get("note"):
+        out.append(f"Note: {data(h['note'])}.")
+    if cut.get("source") == "calibrated" and cut.get("status") not in (None, "ok"):
+        out.append(f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
+                   "label more pairs with `sibscan calibrate`.")
+    if h.get("narrow_enough") is False:
+        out.append("The interval is wider than max(0.5 pp, 25 % of the estimate): label more pairs to narrow it.")
+    if cut.get("interval") and tt.get("at_interval"):
+        lo, hi = tt["at_interval"]
+        out.append(f"Over the cutoff's interval {span(*cut['interval'])} the share flagged runs {pct(lo)} to {pct(hi)}.")
+    if h.get("expected_chance_siblings") is not None:
+        more = ", extrapolated beyond every random pair scored" if h.get("chance_extrapolated") else ""
+        out.append(f"Expected chance siblings at this cutoff (random-pair baseline{more}): "
+                   f"{count(h['expected_chance_siblings'])} (found: {h['flagged']['count']:,}).")
+    if report.get("baseline_warning"):
+        out.append(f"Warning: {report['baseline_warning']}")
+    return out
+
+
+def _share(d: dict) -> str:
+    return NOT_ASSESSED if d.get("count") is None else f"{d['count']:,} ({pct(d['rate'])})"
+
+
+def direction_rows(report: dict) -> tuple:
+    """(header, rows) of the counts per direction: exact twins, near copies and all flagged at the cutoff."""
+    sr = report["sibling_rate"]
+    rows = [[name, _share(d["exact"]), _share(d["near"]), _share(d["any"]), f"{d['any']['n']:,}"]
+            for name, d in (("test → train", sr["test_to_train"]), ("train → test", sr["train_to_test"]),
+                            ("within test", sr["within_test"])) if d.get("available", True)]
+    return ["direction", "exact twins", "near copies at the cutoff", "flagged (exact or near)", "items"], rows
+
+
+def accuracy_rows(report: dict) -> tuple:
+    """(header, rows) of the accuracy split: all rows, flagged rows, the rest, and the difference
+    (flagged minus rest) on its own row."""
+    acc = report.get("accuracy") or {}
+    rows = []
+    for name, key in (("flagged rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
+        p = accuracy_parts(acc.get(key))
+        if not p:
+            continue
+        if not rows:
+            a, n, ci = p["all"]
+            rows.append(["all test rows", pct(a), f"{n:,}", _ci(ci)])
+        for side, label in (("masked", name), ("rest", f"not {name}")):
+            a, n, ci = p[side]
+            rows.append([label, pct(a), f"{n:,}", _ci(ci)])
+        rows.append([f"difference ({name} − not)", pp(p["difference"]), "", ""])
+    return ["rows", "accuracy", "n", "95 % CI"], rows
+
+
+def class_rows(report: dict) -> tuple:
+    """(header, rows) per test label: exact twins, near copies, the share flagged."""
+    rows = [[c["label"], f"{c['n_test']:,}", c["exact"], NOT_ASSESSED if c["near"] is None else c["near"],
+             NOT_ASSESSED if c["rate"] is None else pct(c["rate"]), c["conflict_groups"]] for c in report.get("per_class") or []]
+    return ["class", "test items", "exact twins", "near copies", "flagged", "conflict groups"], rows
 
 
 def _table(head, rows) -> list:
@@ -96,52 +147,20 @@ def _table(head, rows) -> list:
 
 
 def render_markdown(report: dict) -> str:
-    """The Markdown report: headline, sibling rates, accuracy split, per class, conflicts, sources."""
-    scan, cut, sr = report["scan"], report["cutoff"], report["sibling_rate"]
+    """The Markdown report: headline, notes, counts per direction, accuracy split, per class, conflicts, sources."""
+    scan = report["scan"]
     enc = (scan.get("encoder") or {}).get("identity", "?")
     ver = (scan.get("verifier") or {}) or {}
     lines = ["### Sibling scan", "", headline(report) + ".", ""]
-    if cut.get("source") == "calibrated" and cut.get("status") not in (None, "ok"):
-        lines += [f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
-                  "label more pairs with `sibscan calibrate`.", ""]
+    lines += notes(report, data=md_text)
     lines.append(f"sibscan report (schema {report['schema_version']}), {scan['modality']} items, "
                  f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder {_code(enc)}"
                  + (f", verifier {_code(ver.get('identity'))}" if ver.get("identity") else "") + ".")
-    tt = sr["test_to_train"]
-    if cut.get("interval") and tt.get("at_interval"):
-        lo, hi = tt["at_interval"]
-        lines.append(f"Over the cutoff interval {cut['interval'][0]:.3g}–{cut['interval'][1]:.3g} the sibling rate runs "
-                     f"{pct(lo)}–{pct(hi)}.")
-    if tt.get("expected_chance_siblings") is not None:
-        lines.append(f"Expected chance siblings at this cutoff (random-pair baseline): "
-                     f"{format_expected(tt['expected_chance_siblings'])} of {tt['any']['count']} found.")
-    if report.get("baseline_warning"):
-        lines.append(f"Warning: {report['baseline_warning']}")
-    lines += ["", *_table(
-        ["direction", "exact", "near", "any", "95 % CI"],
-        [[name, f"{d['exact']['count']} ({pct(d['exact']['rate'])})", f"{d['near']['count']} ({pct(d['near']['rate'])})",
-          f"{d['any']['count']} / {d['any']['n']} ({pct(d['any']['rate'])})", _ci(d["any"]["ci"])]
-         for name, d in (("test → train", tt), ("train → test", sr["train_to_test"]), ("within test", sr["within_test"]))
-         if d.get("available", True)])]
-    acc = report.get("accuracy")
-    if acc:
-        rows = []
-        for name, key in (("sibling rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
-            p = accuracy_parts(acc.get(key))
-            if not p:
-                continue
-            if not rows:
-                a, n, ci = p["all"]
-                rows.append(["all test rows", pct(a), f"{n:,}", _ci(ci), ""])
-            for side, label in (("masked", name), ("rest", f"the rest (not {name})")):
-                a, n, ci = p[side]
-                rows.append([label, pct(a), f"{n:,}", _ci(ci), ""])
-            rows[-1][4] = pp(p["difference"])
-        lines += ["", *_table(["rows", "accuracy", "n", "95 % CI", "difference"], rows)]
+    lines += ["", *_table(*direction_rows(report))]
+    if report.get("accuracy"):
+        lines += ["", *_table(*accuracy_rows(report))]
     if report.get("per_class"):
-        lines += ["", *_table(
-            ["class", "test items", "exact", "near", "sibling rate", "conflict groups"],
-            [[c["label"], c["n_test"], c["exact"], c["near"], pct(c["rate"]), c["conflict_groups"]] for c in report["per_class"]])]
+        lines += ["", *_table(*class_rows(report))]
     lc = report["label_conflicts"]
     lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) carry more than one label."]
     ss = report["shared_sources"]

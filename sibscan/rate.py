@@ -1,0 +1,440 @@
+"""The sibling rate: one estimator and one headline, read by every output.
+
+A sibling rate is the share of test items that have a training sibling — a copy or near copy that a
+person would call "the same" under the written definition.  It is computed here and nowhere else:
+
+* :func:`estimate_rate` — the calibrated estimate and its 95 % interval from the deciding scores of
+  every test item's nearest training item and a person's same/different answers on some of them
+  (``sibscan calibrate`` calls it and records the result in ``cutoff.json``);
+* :func:`headline` — the ``headline`` object of ``report.json`` (and of ``sibscan calibrate --json``,
+  ``sibscan check --json``, ``Scan.rate``): the state, the estimate and interval, the cutoff and
+  its rule, the count flagged at the cutoff (a separate, named figure), the definition of "same";
+* :func:`sentence` — the headline as one sentence, printed by every command and report.
+
+States: ``not_assessed`` (no cutoff: only exact twins are known; no rate is printed),
+``baseline_only`` (a cutoff without hand labels of this data: the share flagged at it, no interval),
+``calibrated`` (hand labels: the estimated rate with its interval).
+
+The estimator
+-------------
+``P(same | score)`` rises with the score.  It is modelled as a logistic curve in the score with a
+labeller who answers wrong a share ``eps`` of the time::
+
+    P(answer "same" | s) = eps + (1 - 2 eps) / (1 + exp(-(s - c) / w))
+
+and the posterior over the location ``c`` (where the answers flip), the width ``w`` and ``eps`` is
+computed on a grid (flat in ``c`` over and beyond the scores, flat in ``log w``, ``eps`` in
+[0, 0.1]).  For each grid point the number of siblings among the N test items is exact twins (known
+siblings) + for each labelled item the probability it is a sibling given its answer + for each
+unlabelled item ``P(same | s)``; its distribution is the posterior mixture of the normal
+approximations of those sums (a Poisson-binomial for the unlabelled items).  The interval is the
+2.5-97.5 % quantiles of that mixture and the estimate its median.  Because the curve is monotone, a
+region where every answer was "different" bounds every score below it; because answers may be
+wrong, one stray "same" among many "different" does not turn a low-score region into siblings.
+Selection of the labelled pairs may depend on earlier answers (adaptive labelling): the likelihood
+is the same.  Coverage and width are measured by ``python -m benchmarks.calibration_coverage`` on
+scores drawn from the project's real-item benchmark scans, with a labeller wrong 3 % of the time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from . import fmt
+from .cutoff import Cutoff
+from .stats import finite_or_none
+
+__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
+           "narrow_enough", "scan_headline", "sentence", "test_scores"]
+
+STATES = ("not_assessed", "baseline_only", "calibrated")
+LEVEL = 0.95
+
+
+# ------------------------------------------------------------------------------------------------
+# what the outputs count: each test item's best deciding score against train, and exact twins
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class TestScores:
+    """Each test item's best deciding score against train, and whether it has an exact train twin.
+
+    Attributes
+    ----------
+    score : ndarray of shape (n_test,), float32
+        NaN where the item has no train neighbour.
+    exact : ndarray of shape (n_test,), bool
+        Same fingerprint as a train item, or a test->train neighbours row marked exact.
+    top : Neighbours
+        The top-1 test->train rows (one per test item that has a neighbour).
+    """
+
+    score: np.ndarray
+    exact: np.ndarray
+    top: object
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+
+def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:
+    """Each query's best deciding score (NaN where none), exact flags from the neighbours rows, the
+    top-1 rows, and whether the direction has any rows at all.
+
+    Returns
+    -------
+    (ndarray of shape (n,) float32, ndarray of shape (n,) bool, Neighbours, bool)
+    """
+    top = nb.top1(query_split, neighbour_split)
+    # float32 like the score column: a cutoff of 0.95 then matches a stored 0.95 (NEP 50 keeps the
+    # comparison in float32)
+    score = np.full(n, np.nan, np.float32)
+    score[top["query_index"]] = top["score"]
+    exact = np.zeros(n, bool)
+    sub = nb.select(nb.mask(query_split, neighbour_split) & nb["exact"].astype(bool))
+    exact[sub["query_index"]] = True
+    return score, exact, top, bool(nb.mask(query_split, neighbour_split).any())
+
+
+def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Optional[np.ndarray] = None,
+                neighbours=None, n_test: Optional[int] = None) -> TestScores:
+    """The test->train :class:`TestScores` of a scan directory (what is not given is read from it)."""
+    from .kernels.rowhash import fingerprint_membership
+    from .scandir import ScanDir, load_items
+
+    sd = ScanDir(scan_dir)
+    if fp_train is None or fp_test is None:
+        fp_train, fp_test = load_items(sd.path, "train")[1], load_items(sd.path, "test")[1]
+    if n_test is None:
+        n_test = len(fp_test) if fp_test is not None else len(sd.items("test"))
+    nb = sd.neighbours() if neighbours is None else neighbours
+    score, exact, top, _ = best_scores(nb, "test", "train", n_test)
+    if fp_train is not None and fp_test is not None:
+        exact |= fingerprint_membership(fp_test, fp_train)
+    return TestScores(score, exact, top)
+
+
+def flagged_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> np.ndarray:
+    """Items flagged at ``cutoff``: exact twins, and items whose score is at or above it (compared in
+    the score's dtype, float32 for a scan).  Without a cutoff only exact twins."""
+    exact = np.asarray(exact, bool)
+    if cutoff is None:
+        return exact.copy()
+    return exact | (np.nan_to_num(score, nan=-np.inf) >= cutoff)
+
+
+# ------------------------------------------------------------------------------------------------
+# the headline
+# ------------------------------------------------------------------------------------------------
+def _count(mask: np.ndarray) -> dict:
+    n, k = int(mask.size), int(mask.sum())
+    return {"count": k, "n": n, "rate": k / n if n else None}
+
+
+def narrow_enough(estimate: Optional[float], lo: Optional[float], hi: Optional[float]) -> Optional[bool]:
+    """Whether an interval is narrow enough to quote: half width <= max(0.5 pp, 25 % of the estimate)."""
+    if estimate is None or lo is None or hi is None:
+        return None
+    return (hi - lo) / 2 <= max(0.005, 0.25 * estimate) + 1e-12
+
+
+def _rule_phrase(rule: Optional[str]) -> str:
+    if not rule or rule == "P(same) = 0.5":
+        return "where hand labels flip from different to same"
+    return f"the lowest reaching {rule}" if rule.startswith("precision") else rule
+
+
+def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = None, n_train: Optional[int] = None,
+             definition: Optional[str] = None) -> dict:
+    """The headline object: what every output states as the sibling rate (test -> train).
+
+    Parameters
+    ----------
+    cutoff : Cutoff
+        The cutoff in use (``sibscan.cutoff.resolve_cutoff``); a calibrated one carries the
+        calibration's estimate in its evidence.
+    scores : TestScores
+    baseline : dict, optional
+        The random-pair baseline, for the expected number of chance siblings at the cutoff.
+    n_train : int, optional
+    definition : str, optional
+        The written definition of "same" (a calibration's own wins).
+
+    Returns
+    -------
+    dict
+        ``{state, estimate, lo, hi, level, n_labels, cutoff, definition, direction, n, score,
+        cutoff_source, cutoff_rule, flagged {count, n, rate} or None, exact_twins {count, n, rate},
+        expected_chance_siblings, chance_extrapolated, status, narrow_enough, note, text}``; rates
+        are fractions, null where nothing was assessed.  Plain JSON types only.
+    """
+    from .calibration.baseline import expected_chance_siblings, extrapolated
+
+    ev = cutoff.evidence or {}
+    n = len(scores)
+    exact = _count(np.asarray(scores.exact, bool))
+    est = ev.get("estimates") or {}
+    rate = est.get("rate") or {}
+    labels = ev.get("n_labels") or {}
+    n_labels = int(labels.get("same", 0)) + int(labels.get("different", 0)) if labels else 0
+    h = {"state": "not_assessed", "estimate": None, "lo": None, "hi": None, "level": LEVEL, "n_labels": 0,
+         "cutoff": finite_or_none(cutoff.value), "definition": ev.get("definition") or definition,
+         "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
+         "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
+         "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": None}
+    if cutoff.value is not None:
+        flagged = _count(flagged_mask(scores.score, scores.exact, cutoff.value))
+        h["flagged"] = flagged
+        if baseline is not None and n_train:
+            h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
+            h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
+        if cutoff.kind == "calibrated" and ev.get("mismatches"):
+            h.update(state="baseline_only", estimate=flagged["rate"], cutoff_rule="calibrated on other data",
+                     note=f"the calibration was made for {'; '.join(ev['mismatches'])} and applied with --force: "
+                          "its cutoff is used, its rate estimate is not this data's")
+        elif cutoff.kind == "calibrated" and n_labels:
+            triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
+            lo, mid, hi = triple if triple else (None, None, None)
+            h.update(state="calibrated", estimate=finite_or_none(mid), lo=finite_or_none(lo), hi=finite_or_none(hi),
+                     n_labels=n_labels, cutoff_rule=_rule_phrase(ev.get("rule")))
+            h["narrow_enough"] = narrow_enough(h["estimate"], h["lo"], h["hi"])
+        else:
+            h.update(state="baseline_only", estimate=flagged["rate"],
+                     cutoff_rule="given by hand" if cutoff.kind == "uncalibrated" else "recorded by the scan")
+    h["text"] = sentence(h)
+    return h
+
+
+def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
+                  definition: Optional[str] = None) -> dict:
+    """The headline of a scan directory, with the cutoff resolved as every command resolves it
+    (:func:`sibscan.cutoff.resolve_cutoff`): what ``report.json``'s ``headline`` holds."""
+    from .cutoff import resolve_cutoff
+    from .scandir import ScanDir
+
+    sd = ScanDir(scan_dir)
+    manifest = sd.manifest()
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
+    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
+    return headline(at, test_scores(sd.path), baseline=sd.baseline(), n_train=n_train, definition=definition)
+
+
+def _score_name(kind: Optional[str]) -> str:
+    return "verified similarity" if kind == "verified" else "similarity"
+
+
+def sentence(h: dict) -> str:
+    """The headline as one sentence (no final full stop), the same in every output."""
+    n = h["n"]
+    ex = h["exact_twins"]
+    if h["state"] == "not_assessed":
+        return (f"sibling rate not assessed (no cutoff: label pairs with 'sibscan calibrate SCAN_DIR'); "
+                f"exact twins: {ex['count']:,} of {n:,} test items ({fmt.pct(ex['rate'])})")
+    fl = h["flagged"]
+    at = f"{_score_name(h['score'])} ≥ {fmt.score(h['cutoff'])}"
+    if h["state"] == "baseline_only":
+        why = h.get("cutoff_rule") or "not calibrated"
+        return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at} ({why}; no hand labels "
+                f"of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
+    iv = f"{h['level']:.0%} interval {fmt.pct(h['lo'])} to {fmt.pct(h['hi'])}"
+    return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {h['n_labels']:,} "
+            f"hand labels; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])})")
+
+
+# ------------------------------------------------------------------------------------------------
+# the estimator
+# ------------------------------------------------------------------------------------------------
+#: the posterior's grid: locations of the flip (``c``, points per unit of quantile), widths of the
+#: curve (in quantile units, flat prior in log w), the labeller's error rates (flat prior), the most
+#: grid points kept (the heaviest), and Monte Carlo draws for the quantiles of the count
+_FULL = {"c": 120, "w": np.geomspace(2e-4, 0.3, 14), "eps": np.array([0.0, 0.015, 0.03, 0.05, 0.08]),
+         "top": np.array([1.0, 0.97, 0.94, 0.9, 0.85, 0.8]), "points": 3000, "draws": 40_000}
+_FAST = {"c": 64, "w": np.geomspace(2e-4, 0.3, 8), "eps": np.array([0.0, 0.03, 0.08]),
+         "top": np.array([1.0, 0.94, 0.85]), "points": 600, "draws": 4_000}
+_KEEP = 1e-7  # grid points with less posterior weight than this share of the largest are dropped
+_BLOCK = 256
+_BINS = 1024
+
+
+@dataclass
+class RateEstimate:
+    """The calibrated sibling rate of a population of test items.
+
+    Attributes
+    ----------
+    estimate, lo, hi : float
+        Posterior median and ``level`` interval of the rate (fractions of ``n``).
+    siblings : (float, float, float)
+        The same as counts of test items: (lo, median, hi).
+    n, n_labels, n_exact : int
+        Test items, items with a same/different answer used, exact twins (known siblings).
+    level : float
+    p_same : ndarray of shape (n,)
+        Posterior mean probability that each item is a sibling (1 for exact twins; labelled items
+        given their answer).
+    curve_sd : ndarray of shape (n,)
+        Posterior standard deviation of ``P(same | score)`` at each item's score (0 for exact twins
+        and items without a score): where another answer would tell the most.
+    """
+
+    estimate: float
+    lo: float
+    hi: float
+    siblings: tuple
+    n: int
+    n_labels: int
+    n_exact: int
+    level: float
+    p_same: np.ndarray
+    curve_sd: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi, "level": self.level,
+                "siblings": list(self.siblings), "n": self.n, "n_labels": self.n_labels, "n_exact": self.n_exact,
+                "method": "monotone logistic P(same | score) with labeller error, grid posterior"}
+
+    def precision_recall(self, score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> tuple:
+        """Posterior-mean precision and recall of the items flagged at ``cutoff`` (None where undefined)."""
+        if cutoff is None:
+            return None, None
+        flagged = flagged_mask(score, exact, cutoff)
+        tp, total = float(self.p_same[flagged].sum()), float(self.p_same.sum())
+        return (tp / flagged.sum() if flagged.any() else None), (tp / total if total > 0 else None)
+
+
+def _quantile_rank(pop: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Mid-rank of each ``s`` among the sorted population scores ``pop``, as a fraction in (0, 1)."""
+    lo = np.searchsorted(pop, s, side="left")
+    hi = np.searchsorted(pop, s, side="right")
+    return (lo + hi) / (2.0 * len(pop))
+
+
+def _c_grid(m: int = 240) -> tuple:
+    """Locations of the flip in quantile units, with their prior weights: flat over [-0.02, 1.02],
+    denser towards the top where siblings sit."""
+    u = np.unique(np.concatenate([np.linspace(-0.02, 1.02, m), 1.0 - np.geomspace(2e-4, 0.25, m // 2)]))
+    w = np.gradient(u)
+    return u, w / w.sum()
+
+
+def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray, *,
+                  level: float = LEVEL, fast: bool = False) -> RateEstimate:
+    """The sibling rate of ``n`` test items from their scores and a person's answers on some of them.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+        Each test item's best deciding score against train (NaN: no neighbour, not a sibling).
+    exact : ndarray of shape (n,), bool
+        Exact twins: siblings without asking (their answers, if any, are not used).
+    labelled : ndarray of shape (m,), int
+        Items with an answer (each at most once: the latest answer of its pair).
+    same : ndarray of shape (m,), bool
+        The answers.
+    level : float
+    fast : bool
+        A coarser grid (about 10x faster): for choosing the next pair to label, not for reporting.
+
+    Returns
+    -------
+    RateEstimate
+        See the module docstring for the model.
+    """
+    grid = _FAST if fast else _FULL
+    score = np.asarray(score, np.float64)
+    exact = np.asarray(exact, bool)
+    n = len(score)
+    labelled = np.asarray(labelled, np.int64)
+    same = np.asarray(same, bool)
+    use = ~exact[labelled] & np.isfinite(score[labelled])
+    labelled, same = labelled[use], same[use].astype(np.float64)
+    free = ~exact & np.isfinite(score)
+    pop = np.sort(score[free])
+    x = np.zeros(n)
+    if len(pop):
+        x[free] = _quantile_rank(pop, score[free])
+    xl = x[labelled]
+    uc, prior_c = _c_grid(grid["c"])
+    widths = grid["w"]
+    # the answer model's other parameters: (eps, top) pairs, flat prior
+    er = np.array([(e, t) for e in grid["eps"] for t in grid["top"]])
+    prior_er = np.full(len(er), 1.0 / len(er))
+    # log-likelihood of the answers at every (c, w, (eps, rho)): shape (C, W, E)
+    # (float32 is plenty for a log-likelihood summed over a few hundred answers, and twice as fast)
+    p = _logistic((xl[None, None, :] - uc[:, None, None]) / widths[None, :, None]).astype(np.float32)  # (C, W, m)
+    ys, yd = p[:, :, same > 0], p[:, :, same == 0]
+    ll = np.empty((len(uc), len(widths), len(er)))
+    for e, (eps, top) in enumerate(er):
+        a, b = np.float32(eps), np.float32((1 - 2 * eps) * top)
+        ll[:, :, e] = np.log(np.maximum(a + b * ys, 1e-12)).sum(axis=2) + np.log(np.maximum(1 - a - b * yd, 1e-12)).sum(axis=2)
+    logpost = ll + np.log(prior_c)[:, None, None] + np.log(prior_er)[None, None, :]
+    post = np.exp(logpost - logpost.max())
+    keep = np.argwhere(post > _KEEP * post.max())
+    wts = post[keep[:, 0], keep[:, 1], keep[:, 2]]
+    if len(wts) > grid["points"]:  # the heaviest points; what is dropped weighs almost nothing
+        top = np.argsort(-wts, kind="stable")[:grid["points"]]
+        keep, wts = keep[top], wts[top]
+    wts = wts / wts.sum()
+    eps, top = er[keep[:, 2], 0], er[keep[:, 2], 1]
+    # per kept (c, w): sums of the logistic over the unlabelled items, in blocks (memory: block x bins)
+    cw, inv = np.unique(keep[:, :2], axis=0, return_inverse=True)
+    inv = inv.ravel()
+    free_idx = np.flatnonzero(free)
+    is_lab = np.zeros(n, bool)
+    is_lab[labelled] = True
+    # the unlabelled items by bins of their quantile rank (ranks are spread evenly, so a bin holds
+    # about n / _BINS items; ties share a bin): the sums over items become sums over bins
+    xf = x[free_idx]
+    n_bins = min(_BINS, max(len(free_idx), 1))
+    fbin = np.minimum((xf * n_bins).astype(np.int64), n_bins - 1)
+    cnt_u = np.bincount(fbin[~is_lab[free_idx]], minlength=n_bins).astype(np.float64)
+    cnt_all = np.bincount(fbin, minlength=n_bins).astype(np.float64)
+    centre = np.bincount(fbin, weights=xf, minlength=n_bins) / np.maximum(cnt_all, 1)
+    s1, s2 = np.empty(len(cw)), np.empty(len(cw))
+    # posterior moments of P(same | s) = top * sigma per bin: weights per (c, w)
+    a1 = np.bincount(inv, weights=wts * top, minlength=len(cw))
+    a2 = np.bincount(inv, weights=wts * top ** 2, minlength=len(cw))
+    m1, m2 = np.zeros(n_bins), np.zeros(n_bins)
+    for start in range(0, len(cw), _BLOCK):
+        sl = slice(start, start + _BLOCK)
+        pb = _logistic((centre[None, :] - uc[cw[sl, 0], None]) / widths[cw[sl, 1], None])
+        s1[sl], s2[sl] = pb @ cnt_u, (pb * pb) @ cnt_u
+        m1 += a1[sl] @ pb
+        m2 += a2[sl] @ (pb * pb)
+    # the unlabelled items' expected count and Poisson-binomial variance at each kept point
+    mu_u = top * s1[inv]
+    var_u = mu_u - top ** 2 * s2[inv]
+    # the labelled items: the probability each is a sibling given its answer
+    pl = top[:, None] * _logistic((x[labelled][None, :] - uc[cw[inv, 0], None]) / widths[cw[inv, 1], None])
+    e_ = eps[:, None]
+    a = np.where(same[None, :] > 0, (1 - e_) * pl, e_ * pl)
+    b = np.where(same[None, :] > 0, e_ * (1 - pl), (1 - e_) * (1 - pl))
+    ql = a / np.maximum(a + b, 1e-300)
+    n_exact = int(exact.sum())
+    mu = n_exact + mu_u + ql.sum(axis=1)
+    var = np.maximum(var_u, 0.0) + (ql * (1 - ql)).sum(axis=1)
+    lo_c, mid_c, hi_c = _mixture_quantiles(mu, np.sqrt(var), wts, [(1 - level) / 2, 0.5, (1 + level) / 2], n, grid["draws"])
+    # per item: posterior mean of P(sibling) and sd of the curve at its score
+    p_same = exact.astype(np.float64)
+    p_same[free_idx] = m1[fbin]
+    p_same[labelled] = wts @ ql
+    curve_sd = np.zeros(n)
+    curve_sd[free_idx] = np.sqrt(np.maximum(m2 - m1 ** 2, 0.0))[fbin]
+    frac = (lambda v: v / n) if n else (lambda v: 0.0)
+    return RateEstimate(estimate=frac(mid_c), lo=frac(lo_c), hi=frac(hi_c), siblings=(lo_c, mid_c, hi_c), n=n,
+                        n_labels=int(len(labelled)), n_exact=n_exact, level=level, p_same=p_same, curve_sd=curve_sd)
+
+
+def _mixture_quantiles(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, probs, n: int, draws: int) -> list:
+    """Quantiles of the count of siblings, a posterior mixture of normals: by a seeded Monte Carlo
+    draw of ``draws`` values, clipped to [0, n]."""
+    rng = np.random.default_rng(0)
+    k = rng.choice(len(w), size=draws, p=w)
+    t = np.clip(rng.normal(mu[k], sd[k]), 0.0, float(n))
+    return [float(v) for v in np.quantile(t, probs)]
+
+
+def _logistic(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
