@@ -3,7 +3,7 @@ labelling pages): scores with the digits that tell them apart from 1 and from ea
 percentages with the digits a small rate needs.
 
 ``score(0.9999) -> "0.9999"``, ``score(0.99996) -> "0.99996"`` (never "1" or "1.0000" for a score
-below 1); ``scores([0.99991, 0.99996, 1.0]) -> ["0.99991", "0.99996", "1.0000"]``;
+below 1); ``scores([0.99991, 0.99996, 1.0]) -> ["0.99991", "0.99996", "1.00000"]``;
 ``pct(0.0073) -> "0.73 %"``, ``pct(0.264) -> "26.4 %"``.
 """
 from __future__ import annotations

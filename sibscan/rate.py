@@ -415,7 +415,8 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     n_exact = int(exact.sum())
     mu = n_exact + mu_u + ql.sum(axis=1)
     var = np.maximum(var_u, 0.0) + (ql * (1 - ql)).sum(axis=1)
-    lo_c, mid_c, hi_c = _mixture_quantiles(mu, np.sqrt(var), wts, [(1 - level) / 2, 0.5, (1 + level) / 2], n, grid["draws"])
+    lo_c, mid_c, hi_c = _mixture_quantiles(mu, np.sqrt(var), wts, [(1 - level) / 2, 0.5, (1 + level) / 2], n_exact, n,
+                                           grid["draws"])
     # per item: posterior mean of P(sibling) and sd of the curve at its score
     p_same = exact.astype(np.float64)
     p_same[free_idx] = m1[fbin]
@@ -427,12 +428,12 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
                         n_labels=int(len(labelled)), n_exact=n_exact, level=level, p_same=p_same, curve_sd=curve_sd)
 
 
-def _mixture_quantiles(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, probs, n: int, draws: int) -> list:
+def _mixture_quantiles(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, probs, known: int, n: int, draws: int) -> list:
     """Quantiles of the count of siblings, a posterior mixture of normals: by a seeded Monte Carlo
-    draw of ``draws`` values, clipped to [0, n]."""
+    draw of ``draws`` values, clipped to [known, n] (``known`` exact twins are siblings for certain)."""
     rng = np.random.default_rng(0)
     k = rng.choice(len(w), size=draws, p=w)
-    t = np.clip(rng.normal(mu[k], sd[k]), 0.0, float(n))
+    t = np.clip(rng.normal(mu[k], sd[k]), float(known), float(n))
     return [float(v) for v in np.quantile(t, probs)]
 
 
