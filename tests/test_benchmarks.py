@@ -366,3 +366,16 @@ def test_install_size_counts_each_file_once_by_the_distribution_that_installed_i
     assert sizes["torchvision"] == 20 + 5 + records["torchvision-0.28.0"]
     assert sizes["other"] == 30 + 5 + records["numpy-2.3.0"] + 8
     assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total")
+
+
+def test_calibration_coverage_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.calibration_coverage as bench
+
+    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
+    summary = bench.main(["--quick", "--name", "calibration_coverage_quick_test"])
+    saved = json.loads((tmp_path / "calibration_coverage_quick_test.json").read_text())
+    assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["runs"]) == 6
+    for r in saved["runs"]:  # the point estimate sits inside its interval, for the new estimator at 60 and 100
+        for key in ("new_60", "new_100"):
+            assert r[key]["lo"] <= r[key]["mid"] <= r[key]["hi"] and r[key]["covered"] == (r[key]["lo"] <= r["true"] <= r[key]["hi"])
+    assert 0 <= summary["coverage_min_60"] <= 1 and summary["mean_width_60"] > 0
