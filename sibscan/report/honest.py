@@ -61,6 +61,10 @@ def sibling_rate_record(report: dict) -> dict:
     """The test→train sibling rate of a scan report, as the honest-reporting table shows it."""
     anyr = report["sibling_rate"]["test_to_train"]["any"]
     cut = report["cutoff"]
+    head = report.get("headline") or {}
+    if head.get("state") == "calibrated":  # the report's headline estimate: one value in every table
+        return {"kind": f"calibrated with {head['n_labels']} hand labels", "count": None, "n": head["n"],
+                "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
     if cut.get("value") is None:
         kind = "exact twins only; no cutoff for near siblings"
     else:
@@ -73,7 +77,8 @@ def sibling_cell(sib: Optional[dict]) -> str:
     """The sibling-rate cell: the rate with its interval and what it counts, or "not assessed"."""
     if not sib or sib.get("rate") is None:
         return "not assessed"
-    text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
+    text = f"{pct(sib['rate'])} ({sib['kind']})" if sib.get("count") is None else \
+        f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
     if sib.get("interval"):
         lo, hi = sib["interval"]
         text += f", 95 % CI {pct(lo)}–{pct(hi)}"
