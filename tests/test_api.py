@@ -65,9 +65,11 @@ def test_a_dataframe_gives_the_pairs_of_the_same_csv_and_the_scan_contract(table
     assert sorted(f["test_id"] for f in flagged) == [str(i) for i in range(7)] and all(f["exact"] for f in flagged[:4])
     assert [f["score"] for f in flagged[4:]] == sorted([f["score"] for f in flagged[4:]], reverse=True)
     assert rep["sibling_rate"]["test_to_train"]["any"]["count"] == 7 == int(df["sibling"].sum())
-    assert mem.rate == {"state": "uncalibrated", "estimate": 7 / 12, "lo": rep["sibling_rate"]["test_to_train"]["any"]["ci"][0],
-                        "hi": rep["sibling_rate"]["test_to_train"]["any"]["ci"][1], "level": 0.95, "n_labels": 0,
-                        "cutoff": 0.99, "definition": None}
+    # a hand-given cutoff, no hand labels: the share flagged, and no interval it cannot back
+    assert {k: mem.rate[k] for k in ("state", "estimate", "lo", "hi", "level", "n_labels", "cutoff", "definition")} == {
+        "state": "baseline_only", "estimate": 7 / 12, "lo": None, "hi": None, "level": 0.95, "n_labels": 0,
+        "cutoff": 0.99, "definition": None}
+    assert mem.rate == rep["headline"]
     written = mem.write_reports()
     on_disk = json.loads(written["json"].read_text())
     assert on_disk["flagged"] == rep["flagged"] and written["csv"].read_text().count("\n") == 8

@@ -34,7 +34,7 @@ def test_scan_in_a_notebook_cell_and_its_report_plots(tmp_path):
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             # a notebook output cell: the fragment inside someone else's page
             page.set_content(f"<html><body><div class='output_area'>{cell}</div></body></html>")
-            assert "of test items have a training sibling at cutoff 0.95" in page.locator(".sibscan-headline").inner_text()
+            assert "flagged at similarity ≥ 0.9500" in page.locator(".sibscan-headline").inner_text()
             thumbs = page.locator(".sibscan-gallery img.thumb")
             assert thumbs.count() >= 8  # both sides of the closest pairs
             widths = thumbs.evaluate_all("els => els.map(e => e.naturalWidth)")
