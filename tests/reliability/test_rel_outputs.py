@@ -60,3 +60,21 @@ def test_outputs_honour_the_umask(tables):
     assert len(files) > 10
     modes = {p.relative_to(out).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in files}
     assert set(modes.values()) == {0o664}, modes  # not the 0o600 of a temporary file
+
+
+def test_user_written_notes_are_escaped_in_markdown_and_html(labelled_scan):
+    """The definition of 'same' and a note naming identities are shared by report.md and report.html
+    (markdown.notes): each renderer escapes them its own way."""
+    import json
+
+    from sibscan.report.html import render_html
+    from sibscan.report.markdown import render_markdown
+
+    assert cli("report", labelled_scan).exit_code == 0
+    report = json.loads((labelled_scan / "report.json").read_text())
+    report["headline"].update(definition="the same row | <img src=x onerror=alert(1)>", note="made for encoder `a|b`")
+    md = render_markdown(report)
+    assert "<img" not in md and "'Same' means: the same row \\| &lt;img src=x onerror=alert(1)&gt;." in md
+    assert "Note: made for encoder \\`a\\|b\\`." in md
+    page = render_html(report)
+    assert "<img src=x" not in page and "the same row | &lt;img src=x onerror=alert(1)&gt;" in page
