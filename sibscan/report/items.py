@@ -14,31 +14,19 @@ import numpy as np
 
 from ..items import Items
 from ..kernels.rowhash import fingerprint_membership
+from ..rate import best_scores, flagged_mask
 from ..stats import finite_or_none
 
-__all__ = ["COLUMNS", "ItemTable", "best_per_query", "flagged_csv", "item_table", "near_mask", "scan_items", "test_to_train"]
+__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "near_mask", "scan_items", "test_to_train"]
 
 #: the columns of the per-item table, in order (docs/report-schema.md, ``flagged``)
 COLUMNS = ("test_id", "train_id", "similarity", "score", "exact", "sibling", "label_conflict", "verified",
            "test_index", "train_index", "test_label", "train_label", "detail", "why")
 
 
-def best_per_query(nb, query_split: str, neighbour_split: str, n: int):
-    """Best deciding score per query (NaN where none) and the top-1 rows; plus whether the direction exists."""
-    top = nb.top1(query_split, neighbour_split)
-    # float32 like the score column: a cutoff of 0.95 then matches a stored 0.95 (NEP 50 keeps the
-    # comparison in float32)
-    score = np.full(n, np.nan, np.float32)
-    score[top["query_index"]] = top["score"]
-    exact = np.zeros(n, bool)
-    sub = nb.select(nb.mask(query_split, neighbour_split) & nb["exact"].astype(bool))
-    exact[sub["query_index"]] = True
-    return score, exact, top, bool(nb.mask(query_split, neighbour_split).any())
-
-
 def test_to_train(nb, fp_test: Optional[np.ndarray], fp_train: Optional[np.ndarray], n_test: int):
     """``(score, exact, top)`` of each test item against train: exact from the table or the fingerprints."""
-    score, exact, top, _ = best_per_query(nb, "test", "train", n_test)
+    score, exact, top, _ = best_scores(nb, "test", "train", n_test)
     if fp_train is not None and fp_test is not None:
         exact |= fingerprint_membership(fp_test, fp_train)
     return score, exact, top
@@ -48,7 +36,7 @@ def near_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> 
     """Near siblings: not exact, best score at or above the cutoff (none without a cutoff)."""
     if cutoff is None:
         return np.zeros(len(score), bool)
-    return (np.nan_to_num(score, nan=-np.inf) >= cutoff) & ~exact
+    return flagged_mask(score, exact, cutoff) & ~np.asarray(exact, bool)
 
 
 @dataclass
