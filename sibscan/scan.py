@@ -81,14 +81,8 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
     clock = _clock(timings)
     _refuse_foreign(sd)
-    inputs = sd.path / _INPUTS  # images held in memory are written here (by content hash) before they are read
     with clock("load"):
-        index = TrainIndex.open(cfg.load.index) if cfg.load.index is not None else None
-        if index is not None:
-            index.check_encoder(cfg.encoding.encoder)
-        splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs),
-                  "test": load_split(cfg.load, "test", image_dir=inputs)}
-        check_pair(splits["train"], splits["test"])
+        index, splits = _load_splits(cfg, sd.path / _INPUTS)
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
     encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
@@ -141,6 +135,18 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
         for s, items in splits.items()}).to_dict()
     sd.write_manifest(manifest)
     return ScanResult(path=sd.path, manifest=manifest, summary=summary)
+
+
+def _load_splits(cfg: ScanConfig, inputs: Path) -> Tuple[Optional[TrainIndex], Dict[str, Items]]:
+    """The train index (when the scan uses one) and both splits, checked as a pair; images held in
+    memory are written to ``inputs`` (by content hash) before they are read."""
+    index = TrainIndex.open(cfg.load.index) if cfg.load.index is not None else None
+    if index is not None:
+        index.check_encoder(cfg.encoding.encoder)
+    splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs),
+              "test": load_split(cfg.load, "test", image_dir=inputs)}
+    check_pair(splits["train"], splits["test"])
+    return index, splits
 
 
 def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
