@@ -106,6 +106,20 @@ def test_config_preset_and_flags_override(planted_tables):
     assert summary["n_test"] == 40
 
 
+def test_config_file_values_stand_where_no_flag_is_given(planted_tables, tmp_path):
+    """A flag left at its default (shown in --help) reaches the scan as 'not given', so the config
+    file's value stands; a flag given on the command line wins over the file."""
+    d = planted_tables
+    cfg = tmp_path / "mine.toml"
+    cfg.write_text('[scan]\nencoder = "raw"\nk = 7\nverify = false\n')
+    _scan(["--config", str(cfg), "--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--out", str(d / "a")])
+    params = ScanDir(d / "a").manifest()["parameters"]
+    assert params["k"] == 7 and params["encoder"] == "raw"
+    _scan(["--config", str(cfg), "--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--out", str(d / "b"),
+           "--k", "3"])
+    assert ScanDir(d / "b").manifest()["parameters"]["k"] == 3
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

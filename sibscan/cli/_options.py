@@ -13,9 +13,14 @@ import inspect
 import typing
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-import click
 import typer
-from click.core import ParameterSource
+
+try:  # newer Typer runs on its own copy of click, whose context click itself cannot see: ask that copy
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+except ImportError:  # an older Typer runs on click itself
+    from click import get_current_context
+    from click.core import ParameterSource
 
 __all__ = ["with_options"]
 
@@ -55,7 +60,7 @@ def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, excl
 
 def _given(name: str, value: Any) -> Any:
     """``value`` when the user gave the flag, None when it is the default (so a config file below wins)."""
-    ctx = click.get_current_context(silent=True)
+    ctx = get_current_context(silent=True)
     if ctx is None:
         return value
     source = ctx.get_parameter_source(name)
