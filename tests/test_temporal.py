@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.neighbors import KNeighborsClassifier
+pytest.importorskip("sklearn", reason="scikit-learn is not installed (it is in the dev extra)")
+
+from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
+from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
