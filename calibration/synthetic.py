@@ -7,6 +7,7 @@ matches), the rest are unrelated.  :func:`oracle` answers like a careful person 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict
@@ -16,7 +17,7 @@ import numpy as np
 from sibscan.items import Items
 from sibscan.scandir import Neighbours, ScanDir
 
-__all__ = ["PlantedScan", "planted_scan", "oracle_labels"]
+__all__ = ["PlantedScan", "planted_scan", "oracle_labels", "write_oracle_labels"]
 
 _WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
           "romeo sierra tango uniform victor whiskey xray yankee zulu").split()
@@ -132,3 +133,17 @@ def planted_scan(path: str | Path, *, n_train: int = 400, n_test: int = 200, rat
 def oracle_labels(planted: PlantedScan, pairs: list) -> list:
     """The true label of each ``(query_id, neighbour_id)`` pair: same only for a planted sibling's source."""
     return ["same" if planted.sibling_of.get(q) == t else "different" for q, t in pairs]
+
+
+def write_oracle_labels(planted: PlantedScan, draw_file: Path, out: Path, **override) -> Path:
+    """Label every pair of a recorded draw (``draw.json``) as the truth says, in the labels.jsonl
+    form, at ``out``; ``override`` replaces fields of every record (to test refusals)."""
+    draw = json.loads(Path(draw_file).read_text())
+    pairs = [(p["query_id"], p["neighbour_id"]) for p in draw["pairs"]]
+    with open(out, "w") as fh:
+        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs)):
+            rec = {"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
+                   "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t, "label": lab}
+            rec.update(override)
+            fh.write(json.dumps(rec) + "\n")
+    return Path(out)

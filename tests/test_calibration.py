@@ -16,7 +16,7 @@ from sibscan.calibration import (
 )
 from sibscan.calibration import record as record_mod
 from sibscan.calibration.sampling import allocate
-from sibscan.calibration.synthetic import oracle_labels, planted_scan
+from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
 from sibscan.cli import app
 from sibscan.errors import CompatibilityError, InputError, SibscanError
 
@@ -25,16 +25,7 @@ ENC = "planted-encoder/v1"
 
 def _oracle_file(tmp_path: Path, planted, cal_dir: Path, name: str = "oracle.jsonl", **override) -> Path:
     """Label every pair of the recorded draw as the truth says, in the labels.jsonl form."""
-    draw = json.loads((cal_dir / "draw.json").read_text())
-    pairs = [(p["query_id"], p["neighbour_id"]) for p in draw["pairs"]]
-    out = tmp_path / name
-    with open(out, "w") as fh:
-        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs)):
-            rec = {"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
-                   "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t, "label": lab}
-            rec.update(override)
-            fh.write(json.dumps(rec) + "\n")
-    return out
+    return write_oracle_labels(planted, cal_dir / "draw.json", tmp_path / name, **override)
 
 
 @pytest.fixture(scope="module")

@@ -13,22 +13,13 @@ from typer.testing import CliRunner
 
 from sibscan import fmt
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import oracle_labels, planted_scan
+from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
 from sibscan.cli import app
 from sibscan.rate import estimate_rate, narrow_enough
 
 
 def _oracle(tmp_path: Path, planted, draw_file: Path, name: str = "oracle.jsonl", **override) -> Path:
-    draw = json.loads(draw_file.read_text())
-    pairs = [(p["query_id"], p["neighbour_id"]) for p in draw["pairs"]]
-    out = tmp_path / name
-    with open(out, "w") as fh:
-        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs)):
-            rec = {"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
-                   "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t, "label": lab}
-            rec.update(override)
-            fh.write(json.dumps(rec) + "\n")
-    return out
+    return write_oracle_labels(planted, draw_file, tmp_path / name, **override)
 
 
 # --- how numbers are printed ----------------------------------------------------------------------
