@@ -13,9 +13,11 @@ from sibscan.contamination import ContaminationConfig, audit, build_index, contr
 from sibscan.contamination.combine import OperatingPoint, auc, combine_z, robust_z, weight_by_auc
 from sibscan.contamination.examples import load_examples
 from sibscan.contamination.overlap import overlap_with_sources
-from sibscan.errors import InputError, SibscanError
+from sibscan.contamination.index import NgramIndex
+from sibscan.errors import CompatibilityError, InputError, SibscanError
+from sibscan.kernels.hashbuckets import bucket_lookup, bucket_pack, bucket_span, bucket_unpack
 from sibscan.kernels.ngramhash import (batch_word_ids, longest_chained_run, longest_hit_run, ngram_hashes,
-                                      ngram_position_tags, sorted_member)
+                                      ngram_position_tags, sorted_lookup, sorted_member)
 from sibscan.kernels.textalign import tokenize
 
 WORDS = [f"w{i}" for i in range(2000)]
@@ -77,8 +79,12 @@ def test_index_matches_brute_force_set(tmp_path):
     assert len(idx.manifest["shards"]) > 3  # several shards: the range partition is exercised
     brute = {g for t in corpus for g in brute_ngrams(t, 5)}
     assert idx.n_stored == len(brute)  # distinct n-grams, each stored once across shards
-    payload = sum(np.load(idx.path / s[k], mmap_mode="r").nbytes for s in idx.manifest["shards"] for k in ("file", "tags"))
-    assert payload == 10 * idx.n_stored  # an 8-byte hash and a 2-byte tag; npy headers and the manifest besides
+    shards = idx.manifest["shards"]
+    assert idx.manifest["format"] == "sibscan-ngram-index-v3"
+    assert sum(np.load(idx.path / s["file"], mmap_mode="r").nbytes for s in shards) == 8 * idx.n_stored  # 48+16 bits
+    # the bucket counts of the top 16 hash bits: 2**16 in all, one more per range boundary inside a bucket
+    counts = [np.load(idx.path / s["buckets"]) for s in shards]
+    assert sum(len(c) for c in counts) <= 2**16 + len(shards) - 1 and all(c.dtype == np.uint8 for c in counts)
     queries = docs(rng, 10, 30) + [corpus[7][:200]]
     res = overlap_with_sources(queries, {"c": idx})
     for text, r in zip(queries, res):
@@ -129,6 +135,83 @@ def test_index_reused_when_corpus_unchanged_and_rebuilt_when_changed(tmp_path):
     assert build_index(folder, tmp_path / "idx", n=3, progress=False).n_stored == first.n_stored + 2
     with pytest.raises(SibscanError, match="built as"):
         build_index(folder, tmp_path / "idx", n=4, progress=False)
+
+
+def test_bucketed_lookup_matches_sorted_lookup():
+    rng = np.random.default_rng(5)
+    top = 1 << 64
+    for lo, hi in [(0, top), (top // 3, 2 * top // 3), (2 * top // 3, top), (5 << 48, (5 << 48) + 1000)]:
+        span = hi - lo
+        h = np.unique(np.array([lo + int(x) * span // 2**62 for x in rng.integers(0, 2**62, 3000)]
+                               + [lo, hi - 1, lo + (1 << 48) - 1, lo + (1 << 48)], dtype=object)
+                      .astype(np.uint64))
+        h = h[(h >= np.uint64(lo)) & (h <= np.uint64(hi - 1))]
+        tags = rng.integers(0, 2**16, len(h)).astype(np.uint16)
+        first, n_buckets = bucket_span(lo, hi)
+        counts, packed = bucket_pack(h, tags, first, n_buckets)
+        assert packed.dtype == np.uint64 and len(packed) == len(h) and int(counts.sum()) == len(h)
+        back = bucket_unpack(counts, packed, first)
+        assert np.array_equal(back[0], h) and np.array_equal(back[1], tags)
+        queries = np.concatenate([h, h + np.uint64(1), h - np.uint64(1), rng.integers(0, 2**63, 2000).astype(np.uint64) * 2,
+                                  np.array([0, 2**64 - 1], np.uint64)])
+        got, want = bucket_lookup(counts, packed, first, queries), sorted_lookup(h, tags, queries)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert got[0][:len(h)].all()
+    # a bucket holding more than 255 entries widens the counts' dtype, and the lookup still matches
+    h = np.arange(7 << 48, (7 << 48) + 3000, dtype=np.uint64)
+    counts, packed = bucket_pack(h, np.zeros(3000, np.uint16), 0, 2**16)
+    assert counts.dtype == np.uint16 and bucket_lookup(counts, packed, 0, h)[0].all()
+    assert bucket_lookup(np.zeros(3, np.uint8), np.empty(0, np.uint64), 0, h)[0].sum() == 0
+
+
+def test_flat_v2_index_still_read_with_identical_results(tmp_path):
+    rng = np.random.default_rng(6)
+    corpus = docs(rng, 80, 60)
+    new = build_index(corpus, tmp_path / "v3", n=5, shard_size=700, progress=False)
+    old = build_index(corpus, tmp_path / "v2", n=5, shard_size=700, progress=False, layout="flat")
+    assert (new.manifest["format"], old.manifest["format"]) == ("sibscan-ngram-index-v3", "sibscan-ngram-index-v2")
+    assert new.manifest["shards"][0].keys() != old.manifest["shards"][0].keys() and len(new.manifest["shards"]) > 2
+    for s_new, s_old in zip(new.manifest["shards"], old.manifest["shards"]):
+        a, b = new.layout.read(new.path, s_new), old.layout.read(old.path, s_old)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    # payload: 8 bytes per n-gram plus one byte per bucket count (a fixed 2**16 + boundaries per index:
+    # smaller than flat's 2 extra bytes per n-gram from 2**15 n-grams up, so not for this tiny corpus)
+    def payload(ix):
+        return sum(np.load(ix.path / f, mmap_mode="r").nbytes for s in ix.manifest["shards"] for f in ix.layout.files(s))
+    n_counts = sum(len(np.load(new.path / s["buckets"])) for s in new.manifest["shards"])
+    assert payload(new) == 8 * new.n_stored + n_counts and payload(old) == 10 * old.n_stored
+    assert n_counts <= 2**16 + len(new.manifest["shards"]) - 1
+    queries = docs(rng, 10, 30) + [corpus[3][:300], " ".join(corpus[5].split()[10:50])]
+    r_new, r_old = overlap_with_sources(queries, {"c": new}), overlap_with_sources(queries, {"c": old})
+    assert [x.per_source for x in r_new] == [x.per_source for x in r_old]
+    assert r_new[-1].per_source["c"].longest_match_tokens == 40
+    # the index cache: the same corpus in the old format is rebuilt in the new one
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "a.txt").write_text(corpus[0])
+    build_index(folder, tmp_path / "cache", n=5, progress=False, layout="flat")
+    assert build_index(folder, tmp_path / "cache", n=5, progress=False).manifest["format"] == "sibscan-ngram-index-v3"
+    with pytest.raises(SibscanError, match="unknown index layout 'dense'; available: bucketed, flat"):
+        build_index(folder, tmp_path / "x", n=5, progress=False, layout="dense")
+
+
+def test_unreadable_index_format_refused_in_one_line(tmp_path):
+    idx = build_index(docs(np.random.default_rng(7), 5, 20), tmp_path / "idx", n=3, progress=False)
+    mf = idx.path / "manifest.json"
+    mf.write_text(mf.read_text().replace("sibscan-ngram-index-v3", "sibscan-ngram-index-v1"))
+    with pytest.raises(CompatibilityError) as err:
+        NgramIndex(idx.path)
+    assert "\n" not in str(err.value) and "'sibscan-ngram-index-v1' is not readable" in str(err.value)
+    assert "rebuild it" in str(err.value)
+    result = CliRunner().invoke(app, ["contamination", "--examples", str(_examples_file(tmp_path)),
+                                      "--corpus", str(idx.path)])
+    assert result.exit_code == 1 and "rebuild it" in result.output and "Traceback" not in result.output
+
+
+def _examples_file(tmp_path):
+    f = tmp_path / "ex.jsonl"
+    f.write_text(json.dumps({"id": "a", "text": "w1 w2 w3 w4 w5 w6"}) + "\n")
+    return f
 
 
 def test_provenance_per_source_and_unscorable_listed():

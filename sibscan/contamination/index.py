@@ -1,11 +1,12 @@
 """An on-disk index of a corpus's word n-grams: 64-bit hashes only, in sorted, range-partitioned
 shards, built by streaming the corpus a batch of documents at a time.
 
-Layout of an index folder::
+Layout of an index folder (format v3; :mod:`.shardlayout` also reads format v2)::
 
-    manifest.json        n, tokeniser, hash, counts, the shards' hash ranges, skipped documents
-    shard-00000.npy      sorted distinct uint64 hashes in [lo_0, hi_0)
-    shard-00000.tag.npy  uint16 position tag of each hash's first occurrence
+    manifest.json        n, tokeniser, hash, layout, counts, the shards' hash ranges, skipped documents
+    shard-00000.npy      uint64 per distinct hash in [lo_0, hi_0), sorted: its low 48 bits and its
+                         16-bit position tag (the first occurrence's), ``low48 << 16 | tag``
+    shard-00000.bkt.npy  how many hashes have each value of the top 16 bits in [lo_0, hi_0)
     shard-00001.npy      ...
 
 Build (two phases, each a list of independent tasks, run here or as Ray tasks with identical
@@ -26,9 +27,11 @@ are consecutive n-grams of one document, and a reported longest run is a passage
 (never a chain of matches from different documents, except with probability ``2**-16`` per join).
 
 Memory is bounded by the shard size, not the corpus: a map task holds one batch, a reduce task
-one range (read from memory-mapped runs), a query one shard at a time.  The stored index is 10
-bytes per distinct n-gram (8 hash + 2 tag) plus a JSON manifest.  ``manifest.json`` is written last, atomically:
-a folder without it is an unfinished build.
+one range (read from memory-mapped runs), a query one shard at a time.  The stored index is 8
+bytes per distinct n-gram (48 hash bits + 16 tag bits; the top 16 hash bits are implied by the
+bucket counts) plus the bucket counts (2**16 in all, 1 byte each while no bucket holds more than
+255 n-grams) and a JSON manifest; the flat format v2 took 10 bytes (8 hash + 2 tag).
+``manifest.json`` is written last, atomically: a folder without it is an unfinished build.
 """
 from __future__ import annotations
 
@@ -44,16 +47,15 @@ import numpy as np
 
 from ..atomic import save_npy, write_json
 from ..errors import CompatibilityError, InputError, SibscanError
-from ..kernels.ngramhash import sorted_lookup
 from .corpus import CorpusLike, CorpusReader
 from .progress import Progress
+from .shardlayout import DEFAULT_LAYOUT, layout_for_format, layout_named
 from .tasks import hash_batch, merge_range, range_bounds, tag_path
 
 __all__ = ["CHARS_PER_NGRAM", "DEFAULT_N", "DEFAULT_SHARD_SIZE", "NgramIndex", "build_index", "index_identity"]
 
 log = logging.getLogger("sibscan.contamination")
 
-FORMAT = "sibscan-ngram-index-v2"  # v2: a position tag per n-gram
 DEFAULT_N = 13
 DEFAULT_SHARD_SIZE = 1 << 22  # 4,194,304 n-grams: a 32 MiB shard
 CHARS_PER_NGRAM = 6  # batch size estimate: English averages ~6 characters per word with its space
@@ -104,8 +106,7 @@ class NgramIndex:
             raise InputError("not a finished n-gram index (no manifest.json); build it with "
                              "sibscan contamination --index DIR or build_index()", path=self.path)
         self.manifest = json.loads(mf.read_text())
-        if self.manifest.get("format") != FORMAT:
-            raise CompatibilityError(f"{self.path}: index format {self.manifest.get('format')!r}, expected {FORMAT!r}; rebuild it")
+        self.layout = layout_for_format(self.manifest.get("format"), self.path)
         self.n = int(self.manifest["n"])
         self.identity = self.manifest["identity"]
         self._lo = np.array([int(s["lo"]) for s in self.manifest["shards"]], dtype=np.uint64)
@@ -120,8 +121,8 @@ class NgramIndex:
         return int(self.manifest["n_stored"])
 
     def stored_bytes(self) -> int:
-        """Bytes on disk: shard files (hashes and tags) and manifest."""
-        files = [self.path / f for s in self.manifest["shards"] for f in (s["file"], s["tags"])]
+        """Bytes on disk: shard files (hashes, tags, bucket counts) and manifest."""
+        files = [self.path / f for s in self.manifest["shards"] for f in self.layout.files(s)]
         files.append(self.path / "manifest.json")
         return sum(f.stat().st_size for f in files)
 
@@ -162,14 +163,11 @@ class NgramIndex:
             sel = order[bounds[j]:bounds[j + 1]]
             if not len(sel) or not shard["count"]:
                 continue
-            table = np.load(self.path / shard["file"], mmap_mode="r")
-            stored = np.load(self.path / shard["tags"], mmap_mode="r")
-            out[sel], tags[sel] = sorted_lookup(table, stored, hashes[sel])
-            del table, stored
+            out[sel], tags[sel] = self.layout.lookup(self.path, shard, hashes[sel])
         return out, tags
 
 
-def _open_existing(path: Path, identity: str, fingerprint: Optional[str]) -> Optional[NgramIndex]:
+def _open_existing(path: Path, identity: str, fingerprint: Optional[str], fmt: str) -> Optional[NgramIndex]:
     if not (path / "manifest.json").is_file():
         return None
     idx = NgramIndex(path)
@@ -177,13 +175,16 @@ def _open_existing(path: Path, identity: str, fingerprint: Optional[str]) -> Opt
         raise CompatibilityError(f"{path} holds an index built as {idx.identity}, not {identity}; "
                                  "use another --index folder or delete this one")
     if fingerprint is not None and idx.manifest.get("corpus_fingerprint") == fingerprint:
-        return idx
+        if idx.manifest["format"] == fmt:
+            return idx
+        log.info("%s holds the same corpus in format %s; rebuilding it as %s", path, idx.manifest["format"], fmt)
     return None
 
 
 def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int = DEFAULT_SHARD_SIZE,
                 text_field: str = "text", engine: str = "local", ray_address: Optional[str] = None,
-                num_cpus: Optional[int] = None, progress: bool = True, rebuild: bool = False) -> NgramIndex:
+                num_cpus: Optional[int] = None, progress: bool = True, rebuild: bool = False,
+                layout: str = DEFAULT_LAYOUT) -> NgramIndex:
     """Build (or reuse) the n-gram index of a corpus.
 
     Parameters
@@ -196,7 +197,7 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     n : int
         Words per n-gram (13 by default, as GPT-3's contamination study).
     shard_size : int
-        N-grams per batch and per shard: the unit of memory (10 bytes each in a shard, a few
+        N-grams per batch and per shard: the unit of memory (8 bytes each in a shard, a few
         times that while a batch is hashed).
     text_field : str
         JSONL / Parquet field holding the text.
@@ -207,6 +208,10 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     progress : bool
     rebuild : bool
         Rebuild even when a matching finished index exists.
+    layout : {"bucketed", "flat"}
+        How shards are stored (:mod:`.shardlayout`): ``"bucketed"`` (format v3, 8 bytes per
+        n-gram plus the bucket counts) or ``"flat"`` (format v2, 10 bytes; kept to compare).
+        Lookups give identical results.
 
     Returns
     -------
@@ -219,18 +224,19 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     if engine not in ("local", "ray"):
         raise SibscanError(f"unknown engine {engine!r}; available: local, ray")
     n, shard_size = int(n), int(shard_size)
+    shard_layout = layout_named(layout)
     path = Path(path)
     reader = CorpusReader(corpus, text_field=text_field)
     identity = index_identity(n)
     fingerprint = reader.fingerprint()
     if not rebuild:
-        found = _open_existing(path, identity, fingerprint)
+        found = _open_existing(path, identity, fingerprint, shard_layout.format)
         if found is not None:
             log.info("reusing the finished index at %s", path)
             return found
     if (path / "manifest.json").exists():
         (path / "manifest.json").unlink()  # an index being rebuilt is unfinished until the end
-    for old in path.glob("shard-*.npy"):  # hashes and tags
+    for old in path.glob("shard-*.npy"):  # hashes, tags, bucket counts
         old.unlink()
     runs_dir = path / "runs"
     shutil.rmtree(runs_dir, ignore_errors=True)
@@ -247,11 +253,12 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     t_map = time.perf_counter() - t0
     n_parts = max(1, -(-stats.run_entries // shard_size))
     edges = range_bounds(n_parts)
-    shards = _reduce(tasks, stats.runs, edges, path, progress)
+    shards = _reduce(tasks, stats.runs, edges, path, shard_layout, progress)
     shutil.rmtree(runs_dir, ignore_errors=True)
     seconds = time.perf_counter() - t0
     manifest = {
-        "format": FORMAT,
+        "format": shard_layout.format,
+        "layout": shard_layout.name,
         "identity": identity,
         "n": n,
         "tokeniser": TOKENISER,
@@ -306,15 +313,11 @@ def _map(tasks, batches, n: int, runs_dir: Path, progress: bool) -> _BuildStats:
     return stats
 
 
-def _reduce(tasks, run_paths: List[str], edges, path: Path, progress: bool) -> List[dict]:
+def _reduce(tasks, run_paths: List[str], edges, path: Path, shard_layout, progress: bool) -> List[dict]:
     ranges = [(int(edges[j]), int(edges[j + 1])) for j in range(len(edges) - 1)]
     shards: Dict[int, dict] = {}
     with Progress("index: shards merged", total=len(ranges), enabled=progress, unit="shards") as bar:
         for j, (table, tags) in tasks.reduce_ranges(run_paths, ranges):
-            name = f"shard-{j:05d}.npy"
-            save_npy(path / name, table)
-            save_npy(path / tag_path(name), tags)
-            shards[j] = {"file": name, "tags": tag_path(name), "lo": str(ranges[j][0]), "hi": str(ranges[j][1]),
-                         "count": int(len(table))}
+            shards[j] = shard_layout.write(path, j, ranges[j][0], ranges[j][1], table, tags)
             bar.update()
     return [shards[j] for j in sorted(shards)]
