@@ -4,7 +4,9 @@ Parts (``--parts``, all by default):
 
 * ``index`` -> ``results/contamination_index.json``: index build rate (n-grams/s), bytes per stored
   n-gram against a Python set of the same hashes (measured with tracemalloc in the same run),
-  query rate, and peak RSS of a fresh process building the index of a streamed corpus of 1x … 16x
+  query rate — each for the flat shard layout of format v2 (before) and the bucketed one of
+  format v3 (after, the default; the headline ``build`` and ``query``), built in turn from the same
+  corpus in the same run, their answers checked identical — and peak RSS of a fresh process building the index of a streamed corpus of 1x … 16x
   a base size at a fixed shard size.
 * ``synthetic`` -> ``results/contamination_synthetic.json``: planted benchmarks (phrase-pool texts,
   verbatim / partial / paraphrased leaks) over seeds: AUC per leak type, recall and FPR at the
@@ -64,34 +66,53 @@ def bench_index(quick: bool) -> dict:
     res: Dict[str, object] = {"n": 13, "corpus_docs": n_docs, "doc_words": doc_words,
                               "loadavg_1_5_15_before": list(os.getloadavg())}
     docs = list(random_docs(0, n_docs, doc_words))
+    n_q = 1_000 if quick else 10_000
+    rng = np.random.default_rng(1)
+    queries = [" ".join(docs[int(rng.integers(n_docs))].split()[:60]) if i % 10 == 0 else
+               next(random_docs(100 + i, 1, 60)) for i in range(n_q)]
+    ids, off = batch_word_ids(queries)
+    query_hashes, _ = ngram_hashes(ids, off, 13)
+    # before (flat, format v2) and after (bucketed, format v3) on the same corpus and queries, in turn
+    layouts: Dict[str, dict] = {}
+    answers = {}
     with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        idx = build_index(docs, Path(tmp) / "idx", n=13, shard_size=1 << 20, progress=False)
-        build = time.perf_counter() - t0
-        res["build"] = {"seconds": build, "n_ngrams": idx.manifest["n_ngrams"], "n_stored": idx.n_stored,
-                        "ngrams_per_s": idx.manifest["n_ngrams"] / build, "shards": len(idx.manifest["shards"]),
-                        "bytes_per_stored_ngram": idx.stored_bytes() / idx.n_stored}
-        # the reference: a Python set of the same 64-bit hashes, 400k of them
-        ids, off = batch_word_ids(docs[:2000])
-        h, _ = ngram_hashes(ids, off, 13)
-        first = h[:400_000]
-        tracemalloc.start()
-        s = set(int(x) for x in first)
-        size = tracemalloc.get_traced_memory()[0]
-        tracemalloc.stop()
-        res["python_set_reference"] = {"n": len(s), "mb": size / 2**20, "bytes_per_ngram": size / len(s),
-                                       "note": "set of Python ints (int objects + set table), tracemalloc"}
-        del s
-        n_q = 1_000 if quick else 10_000
-        rng = np.random.default_rng(1)
-        queries = [" ".join(docs[int(rng.integers(n_docs))].split()[:60]) if i % 10 == 0 else
-                   next(random_docs(100 + i, 1, 60)) for i in range(n_q)]
-        t0 = time.perf_counter()
-        out = overlap_with_sources(queries, {"c": idx})
-        q = time.perf_counter() - t0
-        n_grams = sum(o.n_ngrams for o in out)
-        res["query"] = {"examples": n_q, "ngrams": n_grams, "seconds": q, "ngrams_per_s": n_grams / q,
-                        "examples_per_s": n_q / q}
+        for layout in ("flat", "bucketed"):
+            t0 = time.perf_counter()
+            idx = build_index(docs, Path(tmp) / layout, n=13, shard_size=1 << 20, progress=False, layout=layout)
+            build = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = overlap_with_sources(queries, {"c": idx})
+            q = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            idx.lookup(query_hashes)
+            lk = time.perf_counter() - t0
+            answers[layout] = [o.per_source for o in out]
+            n_grams = sum(o.n_ngrams for o in out)
+            layouts[layout] = {
+                "format": idx.manifest["format"],
+                "build": {"seconds": build, "n_ngrams": idx.manifest["n_ngrams"], "n_stored": idx.n_stored,
+                          "ngrams_per_s": idx.manifest["n_ngrams"] / build, "shards": len(idx.manifest["shards"]),
+                          "stored_bytes": idx.stored_bytes(),
+                          "bytes_per_stored_ngram": idx.stored_bytes() / idx.n_stored},
+                "query": {"examples": n_q, "ngrams": n_grams, "seconds": q, "ngrams_per_s": n_grams / q,
+                          "examples_per_s": n_q / q,
+                          "lookup_only_ngrams_per_s": len(query_hashes) / lk}}
+    if answers["flat"] != answers["bucketed"]:
+        raise RuntimeError("the flat and bucketed layouts answered the queries differently")
+    res["layouts"] = layouts
+    res["layouts_identical_answers"] = True
+    res["build"], res["query"] = layouts["bucketed"]["build"], layouts["bucketed"]["query"]
+    # the reference: a Python set of the same 64-bit hashes, 400k of them
+    ids, off = batch_word_ids(docs[:2000])
+    h, _ = ngram_hashes(ids, off, 13)
+    first = h[:400_000]
+    tracemalloc.start()
+    s = set(int(x) for x in first)
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    res["python_set_reference"] = {"n": len(s), "mb": size / 2**20, "bytes_per_ngram": size / len(s),
+                                   "note": "set of Python ints (int objects + set table), tracemalloc"}
+    del s
     # peak RSS of a fresh process: corpus grows 1x..16x at a fixed shard size
     base, shard = (300, 1 << 16) if quick else (2_000, 1 << 18)
     multiples = (1, 4) if quick else (1, 2, 4, 8, 16)
@@ -256,10 +277,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
 def _print_tables(out: dict) -> None:
     if "index" in out:
         r = out["index"]
-        _common.print_table([{"n-grams": r["build"]["n_ngrams"], "build n-grams/s": r["build"]["ngrams_per_s"],
-                              "bytes/stored n-gram": r["build"]["bytes_per_stored_ngram"],
+        _common.print_table([{"layout": f"{name} ({x['format']})", "n-grams": x["build"]["n_ngrams"],
+                              "build n-grams/s": x["build"]["ngrams_per_s"],
+                              "bytes/stored n-gram": x["build"]["bytes_per_stored_ngram"],
                               "python set bytes/n-gram": r["python_set_reference"]["bytes_per_ngram"],
-                              "query n-grams/s": r["query"]["ngrams_per_s"]}])
+                              "query n-grams/s": x["query"]["ngrams_per_s"],
+                              "lookup-only n-grams/s": x["query"]["lookup_only_ngrams_per_s"]}
+                             for name, x in r["layouts"].items()])
         _common.print_table([{"corpus": f"{x['multiple']}x", "n-grams": x["n_ngrams"], "shards": x["shards"],
                               "peak RSS MB": x["peak_rss_mb"]} for x in r["rss"]["rows"]])
     if "synthetic" in out:

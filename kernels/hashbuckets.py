@@ -10,7 +10,7 @@ A table covers the buckets of one hash range ``[lo, hi)`` only (``first_bucket =
 all the tables of an index partitioned into ranges hold ``2**16`` counts plus one per range
 boundary; each count takes the smallest unsigned dtype that holds the fullest bucket (1 byte up to
 255 entries per bucket, about 16.7 M entries per table range).  Per entry that is
-``8 + (2**16 + ranges) * itemsize / entries`` bytes: 8.14 for 476,000 n-grams in one range.
+``8 + (2**16 + ranges - 1) * itemsize / entries`` bytes.
 
 Lookups read only the probed entries of a memory-mapped array: about ``log2(bucket size) + 1``
 entries per query.
