@@ -13,11 +13,13 @@ Parts (``--parts``, all by default):
   defaults; and a prevalence sweep (10,000 examples at 1 % contamination) with flagged, real,
   false, missed and precision per setting.  The defaults are the library's, not tuned here.
 * ``lm`` -> ``results/contamination_lm.json``: Min-K%++ tokens/s against the bare forward pass of
-  the same model in the same run (SmolLM2-135M GGUF; ``--quick``: a tiny random model), and
+  the same model in the same run (SmolLM2-135M GGUF; ``--quick``: a tiny random model): every
+  batch timed by both back to back, ``--lm-repeats`` passes (3), the ratio the median of the
+  pairs' ratios (robust to the machine's load changing mid-run; each pair is kept), and
   membership AUC of Min-K%, Min-K%++ and perplexity for a small GPT-2 trained here on half of a
   public text (members) and scored on the other half (non-members).
 
-Run ``python -m benchmarks.contamination [--quick] [--parts index,synthetic,lm] [--lm-parts throughput]``.
+Run ``python -m benchmarks.contamination [--quick] [--parts index,synthetic,lm] [--lm-parts throughput] [--lm-repeats N]``.
 ``--lm-parts`` re-measures only some of the lm part; the other keys of ``contamination_lm.json`` are
 kept, each with the ``command`` and ``created`` of the run that measured it.
 """
@@ -207,10 +209,10 @@ def _mean_sd(xs: Sequence) -> dict:
 LM_PARTS = ("throughput", "membership")
 
 
-def bench_lm(quick: bool, lm_parts: Sequence[str] = LM_PARTS) -> dict:
+def bench_lm(quick: bool, lm_parts: Sequence[str] = LM_PARTS, repeats: int | None = None) -> dict:
     from .contamination_lm import membership_auc, throughput
 
-    fns = {"throughput": throughput, "membership": membership_auc}
+    fns = {"throughput": lambda q: throughput(q, repeats), "membership": membership_auc}
     return {k: fns[k](quick) for k in lm_parts}
 
 
@@ -238,7 +240,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--seeds", type=int, default=None, help="planted benchmarks per leak type (10; --quick 2)")
     ap.add_argument("--lm-parts", default=",".join(LM_PARTS), help=f"of the lm part: comma list of {', '.join(LM_PARTS)}")
+    ap.add_argument("--lm-repeats", type=int, default=None,
+                    help="throughput: passes over the texts, each batch timed as a forward / Min-K%%++ pair (3)")
     args = ap.parse_args(argv)
+    if args.lm_repeats is not None and args.lm_repeats < 1:
+        ap.error("--lm-repeats must be >= 1")
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     bad = [p for p in parts if p not in PARTS]
     if bad:
@@ -252,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     command = "python -m benchmarks.contamination" + (" --quick" if args.quick else "") + f" --parts {','.join(parts)}"
     if "lm" in parts and tuple(lm_parts) != LM_PARTS:
         command += f" --lm-parts {','.join(lm_parts)}"
+    if "lm" in parts and args.lm_repeats is not None:
+        command += f" --lm-repeats {args.lm_repeats}"
     for part in parts:
         t0 = time.perf_counter()
         if part == "index":
@@ -259,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         elif part == "synthetic":
             res = bench_synthetic(args.quick, seeds)
         else:
-            res = bench_lm(args.quick, lm_parts)
+            res = bench_lm(args.quick, lm_parts, args.lm_repeats)
             for k in lm_parts:
                 res[k]["command"] = command
                 res[k]["created"] = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -295,8 +303,13 @@ def _print_tables(out: dict) -> None:
     if "lm" in out:
         if "throughput" in out["lm"]:
             t = out["lm"]["throughput"]
-            _common.print_table([{"model": t["model"], "forward tok/s": t["forward_tokens_per_s"],
-                                  "min-k%++ tok/s": t["minkpp_tokens_per_s"], "ratio": t["ratio"]}])
+            _common.print_table([{"repeat": p["repeat"], "batch": p["chunk"], "tokens": p["tokens"],
+                                  "first": "forward" if p["forward_first"] else "min-k%++",
+                                  "forward s": p["forward_seconds"], "min-k%++ s": p["minkpp_seconds"],
+                                  "ratio": p["ratio"]} for p in t["pairs"]])
+            _common.print_table([{"model": t["model"], "pairs": t["pairs_n"], "forward tok/s": t["forward_tokens_per_s"],
+                                  "min-k%++ tok/s": t["minkpp_tokens_per_s"], "median paired ratio": t["ratio"],
+                                  "quartiles": f"{t['ratio_quartiles'][0]:.3f}–{t['ratio_quartiles'][1]:.3f}"}])
         if "membership" in out["lm"]:
             _common.print_table([{"epochs": m["epochs"], **{k: v for k, v in m["auc"].items()}}
                                  for m in out["lm"]["membership"]["rows"]])
