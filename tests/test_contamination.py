@@ -12,6 +12,7 @@ from sibscan.cli import app
 from sibscan.contamination import ContaminationConfig, audit, build_index, controls_needed
 from sibscan.contamination.combine import OperatingPoint, auc, combine_z, robust_z, weight_by_auc
 from sibscan.contamination.examples import load_examples
+from sibscan.contamination.labels import load_labels
 from sibscan.contamination.overlap import overlap_with_sources
 from sibscan.contamination.index import NgramIndex
 from sibscan.errors import CompatibilityError, InputError, SibscanError
@@ -306,6 +307,25 @@ def test_labels_give_auc_and_operating_point():
     assert ev["flags"]["tpr"] == 1.0 and ev["flags"]["fpr"] == 0.0 and ev["flags"]["precision_at_prevalence"] == 1.0
     with pytest.raises(InputError, match="unknown example id"):
         audit(ex, corpus=corpus, labels={"nope": True}, progress=False)
+
+
+def test_bad_labels_name_the_file_and_its_line(tmp_path):
+    bench = write_jsonl(tmp_path / "bench.jsonl", [{"id": f"e{i}", "text": f"w{i} w1 w2 w3 w4 w5"} for i in range(3)])
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("w1 w2 w3 w4 w5 w6 w7")
+    bad_value = tmp_path / "labels.csv"
+    bad_value.write_text("id,contaminated\ne0,1\ne1,maybe\n")  # the bad cell is on line 3
+    (tmp_path / "labels.jsonl").write_text('{"id": "e0", "contaminated": 1}\n\n{"id": "e1", "contaminated": 0}\n'
+                                           '{"id": "e9", "contaminated": 1}\n')  # unknown id on line 4
+    runner = CliRunner()
+    for f, want in ((bad_value, "labels.csv, row 3: label 'maybe' is not one of"),
+                    (tmp_path / "labels.jsonl", "labels.jsonl, row 4: label for unknown example id 'e9'")):
+        res = runner.invoke(app, ["contamination", str(bench), "--corpus", str(corpus), "--labels", str(f),
+                                  "--work", str(tmp_path / "work"), "--quiet"])
+        assert res.exit_code == 1 and want in res.output and "Traceback" not in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1
+    with pytest.raises(InputError, match="labels, row 2: label for unknown example id 'nope'"):
+        load_labels({"e0": True, "nope": False}, load_examples(bench))
 
 
 def test_bad_examples_are_refused(tmp_path):

@@ -15,7 +15,9 @@ _FALSE = {"0", "false", "no", "n", "clean"}
 
 
 def parse_label(value, where: str, row: int) -> bool:
-    """A label cell as a bool: 1/0, true/false, yes/no, contaminated/clean."""
+    """A label cell as a bool: 1/0, true/false, yes/no, contaminated/clean.
+
+    ``row`` is the 1-based line of the record in the file ``where`` (or its position, from 1)."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().casefold()
@@ -42,22 +44,23 @@ def load_labels(labels: Union[str, Path, Mapping[str, object]], examples: Exampl
     """
     if isinstance(labels, Mapping):
         where, rows = "labels", [(str(k), v) for k, v in labels.items()]
+        lines = list(range(1, len(rows) + 1))
     else:
         path = Path(labels)
         if not path.is_file():
             raise InputError("no such file", path=path)
-        names, cols, _ = read_columns(path)
+        names, cols, lines = read_columns(path)  # the file line of each record, from 1
         for f in (id_field, label_field):
             if f not in cols:
                 raise InputError(f"no {f!r} column; columns: {', '.join(names)}", path=path)
         where, rows = str(path), list(zip([str(i) for i in cols[id_field]], cols[label_field]))
     known = set(examples.ids)
     out: Dict[str, bool] = {}
-    for row, (i, v) in enumerate(rows):
+    for line, (i, v) in zip(lines, rows):
         if i not in known:
             raise InputError(f"label for unknown example id {i!r}; labels must name examples being audited",
-                             path=where, row=row)
-        out[i] = parse_label(v, where, row)
+                             path=where, row=line)
+        out[i] = parse_label(v, where, line)
     if not out:
         raise InputError("no labels", path=where)
     return out
