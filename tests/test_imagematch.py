@@ -11,7 +11,8 @@ from PIL import Image  # noqa: E402
 
 from sibscan.errors import SibscanError  # noqa: E402
 from sibscan.items import Items  # noqa: E402
-from sibscan.kernels.scalematch import MatchVariant, match_variants, scale_match, scale_match_reference  # noqa: E402
+from sibscan.kernels.scalematch import (MatchVariant, match_variants, patch_agreement,  # noqa: E402
+                                        patch_agreement_reference, scale_match, scale_match_reference)
 from sibscan.verify import get_verifier, list_verifiers  # noqa: E402
 
 
@@ -33,6 +34,24 @@ def test_scale_match_equals_brute_force_reference():
     np.testing.assert_array_equal(fast.variant, ref.variant)
     np.testing.assert_array_equal(fast.y, ref.y)
     np.testing.assert_array_equal(fast.x, ref.x)
+
+
+def test_patch_agreement_equals_brute_force_reference():
+    q, d = _smooth_images(3, 24, 2), _smooth_images(4, 24, 3)
+    d[2] = np.pad(q[1, :, 5:19, 5:19], ((0, 0), (5, 5), (3, 7)), mode="edge")  # q[1]'s centre inside d[2]
+    d[3, :, :12] = 0.5  # half of it flat: those patches count as no evidence
+    qi, di = np.array([0, 1, 2, 1, 0]), np.array([0, 2, 3, 1, 3])
+    variants = [MatchVariant("query", 1.0, 0.0, False), MatchVariant("query", 0.6, 0.0, False),
+                MatchVariant("database", 0.8, 4.0, False), MatchVariant("query", 0.7, 0.0, True)]
+    match = scale_match(q, d, qi, di, variants)
+    assert len(set(match.variant.tolist())) > 1  # several variants, so the grouping by variant is exercised
+    for grid in (1, 3):
+        fast = patch_agreement(q, d, qi, di, variants, match, grid=grid)
+        ref = patch_agreement_reference(q, d, qi, di, variants, match, grid=grid)
+        np.testing.assert_allclose(fast, ref, atol=2e-4)
+    assert ((fast >= 0) & (fast <= 1)).all()
+    with pytest.raises(ValueError, match="grid must be"):
+        patch_agreement(q, d, qi, di, variants, match, grid=0)
 
 
 def test_variants_and_shape_errors():
@@ -87,11 +106,14 @@ def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene
 
 def test_imagematch_options_identity_and_errors():
     ver = get_verifier("imagematch", device="cpu", progress=False)
-    assert ver.identity.startswith("imagematch-v1(size=64,") and f"variants={len(ver.variants)}" in ver.identity
+    assert ver.identity.startswith("imagematch-v2(size=64,") and f"variants={len(ver.variants)}" in ver.identity
+    assert ver.identity.endswith(",grid=4)")
     with pytest.raises(SibscanError, match="scales must lie in"):
         get_verifier("imagematch", scales=(0.3,), device="cpu")
     with pytest.raises(SibscanError, match="angles must lie in"):
         get_verifier("imagematch", angles=(45,), device="cpu")
+    with pytest.raises(SibscanError, match="grid must lie in"):
+        get_verifier("imagematch", grid=0, device="cpu")
     with pytest.raises(SibscanError, match="imagematch works on images, not table"):
         ver.verify(Items("q", "table", ids=["a"], values=np.zeros((1, 3))), [0],
                    Items("d", "table", ids=["b"], values=np.zeros((1, 3))), [0])
