@@ -61,15 +61,16 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .atomic import save_npy, save_npz, write_json, write_text
+from .atomic import atomic_path, save_npy, save_npz, write_json, write_text
 from .errors import SibscanError
 from .items import Items, Skipped
 
@@ -192,28 +193,42 @@ class Neighbours:
             raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
     def to_csv(self) -> str:
-        """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1.
+        """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1."""
+        return "".join(self.iter_csv())
 
-        Column-wise (no per-cell type dispatch), so a table of millions of rows takes seconds.
+    def iter_csv(self, block: int = 65536) -> Iterator[str]:
+        """:meth:`to_csv`'s text in pieces of ``block`` rows (the header first), so a writer holds one
+        block's cells, not the whole table's (a cell is a Python string: ~60 bytes each).
+
+        Column-wise within a block (no per-cell type dispatch), so a table of millions of rows takes seconds.
         """
         names = list(NEIGHBOUR_COLUMNS)
-        cells = []
-        for name in names:
-            col = self.columns[name]
-            if col.dtype.kind == "f":
-                text = [f"{x:.6f}" for x in col.tolist()]
-                if np.isnan(col).any():
-                    text = ["" if bad else t for t, bad in zip(text, np.isnan(col).tolist())]
-            elif col.dtype.kind == "b":
-                text = np.where(col, "1", "0").tolist()
-            elif col.dtype.kind in "iu":
-                text = col.astype(str).tolist()
-            else:
-                text = [_csv_cell(str(x)) for x in col.tolist()]
-            cells.append(text)
-        lines = [",".join(names)]
-        lines.extend(",".join(row) for row in zip(*cells))
-        return "\n".join(lines) + "\n"
+        yield ",".join(names) + "\n"
+        for start in range(0, len(self), block):
+            cells = [_csv_cells(self.columns[name][start:start + block]) for name in names]
+            yield "\n".join(",".join(row) for row in zip(*cells)) + "\n"
+
+    def write_csv(self, path: Path) -> None:
+        """Write :meth:`to_csv`'s text to ``path`` atomically, block by block."""
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for piece in self.iter_csv():
+                fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _csv_cells(col: np.ndarray) -> List[str]:
+    """One column's cells as CSV text: floats with 6 decimals (NaN empty), bools 0/1."""
+    if col.dtype.kind == "f":
+        text = [f"{x:.6f}" for x in col.tolist()]
+        if np.isnan(col).any():
+            text = ["" if bad else t for t, bad in zip(text, np.isnan(col).tolist())]
+        return text
+    if col.dtype.kind == "b":
+        return np.where(col, "1", "0").tolist()
+    if col.dtype.kind in "iu":
+        return col.astype(str).tolist()
+    return [_csv_cell(str(x)) for x in col.tolist()]
 
 
 def _csv_cell(text: str) -> str:
@@ -370,7 +385,7 @@ class ScanDir:
     def write_neighbours(self, nb: Neighbours, csv: bool = True) -> None:
         nb.save(self.neighbours_path)
         if csv:
-            write_text(self.path / "neighbours.csv", nb.to_csv())
+            nb.write_csv(self.path / "neighbours.csv")
 
     def baseline(self) -> Optional[dict]:
         if not self.baseline_path.exists():

@@ -49,3 +49,31 @@ def test_header_only_empty_and_non_utf8_csv(tmp_path):
     path.write_bytes(b"a,b\n1,2\n3,\xff\n")
     with pytest.raises(InputError, match=r"t\.csv: cannot read: not UTF-8 .*save the file as UTF-8"):
         load_table(path, "train")
+
+
+def _table(n: int):
+    from sibscan.scandir import Neighbours
+
+    rng = np.random.default_rng(0)
+    verified = rng.random(n).astype(np.float32)
+    verified[::4] = np.nan
+    return Neighbours({
+        "query_split": np.array(["test", "train"])[np.arange(n) % 2], "query_id": [f"q,{i}" for i in range(n)],
+        "query_index": np.arange(n), "rank": np.arange(n) % 3, "neighbour_split": np.full(n, "train"),
+        "neighbour_id": [f'n"{i}' for i in range(n)], "neighbour_index": np.arange(n)[::-1],
+        "similarity": rng.random(n).astype(np.float32), "verified": verified, "exact": np.arange(n) % 5 == 0,
+        "detail": ["" if i % 3 else f"shift {i}" for i in range(n)],
+    })
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 100])
+def test_neighbours_csv_in_blocks_is_the_whole_table_text(tmp_path, block):
+    """neighbours.csv is written a block of rows at a time (one block's cells in memory, not the
+    table's): the same bytes as the whole table in one piece."""
+    nb = _table(11)
+    whole = "".join(nb.iter_csv(block=10**9))
+    assert "".join(nb.iter_csv(block=block)) == whole
+    assert whole.count("\n") == 12 and '"q,3"' in whole and '"n""4"' in whole
+    nb.write_csv(tmp_path / "n.csv")
+    assert (tmp_path / "n.csv").read_bytes() == whole.encode()
+    assert "".join(_table(0).iter_csv(block=block)) == whole.splitlines(keepends=True)[0]
