@@ -268,15 +268,20 @@ def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "verify_long.json").exists()
 
 
-@pytest.mark.slow  # writes two CSVs of 6 and 27 MB and runs twins on each in a subprocess
+@pytest.mark.slow  # twins on CSVs of 2 and 8 MB and scan on 2k and 8k rows, each in a subprocess
 def test_memory_quick_writes_results(tmp_path, monkeypatch):
     import benchmarks.memory as bench
 
     monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     payload = bench.main(["--quick"])
-    small, large = payload["cases"]
+    small, large = payload["twins"]["cases"]
     assert large["file_MB"] > 3 * small["file_MB"]
-    assert small["peak_MB"] > small["fixed_MB"] > 0
+    assert small["peak_MB"] > payload["twins"]["fixed_MB"] > 0
+    fewer, more = payload["scan"]["cases"]
+    assert more["train_rows"] == 4 * fewer["train_rows"]
+    assert fewer["peak_MB"] == pytest.approx(payload["scan"]["fixed_MB"] + fewer["beyond_fixed_MB"])
+    growth = payload["scan"]["growth_largest_over_smallest"]
+    assert payload["scan"]["met"] is (None if growth is None else growth <= 1.2)
     assert (tmp_path / "memory.json").exists()
 
 
