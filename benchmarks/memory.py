@@ -44,25 +44,22 @@ NOISE_MB = 16.0
 QUICK_SCAN_ARGS = ["--baseline-pairs", "2000", "--verified-baseline-pairs", "200"]
 
 
-def write_csv(path: Path, rows: int, columns: int = TWINS_COLUMNS, seed: int = 0) -> int:
-    """A seeded CSV of ``rows`` distinct rows (header ``c0..``, 6 decimals); returns the row count."""
+def write_csv(path: Path, rows: Optional[int] = None, columns: int = TWINS_COLUMNS, seed: int = 0,
+              megabytes: Optional[float] = None) -> int:
+    """A seeded CSV (header ``c0..``, 6 decimals) of ``rows`` distinct rows, or of whole 2,000-row
+    blocks until it holds ``megabytes`` MB; returns the row count."""
     rng = np.random.default_rng(seed)
     block = rng.normal(size=(2_000, columns))
+    header = ",".join(f"c{j}" for j in range(columns)) + "\n"
+    done, size = 0, len(header)
     with open(path, "w") as fh:
-        fh.write(",".join(f"c{j}" for j in range(columns)) + "\n")
-        done = 0
-        while done < rows:
-            m = min(len(block), rows - done)
-            fh.write("\n".join(",".join(f"{v:.6f}" for v in r) for r in block[:m] + done) + "\n")  # distinct per block
-            done += m
-    return rows
-
-
-def rows_for_megabytes(megabytes: float, columns: int = TWINS_COLUMNS, seed: int = 0) -> int:
-    """The row count that makes :func:`write_csv` about ``megabytes`` MB (at least 1,000 rows)."""
-    first = np.random.default_rng(seed).normal(size=(1, columns))[0]
-    line = len(",".join(f"{v:.6f}" for v in first)) + 1
-    return max(FIXED_ROWS, int(megabytes * 1e6 / line))
+        fh.write(header)
+        while (done < rows) if rows is not None else (size < megabytes * 1e6):
+            m = len(block) if rows is None else min(len(block), rows - done)
+            text = "\n".join(",".join(f"{v:.6f}" for v in r) for r in block[:m] + done) + "\n"  # distinct per block
+            fh.write(text)
+            done, size = done + m, size + len(text)
+    return done
 
 
 def peak_rss_mb(args: List[str]) -> float:
@@ -97,7 +94,7 @@ def twins_part(tmp: Path, sizes: List[float], save: Callable[[Dict[str, object]]
     cases = []
     for mb in sizes:
         train = tmp / f"twins_{mb:g}.csv"
-        n = write_csv(train, rows_for_megabytes(mb))
+        n = write_csv(train, megabytes=mb)
         size = train.stat().st_size / 1e6
         t0 = time.perf_counter()
         peak = peak_rss_mb(["twins", str(train), str(test)])
