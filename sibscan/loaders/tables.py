@@ -161,7 +161,7 @@ def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -
             label = "0"  # UCR 2018 archive: headerless .tsv, class label first
         rows = itertools.chain([first], rows)
     width = len(names)
-    values: List[np.ndarray] = []
+    values, n = None, 0  # one buffer for every chunk's floats: joining chunks at the end held them twice
     columns: Dict[str, List[np.ndarray]] = {"label": [], "id": [], "group": []}
     picked = None
     for chunk in iter(lambda: list(itertools.islice(rows, _CHUNK_ROWS)), []):
@@ -183,16 +183,33 @@ def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -
             keep = [j for j in range(width) if j not in set(picked.values())]
         cells = np.array([r for _, r in chunk], dtype=str)
         del chunk
-        values.append(strings_to_float(cells[:, keep], path, [names[j] for j in keep], line_no))
+        part = strings_to_float(cells[:, keep], path, [names[j] for j in keep], line_no)
+        if values is None:
+            values = np.empty((max(len(part), _line_bound(path)), len(keep)), np.float64)
+        elif n + len(part) > len(values):  # more rows than line ends: cannot happen, but never lose a row
+            values = np.concatenate([values[:n], np.empty((len(part), len(keep)), np.float64)])
+        values[n:n + len(part)] = part
+        n += len(part)
         for what, j in picked.items():
             if j is not None:
                 columns[what].append(np.char.strip(cells[:, j]))
-    if not values:
+    if values is None:
         raise InputError("has a header but no data rows", path=path)
     col = lambda what: np.concatenate(columns[what]) if columns[what] else None  # noqa: E731
-    out = values[0] if len(values) == 1 else np.concatenate(values)
-    del values
-    return build_table_items(path, split, out, labels=col("label"), ids=col("id"), groups=col("group"))
+    # the rows past n were never written, so never resident: slicing them off costs nothing
+    return build_table_items(path, split, values[:n], labels=col("label"), ids=col("id"), groups=col("group"))
+
+
+def _line_bound(path: Path) -> int:
+    """At least the number of rows of a delimited file: its line ends (``\\n`` and ``\\r``) plus one."""
+    count = 1
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                count += block.count(b"\n") + block.count(b"\r")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    return count
 
 
 def _read_labels(path: Path, n: int, source: Path) -> np.ndarray:

@@ -77,3 +77,18 @@ def test_neighbours_csv_in_blocks_is_the_whole_table_text(tmp_path, block):
     nb.write_csv(tmp_path / "n.csv")
     assert (tmp_path / "n.csv").read_bytes() == whole.encode()
     assert "".join(_table(0).iter_csv(block=block)) == whole.splitlines(keepends=True)[0]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("bound", [None, 1])
+def test_chunks_fill_one_buffer_whatever_the_line_ends(tmp_path, monkeypatch, newline, bound):
+    """The chunks' floats go into one buffer sized by the file's line ends (no join holding them
+    twice); a bound too small (forced here) grows the buffer instead of losing rows."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(("a,b" + newline + "".join(f"{i},{-i}{newline}{newline}" for i in range(10))).encode())
+    monkeypatch.setattr(tables_module, "_CHUNK_ROWS", 3)
+    if bound is not None:
+        monkeypatch.setattr(tables_module, "_line_bound", lambda p: bound)
+    items = load_table(path, "train")
+    np.testing.assert_array_equal(items.values, np.array([[i, -i] for i in range(10)], float))
+    assert items.values.flags.c_contiguous
