@@ -1,5 +1,6 @@
-"""A leak-free stratified group split of a scan's sibling groups (:mod:`sibscan.groups`), and the
-files ``sibscan split`` writes: every group stays on one side, so no sibling crosses the boundary."""
+"""A stratified group split of a scan's sibling groups (:mod:`sibscan.groups`), and the files
+``sibscan split`` writes: every group stays on one side, so no grouped sibling crosses the boundary
+(every sibling under single linkage; ``siblings_left`` counts the pairs that still cross)."""
 from __future__ import annotations
 
 import csv
@@ -29,7 +30,8 @@ class ResplitResult:
     twins_left : int
         New test items with an exact twin in the new train set (0 unless the grouping is broken).
     siblings_left : int
-        Sibling-graph edges that cross the new boundary (0 by construction).
+        Sibling-graph edges that cross the new boundary: 0 by construction under single linkage; under
+        complete linkage, sibling pairs left between groups (``GroupTable.dropped``) may cross.
     groups_on_both_sides : int
     class_balance : list of dict
         Per label: ``{label, n, n_train, n_test, test_fraction}``.
@@ -151,5 +153,6 @@ def write_resplit(groups: GroupTable, result: ResplitResult, out_dir, headline: 
         w.writerows(zip(groups.split[rows], groups.ids[rows], groups.labels[rows], (f"g{g}" for g in groups.group[rows])))
         write_text(out / f"{name}.csv", buf.getvalue())
     write_json(out / "resplit.json", {**result.summary(), "cutoff": groups.cutoff, "n_groups": groups.n_groups,
+                                      "linkage": groups.linkage, "largest_group": groups.largest(),
                                       **({"headline": headline} if headline is not None else {})})
     return out

@@ -22,27 +22,39 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
         force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
         no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
+        linkage: str = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
         as_json: bool = json_flag(),
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).
 
-        Groups are the connected components of the sibling graph over all splits: exact twins,
-        siblings at the cutoff and shared sources. --resplit writes a stratified group split.
+        Exact twins and shared sources always share a group; siblings at the cutoff join a group
+        only when every pair of its members pairs at the cutoff (--linkage complete), or as
+        connected components (--linkage single). --resplit writes a stratified group split.
         """
         from ..atomic import dumps_json
         from ..groups import sibling_groups
         from ..rate import scan_headline
         from ..split import check_resplit, resplit, write_groups, write_resplit
 
+        from ..groups import check_linkage
+
+        check_linkage(linkage)
         if resplit_dir is not None:
             check_resplit(test_size, seed)
-        groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources)
+        groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources,
+                                linkage=linkage)
         head = scan_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())
+        big = groups.largest()
         result = {"n_items": len(groups), "n_groups": int(groups.n_groups), "items_sharing_a_group": multi,
+                  "linkage": linkage, "largest_group": big, "pairs_between_groups": groups.dropped,
                   "groups_csv": str(out), "resplit": None, "headline": head}
         lines = [head["text"] + ".", f"{len(groups)} items in {groups.n_groups} groups ({multi} items share a group); wrote {out}"]
+        if big is not None:
+            lines.append(f"largest group {big['group']}: {big['size']} items ({linkage} linkage: {big['reason']})")
+        if linkage == "complete":
+            lines.append(f"{groups.dropped} sibling pair(s) at the cutoff left between groups (their items do not all pair)")
         if resplit_dir is not None:
             res = resplit(groups, test_size=test_size, seed=seed)
             write_resplit(groups, res, resplit_dir, headline=head)

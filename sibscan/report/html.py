@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import SibscanError
 from ..fmt import score as fmt_score
 from ..kernels.textalign import word_diff
-from .markdown import accuracy_rows, class_rows, direction_rows, headline, notes, pct
+from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, headline, notes, pct
 from .plots import svg_histogram, svg_sweep
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -203,7 +203,8 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
         body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train, shown))
     lc = report["label_conflicts"]
     listed = "" if len(lc["groups"]) >= lc["n_groups"] else f" The {len(lc['groups'])} largest are listed."
-    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.{listed}</p>")
+    groups_line = f" {html.escape(group_sentence(lc))}" if lc.get("linkage") else ""
+    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.{listed}{groups_line}</p>")
     if lc["groups"]:
         body.append(_table(["group", "size", "exact", "labels", "members"],
                            [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),

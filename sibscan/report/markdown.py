@@ -146,6 +146,21 @@ def _table(head, rows) -> list:
     return out
 
 
+def group_sentence(lc: dict) -> str:
+    """One sentence on the sibling groups: linkage, the largest group and why it holds together."""
+    big = lc.get("largest_group")
+    text = f"Sibling groups ({lc['linkage']} linkage): "
+    if big is None:
+        text += "no group holds more than one item."
+    else:
+        text += (f"the largest, {big['group']}, holds {big['size']} items ({big['n_train']} train, {big['n_test']} test; "
+                 f"labels {', '.join(big['labels']) or 'none'}): {big['reason']}.")
+    if lc["linkage"] == "complete":
+        text += (f" {lc['pairs_between_groups']} sibling pair(s) at the cutoff were left between groups (their items "
+                 "do not all pair with each other).")
+    return text
+
+
 def render_markdown(report: dict) -> str:
     """The Markdown report: headline, notes, counts per direction, accuracy split, per class, conflicts, sources."""
     scan = report["scan"]
@@ -163,6 +178,8 @@ def render_markdown(report: dict) -> str:
         lines += ["", *_table(*class_rows(report))]
     lc = report["label_conflicts"]
     lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) carry more than one label."]
+    if lc.get("linkage"):
+        lines.append(group_sentence(lc))
     ss = report["shared_sources"]
     if ss.get("available"):
         lines.append(f"Shared sources: {ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a source "

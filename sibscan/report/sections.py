@@ -156,7 +156,7 @@ def label_conflicts(groups, max_groups: int = 50, max_members: int = 20) -> dict
     has = labels != ""
     g, lab = groups.group[has], labels[has]
     if g.size == 0:
-        return {"n_groups": 0, "n_items": 0, "per_class": {}, "groups": []}
+        return {"n_groups": 0, "n_items": 0, "per_class": {}, "groups": [], **_group_facts(groups)}
     classes, code = np.unique(lab, return_inverse=True)
     pairs = np.unique(np.stack([g, code.ravel()], axis=1), axis=0)
     n_labels = np.bincount(pairs[:, 0], minlength=groups.n_groups)
@@ -183,7 +183,13 @@ def label_conflicts(groups, max_groups: int = 50, max_members: int = 20) -> dict
                         for r in rows[:max_members]],
         })
     return {
-        "n_groups": int(bad.sum()), "n_items": int(sizes[bad].sum()),
+        "n_groups": int(bad.sum()), "n_items": int(sizes[bad].sum()), **_group_facts(groups),
         "per_class": {str(c): int(k) for c, k in zip(classes, per_class) if k},
         "groups": listed,
     }
+
+
+def _group_facts(groups) -> dict:
+    """How the groups were made, the largest one and why it holds together, and the sibling pairs
+    left between groups (see :mod:`sibscan.groups`)."""
+    return {"linkage": groups.linkage, "largest_group": groups.largest(), "pairs_between_groups": groups.dropped}
