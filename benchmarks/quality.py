@@ -48,8 +48,9 @@ NEURAL = ("effnet", "minilm", "clip")
 VERIFIERS = {"image": "imagecorr", "text": "textalign", "table": "lagcorr"}
 #: verifiers also measured, side by side with the modality's current one (results key "verified:NAME")
 MORE_VERIFIERS = {"image": ("imagematch",)}
-#: the cheap appearance view whose top-k joins every image encoder's (results key "union:ENC+VIEW")
-APPEARANCE_VIEW = {"image": "pixels"}
+#: the extra candidate views whose top-k joins the default encoder's, as in a scan (sibscan.views;
+#: results key "union:ENC+VIEW+..."; per view and per union without verification: "candidate_recall")
+EXTRA_VIEWS = {"image": ("windows", "pixels")}
 PREVALENCE = 0.01
 TARGET_PRECISION = 0.95
 
@@ -228,6 +229,45 @@ def union_candidates(*idx: np.ndarray) -> np.ndarray:
     return np.array([r + r[:1] * (width - len(r)) for r in rows], dtype=np.int64)
 
 
+def view_candidates(ps: PlantedSet, embeddings: Dict[str, Tuple[np.ndarray, np.ndarray]], views: Sequence[str],
+                    k: int) -> Tuple[Dict[str, np.ndarray], Dict[str, float]]:
+    """Each view's top-k train items per test item (n_test, k), and its seconds: the encoders'
+    (already embedded: their encode time) and the scan's built-in views (:func:`sibscan.views.view_topk`)."""
+    from sibscan.options import SearchOptions
+    from sibscan.views import view_topk
+
+    found, seconds = {}, {}
+    for name, (train_emb, test_emb) in embeddings.items():
+        found[name] = top_k(test_emb, train_emb, k)[1]
+    for v in views:
+        if v not in found:
+            t = time.perf_counter()
+            found[v] = view_topk(v, {"train": ps.train, "test": ps.test}, k, SearchOptions(), progress=False)[1]
+            seconds[v] = time.perf_counter() - t
+    return found, seconds
+
+
+def candidate_recall(ps: PlantedSet, found: Dict[str, np.ndarray], default: str, views: Sequence[str], k: int,
+                     k_view: int, view_seconds: Dict[str, float]) -> dict:
+    """Share of planted test items whose true source is among the candidates (before any verification),
+    overall and per transform, with the candidates per item: each view alone (its top-k) and the
+    unions a scan makes (the default encoder's top-k joined with each extra view's top-k_view)."""
+    def recall(idx: np.ndarray) -> dict:
+        hit = (idx == ps.source[:, None]).any(axis=1)
+        per = {t: float(hit[ps.planted & (ps.transform == t)].mean()) for t in dict.fromkeys(ps.transform[ps.planted].tolist())}
+        return {"all": float(hit[ps.planted].mean()), "per_transform": per,
+                "candidates_per_item": float(np.mean([len(set(r[r >= 0].tolist())) for r in idx]))}
+
+    unions = {}
+    for names in [(default, *views[:i]) for i in range(1, len(views) + 1)] + [views]:
+        names = tuple(dict.fromkeys(names))
+        if len(names) > 1:
+            unions["+".join(names)] = recall(union_candidates(
+                *(found[n][:, :k] if n == default else found[n][:, :k_view] for n in names)))
+    return {"k": k, "k_view": k_view, "views": {n: recall(idx[:, :k]) for n, idx in found.items()}, "unions": unions,
+            "view_seconds": view_seconds}
+
+
 def _fallback(verified: np.ndarray, test_emb: np.ndarray, train_emb: np.ndarray, qi: np.ndarray,
               ni: np.ndarray) -> np.ndarray:
     """Verified scores with an undefined one (NaN: a flat image) replaced by the embedding
@@ -383,7 +423,8 @@ def _default_encoder(modality: str, names: List[str]) -> str:
     return name if name in names else names[0]
 
 
-def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_random: int, seed: int) -> dict:
+def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_random: int, seed: int,
+            candidates_only: bool = False, k_view: int = 5) -> dict:
     from sibscan.encoders import get_encoder
     from sibscan.errors import SibscanError
     from sibscan.verify import get_verifier
@@ -413,6 +454,9 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
         embeddings[name] = (train_emb, test_emb)
         entry = {"identity": enc.identity, "encode_items_per_s": (len(ps.train) + len(ps.test)) / max(secs, 1e-9),
                  "encode_seconds": secs}
+        if candidates_only:
+            out["encoders"][name] = entry
+            continue
         common = dict(k=k, n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
         for verified in (False, True):
             entry["verified" if verified else "embedding"] = evaluate(
@@ -420,20 +464,29 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
         for vname, vpairs in more.items():
             entry[f"verified:{vname}"] = evaluate(ps, train_emb, test_emb, vpairs, **common)
         out["encoders"][name] = entry
-    view = APPEARANCE_VIEW.get(ps.modality)
-    if view in embeddings:
-        # candidates from more than one view: each other encoder's top-k joined with the view's
-        for name in [n for n in list(embeddings) if n != view]:
-            cand = union_candidates(top_k(embeddings[name][1], embeddings[name][0], k)[1],
-                                    top_k(embeddings[view][1], embeddings[view][0], k)[1])
-            entry = {"identity": f"{name} + {view}", "candidates_per_item": float(np.mean(
-                [len(set(r.tolist())) for r in cand])),
-                     "encode_seconds": out["encoders"][name]["encode_seconds"] + out["encoders"][view]["encode_seconds"]}
-            for vname, vpairs in {VERIFIERS[ps.modality]: pairs, **more}.items():
-                key = "verified" if vpairs is pairs else f"verified:{vname}"
-                entry[key] = evaluate(ps, *embeddings[name], vpairs, candidates=cand, **common)
-            out["encoders"][f"union:{name}+{view}"] = entry
     default = _default_encoder(ps.modality, list(embeddings))
+    views = EXTRA_VIEWS.get(ps.modality, ())
+    if views:
+        common = dict(k=k, n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
+        found, view_seconds = view_candidates(ps, embeddings, views, max(k, k_view))
+        out["candidate_recall"] = candidate_recall(ps, found, default, views, k, k_view, view_seconds)
+        # as in a scan: the encoder's top-k, each extra view's top-k_view
+        found = {n: idx[:, :k] if n == default else idx[:, :k_view] for n, idx in found.items()}
+        if candidates_only:
+            out["default_encoder"] = default
+            _print_candidates(out)
+            return out
+        # candidates from more than one view, verified: the default encoder's top-k joined with the views'
+        union = tuple(dict.fromkeys((default, *views)))
+        cand = union_candidates(*(found[v] for v in union))
+        entry = {"identity": " + ".join(union), "candidates_per_item": float(np.mean(
+            [len(set(r.tolist())) for r in cand])),
+                 "encode_seconds": sum(view_seconds[v] if v in view_seconds else out["encoders"][v]["encode_seconds"]
+                                       for v in union)}
+        for vname, vpairs in {VERIFIERS[ps.modality]: pairs, **more}.items():
+            key = "verified" if vpairs is pairs else f"verified:{vname}"
+            entry[key] = evaluate(ps, *embeddings[default], vpairs, candidates=cand, **common)
+        out["encoders"]["union:" + "+".join(union)] = entry
     out["default_encoder"] = default
     out["difficulty"] = difficulty(ps, *embeddings[default], seed=seed)
     out["time_share"] = _time_share(out, default, pairs, more, len(ps.test) * k)
@@ -504,6 +557,17 @@ def _print_set(ps: PlantedSet, out: dict) -> None:
             rows.append(row)
     print("recall at the calibrated cutoff / ROC AUC, per transform:")
     print_table(rows)
+    _print_candidates(out)
+
+
+def _print_candidates(out: dict) -> None:
+    cr = out.get("candidate_recall")
+    if cr:
+        print(f"true source among the candidates before verification (a view alone: its top-{cr['k']}; a union: the "
+              f"encoder's top-{cr['k']} and each extra view's top-{cr['k_view']}), all / per transform:")
+        print_table([{"view": name, "all": r["all"], "per item": r["candidates_per_item"],
+                      **{t: f"{v:.2f}" for t, v in r["per_transform"].items()}}
+                     for name, r in [*cr["views"].items(), *((f"union {n}", r) for n, r in cr["unions"].items())]])
 
 
 def image_encoder_verdict(results: dict) -> Optional[dict]:
@@ -540,6 +604,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--k", type=int, default=5, help="candidates verified per test item")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="quality", help="results file stem (benchmarks/results/NAME.json)")
+    ap.add_argument("--k-view", type=int, default=5, help="candidates each extra view adds (as the scan's --k-view)")
+    ap.add_argument("--candidates-only", action="store_true",
+                    help="only the true source's recall among the candidates, per view and union (no verification)")
     ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -552,7 +619,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     t0 = time.perf_counter()
     results: Dict[str, object] = {}
     common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"], n_verified_random=size["verified_pairs"],
-                  seed=args.seed)
+                  seed=args.seed, candidates_only=args.candidates_only, k_view=args.k_view)
     with tempfile.TemporaryDirectory(prefix="sibscan-quality-") as tmp:
         work = Path(args.workdir or tmp)
         sets: List[PlantedSet] = []
@@ -571,11 +638,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             sets += row_sets(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed, datasets=size["rows"])
         for ps in sets:
             results[ps.name] = run_set(ps, **common)
-    verdict = image_encoder_verdict(results)
+    verdict = None if args.candidates_only else image_encoder_verdict(results)
     if verdict:
         print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
               + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}" for m, v in verdict.items()))
-    payload = {"quick": args.quick, "scale": args.scale, "seed": args.seed, "k": args.k,
+    payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": args.seed, "k": args.k,
+               "k_view": args.k_view,
                "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
                "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0}
     path = write_results(args.name, _finite(payload))

@@ -22,7 +22,7 @@ __all__ = ["neighbours_table", "rerank", "search_direction", "table_from_search"
 def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                      options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      chunks: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None,
-                     echo: Callable[[str], None] = lambda s: None) -> Neighbours:
+                     echo: Callable[[str], None] = lambda s: None, view: str = "") -> Neighbours:
     """Each direction's top-k as rows of the neighbours table (not yet verified).
 
     Parameters
@@ -34,6 +34,8 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
         The directions, k per direction, backend, block size and engine.
     chunks : {"train": (doc, chunk), "test": (doc, chunk)}, optional
         Per chunk row, its document and its number there (ndarrays of shape (n_chunks,)).
+    view : str
+        The ``view`` column of every row (the encoder's name; see :mod:`sibscan.views`).
     """
     parts = []
     for name in options.directions:
@@ -54,7 +56,9 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
         part = table_from_search(qs, splits[qs], ns, splits[ns], sims, idx, fps[qs], fps[ns])
         part.columns["detail"] = chunk_details(qchunk, nchunk, qrow, nrow, idx)
         parts.append(part)
-    return Neighbours.concat(parts)
+    out = Neighbours.concat(parts)
+    out.columns["view"] = np.full(len(out), view, dtype=object)
+    return out
 
 
 def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,

@@ -119,6 +119,17 @@ class ScanConfig:
             from .encoders.build import check_image_size
 
             check_image_size(self.encoding.encoder, self.encoding.image_size)  # also: the name is registered
+        if self.search.extra_views:
+            from .encoders import list_encoders
+            from .options import VIEWS
+
+            names = [*VIEWS, *(c.name for c in list_encoders())]
+            bad = [v for v in self.search.extra_views if v not in names]
+            if bad:
+                raise SibscanError(f"unknown view {bad[0]!r} in --extra-views; available: none, {', '.join(names)}")
+            if load.chunk_words is not None:
+                raise SibscanError("--extra-views cannot be combined with --chunk-words (views propose whole items); "
+                                   "drop one")
         if self.verification.verifier is not None:
             from .verify import verifier_class
 

@@ -20,12 +20,14 @@ from .items import MODALITIES
 from .stats import check_decimals, check_int
 
 __all__ = ["BACKENDS", "BaselineOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
-           "OutputOptions", "SearchOptions", "VerifyOptions", "flag_of", "make"]
+           "OutputOptions", "SearchOptions", "VIEWS", "VerifyOptions", "flag_of", "make"]
 
 #: search backends (all exact); "auto": torch on CUDA, numpy on the CPU (see sibscan.search)
 BACKENDS = ("auto", "torch", "faiss", "numpy")
 #: "local", or "ray": the same search blocks (and embedding blocks) as Ray tasks, identical results
 ENGINES = ("local", "ray")
+#: candidate views that are not encoders (see sibscan.views), with the modality each serves
+VIEWS = {"windows": "image"}
 #: (query split, neighbour split) of each search direction, by name
 DIRECTIONS = {
     "test-train": ("test", "train"),
@@ -160,16 +162,25 @@ class SearchOptions:
     block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
     engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
     address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
+    extra_views: Optional[Tuple[str, ...]] = opt(None, "--extra-views", help="Comma list of views whose test→train top-k joins the encoder's before verification: windows (crops and zooms of images), an encoder name (pixels, phash, …), or none (default: images windows,pixels when verifying, else none).")
+    k_view: int = opt(5, "--k-view", help="Candidates each extra view proposes per test item (joined to the encoder's --k).")
 
     def __post_init__(self) -> None:
-        directions = self.directions
-        if isinstance(directions, str):  # "test-train,train-test" from a flag or a TOML string
-            directions = [d.strip() for d in directions.split(",") if d.strip()]
-        object.__setattr__(self, "directions", tuple(directions))
+        for name in ("directions", "extra_views"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # "test-train,train-test" from a flag or a TOML string
+                value = [d.strip() for d in value.split(",") if d.strip()]
+            if value is not None:
+                value = tuple(value)
+                if name == "extra_views" and value == ("none",):
+                    value = ()
+            object.__setattr__(self, name, value)
 
     def check(self) -> None:
-        _positive(self, "k", "block_size")
+        _positive(self, "k", "block_size", "k_view")
         _positive(self, "k_reverse", minimum=0)
+        if self.extra_views and "none" in self.extra_views:
+            raise SibscanError("--extra-views none stands alone (no extra views); drop the other names or 'none'")
         bad = [d for d in self.directions if d not in DIRECTIONS]
         if bad:
             raise SibscanError(f"unknown direction {bad[0]!r}; available: {', '.join(DIRECTIONS)}")

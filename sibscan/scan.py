@@ -41,12 +41,14 @@ from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
 from .verify import build_verifier
+from .views import resolve_views, view_candidates
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
 
 #: what each stage does, for its line in a log
 _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint: exact copies",
                 "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
+                "views": "views: candidates from the extra views",
                 "verify": "verify: re-scoring the candidates", "baseline": "baseline: scoring random pairs"}
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
@@ -87,7 +89,9 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
         fps = _fingerprints(splits, cfg, index)
     encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
     verifier = build_verifier(cfg.verification, splits["train"].modality)
+    views = resolve_views(cfg.search, splits["train"].modality, verifier is not None, encoder.name)
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
+    manifest["views"] = [encoder.name, *views]
     out = cfg.output  # a calibration for other data is refused here, before anything is written
     cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
@@ -105,7 +109,12 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     else:
         with clock("search"):
             nb = neighbours_table(embeddings, splits, fps, cfg.search, device=cfg.encoding.device, progress=progress,
-                                  chunks=chunks, echo=echo)
+                                  chunks=chunks, echo=echo, view=encoder.name)
+        if views:
+            with clock("views"):
+                nb = view_candidates(nb, views, embeddings, splits, fps, cfg.search, main_view=encoder.name,
+                                     device=cfg.encoding.device, cache_dir=cache_dir_of(cfg.encoding, sd.path),
+                                     batch_size=cfg.encoding.batch_size, progress=progress, echo=echo)
         with clock("verify"):
             if verifier is not None:
                 echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")

@@ -27,6 +27,8 @@ verified           float32    verified similarity (NaN where not verified)
 score              float32    the deciding score: ``verified`` where present, else ``similarity``
 exact              bool       the pair has the same exact fingerprint
 detail             str        how the verifier matched ("flipped, shifted 2 px"), or ""
+view               str        the view(s) that proposed the row, "+"-joined ("effnet+windows";
+                              see :mod:`sibscan.views`); "" in tables written before views
 =================  =========  =====================================================
 
 The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train")`` is the sibling
@@ -45,6 +47,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
         the same rows in the same order),
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
+    views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
     cutoff: the record of sibscan.cutoff.Cutoff: {value (float or null),
              source ("calibrated" | "uncalibrated" | "none"), interval ([lo, hi] or null),
@@ -101,6 +104,7 @@ NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "score": np.dtype(np.float32),
     "exact": np.dtype(bool),
     "detail": np.dtype(object),
+    "view": np.dtype(object),
 }
 
 
@@ -123,7 +127,7 @@ class Neighbours:
                     col = sim.copy() if ver is None else np.where(np.isnan(ver), sim, ver).astype(np.float32)
                 elif name == "embedding_rank" and "rank" in self.columns:
                     col = np.asarray(self.columns["rank"]).copy()  # unverified: the search's rank
-                elif name == "detail":
+                elif name in ("detail", "view"):
                     col = np.full(0 if n is None else n, "", dtype=object)
                 else:
                     raise ValueError(f"neighbours table needs column {name!r}")

@@ -1,0 +1,194 @@
+"""Candidates from more than one view: the encoder's top-k joined with the top-k of other views.
+
+One embedding decides which train items a test item is compared with; what it misses, the verifier
+never sees.  A semantic encoder (effnet) misses heavy crops and zooms of the same photo, an
+appearance one (pixels) misses what changed in colour or framing.  Each extra view proposes its
+own top-k train items per test item (test→train only, the sibling question); the union,
+deduplicated, is verified.  The neighbours table's ``view`` column says which view(s) proposed
+each row ("effnet+windows"); ``similarity`` stays the scan encoder's cosine for every row, so a
+row that only an extra view found carries the encoder's (low) similarity and is decided by the
+verifier.
+
+Views:
+
+* ``windows`` — each image as 136 square windows (6 scales from the whole image to half its side,
+  at 1-49 positions each), 12 x 12 grey cells, pixel-correlation normalised
+  (:mod:`sibscan.kernels.windows`); a pair scores its best window match in either direction, mirrors
+  included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan).
+* any registered encoder of the data's modality (``pixels``, ``phash``, ``clip``, …), embedded
+  through the scan's embedding cache.
+
+The default (:func:`resolve_views`): ``windows`` and ``pixels`` for images when the candidates are
+verified, none otherwise; each extra view adds its top ``--k-view`` (5).  Measured with ``python -m
+benchmarks.quality --sets crops,small32 --candidates-only --k 10`` (``benchmarks/results/
+quality_views.json``; heavy crops, zooms, rotations, re-grades and flips of photo cells at 96 px /
+32 px): effnet's top 10 holds the true source for 0.92 / 0.77 of the planted items, windows' alone
+for 0.98 / 0.93, effnet's top 10 joined with the top 5 of windows and pixels for 1.00 / 0.97.  The
+cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the windows view took
+15 s / 10 s beside effnet's 76 s / 71 s of embedding for ~470 images (2 shared cores, load ~9).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import SibscanError
+from .items import Items
+from .kernels.topk import rank_within_groups
+from .options import VIEWS, SearchOptions
+from .progress import task
+from .scandir import Neighbours
+
+__all__ = ["add_view_candidates", "default_views", "resolve_views", "view_candidates", "view_topk"]
+
+#: the windows view: grey side the images are shrunk to, cells per window side
+_WINDOW_SIDE, _WINDOW_CELLS = 64, 12
+#: train images cut into windows at once (the windows of a block: block x 136 x 144 floats)
+_WINDOW_BLOCK = 1024
+
+
+def default_views(modality: str, verifying: bool) -> Tuple[str, ...]:
+    """``("windows", "pixels")`` for verified images, else none (see the module docstring)."""
+    return ("windows", "pixels") if modality == "image" and verifying else ()
+
+
+def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder_name: str) -> Tuple[str, ...]:
+    """The extra views this scan runs: the option (``()`` for ``none``) or the default; the scan
+    encoder itself is dropped (it already proposes), and a view of another modality is refused."""
+    views = default_views(modality, verifying) if search.extra_views is None else search.extra_views
+    if "test-train" not in search.directions:
+        return ()
+    out = []
+    for v in views:
+        if v == encoder_name or v in out:
+            continue
+        kind = VIEWS.get(v) or _encoder_modality(v)
+        if kind != modality:
+            raise SibscanError(f"view {v!r} is for {kind} items but the data is {modality}; "
+                               f"drop it from --extra-views")
+        out.append(v)
+    return tuple(out)
+
+
+def _encoder_modality(name: str) -> str:
+    from .encoders import encoder_class
+
+    return encoder_class(name).modality
+
+
+def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOptions, *, device: str = "auto",
+              cache_dir: Optional[Path] = None, batch_size: Optional[int] = None,
+              progress: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+    """Top-k train items of each test item under view ``name``.
+
+    Returns
+    -------
+    sims : ndarray of shape (n_test, k), float32 (the view's own score; -inf where none)
+    idx : ndarray of shape (n_test, k), int64 (-1 where none)
+    """
+    train, test = splits["train"], splits["test"]
+    if name == "windows":
+        return _windows_topk(train, test, k, progress)
+    from .cache import embed
+    from .candidates import search_direction
+    from .encoders import encoder_kwargs, get_encoder
+    from .fingerprint import content_keys
+    from .options import EncoderOptions
+
+    encoder = get_encoder(name, **encoder_kwargs(EncoderOptions(device=device), train, name))
+    emb = {s: embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=batch_size,
+                    progress=progress) for s, items in splits.items()}
+    return search_direction(emb["test"], emb["train"], k, options, device=device, progress=progress)
+
+
+def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
+    from .encoders.pixels import shrink_images
+    from .kernels.windows import window_boxes, window_topk, window_vectors
+
+    boxes = window_boxes()
+
+    def vectors(paths) -> np.ndarray:
+        return window_vectors(shrink_images(paths, _WINDOW_SIDE, color=False), boxes, _WINDOW_CELLS)
+
+    q = vectors(test.paths)
+    paths = list(train.paths)
+    blocks = ((a, vectors(paths[a:a + _WINDOW_BLOCK])) for a in range(0, len(paths), _WINDOW_BLOCK))
+    return window_topk(q, blocks, min(k, len(paths)), _WINDOW_CELLS)
+
+
+def add_view_candidates(nb: Neighbours, found: Dict[str, Tuple[np.ndarray, np.ndarray]], embeddings: Dict[str, np.ndarray],
+                        splits: Dict[str, Items], fps: Dict[str, np.ndarray], main_view: str) -> Neighbours:
+    """Join the views' test→train candidates to the neighbours table, deduplicated.
+
+    Parameters
+    ----------
+    nb : Neighbours
+        The encoder's table (every direction); its test→train rows are labelled ``main_view``.
+    found : {view name: (sims, idx)}
+        Each view's top-k, ndarrays of shape (n_test, k_view); idx -1 where none.
+    embeddings : {"train": ndarray of shape (n_train, dim), "test": ...}
+        The scan encoder's embeddings: every added row gets its ``similarity`` from them.
+
+    Returns
+    -------
+    Neighbours
+        Test→train rows of all views (``view`` = the views that proposed the pair, joined by "+"),
+        ranked by similarity (``rank`` = ``embedding_rank``, before verification); other directions as they were.
+    """
+    tt = nb.mask("test", "train")
+    main, rest = nb.select(tt), nb.select(~tt)
+    n_train = len(splits["train"])
+    key = main["query_index"] * n_train + main["neighbour_index"]
+    names = {int(x): [main_view] for x in key.tolist()}
+    for view, (_, idx) in found.items():
+        qi = np.repeat(np.arange(idx.shape[0]), idx.shape[1])
+        ni = idx.reshape(-1)
+        for x in (qi[ni >= 0] * n_train + ni[ni >= 0]).tolist():
+            names.setdefault(int(x), []).append(view)
+    new = np.array(sorted(set(names) - set(key.tolist())), np.int64)
+    qi, ni = new // n_train, new % n_train
+    train, test = splits["train"], splits["test"]
+    added = Neighbours({
+        "query_split": np.full(len(new), "test"), "query_id": test.ids[qi], "query_index": qi,
+        "rank": np.zeros(len(new), np.int32), "neighbour_split": np.full(len(new), "train"),
+        "neighbour_id": train.ids[ni], "neighbour_index": ni, "similarity": _pair_cosine(embeddings, qi, ni),
+        "exact": (fps["test"][qi] == fps["train"][ni]).all(axis=1),
+    })
+    joined = Neighbours.concat([main, added])
+    keys = (joined["query_index"] * n_train + joined["neighbour_index"]).tolist()
+    joined.columns["view"] = np.array(["+".join(names[int(x)]) for x in keys], dtype=object)
+    order = np.lexsort((joined["neighbour_index"], -joined["similarity"], joined["query_index"]))
+    joined = joined.select(order)
+    q = joined["query_index"]
+    start = np.ones(len(q), bool)
+    start[1:] = q[1:] != q[:-1]
+    rank = rank_within_groups(start).astype(np.int32)
+    joined.columns["rank"], joined.columns["embedding_rank"] = rank, rank.copy()
+    return Neighbours.concat([joined, rest])
+
+
+def _pair_cosine(embeddings: Dict[str, np.ndarray], qi: np.ndarray, ni: np.ndarray) -> np.ndarray:
+    """The scan encoder's cosine of each (test qi, train ni) pair, shape (len(qi),)."""
+    def rows(emb, idx):
+        return emb.take(idx) if hasattr(emb, "take") and not isinstance(emb, np.ndarray) else np.asarray(emb[idx], np.float32)
+
+    if len(qi) == 0:
+        return np.zeros(0, np.float32)
+    return np.einsum("ij,ij->i", rows(embeddings["test"], qi), rows(embeddings["train"], ni)).astype(np.float32)
+
+
+def view_candidates(nb: Neighbours, views: Sequence[str], embeddings, splits, fps, options: SearchOptions, *,
+                    main_view: str, device: str = "auto", cache_dir: Optional[Path] = None,
+                    batch_size: Optional[int] = None, progress: bool = True,
+                    echo: Callable[[str], None] = lambda s: None) -> Neighbours:
+    """Each view's top-``options.k_view`` joined to ``nb`` (the scan's search stage)."""
+    k = options.k_view
+    found = {}
+    for v in views:
+        echo(f"candidates from the {v} view (k={k})")
+        with task(f"view {v}"):
+            found[v] = view_topk(v, splits, k, options, device=device, cache_dir=cache_dir, batch_size=batch_size,
+                                 progress=progress)
+    return add_view_candidates(nb, found, embeddings, splits, fps, main_view)

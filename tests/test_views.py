@@ -1,0 +1,152 @@
+"""Candidates from more than one view: the windows kernel against brute force, the union of views in the
+neighbours table, and a scan in which only the windows view finds a mirrored copy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sibscan.config import ScanConfig
+from sibscan.errors import SibscanError
+from sibscan.items import Items
+from sibscan.kernels.windows import mirror, window_boxes, window_pair_scores, window_topk, window_vectors
+from sibscan.options import SearchOptions
+from sibscan.scandir import Neighbours
+from sibscan.views import add_view_candidates, default_views, resolve_views
+
+
+def _smooth(rng, side=64):
+    x = rng.normal(size=(8, 8)).repeat(side // 8, 0).repeat(side // 8, 1)
+    return x + 0.1 * rng.normal(size=(side, side))
+
+
+def test_a_crop_matches_the_window_it_was_cut_from():
+    rng = np.random.default_rng(0)
+    img = _smooth(rng)
+    boxes = window_boxes()
+    # the window (top 0.2, left 0.3, side 0.5) of a 64-px image, blown up 2x by pixel repetition
+    box = np.array([[0.2, 0.3, 0.5]])
+    y, x = round(0.2 * 64), round(0.3 * 64)
+    crop = img[y:y + 32, x:x + 32].repeat(2, 0).repeat(2, 1)
+    want = window_vectors(img[None], box, 12)[0, 0]
+    got = window_vectors(crop[None], boxes, 12)[0, 0]
+    assert float(want @ got) > 0.97  # cell edges round differently at 64 and 32 px
+    # and the crop's whole image finds that window among all of the source's, up to the grid's step
+    scores = window_vectors(img[None], boxes, 12)[0] @ got
+    assert scores.max() > 0.8 and scores.max() > np.sort(scores)[len(scores) // 2] + 0.3
+
+
+def test_window_vectors_are_normalised_cell_means():
+    rng = np.random.default_rng(1)
+    img = rng.uniform(0, 255, size=(2, 32, 32))
+    v = window_vectors(img, np.array([[0.0, 0.0, 1.0], [0.5, 0.5, 0.5]]), 4)
+    ref = img[:, 16:, 16:].reshape(2, 4, 4, 4, 4).mean(axis=(2, 4)).reshape(2, 16)  # 4 px cells of the corner window
+    ref -= ref.mean(axis=1, keepdims=True)
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    np.testing.assert_allclose(v[:, 1], ref, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=2), 1.0, atol=1e-5)
+    assert not window_vectors(np.full((1, 32, 32), 7.0), window_boxes(), 4).any()  # a flat image: zeros
+
+
+def test_mirror_is_the_flipped_image():
+    rng = np.random.default_rng(2)
+    img = _smooth(rng)
+    boxes = window_boxes()
+    np.testing.assert_allclose(mirror(window_vectors(img[None], boxes, 12)[:, :1], 12),
+                               window_vectors(img[None, :, ::-1], boxes, 12)[:, :1], atol=1e-5)
+
+
+def test_window_scores_and_topk_against_brute_force():
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(5, 4, 9)).astype(np.float32)
+    d = rng.normal(size=(11, 4, 9)).astype(np.float32)
+    ref = np.empty((5, 11), np.float32)
+    for i in range(5):
+        for j in range(11):
+            best = -np.inf
+            for qq in (q[i], mirror(q[i], 3)):
+                best = max(best, max(float(qq[0] @ w) for w in d[j]), max(float(w @ d[j][0]) for w in qq))
+            ref[i, j] = best
+    np.testing.assert_allclose(window_pair_scores(q, d, 3), ref, rtol=1e-5, atol=1e-5)
+    blocks = [(a, d[a:a + 4]) for a in range(0, 11, 4)]
+    sims, idx = window_topk(q, blocks, 3, 3, max_floats=50)  # a tiny budget: queries one at a time
+    order = np.argsort(-ref, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(idx, order)
+    np.testing.assert_allclose(sims, np.take_along_axis(ref, order, axis=1), rtol=1e-5)
+
+
+def _items(split, n):
+    return Items(split, "table", np.array([f"{split}{i}" for i in range(n)]), values=np.zeros((n, 2)))
+
+
+def test_union_is_deduplicated_labelled_and_ranked_by_the_encoders_similarity():
+    rng = np.random.default_rng(4)
+    emb = {"train": rng.normal(size=(6, 3)).astype(np.float32), "test": rng.normal(size=(2, 3)).astype(np.float32)}
+    emb = {s: e / np.linalg.norm(e, axis=1, keepdims=True) for s, e in emb.items()}
+    splits = {"train": _items("train", 6), "test": _items("test", 2)}
+    fps = {"train": np.arange(12, dtype=np.uint64).reshape(6, 2), "test": np.arange(100, 104, dtype=np.uint64).reshape(2, 2)}
+    main = {0: [1, 2], 1: [3, 4]}
+    rows = [(q, r, n) for q, ns in main.items() for r, n in enumerate(ns)]
+    nb = Neighbours({"query_split": ["test"] * 4, "query_id": [f"test{q}" for q, _, _ in rows],
+                     "query_index": [q for q, _, _ in rows], "rank": [r for _, r, _ in rows],
+                     "neighbour_split": ["train"] * 4, "neighbour_id": [f"train{n}" for *_, n in rows],
+                     "neighbour_index": [n for *_, n in rows],
+                     "similarity": [float(emb["test"][q] @ emb["train"][n]) for q, _, n in rows],
+                     "exact": [False] * 4, "view": ["enc"] * 4})
+    found = {"windows": (None, np.array([[2, 5], [0, -1]]))}
+    out = add_view_candidates(nb, found, emb, splits, fps, "enc")
+    got = {(int(q), int(n)): v for q, n, v in zip(out["query_index"], out["neighbour_index"], out["view"])}
+    assert got == {(0, 1): "enc", (0, 2): "enc+windows", (0, 5): "windows", (1, 3): "enc", (1, 4): "enc", (1, 0): "windows"}
+    for q in (0, 1):
+        m = out["query_index"] == q
+        sims = out["similarity"][m]
+        np.testing.assert_allclose(sims, emb["train"][out["neighbour_index"][m]] @ emb["test"][q], rtol=1e-5)
+        assert list(out["rank"][m]) == list(range(m.sum())) and (np.diff(sims) <= 0).all()
+        assert list(out["embedding_rank"][m]) == list(out["rank"][m])
+
+
+def test_views_default_and_validation(tmp_path):
+    assert default_views("image", True) == ("windows", "pixels")
+    assert default_views("image", False) == () and default_views("text", True) == ()
+    assert resolve_views(SearchOptions(), "image", True, "pixels") == ("windows",)  # the encoder is not added twice
+    assert resolve_views(SearchOptions(extra_views="none"), "image", True, "effnet") == ()
+    assert resolve_views(SearchOptions(directions="train-test"), "image", True, "effnet") == ()
+    with pytest.raises(SibscanError, match="view 'pixels' is for image items but the data is text"):
+        resolve_views(SearchOptions(extra_views="pixels"), "text", True, "ngram")
+    base = dict(train=str(tmp_path), test=str(tmp_path), out=str(tmp_path / "o"))
+    with pytest.raises(SibscanError, match=r"unknown view 'windws' in --extra-views; available: none, windows, "):
+        ScanConfig(**base, extra_views="windws").check()
+    with pytest.raises(SibscanError, match="--extra-views none stands alone"):
+        ScanConfig(**base, extra_views="none,pixels").check()
+    with pytest.raises(SibscanError, match="--extra-views cannot be combined with --chunk-words"):
+        ScanConfig(**base, extra_views="ngram", chunk_words=50).check()
+    with pytest.raises(SibscanError, match="--k-view"):
+        ScanConfig(**base, k_view=0).check()
+
+
+def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from sibscan.scan import run_scan
+    from sibscan.scandir import ScanDir
+
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+    photos = [(rng.random((8, 8, 3)) * 255).astype(np.uint8) for _ in range(12)]
+    for i, p in enumerate(photos):
+        Image.fromarray(p).resize((96, 96), Image.BICUBIC).save(tmp_path / "train" / f"{i}.png")
+    Image.fromarray(photos[5]).resize((96, 96), Image.BICUBIC).transpose(Image.FLIP_LEFT_RIGHT).save(
+        tmp_path / "test" / "flip5.png")
+    Image.fromarray(photos[3]).resize((96, 96), Image.BICUBIC).crop((10, 20, 70, 80)).resize((96, 96)).save(
+        tmp_path / "test" / "crop3.png")
+    res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
+                              encoder="pixels", k=2, progress=False))
+    assert res.manifest["views"] == ["pixels", "windows"] and "views" in res.manifest["timings"]
+    nb = ScanDir(tmp_path / "out").neighbours().direction("test", "train")
+    row = {(q, n): (v, s) for q, n, v, s in zip(nb["query_id"], nb["neighbour_id"], nb["view"], nb["score"])}
+    view, score = row[("flip5.png", "5.png")]
+    assert "windows" in view and "pixels" not in view.split("+") and score > 0.99  # pixels missed it, verified
+    assert "windows" in row[("crop3.png", "3.png")][0]
+    top = ScanDir(tmp_path / "out").neighbours().top1()
+    assert dict(zip(top["query_id"], top["neighbour_id"])) == {"flip5.png": "5.png", "crop3.png": "3.png"}
