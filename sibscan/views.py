@@ -14,7 +14,8 @@ Views:
 * ``windows`` — each image as 136 square windows (6 scales from the whole image to half its side,
   at 1-49 positions each), 12 x 12 grey cells, pixel-correlation normalised
   (:mod:`sibscan.kernels.windows`); a pair scores its best window match in either direction, mirrors
-  included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan).
+  included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan and kept as
+  8-bit grey; window vectors are made block by block).
 * any registered encoder of the data's modality (``pixels``, ``phash``, ``clip``, …), embedded
   through the scan's embedding cache.
 
@@ -45,7 +46,7 @@ __all__ = ["add_view_candidates", "default_views", "resolve_views", "view_candid
 
 #: the windows view: grey side the images are shrunk to, cells per window side
 _WINDOW_SIDE, _WINDOW_CELLS = 64, 12
-#: train images cut into windows at once (the windows of a block: block x 136 x 144 floats)
+#: images cut into windows at once, on each side (a block's windows: 1024 x 136 x 144 floats, 80 MB)
 _WINDOW_BLOCK = 1024
 
 
@@ -104,18 +105,26 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
 
 
 def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """The windows view's top-k: both splits decoded once to 64-px grey (4 KiB an image), window vectors
+    (78 KiB an image) made block by block on both sides, so memory stays at a few blocks."""
     from .encoders.pixels import shrink_images
     from .kernels.windows import window_boxes, window_topk, window_vectors
 
     boxes = window_boxes()
+    gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
+            for s, items in (("train", train), ("test", test))}
+    k = min(k, len(train))
+    sims = np.full((len(test), k), -np.inf, np.float32)
+    idx = np.full((len(test), k), -1, np.int64)
 
-    def vectors(paths) -> np.ndarray:
-        return window_vectors(shrink_images(paths, _WINDOW_SIDE, color=False), boxes, _WINDOW_CELLS)
+    def vectors(split: str, a: int) -> np.ndarray:
+        return window_vectors(gray[split][a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
 
-    q = vectors(test.paths)
-    paths = list(train.paths)
-    blocks = ((a, vectors(paths[a:a + _WINDOW_BLOCK])) for a in range(0, len(paths), _WINDOW_BLOCK))
-    return window_topk(q, blocks, min(k, len(paths)), _WINDOW_CELLS)
+    for a in range(0, len(test), _WINDOW_BLOCK):
+        blocks = ((b, vectors("train", b)) for b in range(0, len(train), _WINDOW_BLOCK))
+        s, i = window_topk(vectors("test", a), blocks, k, _WINDOW_CELLS)
+        sims[a:a + _WINDOW_BLOCK], idx[a:a + _WINDOW_BLOCK] = s, i
+    return sims, idx
 
 
 def add_view_candidates(nb: Neighbours, found: Dict[str, Tuple[np.ndarray, np.ndarray]], embeddings: Dict[str, np.ndarray],

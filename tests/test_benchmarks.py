@@ -145,13 +145,28 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
                 assert set(entry[mode]["per_transform"]) == set(s["encoders"]["pixels" if enc.startswith("union:") else enc]
                                                                 ["embedding"]["per_transform"])
     images = data["sets"]["images"]
-    assert set(images["encoders"]) >= {"pixels", "phash", "union:phash+pixels"}
-    # the union of two views holds at least the candidates of each
-    union = images["encoders"]["union:phash+pixels"]["verified:imagematch"]["source_in_candidates"]
-    assert union >= max(images["encoders"][v]["verified:imagematch"]["source_in_candidates"] for v in ("pixels", "phash"))
+    # without effnet the default encoder is pixels; the scan's extra views add windows (pixels itself once)
+    assert set(images["encoders"]) >= {"pixels", "phash", "union:pixels+windows"}
+    # the union of views holds at least the candidates of the encoder
+    union = images["encoders"]["union:pixels+windows"]["verified:imagematch"]["source_in_candidates"]
+    assert union >= images["encoders"]["pixels"]["verified:imagematch"]["source_in_candidates"]
     assert set(images["time_share"]["verifiers"]) == {"imagecorr", "imagematch"}
     # exact copies are found by every calibrated encoder
     assert data["sets"]["text"]["encoders"]["ngram"]["embedding"]["per_transform"]["exact"]["recall"] == 1.0
+
+
+@pytest.mark.slow  # ~10 s on the shared machine: planted crops, three views
+def test_quality_candidates_only_per_view_and_union(tmp_path, monkeypatch):
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    quality.main(["--quick", "--no-neural", "--sets", "crops", "--candidates-only", "--k", "4", "--k-view", "3",
+                  "--name", "views"])
+    cr = json.loads((tmp_path / "views.json").read_text())["sets"]["crops"]["candidate_recall"]
+    assert (cr["k"], cr["k_view"]) == (4, 3) and set(cr["views"]) == {"pixels", "phash", "windows"}
+    views, union = cr["views"], cr["unions"]["pixels+windows"]
+    assert all(0.0 <= v["all"] <= 1.0 and v["candidates_per_item"] == 4 for v in views.values())
+    # the encoder's top 4 joined with windows' top 3: at least the encoder's hits, at most 7 pairs an item
+    assert views["pixels"]["all"] <= union["all"] and 4 <= union["candidates_per_item"] <= 7
+    assert set(union["per_transform"]) == {"crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg"}
 
 
 def test_quality_rejects_unknown_set(capsys):
