@@ -26,7 +26,8 @@ quality_views.json``; heavy crops, zooms, rotations, re-grades and flips of phot
 32 px): effnet's top 10 holds the true source for 0.92 / 0.77 of the planted items, windows' alone
 for 0.98 / 0.93, effnet's top 10 joined with the top 5 of windows and pixels for 1.00 / 0.97.  The
 cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the windows view took
-15 s / 10 s beside effnet's 76 s / 71 s of embedding for ~470 images (2 shared cores, load ~9).
+6.3 s / 4.2 s beside effnet's 39 s / 56 s of embedding for ~470 images (2 shared cores, load
+~8).
 """
 from __future__ import annotations
 
