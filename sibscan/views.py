@@ -21,8 +21,8 @@ Views:
 
 The default (:func:`resolve_views`): ``windows`` and ``pixels`` for images when the candidates are
 verified, none otherwise; each extra view adds its top ``--k-view`` (5).  Measured with ``python -m
-benchmarks.quality --sets crops,small32 --candidates-only --k 10`` (``benchmarks/results/
-quality_views.json``; heavy crops, zooms, rotations, re-grades and flips of photo cells at 96 px /
+benchmarks.quality --sets crops,small32 --candidates-only --k 10 --name quality_views``
+(``benchmarks/results/quality_views.json``; heavy crops, zooms, rotations, re-grades and flips of photo cells at 96 px /
 32 px): effnet's top 10 holds the true source for 0.92 / 0.77 of the planted items, windows' alone
 for 0.98 / 0.93, effnet's top 10 joined with the top 5 of windows and pixels for 1.00 / 0.97.  The
 cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the windows view took
