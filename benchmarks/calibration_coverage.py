@@ -3,6 +3,8 @@
     python -m benchmarks.calibration_coverage            # the default run (see DEFAULT below)
     python -m benchmarks.calibration_coverage --quick    # tiny, for the tests
     python -m benchmarks.calibration_coverage --datasets 200 --sizes 2000,10000
+    python -m benchmarks.calibration_coverage --kinds image --prevalences 0.03,0.12 --datasets 60 \
+        --sizes 2000 --adaptive-runs 0                   # a subset, to iterate on the estimator
 
 Each simulated data set has ``n`` test items of which a share ``prevalence`` are siblings.  Their
 deciding scores are drawn from the verified nearest-neighbour scores of the project's own real-item
@@ -138,17 +140,21 @@ def today(ds: dict, n_labels: int, rng: np.random.Generator, seed: int) -> dict:
     return {"lo": min(float(lo_c), mid) / n, "mid": mid / n, "hi": max(float(hi_c), mid) / n}
 
 
-def run(datasets: int, sizes, step: int, adaptive_runs: int, seed: int = 0) -> dict:
+KINDS = ("image", "text", "series")
+
+
+def run(datasets: int, sizes, step: int, adaptive_runs: int, seed: int = 0, kinds=KINDS, prevalences=PREVALENCES) -> dict:
+    """The coverage runs: at each size and prevalence, ``datasets`` data sets cycling through ``kinds``
+    (a subset of kinds or prevalences is for iterating quickly; the results quoted use all)."""
     sets = _score_sets()
-    kinds = ("image", "text", "series")
     runs = []
     t0 = time.perf_counter()
     for n in sizes:
-        for prev in PREVALENCES:
+        for prev in prevalences:
             for d in range(datasets):
                 rng = np.random.default_rng([seed, n, int(prev * 1e4), d])
-                kind = kinds[d % 3]
-                ds = make_dataset(sets, kind, d // 3, n, prev, rng)
+                kind = kinds[d % len(kinds)]
+                ds = make_dataset(sets, kind, d // len(kinds), n, prev, rng)
                 truth = float(ds["truth"].mean())
                 res = label_adaptively(ds, (60, 100), step, rng, seed=d)
                 ref = today(ds, 60, rng, seed=d)
@@ -162,8 +168,8 @@ def run(datasets: int, sizes, step: int, adaptive_runs: int, seed: int = 0) -> d
     adaptive = []
     for d in range(adaptive_runs):
         rng = np.random.default_rng([seed, 99, d])
-        kind = kinds[d % 3]
-        ds = make_dataset(sets, kind, d // 3, 2000 if adaptive_runs > 10 else min(sizes), 0.01, rng)
+        kind = kinds[d % len(kinds)]
+        ds = make_dataset(sets, kind, d // len(kinds), 2000 if adaptive_runs > 10 else min(sizes), 0.01, rng)
         res = label_adaptively(ds, (100,), 1, rng, seed=d)[100]
         truth = float(ds["truth"].mean())
         adaptive.append({"kind": kind, "set": ds["set"], "true": truth, **res, "covered": res["lo"] <= truth <= res["hi"],
@@ -176,7 +182,7 @@ def summarise(result: dict) -> dict:
     runs = result["runs"]
     rows = []
     for n in sorted({r["n"] for r in runs}):
-        for prev in PREVALENCES:
+        for prev in sorted({r["prevalence"] for r in runs}):
             sel = [r for r in runs if r["n"] == n and r["prevalence"] == prev]
             if not sel:
                 continue
@@ -186,7 +192,7 @@ def summarise(result: dict) -> dict:
                 row[f"width {label}"] = float(np.mean([r[key]["hi"] - r[key]["lo"] for r in sel]))
             rows.append(row)
     per_kind = []
-    for kind in ("image", "text", "series"):
+    for kind in KINDS:
         sel = [r for r in runs if r["kind"] == kind]
         if sel:
             per_kind.append({"kind": kind, "datasets": len(sel),
@@ -215,6 +221,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--sizes", default=None, help="comma list of test-set sizes (default 2000,10000)")
     ap.add_argument("--step", type=int, default=None, help="pairs added per adaptive step in the coverage runs (default 5)")
     ap.add_argument("--adaptive-runs", type=int, default=None, help="data sets of 2,000 items at 1 %% labelled strictly adaptively (default 60)")
+    ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
+    ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
     ap.add_argument("--name", default="calibration_coverage", help="results file stem")
     args = ap.parse_args(argv)
     cfg = dict(QUICK if args.quick else DEFAULT)
@@ -226,9 +234,15 @@ def main(argv=None) -> dict:
         cfg["step"] = args.step
     if args.adaptive_runs is not None:
         cfg["adaptive_runs"] = args.adaptive_runs
-    print(f"{cfg['datasets']} data sets per size and prevalence, sizes {cfg['sizes']}, prevalences {PREVALENCES}, "
-          f"labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}", flush=True)
-    result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["adaptive_runs"])
+    kinds = tuple(args.kinds.split(",")) if args.kinds else KINDS
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        ap.error(f"unknown kind {', '.join(unknown)}; available: {', '.join(KINDS)}")
+    prevalences = tuple(float(x) for x in args.prevalences.split(",")) if args.prevalences else PREVALENCES
+    cfg.update(kinds=list(kinds), prevalences=list(prevalences))
+    print(f"{cfg['datasets']} data sets per size and prevalence, sizes {cfg['sizes']}, prevalences {prevalences}, "
+          f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}", flush=True)
+    result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["adaptive_runs"], kinds=kinds, prevalences=prevalences)
     summary = summarise(result)
     print_table(summary["by_size_and_prevalence"])
     print_table(summary["by_kind"])
@@ -236,7 +250,7 @@ def main(argv=None) -> dict:
         if not isinstance(v, list):
             print(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
     path = write_results(args.name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"])},
-                                     "labeller_error": LABELLER_ERROR, "prevalences": list(PREVALENCES),
+                                     "labeller_error": LABELLER_ERROR, "prevalences": list(prevalences),
                                      "seconds": result["seconds"], "summary": summary, "runs": result["runs"],
                                      "adaptive": result["adaptive"]})
     print(f"written: {path} ({result['seconds']:.0f} s)")
