@@ -423,3 +423,14 @@ def test_calibration_coverage_quick_writes_results(tmp_path, monkeypatch):
         for key in ("new_60", "new_100"):
             assert r[key]["lo"] <= r[key]["mid"] <= r[key]["hi"] and r[key]["covered"] == (r[key]["lo"] <= r["true"] <= r[key]["hi"])
     assert 0 <= summary["coverage_min_60"] <= 1 and summary["mean_width_60"] > 0
+
+
+def test_calibration_coverage_subset_flags(capsys):
+    import benchmarks.calibration_coverage as bench
+
+    with pytest.raises(SystemExit):
+        bench.main(["--kinds", "imgae", "--quick"])
+    assert "unknown kind imgae; available: image, text, series" in capsys.readouterr().err
+    result = bench.run(1, (200,), 50, 0, kinds=("image",), prevalences=(0.03,))
+    assert [(r["kind"], r["prevalence"], r["n"]) for r in result["runs"]] == [("image", 0.03, 200)]
+    assert result["adaptive"] == []

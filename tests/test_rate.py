@@ -49,25 +49,6 @@ def test_all_different_region_bounds_the_rate_below_it():
     assert est.p_same[lab[10:]].max() < 0.2 and est.p_same[:20].min() > 0.5
 
 
-def test_answers_pin_the_flip_between_two_points_of_the_grid():
-    # 10,000 items, siblings the top 11.55 %: the flip lies between two points of the estimator's
-    # fixed grid of flip locations (0.8802 and 0.8889 in quantile units, 87 items apart), and clean
-    # answers 6 items apart bracket it.  The grid once held only its fixed points: the posterior
-    # had to put the flip on one of them and explain the answers between by a wide curve, an
-    # interval of 317 items.  With a grid point at every answer and halfway between, the answers
-    # resolve the flip and the interval is what the labels support.
-    n = 10_000
-    score = (np.arange(n) + 0.5) / n
-    k = 8845
-    truth = np.arange(n) >= k
-    lab = np.r_[np.linspace(100, k - 100, 25), np.arange(k - 30, k, 6), np.arange(k, k + 30, 6),
-                np.linspace(k + 100, n - 50, 20)].astype(int)
-    est = estimate_rate(score, np.zeros(n, bool), lab, truth[lab])
-    assert est.lo <= truth.mean() <= est.hi and est.lo <= est.estimate <= est.hi
-    assert (est.hi - est.lo) * n < 200
-    assert est.estimate * n == pytest.approx(truth.sum(), abs=25)
-
-
 def test_exact_twins_count_without_labels_and_narrow_enough_rule():
     score = np.linspace(0.1, 0.9, 100)
     exact = np.zeros(100, bool)
