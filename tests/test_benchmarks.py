@@ -188,6 +188,41 @@ def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
     assert cases["table"]["exact_test_twins"] >= cases["table"]["planted"] // 3
 
 
+
+def test_image32_case_is_cifar_sized_jpegs_with_planted_copies(tmp_path):
+    case = scan_e2e.write_image32_case(tmp_path, 36, seed=2)
+    from PIL import Image
+
+    train, test = sorted((tmp_path / "train").iterdir()), sorted((tmp_path / "test").iterdir())
+    assert (len(train), len(test)) == (case["n_train"], case["n_test"]) == (30, 6)
+    assert case["planted"] == min(len(planted.IMAGE_TRANSFORMS), 6)  # one of each transform, capped by the test split
+    for p in train:
+        with Image.open(p) as im:
+            assert (im.format, im.size) == ("JPEG", (32, 32))
+    # the first planted test item is an "exact" copy: the same pixels saved the same way, so the same bytes
+    assert any(test[0].read_bytes() == p.read_bytes() for p in train)
+    # every train item is a fresh draw: no two train files are the same
+    assert len({p.read_bytes() for p in train}) == len(train)
+
+
+def test_search_benchmark_quick_pairs_auto_with_raw_faiss(tmp_path, monkeypatch):
+    pytest.importorskip("faiss", reason="the pairing is with raw faiss (pip install 'sibscan[faiss]')")
+    from benchmarks import search as search_bench
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    search_bench.main(["--quick", "--repeat", "3", "--others-repeat", "0"])
+    data = json.loads((tmp_path / "search_quick.json").read_text())
+    assert len(data["auto_vs_raw_faiss"]) == 4  # two shapes x top-1, top-5
+    for shape in data["shapes"]:
+        assert shape["auto_backend"] == "faiss"
+        for entry in shape["auto_vs_raw_faiss"].values():
+            ratios = np.array(entry["ratios"])
+            assert len(ratios) == len(entry["load_average_1min_per_pair"]) == 3
+            np.testing.assert_allclose(ratios, np.array(entry["raw_seconds"]) / entry["auto_seconds"], rtol=0.05)
+            assert entry["ratio_median"] == pytest.approx(np.median(ratios), rel=1e-3)
+            # sibscan's own work around the kernel is measured, and is a small part of the kernel's time
+            assert 0 < entry["auto_own_seconds"] and entry["auto_own_share_of_raw"] < 1
+
 # -- image verifier on real photos ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
@@ -434,3 +469,20 @@ def test_calibration_coverage_subset_flags(capsys):
     result = bench.run(1, (200,), 50, 0, kinds=("image",), prevalences=(0.03,))
     assert [(r["kind"], r["prevalence"], r["n"]) for r in result["runs"]] == [("image", 0.03, 200)]
     assert result["adaptive"] == []
+
+
+@pytest.mark.slow
+def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="effnet runs on torch (pip install 'sibscan[torch]')")
+    from benchmarks import image_scale
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setenv("SIBSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    image_scale.main(["--quick", "--sets", "images-32px", "--sizes", "32", "--no-previous"])
+    data = json.loads((tmp_path / "image_scale_quick.json").read_text())
+    modes = data["sets"]["images-32px"]["modes"]
+    assert set(modes) == {"32", "auto"}
+    assert "size=32" in modes["32"]["identity"]
+    for entry in modes.values():
+        for view in ("embedding", "verified"):
+            assert 0 <= entry[view]["recall_at_p95"] <= 1 and 0 <= entry[view]["auc"] <= 1

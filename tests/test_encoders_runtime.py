@@ -18,8 +18,9 @@ def _image(path, w, h, seed=0):
 
 
 # --- the size rule --------------------------------------------------------------------------------
-@pytest.mark.parametrize("side, size", [(32, 64), (20, 32), (8, 32), (100, 192), (111.9, 208), (112, 224),
-                                        (500, 224), (None, 224), (0, 224), (float("nan"), 224)])
+@pytest.mark.parametrize("side, size", [(32, 96), (20, 96), (8, 96), (48, 96), (56, 112), (64, 128), (100, 192),
+                                        (111.9, 208), (112, 224), (500, 224), (None, 224), (0, 224),
+                                        (float("nan"), 224)])
 def test_choose_image_size(side, size):
     assert choose_image_size(side, 224) == size
 

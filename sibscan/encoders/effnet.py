@@ -14,9 +14,9 @@ preprocessing at 224 px).
 Preprocessing: the short side resized to ``image_size`` (bicubic), centre crop, ImageNet mean/std.
 ``image_size`` is the images' own scale — chosen from the data by the scan
 (:func:`sibscan.encoders.scale.choose_image_size`: the median short side up-sampled at most 2x,
-never above the native 224) or given (``--image-size``); the identity records it
-(``effnet(...,size=64,...)``), so embeddings, caches and calibrations at one size are never mixed
-with another.  A CNN embeds any size: at 64 px a 32-px image costs 12x fewer operations than at
+never below 96 px nor above the native 224) or given (``--image-size``); the identity records it
+(``effnet(...,size=96,...)``), so embeddings, caches and calibrations at one size are never mixed
+with another.  A CNN embeds any size: at 96 px a 32-px image costs 5.4x fewer operations than at
 224, with the recall measured per size in ``benchmarks/image_scale.py``.
 """
 from __future__ import annotations
