@@ -113,7 +113,7 @@ def small_jpeg_case(n: int, n_previous: int, n_runtime: int, repeat: int, thread
     Rows (images/s, decoding included in every one):
 
     * ``default``: effnet as a scan builds it now — input size from the train images
-      (:func:`sibscan.encoders.scale.image_size_for`: 32 px -> 64), ``runtime="auto"``;
+      (:func:`sibscan.encoders.scale.image_size_for`: 32 px -> 96), ``runtime="auto"``;
     * ``previous``: effnet as the scan ran before issue 16 — timm's eval transform (short side to
       256, crop 224), PyTorch eager, decoded in the calling thread
       (:func:`benchmarks.image_scale.previous_default_encode`), on ``n_previous`` of the images;
