@@ -18,7 +18,11 @@ encoder did before it scaled (``previous``: timm's eval transform — short side
 224 — in PyTorch eager).  Each is scored as :func:`benchmarks.quality.evaluate` does it: recall at
 precision >= 0.95 (the oracle's cutoff) and ROC AUC, from the embedding alone and with the top-5
 candidates re-scored by the ``imagecorr`` verifier; with the seconds spent embedding and
-verifying.  Results: ``benchmarks/results/image_scale.json``.
+verifying.  At the ``auto`` size it also scores what the default scan does (:func:`scan_defaults`,
+read from :mod:`sibscan.options` and :mod:`sibscan.views`, so the row follows the defaults): the
+encoder's top ``--k`` joined with each default extra view's top ``--k-view``, verified by the
+default verifier (results key ``scan``; ``--no-scan-row`` leaves it out), with the seconds the views
+and that verification took.  Results: ``benchmarks/results/image_scale.json``.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import numpy as np
 
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import IMAGE_TRANSFORMS, PlantedSet, _image_transform, _truth, dedupe_pool, image_set
-from benchmarks.quality import VERIFIERS, PairScores, _finite, evaluate
+from benchmarks.quality import VERIFIERS, PairScores, _finite, evaluate, union_candidates, view_candidates
 
 SIZES = (32, 48, 64, 96, 128, 224)
 QUICK_SIZES = (32, 64)
@@ -188,7 +192,49 @@ def _embed(ps: PlantedSet, mode: str):
     return enc.identity, tr, te, time.perf_counter() - t
 
 
-def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_verified_random: int, seed: int) -> dict:
+def scan_defaults() -> dict:
+    """What a default image scan does with its candidates, read from the scan's own defaults:
+    ``encoder``, ``k`` (encoder's test→train top-k), ``views`` (extra views), ``k_view`` (each
+    view's top-k) and ``verifier``."""
+    from sibscan.encoders.build import default_encoder
+    from sibscan.options import SearchOptions
+    from sibscan.verify import default_verifier
+    from sibscan.views import resolve_views
+
+    search, encoder = SearchOptions(), default_encoder("image")
+    return {"encoder": encoder, "k": search.k, "k_view": search.k_view,
+            "views": list(resolve_views(search, "image", True, encoder)), "verifier": default_verifier("image")}
+
+
+def score_scan(ps: PlantedSet, tr: np.ndarray, te: np.ndarray, *, n_labels: int, n_verified_random: int,
+               seed: int) -> dict:
+    """The default scan's candidates on embeddings ``tr``/``te`` (effnet's, shapes (n_train, d) and
+    (n_test, d)): its top-k, then joined with the default views' top-k_view, each verified by the
+    default verifier and scored as :func:`benchmarks.quality.evaluate` does.  The verifier starts
+    with no cached pairs, so its seconds are the whole union's (and the random pairs')."""
+    from sibscan.verify import get_verifier
+
+    d = scan_defaults()
+    if d["encoder"] != "effnet":
+        raise SystemExit(f"the default image encoder is {d['encoder']}, not effnet: the scan row would not "
+                         f"describe the default scan; run with --no-scan-row")
+    found, view_seconds = view_candidates(ps, {"effnet": (tr, te)}, d["views"], max(d["k"], d["k_view"]))
+    cand = union_candidates(found["effnet"][:, :d["k"]], *(found[v][:, :d["k_view"]] for v in d["views"]))
+    pairs = PairScores(ps, get_verifier(d["verifier"]))
+    common = dict(n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
+    out: Dict[str, object] = {"defaults": d, "view_seconds": view_seconds,
+                              "candidate_pairs": int(sum(len(set(r[r >= 0].tolist())) for r in cand))}
+    for key, kw in (("views", {"candidates": cand}), ("encoder_only", {})):
+        r = evaluate(ps, tr, te, pairs, k=d["k"], **common, **kw)
+        out[key] = {"recall_at_p95": r["metrics"]["recall_at_p95"], "auc": r["metrics"]["auc"],
+                    "nn_is_source": r["nn_is_source"], "source_in_candidates": r["source_in_candidates"],
+                    "per_transform_auc": {t: v["auc"] for t, v in r["per_transform"].items()}}
+    out["verify_seconds"], out["verified_pairs"] = pairs.seconds, pairs.pairs
+    return out
+
+
+def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_verified_random: int, seed: int,
+            scan_row: bool = True) -> dict:
     from sibscan.encoders.scale import median_short_side
     from sibscan.verify import get_verifier
 
@@ -217,8 +263,19 @@ def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_ve
                      "R@P95 +verify": entry["verified"]["recall_at_p95"], "AUC +verify": entry["verified"]["auc"],
                      "embed img/s": entry["encode_items_per_s"], "embed s": secs,
                      "verify s (new pairs)": entry["verify_seconds_new_pairs"]})
+        if scan_row and mode == "auto":
+            sc = entry["scan"] = score_scan(ps, tr, te, n_labels=n_labels, n_verified_random=n_verified_random,
+                                            seed=seed)
+            d, size = sc["defaults"], rows[-1]["identity size"]
+            for key, label in (("encoder_only", f"auto, scan: effnet top-{d['k']}"),
+                               ("views", f"auto, scan: effnet top-{d['k']} + {'+'.join(d['views'])} top-{d['k_view']}")):
+                rows.append({"size": label, "identity size": size,
+                             "R@P95 +verify": sc[key]["recall_at_p95"], "AUC +verify": sc[key]["auc"],
+                             "source in cand.": sc[key]["source_in_candidates"]})
+            rows[-1].update({"views s": sum(sc["view_seconds"].values()), "verify s (all pairs)": sc["verify_seconds"],
+                             "pairs verified": sc["verified_pairs"]})
     out["verify_pairs_per_s"] = pairs.pairs / pairs.seconds if pairs.seconds else None
-    print_table(rows)
+    print_table(rows, list(dict.fromkeys(c for r in rows for c in r)))
     return out
 
 
@@ -230,7 +287,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                     "only the size the scan chooses and the previous default)")
     ap.add_argument("--no-previous", action="store_true",
                     help="leave out the previous default (224 px in PyTorch eager: the slowest mode by far)")
-    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--k", type=int, default=5, help="candidates verified per test item in the per-size rows")
+    ap.add_argument("--no-scan-row", action="store_true",
+                    help="leave out the default scan's candidates (top-k joined with the extra views) at the auto size")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="image_scale", help="results file stem")
     args = ap.parse_args(argv)
@@ -243,7 +302,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
              else list(QUICK_SIZES if args.quick else SIZES))
     modes = [str(s) for s in sizes] + ["auto"] + ([] if args.no_previous else ["previous"])
     n_train, per, n_clean = SET_SIZES["quick" if args.quick else "default"]
-    common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500, seed=args.seed)
+    common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500, seed=args.seed,
+                  scan_row=not args.no_scan_row)
     t0, load_before = time.perf_counter(), os.getloadavg()
     results: Dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="sibscan-scale-") as tmp:

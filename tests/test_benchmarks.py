@@ -486,3 +486,30 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch):
     for entry in modes.values():
         for view in ("embedding", "verified"):
             assert 0 <= entry[view]["recall_at_p95"] <= 1 and 0 <= entry[view]["auc"] <= 1
+    scan = modes["auto"]["scan"]  # the default scan's candidates, at the auto size only
+    assert "scan" not in modes["32"]
+    assert scan["views"]["source_in_candidates"] >= scan["encoder_only"]["source_in_candidates"]
+    assert 0 <= scan["views"]["recall_at_p95"] <= 1 and scan["verify_seconds"] > 0
+
+
+def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
+    """The scan row reads k, the extra views, k_view and the verifier from the scan's own defaults,
+    and verifies the encoder's top-k joined with each view's top-k_view (pixels embeddings stand in
+    for effnet's here: the candidates, not the encoder, are under test)."""
+    from benchmarks import image_scale
+    from sibscan.options import SearchOptions
+
+    ps = sets["images"]
+    enc = get_encoder("pixels")
+    tr, te = enc.encode(ps.train.paths), enc.encode(ps.test.paths)
+    monkeypatch.setattr("sibscan.views.default_views", lambda modality, verifying: ("windows",))
+    monkeypatch.setattr("sibscan.encoders.build.default_encoder", lambda modality: "effnet")
+    out = image_scale.score_scan(ps, tr, te, n_labels=10, n_verified_random=20, seed=0)
+    d = out["defaults"]
+    assert (d["k"], d["k_view"], d["views"], d["verifier"]) == (SearchOptions().k, SearchOptions().k_view,
+                                                                ["windows"], "imagecorr")
+    n_test, k = len(ps.test), min(d["k"], len(ps.train))
+    assert n_test * k < out["candidate_pairs"] <= n_test * (k + d["k_view"])  # the view added candidates
+    assert out["candidate_pairs"] <= out["verified_pairs"] <= out["candidate_pairs"] + 20  # union + random, once each
+    assert out["views"]["source_in_candidates"] >= out["encoder_only"]["source_in_candidates"]
+    assert set(out["view_seconds"]) == {"windows"}
