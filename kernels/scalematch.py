@@ -91,7 +91,7 @@ def _side(size: int, v: MatchVariant) -> int:
     return max(4, min(size, int(round(v.scale * shrink * size))))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=512)  # every template side at two resolutions, two sigmas each
 def _blur_matrix(size: int, sigma: float) -> np.ndarray:
     """(size, size) matrix of a 1-D Gaussian blur with reflected edges (``B @ x`` blurs columns)."""
     r = int(math.ceil(3 * sigma))
@@ -123,19 +123,25 @@ def structure(x):
     return _blur(x, SIGMAS[0]) - _blur(x, SIGMAS[1])
 
 
-def template(img, v: MatchVariant, size: int):
+def antialias(img, scale: float):
+    """(m, 1, H, W) images blurred before shrinking to ``scale`` (Gaussian, sigma ``0.5 * sqrt(1/scale^2 - 1)``)."""
+    return _blur(img, 0.5 * math.sqrt(1.0 / scale ** 2 - 1.0)) if scale < 1.0 else img
+
+
+def template(img, v: MatchVariant, size: int, *, blurred=None):
     """The inner images resampled for variant ``v``: (m, 1, T, T) grey levels.
 
     The centre of the image (rotated by ``v.angle``, mirrored when ``v.flip``) is sampled on a
     ``T x T`` grid; shrinking is anti-aliased by a Gaussian of sigma ``0.5 * sqrt(1/scale^2 - 1)``.
+    ``blurred`` is ``img`` already anti-aliased for ``v.scale`` (:func:`antialias`), shared by the
+    variants of one scale.
     """
     import torch
     import torch.nn.functional as F
 
     t = _side(size, v)
     frac = t / (v.scale * size)  # the share of the inner image's side the template covers
-    if v.scale < 1.0:
-        img = _blur(img, 0.5 * math.sqrt(1.0 / v.scale ** 2 - 1.0))
+    img = antialias(img, v.scale) if blurred is None else blurred
     a = math.radians(v.angle)
     c, s = math.cos(a) * frac, math.sin(a) * frac
     fx = -1.0 if v.flip else 1.0
@@ -169,12 +175,100 @@ def _normalise(ts):
     return t / norm.clamp_min(1e-12), flat
 
 
+def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], todo, *, device: str,
+                    batch_size: int):
+    """Best NCC and its position of the pairs ``todo[j]`` under variant ``j``, for every ``j``.
+
+    Parameters
+    ----------
+    query, database : tensor of shape (n, 1, N, N), on ``device``
+    qi, di : tensor of shape (m,), int64
+    todo : sequence of ndarray of int (one per variant)
+        Rows of the pairs to try with that variant.
+
+    Returns
+    -------
+    val : ndarray of shape (m, len(variants)), float32
+        -inf where a pair was not tried with a variant.
+    pos : ndarray of shape (m, len(variants)), int64
+        Flat position ``y * (N - T + 1) + x`` of the best window.
+    """
+    import torch
+
+    m, N, V = len(qi), query.shape[-1], len(variants)
+    val = np.full((m, V), -np.inf, np.float32)
+    pos = np.zeros((m, V), np.int64)
+    imgs = {"query": query, "database": database}
+    sig = {k: structure(v) for k, v in imgs.items()}
+    spec = {k: torch.fft.rfft2(v)[:, 0] for k, v in sig.items()}
+    index = {"query": qi, "database": di}
+    inv_den, blurred = {}, {}
+
+    def inverse_norms(x, T):
+        den = _window_norms(x, T)
+        # a flat window scores 0: one multiply by 0 instead of a division and a select per pair
+        return torch.where(den < FLAT_RMS * T, torch.zeros_like(den), 1.0 / den.clamp_min(1e-12))
+
+    for j, v in enumerate(variants):
+        rows = torch.as_tensor(np.asarray(todo[j], np.int64), device=device)
+        if not len(rows):
+            continue
+        outer = "database" if v.inner == "query" else "query"
+        T = _side(N, v)
+        n = N - T + 1
+        # only the images some pair needs are transformed (all of them in an exhaustive search)
+        need, local = torch.unique(index[v.inner][rows], return_inverse=True)
+        if len(rows) == m:
+            if (outer, T) not in inv_den:
+                inv_den = {k: w for k, w in inv_den.items() if k[1] == T}  # variants come grouped by size
+                inv_den[outer, T] = inverse_norms(sig[outer], T)
+            inv, oall = inv_den[outer, T], index[outer]
+            if (v.inner, v.scale) not in blurred:  # the anti-aliasing is shared by a scale's rotations
+                blurred = {(v.inner, v.scale): antialias(imgs[v.inner], v.scale)}
+            src = blurred[v.inner, v.scale][need]
+        else:
+            keep_o = torch.zeros(len(sig[outer]), dtype=torch.bool, device=device)
+            keep_o[index[outer][rows]] = True
+            oneed = torch.nonzero(keep_o).view(-1)
+            oall = torch.cumsum(keep_o.long(), 0)[index[outer]] - 1  # row of each outer image in oneed
+            inv = inverse_norms(sig[outer][oneed], T)
+            src = antialias(imgs[v.inner][need], v.scale)
+        t, flat = _normalise(structure(template(src, v, N, blurred=src)))
+        tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0])
+        for lo in range(0, len(rows), batch_size):
+            r, ii = rows[lo:lo + batch_size], local[lo:lo + batch_size]
+            oi = oall[r]
+            corr = torch.fft.irfft2(spec[outer][index[outer][r]] * tspec[ii], s=(N, N))[:, :n, :n]
+            b, p = (corr * inv[oi]).reshape(len(r), -1).max(dim=1)
+            b = torch.where(flat[ii], torch.zeros_like(b), b)
+            rn = r.cpu().numpy()
+            val[rn, j] = b.cpu().numpy()
+            pos[rn, j] = p.cpu().numpy()
+    return val, pos
+
+
+def _as_match(val: np.ndarray, pos: np.ndarray, N: int, variants: Sequence[MatchVariant]) -> ScaleMatch:
+    """The first best variant of each pair (variant order breaks ties), as a :class:`ScaleMatch`."""
+    best = np.argmax(val, axis=1)
+    rows = np.arange(len(val))
+    p = pos[rows, best]
+    n_best = N - np.array([_side(N, v) for v in variants], np.int64)[best] + 1
+    return ScaleMatch(score=val[rows, best].astype(np.float32), variant=best.astype(np.int64),
+                      y=(p // n_best).astype(np.int32), x=(p % n_best).astype(np.int32))
+
+
 def scale_match(query, database, query_index, database_index, variants: Sequence[MatchVariant], *,
-                device: str = "cpu", batch_size: int = 1024) -> ScaleMatch:
+                device: str = "cpu", batch_size: int = 1024, coarse: int = 0, keep: int = 4) -> ScaleMatch:
     """Best NCC of each pair's structure signals over ``variants`` and all positions.
 
     Every image is filtered, transformed and Fourier-transformed once per variant however many
-    pairs it is in; per pair and variant the cost is one inverse FFT of N x N.
+    pairs need it; per pair and variant the cost is one inverse FFT of N x N.
+
+    With ``coarse`` (a side smaller than N), the search is coarse to fine: every variant is tried
+    on the images shrunk to ``coarse x coarse`` (area average), and only each pair's ``keep``
+    best variants there are searched again at N, over all positions.  The answer is the
+    exhaustive one whenever the exhaustive best variant is among those ``keep`` (the tests hold it
+    to that on pairs whose best variant is clear); otherwise it is the best of the ``keep``.
 
     Parameters
     ----------
@@ -189,59 +283,46 @@ def scale_match(query, database, query_index, database_index, variants: Sequence
         torch device resolved by the caller.
     batch_size : int
         Pairs per inverse-FFT batch.
+    coarse : int
+        Side of the coarse search; 0 searches every variant at N.
+    keep : int
+        Variants per pair refined at N after the coarse search.
 
     Returns
     -------
     ScaleMatch
     """
     import torch
+    import torch.nn.functional as F
 
     for name, a in (("query", query), ("database", database)):
         if a.ndim != 4 or a.shape[1] != 1 or a.shape[2] != a.shape[3] or a.shape[2] != query.shape[2]:
             raise ValueError(f"{name} images must have shape (n, 1, N, N) with one N for both; got {tuple(a.shape)}")
     if not variants:
         raise ValueError("no variants to try")
+    m, N, V = len(query_index), query.shape[-1], len(variants)
+    if len(database_index) != m:
+        raise ValueError(f"query_index has {m} pairs, database_index {len(database_index)}")
+    if coarse and not 8 <= coarse < N:
+        raise ValueError(f"coarse must be 0 or in [8, {N - 1}] at N = {N}, got {coarse}")
+    if keep < 1:
+        raise ValueError(f"keep must be at least 1, got {keep}")
     qi = torch.as_tensor(np.asarray(query_index, np.int64), device=device)
     di = torch.as_tensor(np.asarray(database_index, np.int64), device=device)
-    if len(qi) != len(di):
-        raise ValueError(f"query_index has {len(qi)} pairs, database_index {len(di)}")
-    m, N = len(qi), query.shape[-1]
+    everyone = np.arange(m)
     with torch.no_grad():
-        imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
-                "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
-        sig = {k: structure(v) for k, v in imgs.items()}
-        spec = {k: torch.fft.rfft2(v)[:, 0] for k, v in sig.items()}
-        index = {"query": qi, "database": di}
-        top = torch.full((m,), -2.0, device=device)
-        top_v = torch.zeros(m, dtype=torch.int64, device=device)
-        top_p = torch.zeros(m, dtype=torch.int64, device=device)
-        norms = {}
-        for j, v in enumerate(variants):
-            outer = "database" if v.inner == "query" else "query"
-            T = _side(N, v)
-            n = N - T + 1
-            if (outer, T) not in norms:
-                norms = {k: w for k, w in norms.items() if k[1] == T}  # variants come grouped by size
-                norms[outer, T] = _window_norms(sig[outer], T)
-            den = norms[outer, T]
-            t, flat = _normalise(structure(template(imgs[v.inner], v, N)))
-            tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0])
-            for lo in range(0, m, batch_size):
-                ii, oi = index[v.inner][lo:lo + batch_size], index[outer][lo:lo + batch_size]
-                corr = torch.fft.irfft2(spec[outer][oi] * tspec[ii], s=(N, N))[:, :n, :n]
-                d = den[oi]
-                ncc = torch.where(d < FLAT_RMS * T, torch.zeros_like(corr), corr / d.clamp_min(1e-12))
-                val, pos = ncc.reshape(len(ii), -1).max(dim=1)
-                val = torch.where(flat[ii], torch.zeros_like(val), val)
-                sl = slice(lo, lo + len(ii))
-                better = val > top[sl]
-                top[sl] = torch.where(better, val, top[sl])
-                top_v[sl] = torch.where(better, torch.full_like(pos, j), top_v[sl])
-                top_p[sl] = torch.where(better, pos, top_p[sl])
-        n_best = N - torch.as_tensor([_side(N, v) for v in variants], device=device)[top_v] + 1
-        return ScaleMatch(score=top.cpu().numpy().astype(np.float32), variant=top_v.cpu().numpy(),
-                          y=(top_p // n_best).cpu().numpy().astype(np.int32),
-                          x=(top_p % n_best).cpu().numpy().astype(np.int32))
+        q = torch.as_tensor(query, dtype=torch.float32).to(device)
+        d = torch.as_tensor(database, dtype=torch.float32).to(device)
+        if not coarse or keep >= V:
+            val, pos = _variant_search(q, d, qi, di, variants, [everyone] * V, device=device, batch_size=batch_size)
+            return _as_match(val, pos, N, variants)
+        small = [F.interpolate(x, size=(coarse, coarse), mode="area") for x in (q, d)]
+        cval, _ = _variant_search(*small, qi, di, variants, [everyone] * V, device=device, batch_size=batch_size)
+        # stable sort: among equal coarse scores the earlier variant is kept, as the exhaustive search would
+        chosen = np.argsort(-cval, axis=1, kind="stable")[:, :keep]
+        todo = [np.flatnonzero((chosen == j).any(axis=1)) for j in range(V)]
+        val, pos = _variant_search(q, d, qi, di, variants, todo, device=device, batch_size=batch_size)
+        return _as_match(val, pos, N, variants)
 
 
 def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,

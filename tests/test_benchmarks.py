@@ -513,3 +513,19 @@ def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
     assert out["candidate_pairs"] <= out["verified_pairs"] <= out["candidate_pairs"] + 20  # union + random, once each
     assert out["views"]["source_in_candidates"] >= out["encoder_only"]["source_in_candidates"]
     assert set(out["view_seconds"]) == {"windows"}
+
+
+
+
+def test_imagematch_speed_quick_writes_results(tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
+    import benchmarks.imagematch_speed as bench
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    payload = bench.main(["--quick", "--repeat", "1", "--keep", "6"])
+    rows = payload["rows"]
+    assert [(r["set"], r["coarse"], r["keep"]) for r in rows] == [(s, c, k) for s in ("crops", "small32")
+                                                                  for c, k in ((0, 1), (0, 1), (32, 6))]
+    assert all(r["pairs"] > r["true_pairs"] > 0 and r["seconds"] > 0 for r in rows)
+    assert rows[0]["same_variant"] == 1.0 and rows[0]["true_max_abs_change"] == 0.0  # the reference against itself
+    assert (tmp_path / "imagematch_speed_quick.json").exists()

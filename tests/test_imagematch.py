@@ -106,8 +106,13 @@ def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene
 
 def test_imagematch_options_identity_and_errors():
     ver = get_verifier("imagematch", device="cpu", progress=False)
-    assert ver.identity.startswith("imagematch-v2(size=64,") and f"variants={len(ver.variants)}" in ver.identity
-    assert ver.identity.endswith(",grid=4)")
+    assert ver.identity.startswith("imagematch-v3(size=64,") and f"variants={len(ver.variants)}" in ver.identity
+    assert ver.identity.endswith(",grid=4,coarse=32,keep=6)")
+    exhaustive = get_verifier("imagematch", coarse=0, device="cpu", progress=False)
+    assert exhaustive.identity.endswith(",grid=4)")
+    for bad, message in (({"coarse": 64}, "coarse must be"), ({"keep": 0}, "keep must be"), ({"threads": 0}, "threads must be")):
+        with pytest.raises(SibscanError, match=message):
+            get_verifier("imagematch", device="cpu", **bad)
     with pytest.raises(SibscanError, match="scales must lie in"):
         get_verifier("imagematch", scales=(0.3,), device="cpu")
     with pytest.raises(SibscanError, match="angles must lie in"):
@@ -117,3 +122,30 @@ def test_imagematch_options_identity_and_errors():
     with pytest.raises(SibscanError, match="imagematch works on images, not table"):
         ver.verify(Items("q", "table", ids=["a"], values=np.zeros((1, 3))), [0],
                    Items("d", "table", ids=["b"], values=np.zeros((1, 3))), [0])
+
+
+def test_coarse_to_fine_equals_exhaustive_search_where_the_best_variant_is_clear(scene):
+    """Real crop, zoom-out and rotation of a photo, and seeded pieces of smooth random images at 64 px:
+    the coarse (32 px) search keeps the exhaustive best among its favourites, so the answer is the same."""
+    ver = get_verifier("imagematch", device="cpu", progress=False)
+    photos = ver.load_arrays([str(scene[k]) for k in ("train", "crop", "zoom", "rotate")])
+    q, d = _smooth_images(4, 64, 5), _smooth_images(4, 64, 6)  # 16 x 16 seeded noise, upsampled
+    q[:3], d[0] = photos[1:], photos[0]
+    shrunk = torch.nn.functional.interpolate(torch.as_tensor(q[3:4]), size=(38, 38), mode="area").numpy()[0]
+    d[1, :, 13:51, 11:49] = shrunk  # q[3] shrunk to 0.6 inside another image
+    d[2] = q[3, :, :, ::-1]  # mirrored
+    qi, di = np.array([0, 1, 2, 3, 3]), np.array([0, 0, 0, 1, 2])
+    full = scale_match(q, d, qi, di, ver.variants)
+    fast = scale_match(q, d, qi, di, ver.variants, coarse=32, keep=6)
+    np.testing.assert_array_equal(fast.variant, full.variant)
+    np.testing.assert_array_equal(fast.y, full.y)
+    np.testing.assert_array_equal(fast.x, full.x)
+    np.testing.assert_allclose(fast.score, full.score, atol=1e-6)
+    assert full.score.min() > 0.5, full.score  # every best variant is a clear match, not noise
+    assert ver.variants[int(full.variant[4])].flip and ver.variants[int(full.variant[3])][:2] == ("query", 0.6)
+    # keeping every variant is the exhaustive search; one kept is only ever as good or worse
+    np.testing.assert_array_equal(scale_match(q, d, qi, di, ver.variants, coarse=32, keep=len(ver.variants)).variant,
+                                  full.variant)
+    assert (scale_match(q, d, qi, di, ver.variants, coarse=32, keep=1).score <= full.score + 1e-6).all()
+    with pytest.raises(ValueError, match="coarse must be"):
+        scale_match(q, d, qi, di, ver.variants, coarse=64)

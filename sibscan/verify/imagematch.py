@@ -61,6 +61,14 @@ class ImageMatchVerifier(ImageCorrVerifier):
         Also try the horizontally mirrored image (unrotated).
     grid : int
         Patches per side of the aligned pair for the patch agreement (the score).
+    coarse : int
+        Side of the first, coarse search over every variant (0: search every variant at ``size``).
+    keep : int
+        Variants per pair searched again at ``size`` after the coarse search.
+    threads : int
+        torch CPU threads for the search (restored after each call).  The search is many small
+        batched operations, which ran 3-8x slower on torch's default threads than on one on a shared
+        2-core machine (``benchmarks/imagematch_speed.py``).
     device : {"auto", "cpu", "cuda"}
     batch_size : int
         Pairs per inverse-FFT batch.
@@ -80,6 +88,9 @@ class ImageMatchVerifier(ImageCorrVerifier):
         angles: Sequence[float] = (-8.0, -4.0, 4.0, 8.0),
         flip: bool = True,
         grid: int = 4,
+        coarse: int = 32,
+        keep: int = 6,
+        threads: int = 1,
         device: str = "auto",
         batch_size: int = 1024,
         workers: int | None = None,
@@ -95,12 +106,21 @@ class ImageMatchVerifier(ImageCorrVerifier):
             raise SibscanError(f"imagematch angles must lie in [-20, 20] degrees, got {list(angles)}")
         if not 1 <= int(grid) <= self.size // 8:
             raise SibscanError(f"imagematch grid must lie in [1, {self.size // 8}] at size {self.size}, got {grid}")
+        if coarse and not 8 <= int(coarse) < self.size:
+            raise SibscanError(f"imagematch coarse must be 0 or lie in [8, {self.size - 1}] at size {self.size}, got {coarse}")
+        if int(keep) < 1:
+            raise SibscanError(f"imagematch keep must be at least 1, got {keep}")
+        if int(threads) < 1:
+            raise SibscanError(f"imagematch threads must be at least 1, got {threads}")
         self.scales, self.angles, self.grid = scales, angles, int(grid)
+        self.coarse, self.keep, self.threads = int(coarse), int(keep), int(threads)
         self.variants = self._variants()
+        # v3: coarse-to-fine search (the best of the ``keep`` coarse favourites, not always of all variants)
+        search = f",coarse={self.coarse},keep={self.keep}" if self.coarse and self.keep < len(self.variants) else ""
         self.identity = (
-            f"imagematch-v2(size={self.size},scales={','.join(f'{s:g}' for s in scales)},"
+            f"imagematch-v3(size={self.size},scales={','.join(f'{s:g}' for s in scales)},"
             f"angles={','.join(f'{a:g}' for a in angles)},flip={int(self.flip)},variants={len(self.variants)},"
-            f"grid={self.grid})"
+            f"grid={self.grid}{search})"
         )
 
     def _variants(self):
@@ -124,6 +144,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
             no structure); ``details`` the transform found and both scores, e.g.
             ``"crop 0.62 (test inside train) at x 12 y 3; global 0.91, patches 0.84"``.
         """
+        import torch
         from tqdm.auto import tqdm
 
         from ..kernels.scalematch import patch_agreement, scale_match
@@ -143,8 +164,15 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 dstore: List[np.ndarray] = []
                 dpos = self._arrays(database, di[rows], {}, dstore)
                 qarr, darr = np.stack(qstore), np.stack(dstore)
-                res = scale_match(qarr, darr, qpos, dpos, self.variants, device=self.device, batch_size=self.batch_size)
-                local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid, device=self.device)
+                threads = torch.get_num_threads()
+                torch.set_num_threads(self.threads)
+                try:
+                    res = scale_match(qarr, darr, qpos, dpos, self.variants, device=self.device,
+                                      batch_size=self.batch_size, coarse=self.coarse, keep=self.keep)
+                    local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid,
+                                            device=self.device)
+                finally:
+                    torch.set_num_threads(threads)
                 scores[rows] = local
                 for j, row in enumerate(rows):
                     v = self.variants[int(res.variant[j])]
