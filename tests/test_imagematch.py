@@ -107,9 +107,9 @@ def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene
 def test_imagematch_options_identity_and_errors():
     ver = get_verifier("imagematch", device="cpu", progress=False)
     assert ver.identity.startswith("imagematch-v3(size=64,") and f"variants={len(ver.variants)}" in ver.identity
-    assert ver.identity.endswith(",grid=4,coarse=32,keep=6)")
-    exhaustive = get_verifier("imagematch", coarse=0, device="cpu", progress=False)
-    assert exhaustive.identity.endswith(",grid=4)")
+    assert ver.identity.endswith(",grid=4)")  # the full search by default
+    coarse = get_verifier("imagematch", coarse=32, device="cpu", progress=False)
+    assert coarse.identity.endswith(",grid=4,coarse=32,keep=6)")
     for bad, message in (({"coarse": 64}, "coarse must be"), ({"keep": 0}, "keep must be"), ({"threads": 0}, "threads must be")):
         with pytest.raises(SibscanError, match=message):
             get_verifier("imagematch", device="cpu", **bad)

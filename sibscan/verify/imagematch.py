@@ -62,7 +62,10 @@ class ImageMatchVerifier(ImageCorrVerifier):
     grid : int
         Patches per side of the aligned pair for the patch agreement (the score).
     coarse : int
-        Side of the first, coarse search over every variant (0: search every variant at ``size``).
+        Side of a first, coarse search over every variant (0, the default: search every variant at
+        ``size``).  ``coarse=32`` ran 1.6x faster again with the same recall at precision 0.95 on
+        ``--sets crops,small32``, but the calibrated cutoff fell and 3 hard negatives were flagged
+        on ``crops`` (0 with the full search), so it is not the default.
     keep : int
         Variants per pair searched again at ``size`` after the coarse search.
     threads : int
@@ -88,7 +91,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
         angles: Sequence[float] = (-8.0, -4.0, 4.0, 8.0),
         flip: bool = True,
         grid: int = 4,
-        coarse: int = 32,
+        coarse: int = 0,
         keep: int = 6,
         threads: int = 1,
         device: str = "auto",
