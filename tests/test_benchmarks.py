@@ -515,10 +515,6 @@ def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
     assert set(out["view_seconds"]) == {"windows"}
 
 
-
-
-
-
 @pytest.mark.slow  # about a minute on the shared 2-core machine (two planted sets, the search on default threads)
 def test_imagematch_speed_quick_writes_results(tmp_path, monkeypatch):
     pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
