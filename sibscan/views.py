@@ -150,14 +150,13 @@ def add_view_candidates(nb: Neighbours, found: Dict[str, Tuple[np.ndarray, np.nd
     tt = nb.mask("test", "train")
     main, rest = nb.select(tt), nb.select(~tt)
     n_train = len(splits["train"])
-    key = main["query_index"] * n_train + main["neighbour_index"]
-    names = {int(x): [main_view] for x in key.tolist()}
-    for view, (_, idx) in found.items():
-        qi = np.repeat(np.arange(idx.shape[0]), idx.shape[1])
+    # each view's pair keys (test index * n_train + train index), the scan encoder's first
+    keys_of = [main["query_index"].astype(np.int64) * n_train + main["neighbour_index"]]
+    for _, idx in found.values():
+        qi = np.repeat(np.arange(idx.shape[0], dtype=np.int64), idx.shape[1])
         ni = idx.reshape(-1)
-        for x in (qi[ni >= 0] * n_train + ni[ni >= 0]).tolist():
-            names.setdefault(int(x), []).append(view)
-    new = np.array(sorted(set(names) - set(key.tolist())), np.int64)
+        keys_of.append(qi[ni >= 0] * n_train + ni[ni >= 0])
+    new = np.setdiff1d(np.concatenate(keys_of[1:]) if found else np.zeros(0, np.int64), keys_of[0])  # sorted
     qi, ni = new // n_train, new % n_train
     train, test = splits["train"], splits["test"]
     added = Neighbours({
@@ -167,8 +166,13 @@ def add_view_candidates(nb: Neighbours, found: Dict[str, Tuple[np.ndarray, np.nd
         "exact": (fps["test"][qi] == fps["train"][ni]).all(axis=1),
     })
     joined = Neighbours.concat([main, added])
-    keys = (joined["query_index"] * n_train + joined["neighbour_index"]).tolist()
-    joined.columns["view"] = np.array(["+".join(names[int(x)]) for x in keys], dtype=object)
+    keys = joined["query_index"].astype(np.int64) * n_train + joined["neighbour_index"]
+    # which views proposed each row, as a bit mask (bit j: view j, in the order above), then its name
+    labels = [main_view, *found]
+    mask = sum(np.isin(keys, k).astype(np.int64) << j for j, k in enumerate(keys_of))
+    codes, inverse = np.unique(mask, return_inverse=True)
+    names = np.array(["+".join(v for j, v in enumerate(labels) if c >> j & 1) for c in codes.tolist()], dtype=object)
+    joined.columns["view"] = names[inverse.reshape(-1)]
     order = np.lexsort((joined["neighbour_index"], -joined["similarity"], joined["query_index"]))
     joined = joined.select(order)
     q = joined["query_index"]
