@@ -24,7 +24,7 @@ import itertools
 import logging
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ..errors import InputError, require
 from ..items import Items
 from .rows import MISSING_TOKENS, TABLE_HINT, build_table_items, read_text_lines, strings_to_float
 
-__all__ = ["load_table", "TABLE_SUFFIXES"]
+__all__ = ["DelimitedBlock", "TABLE_SUFFIXES", "delimited_blocks", "line_bound", "load_table"]
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,24 @@ def _csv_rows(path: Path, delimiter: str) -> Iterator[Tuple[int, List[str]]]:
         raise InputError(f"cannot read: {exc}", path=path) from None
 
 
-def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -> Items:  # noqa: C901
-    """A header (or headerless) delimited file, parsed in chunks of ``_CHUNK_ROWS`` rows, so peak
-    memory is the float64 values plus one chunk's strings, not the file's strings."""
+class DelimitedBlock(NamedTuple):
+    """One chunk of a delimited file's rows: numeric values and the picked columns (stripped strings)."""
+
+    values: np.ndarray  #: float64 of shape (m, n_numeric)
+    label: Optional[np.ndarray]
+    id: Optional[np.ndarray]
+    group: Optional[np.ndarray]
+    lines: np.ndarray  #: the file line of each row, int64 of shape (m,)
+
+
+def delimited_blocks(path: Path, delimiter: str, label, id_, group,  # noqa: C901
+                     chunk_rows: Optional[int] = None) -> Iterator[DelimitedBlock]:
+    """The rows of a header (or headerless) delimited file, parsed ``chunk_rows`` rows at a time
+    (default ``_CHUNK_ROWS``), so the parsed strings never outgrow one chunk.
+
+    Raises :class:`InputError` naming the file line of a bad row when its chunk is reached;
+    ``"has a header but no data rows"`` when there are none.
+    """
     rows = _csv_rows(path, delimiter)
     first = next(rows, None)
     if first is None:
@@ -161,10 +176,9 @@ def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -
             label = "0"  # UCR 2018 archive: headerless .tsv, class label first
         rows = itertools.chain([first], rows)
     width = len(names)
-    values, n = None, 0  # one buffer for every chunk's floats: joining chunks at the end held them twice
-    columns: Dict[str, List[np.ndarray]] = {"label": [], "id": [], "group": []}
     picked = None
-    for chunk in iter(lambda: list(itertools.islice(rows, _CHUNK_ROWS)), []):
+    size = chunk_rows or _CHUNK_ROWS
+    for chunk in iter(lambda: list(itertools.islice(rows, size)), []):
         line_no = np.fromiter((ln for ln, _ in chunk), np.int64, len(chunk))
         lengths = np.fromiter((len(r) for _, r in chunk), np.int64, len(chunk))
         bad = np.flatnonzero(lengths != width)
@@ -184,23 +198,35 @@ def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -
         cells = np.array([r for _, r in chunk], dtype=str)
         del chunk
         part = strings_to_float(cells[:, keep], path, [names[j] for j in keep], line_no)
+        cols = {what: None if j is None else np.char.strip(cells[:, j]) for what, j in picked.items()}
+        del cells
+        yield DelimitedBlock(part, cols["label"], cols["id"], cols["group"], line_no)
+    if picked is None:
+        raise InputError("has a header but no data rows", path=path)
+
+
+def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -> Items:
+    """A delimited file read by :func:`delimited_blocks`, so peak memory is the float64 values plus
+    one chunk's strings, not the file's strings."""
+    values, n = None, 0  # one buffer for every chunk's floats: joining chunks at the end held them twice
+    columns: Dict[str, List[np.ndarray]] = {"label": [], "id": [], "group": []}
+    for block in delimited_blocks(path, delimiter, label, id_, group):
+        part = block.values
         if values is None:
-            values = np.empty((max(len(part), _line_bound(path)), len(keep)), np.float64)
+            values = np.empty((max(len(part), line_bound(path)), part.shape[1]), np.float64)
         elif n + len(part) > len(values):  # more rows than line ends: cannot happen, but never lose a row
-            values = np.concatenate([values[:n], np.empty((len(part), len(keep)), np.float64)])
+            values = np.concatenate([values[:n], np.empty((len(part), part.shape[1]), np.float64)])
         values[n:n + len(part)] = part
         n += len(part)
-        for what, j in picked.items():
-            if j is not None:
-                columns[what].append(np.char.strip(cells[:, j]))
-    if values is None:
-        raise InputError("has a header but no data rows", path=path)
+        for what in columns:
+            if getattr(block, what) is not None:
+                columns[what].append(getattr(block, what))
     col = lambda what: np.concatenate(columns[what]) if columns[what] else None  # noqa: E731
     # the rows past n were never written, so never resident: slicing them off costs nothing
     return build_table_items(path, split, values[:n], labels=col("label"), ids=col("id"), groups=col("group"))
 
 
-def _line_bound(path: Path) -> int:
+def line_bound(path: Path) -> int:
     """At least the number of rows of a delimited file: its line ends (``\\n`` and ``\\r``) plus one."""
     count = 1
     try:

@@ -88,7 +88,7 @@ def test_chunks_fill_one_buffer_whatever_the_line_ends(tmp_path, monkeypatch, ne
     path.write_bytes(("a,b" + newline + "".join(f"{i},{-i}{newline}{newline}" for i in range(10))).encode())
     monkeypatch.setattr(tables_module, "_CHUNK_ROWS", 3)
     if bound is not None:
-        monkeypatch.setattr(tables_module, "_line_bound", lambda p: bound)
+        monkeypatch.setattr(tables_module, "line_bound", lambda p: bound)
     items = load_table(path, "train")
     np.testing.assert_array_equal(items.values, np.array([[i, -i] for i in range(10)], float))
     assert items.values.flags.c_contiguous
