@@ -83,6 +83,11 @@ class Items:
         return len(self.ids)
 
     @property
+    def width(self) -> int:
+        """Values per row of a table (0 for text and images)."""
+        return int(self.values.shape[1]) if self.modality == "table" else 0
+
+    @property
     def has_labels(self) -> bool:
         return self.labels is not None
 
@@ -182,15 +187,17 @@ class Items:
 
 
 def check_pair(train: Items, test: Items) -> None:
-    """Refuse a train/test pair that cannot be compared: other modalities, or tables of other widths."""
+    """Refuse a train/test pair that cannot be compared: other modalities, or tables of other widths.
+
+    Anything with ``modality``, ``width`` and ``source`` is accepted (``SplitPrints`` too)."""
     if train.modality != test.modality:
         raise SibscanError(
             f"train is {train.modality} ({train.source or 'train'}) but test is {test.modality} "
             f"({test.source or 'test'}); both splits must be of one modality (pass --modality to force how they are read)"
         )
-    if train.modality == "table" and train.values.shape[1] != test.values.shape[1]:
+    if train.modality == "table" and train.width != test.width:
         raise InputError(
-            f"test rows have {test.values.shape[1]} values but train rows ({train.source or 'train'}) have "
-            f"{train.values.shape[1]}; both splits must have the same columns / series length",
+            f"test rows have {test.width} values but train rows ({train.source or 'train'}) have "
+            f"{train.width}; both splits must have the same columns / series length",
             path=test.source or "test",
         )

@@ -27,9 +27,9 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import SibscanError
-from .fingerprint import fingerprint
-from .items import Items, check_pair
+from .items import check_pair
 from .loaders import as_items
+from .loaders.prints import SplitPrints, prints_from_items
 from .stats import check_decimals, check_fraction, wilson_interval
 
 __all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
@@ -96,14 +96,28 @@ class TwinReport:
         return mask
 
 
-def _fingerprints(train: Items, test: Items, decimals: int, znorm: bool):
-    from .kernels.rowhash import group_fingerprints
+def _pair(train, test, decimals: Sequence[int], znorm: bool) -> Tuple[SplitPrints, SplitPrints]:
+    """Both splits as fingerprints at each of ``decimals``: SplitPrints as they are, anything else
+    loaded (:func:`as_items`) and fingerprinted once the pair is known to be comparable."""
+    for d in decimals:
+        check_decimals(d)
+    tr, te = (x if isinstance(x, SplitPrints) else as_items(x, split) for x, split in ((train, "train"), (test, "test")))
+    check_pair(tr, te)
+    out = []
+    for x in (tr, te):
+        if isinstance(x, SplitPrints):
+            missing = sorted({int(d) for d in decimals} - set(x.fps))
+            if missing:
+                raise SibscanError(f"{x.split}: no fingerprints at {missing} decimals; load the split with them")
+        out.append(x if isinstance(x, SplitPrints) else prints_from_items(x, decimals, znorm))
+    return out[0], out[1]
 
-    check_decimals(decimals)
-    check_pair(train, test)
-    fp = np.concatenate([fingerprint(train, decimals, znorm), fingerprint(test, decimals, znorm)])
-    group, counts, _ = group_fingerprints(fp)
-    return group[: len(train)], group[len(train):], len(counts)
+
+def _joint_codes(tr: SplitPrints, te: SplitPrints) -> Tuple[np.ndarray, np.ndarray]:
+    """Both splits' label codes in one code space (equal code = equal label)."""
+    words = np.unique(np.concatenate([tr.vocab, te.vocab]))
+    return (np.searchsorted(words, tr.vocab)[tr.labels].astype(np.int64),
+            np.searchsorted(words, te.vocab)[te.labels].astype(np.int64))
 
 
 def _distinct_per_row(values: np.ndarray, decimals: int) -> np.ndarray:
@@ -129,7 +143,7 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
 
     Parameters
     ----------
-    train, test : Items or array of shape (n, d)
+    train, test : Items, SplitPrints (:func:`sibscan.loaders.prints.load_prints`) or array of shape (n, d)
     decimals : int, default 6
         Tables: decimal places kept before comparing.
     znorm : bool, default False
@@ -139,38 +153,24 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
     -------
     TwinReport
     """
-    train, test = as_items(train, "train"), as_items(test, "test")
-    g_tr, g_te, n_groups = _fingerprints(train, test, decimals, znorm)
-    n1, n2 = len(train), len(test)
-    c_tr = np.bincount(g_tr, minlength=n_groups)
-    c_te = np.bincount(g_te, minlength=n_groups)
-    test_has = c_tr[g_te] > 0
-    train_has = c_te[g_tr] > 0
-    first_train = np.full(n_groups, -1, dtype=np.int64)
-    first_train[g_tr[::-1]] = np.arange(n1)[::-1]  # later writes win: the first train row of each group
-    test_idx = np.flatnonzero(test_has)
+    from .kernels.twincount import twin_counts
 
-    conflict = groups_conflict = cross_conflict = no_same = None
-    conflict_idx: np.ndarray = np.zeros(0, dtype=np.int64)
-    no_same_idx: np.ndarray = np.zeros(0, dtype=np.int64)
-    if train.has_labels and test.has_labels:
-        _, code = np.unique(np.concatenate([train.labels, test.labels]), return_inverse=True)
-        n_lab = int(code.max()) + 1 if len(code) else 1
-        key_tr = g_tr * n_lab + code[:n1]
-        key_te = g_te * n_lab + code[n1:]
-        labels_per_group = np.bincount(np.unique(np.concatenate([key_tr, key_te])) // n_lab, minlength=n_groups)
-        train_labels_per_group = np.bincount(np.unique(key_tr) // n_lab, minlength=n_groups)
-        same = np.isin(key_te, key_tr)
-        bad = test_has & (train_labels_per_group[g_te] > same)
-        conflict_idx = np.flatnonzero(bad)
-        no_same_idx = np.flatnonzero(test_has & ~same)
-        conflict, no_same = len(conflict_idx), len(no_same_idx)
-        groups_conflict = int((labels_per_group > 1).sum())
-        cross_conflict = int(((labels_per_group > 1) & (c_tr > 0) & (c_te > 0)).sum())
+    train, test = _pair(train, test, [decimals], znorm)
+    n1, n2 = len(train), len(test)
+    labelled = train.has_labels and test.has_labels
+    codes = _joint_codes(train, test) if labelled else (None, None)
+    c = twin_counts(train.fps[int(decimals)], test.fps[int(decimals)], *codes)
+    test_idx = np.flatnonzero(c["test_has"])
+    n_groups, n_train_twins = c["n_groups"], len(c["train_idx"])
+    conflict_idx = c.get("conflict_idx", np.zeros(0, dtype=np.int64))
+    no_same_idx = c.get("no_same_idx", np.zeros(0, dtype=np.int64))
 
     median_distinct = None
     if test.modality == "table" and len(test_idx):
-        rows = test.values[test_idx]
+        if test.items is None:
+            raise SibscanError("the test split's rows are needed for the distinct-values statistic; "
+                               "load it with keep_items=True")
+        rows = test.items.values[test_idx]
         if znorm:
             from .kernels.rowhash import znormalise_rows
 
@@ -179,21 +179,21 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
 
     return TwinReport(
         modality=test.modality, n_train=n1, n_test=n2,
-        row_length=int(test.values.shape[1]) if test.modality == "table" else 0,
+        row_length=int(test.width) if test.modality == "table" else 0,
         decimals=int(decimals), znorm=bool(znorm),
         distinct_rows=int(n_groups), duplicate_rows=int(n1 + n2 - n_groups),
         test_rows_with_train_twin=len(test_idx), test_twin_pct=_pct(len(test_idx), n2),
-        train_rows_with_test_twin=int(train_has.sum()), train_twin_pct=_pct(int(train_has.sum()), n1),
-        duplicate_rows_within_train=int(n1 - (c_tr > 0).sum()),
-        duplicate_rows_within_test=int(n2 - (c_te > 0).sum()),
-        twin_rows_with_conflicting_label=conflict,
-        groups_with_conflicting_labels=groups_conflict,
-        cross_split_groups_with_conflicting_labels=cross_conflict,
-        test_twins_without_same_label_train_twin=no_same,
+        train_rows_with_test_twin=n_train_twins, train_twin_pct=_pct(n_train_twins, n1),
+        duplicate_rows_within_train=int(n1 - c["distinct_train"]),
+        duplicate_rows_within_test=int(n2 - c["distinct_test"]),
+        twin_rows_with_conflicting_label=len(conflict_idx) if labelled else None,
+        groups_with_conflicting_labels=c.get("groups_conflict"),
+        cross_split_groups_with_conflicting_labels=c.get("cross_conflict"),
+        test_twins_without_same_label_train_twin=len(no_same_idx) if labelled else None,
         median_distinct_values_in_twin_rows=median_distinct,
         test_twin_indices=test_idx.tolist(),
-        test_twin_train_index=first_train[g_te[test_idx]].tolist(),
-        train_twin_indices=np.flatnonzero(train_has).tolist(),
+        test_twin_train_index=c["first_train"][test_idx].tolist(),
+        train_twin_indices=c["train_idx"].tolist(),
         conflicting_label_test_indices=conflict_idx.tolist(),
         test_twins_without_same_label_indices=no_same_idx.tolist(),
     )
@@ -208,7 +208,7 @@ def decimals_sweep(train, test, decimals: Sequence[int] = (2, 3, 4, 6, 10), znor
 
     Parameters
     ----------
-    train, test : Items or array of shape (n, d)
+    train, test : Items, SplitPrints (:func:`sibscan.loaders.prints.load_prints`) or array of shape (n, d)
     decimals : sequence of int
     znorm : bool
     tolerance : float, default 0.05
@@ -221,17 +221,17 @@ def decimals_sweep(train, test, decimals: Sequence[int] = (2, 3, 4, 6, 10), znor
         (lists aligned with ``decimals``), ``verdict`` (``"flat"``, ``"climbing"`` or ``"none"``)
         and ``message``.
     """
-    train, test = as_items(train, "train"), as_items(test, "test")
+    from .kernels.twincount import twin_membership
+
     decs = sorted({int(d) for d in decimals})
     if not decs:
         raise SibscanError("decimals_sweep needs at least one precision")
+    train, test = _pair(train, test, decs, znorm)
     test_counts, train_counts = [], []
     for d in decs:
-        g_tr, g_te, n_groups = _fingerprints(train, test, d, znorm)
-        c_tr = np.bincount(g_tr, minlength=n_groups)
-        c_te = np.bincount(g_te, minlength=n_groups)
-        test_counts.append(int((c_tr[g_te] > 0).sum()))
-        train_counts.append(int((c_te[g_tr] > 0).sum()))
+        test_has, train_idx = twin_membership(train.fps[d], test.fps[d])
+        test_counts.append(int(test_has.sum()))
+        train_counts.append(len(train_idx))
     lo, hi = min(test_counts), max(test_counts)
     coarse, fine = test_counts[0], test_counts[-1]
     if hi == 0:
@@ -260,13 +260,17 @@ def group_ids(train, test, decimals: int = 6, znorm: bool = False) -> Tuple[np.n
     test_groups : ndarray of shape (n_test,), int64
         Group numbers ``0 .. n_groups - 1``, numbered by first occurrence (train first).
     """
-    train, test = as_items(train, "train"), as_items(test, "test")
-    g_tr, g_te, _ = _fingerprints(train, test, decimals, znorm)
-    return g_tr, g_te
+    from .kernels.rowhash import group_fingerprints
+
+    train, test = _pair(train, test, [decimals], znorm)
+    group = group_fingerprints(np.concatenate([train.fps[int(decimals)], test.fps[int(decimals)]]))[0]
+    return group[: len(train)], group[len(train):]
 
 
-def write_groups_csv(path, train: Items, test: Items, groups: Tuple[np.ndarray, np.ndarray]) -> None:
-    """Write ``split,index,id,group`` rows (train then test) to ``path`` atomically."""
+def write_groups_csv(path, train, test, groups: Tuple[np.ndarray, np.ndarray]) -> None:
+    """Write ``split,index,id,group`` rows (train then test) to ``path`` atomically.
+
+    ``train``, ``test``: Items or SplitPrints."""
     import csv
     import io
 
@@ -276,7 +280,8 @@ def write_groups_csv(path, train: Items, test: Items, groups: Tuple[np.ndarray, 
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["split", "index", "id", "group"])
     for items, g in ((train, groups[0]), (test, groups[1])):
-        w.writerows(zip([items.split] * len(items), range(len(items)), items.ids.tolist(), g.tolist()))
+        ids = items.id_strings() if isinstance(items, SplitPrints) else items.ids
+        w.writerows(zip([items.split] * len(items), range(len(items)), ids.tolist(), g.tolist()))
     write_text(path, buf.getvalue())
 
 

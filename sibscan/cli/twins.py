@@ -47,7 +47,7 @@ def twins(
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
-    from ..loaders import load
+    from ..loaders.prints import load_prints
     from ..predictions import accuracy_split, correct_mask, read_predictions
     from ..stats import check_decimals, check_fraction
     from ..twins import (ci_text, decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct,
@@ -64,8 +64,10 @@ def twins(
         max_rate = rate_from_pct(max_pct, "--max-pct")
     max_rate = check_fraction(max_rate, "--max-rate")
     common = dict(modality=modality, label=label, id=id_, text_field=text_field, path_field=path_field)
-    tr = load(train, "train", labels_path=labels_train, **common)
-    te = load(test, "test", labels_path=labels_test, **common)
+    # train is fingerprinted while it is read (a CSV is never held whole); test keeps its rows, for
+    # --predictions and the distinct-values statistic of its twin rows
+    tr = load_prints(train, "train", decs, znorm, labels_path=labels_train, **common)
+    te = load_prints(test, "test", decs, znorm, keep_items=True, labels_path=labels_test, **common)
     main_dec = 6 if 6 in decs else max(decs)  # the full report: the default precision, else the finest
     report = find_twins(tr, te, decimals=main_dec, znorm=znorm)
     out = report.to_dict()
@@ -78,8 +80,8 @@ def twins(
     if predictions is not None:
         if not te.has_labels:
             raise SibscanError("--predictions needs test labels; name the label column with --label")
-        preds = read_predictions(predictions, te)
-        acc = accuracy_split(correct_mask(preds, te.labels), report.test_twin_mask)
+        preds = read_predictions(predictions, te.items)
+        acc = accuracy_split(correct_mask(preds, te.items.labels), report.test_twin_mask)
         out["accuracy"] = {"all": acc["all"], "twin_rows": acc["masked"], "rest": acc["rest"],
                            "difference": acc["difference"]}
         text.append("accuracy: " + "; ".join(
