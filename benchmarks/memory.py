@@ -17,7 +17,7 @@ the noise of the fixed cost).  ``--quick`` checks the harness only: smaller size
 against 500 test rows with fewer baseline pairs.
 
 Run ``python -m benchmarks.memory [--quick] [--sizes 100,400] [--rows 50000,200000,800000]
-[--parts twins,scan]``; results go to ``benchmarks/results/memory.json``.
+[--parts twins,scan] [--name memory]``; results go to ``benchmarks/results/NAME.json``.
 """
 from __future__ import annotations
 
@@ -145,6 +145,8 @@ def main(argv=None) -> Dict[str, object]:
     ap.add_argument("--sizes", default="100,400", help="twins: train CSV sizes in MB, comma-separated")
     ap.add_argument("--rows", default="50000,200000,800000", help="scan: train rows, comma-separated")
     ap.add_argument("--parts", default="twins,scan", help="which commands to measure: twins, scan")
+    ap.add_argument("--name", default=RESULTS_NAME,
+                    help="results file benchmarks/results/NAME.json (a run of one part can keep the other's file)")
     args = ap.parse_args(argv)
     sizes = [2.0, 8.0] if args.quick else [float(s) for s in args.sizes.split(",")]
     rows = [2_000, 8_000] if args.quick else [int(s) for s in args.rows.split(",")]
@@ -157,7 +159,7 @@ def main(argv=None) -> Dict[str, object]:
     def saver(name: str) -> Callable[[Dict[str, object]], None]:
         def save(part: Dict[str, object]) -> None:  # after every case: a long run stopped early keeps what it measured
             payload[name] = part
-            write_results(RESULTS_NAME, payload)
+            write_results(args.name, payload)
         return save
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -173,7 +175,7 @@ def main(argv=None) -> Dict[str, object]:
                      else f"not assessed (the smallest case is within {NOISE_MB:g} MB of the fixed cost)"))
     payload["complete"] = True
     payload["load_average_1min_at_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    path = write_results(RESULTS_NAME, payload)
+    path = write_results(args.name, payload)
     print(f"wrote {path}")
     return payload
 
