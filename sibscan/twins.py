@@ -20,6 +20,7 @@ The JSON names follow the published UCR/UEA audit script, so its users can switc
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Sequence, Tuple
@@ -29,7 +30,7 @@ import numpy as np
 from .errors import SibscanError
 from .items import check_pair
 from .loaders import as_items
-from .loaders.prints import SplitPrints, prints_from_items
+from .loaders.prints import SplitPrints, load_prints, prints_from_items
 from .stats import check_decimals, check_fraction, wilson_interval
 
 __all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
@@ -101,7 +102,10 @@ def _pair(train, test, decimals: Sequence[int], znorm: bool) -> Tuple[SplitPrint
     loaded (:func:`as_items`) and fingerprinted once the pair is known to be comparable."""
     for d in decimals:
         check_decimals(d)
-    tr, te = (x if isinstance(x, SplitPrints) else as_items(x, split) for x, split in ((train, "train"), (test, "test")))
+    # a train file is fingerprinted while it is read; test keeps its rows (the distinct-values statistic)
+    tr, te = (x if isinstance(x, SplitPrints)
+              else load_prints(x, split, decimals, znorm, keep_items=split == "test") if isinstance(x, (str, os.PathLike))
+              else as_items(x, split) for x, split in ((train, "train"), (test, "test")))
     check_pair(tr, te)
     out = []
     for x in (tr, te):

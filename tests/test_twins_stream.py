@@ -150,3 +150,14 @@ def test_bad_rows_are_refused_with_their_file_line_when_streamed(tmp_path, monke
     train.write_text("id,label\nr1,a\nr2\n")
     res = runner.invoke(app, ["twins", str(train), str(test), "--id", "id"])
     assert res.exit_code == 1 and "row 3: has 1 cells, expected 2" in res.output
+
+
+def test_find_twins_on_paths_streams_train_and_reports_the_same(tmp_path, monkeypatch):
+    from sibscan.loaders import load
+    from sibscan.twins import find_twins
+
+    train, test = write_pair(tmp_path, ids=False)
+    monkeypatch.setattr(prints_module, "_BLOCK_ROWS", 5)
+    streamed = find_twins(str(train), str(test), decimals=4)
+    assert streamed.to_dict() == find_twins(load(train, "train"), load(test, "test"), decimals=4).to_dict()
+    assert streamed.test_rows_with_train_twin == 4 and streamed.train_rows_with_test_twin == 6
