@@ -9,7 +9,7 @@ distinct fingerprints are sorted once, each block of train fingerprints is looke
 Beyond the fingerprints (16 bytes per row) and the label codes, memory is one block.
 
 Every count equals the one computed from ``group_fingerprints`` over the concatenation (tested
-against that reference in ``tests/test_twins_stream.py``).
+against that reference in ``tests/reliability/test_rel_twins_memory.py``).
 """
 from __future__ import annotations
 

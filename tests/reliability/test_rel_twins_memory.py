@@ -101,8 +101,8 @@ def write_pair(tmp_path, ids=True):
     return tmp_path / "train.csv", tmp_path / "test.csv"
 
 
-@pytest.mark.parametrize("extra", [["--id", "id"], ["--id", "id", "--json"], ["--decimals", "2,4,6", "--json"],
-                                   ["--znorm", "--id", "id", "--decimals", "3,6"]])
+@pytest.mark.parametrize("extra", [["--id", "id"], ["--decimals", "2,4,6", "--json"],
+                                   ["--znorm", "--id", "id", "--decimals", "3,6", "--json"]])
 def test_twins_output_is_the_same_whatever_the_block_size(tmp_path, monkeypatch, extra):
     train, test = write_pair(tmp_path, ids="--id" in extra)
 
