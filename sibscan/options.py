@@ -158,7 +158,7 @@ class SearchOptions:
     k: int = opt(10, "--k", "-k", help="Neighbours kept per test item.")
     k_reverse: int = opt(3, "--k-reverse", help="Neighbours kept in the train→test and test→test directions.")
     directions: Tuple[str, ...] = opt(tuple(DIRECTIONS), "--directions", help="Comma list of test-train, train-test, test-test.")
-    backend: str = opt("auto", "--backend", help="Search backend: auto, torch, faiss, numpy.")
+    backend: str = opt("auto", "--backend", help="Search backend: auto, torch, faiss, numpy (auto: the one measured fastest on this machine for large CPU searches, cached; torch on CUDA).")
     block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
     engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
     address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")

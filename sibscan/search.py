@@ -14,9 +14,9 @@ Backends (all exact, all with the same answers up to fp32 rounding; ties go to t
   runs) straight on the database rows: an in-memory float32 database is one block, searched with no
   copy and no merge, so the path costs nothing over raw faiss; on CUDA a GPU index (faiss-gpu).
 * ``"numpy"`` — the same blocked kernel on numpy's BLAS, no optional dependency.
-* ``"auto"`` — torch on CUDA (tensor cores); on the CPU faiss whenever it is installed (its bundled
-  BLAS measured at or above numpy's and torch's in ``benchmarks/search.py``, 5,000 x 100,000 and
-  10,000 x 200,000 x 512, 2 cores), else numpy.
+* ``"auto"`` — torch on CUDA (tensor cores); on the CPU the backend measured fastest on this
+  machine for large searches (:mod:`sibscan.searchpick`: a few seconds once, cached per CPU model,
+  cores and library versions), faiss (else numpy) for small ones.
 
 When ``k`` exceeds the number of database rows, the missing columns hold index ``-1`` and
 similarity ``-inf``.
@@ -247,7 +247,7 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
     if exclude_self and q.shape[0] != n:
         raise SibscanError(f"exclude_self needs the queries to be the database rows ({q.shape[0]} queries, "
                            f"{n} database rows); pass exclude_self=False for a cross-split search")
-    backend = _resolve_backend(backend, device)
+    backend = _resolve_backend(backend, device, (q.shape[0], n, d, k))
     dev = "cpu" if backend == "numpy" else resolve_device(device)
     if backend == "numpy" and device not in (None, "auto", "cpu"):
         raise SibscanError("the numpy backend runs on the CPU only; use backend='torch' for --device cuda")
@@ -301,17 +301,26 @@ def n_bytes_faiss_tile(m: int) -> int:
     return 4 * min(m, 4096) * 1024 + 12 * m
 
 
-def _resolve_backend(backend: str, device: str) -> str:
+def _resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
+    """The backend to run; ``shape`` = (queries, database rows, dim, k) lets ``auto`` on the CPU
+    take the one measured fastest on this machine (:func:`sibscan.searchpick.cpu_backend`)."""
     if backend == "auto":
         if device not in (None, "auto", "cpu") or (device in (None, "auto") and _cuda()):
             require("torch", "gpu", "searching on CUDA")
             return "torch"
-        return "faiss" if importlib.util.find_spec("faiss") is not None else "numpy"
+        from .searchpick import cpu_backend, fallback_backend
+
+        return cpu_backend(*shape, run=_measured_run) if shape is not None else fallback_backend()
     if backend == "torch":
         require("torch", "torch", "the torch search backend")
     elif backend == "faiss":
         require("faiss", "faiss", "the faiss search backend")
     return backend
+
+
+def _measured_run(q: np.ndarray, x: np.ndarray, k: int, backend: str):
+    """One search as :mod:`sibscan.searchpick` times it (an explicit backend: it never recurses)."""
+    return search(q, x, k, backend=backend, device="cpu", progress=False)
 
 
 def _cuda() -> bool:
