@@ -79,6 +79,15 @@ def own_seconds(q: np.ndarray, x: np.ndarray, k: int, index, repeat: int = 3) ->
         return best_time(lambda: search(q, x, k, backend="auto", progress=False), repeat)
 
 
+def _pick_record(d: int):
+    """The cached measurement behind auto's CPU choice at dimension ``d`` (None below the threshold)."""
+    import json
+
+    from sibscan import searchpick
+
+    return searchpick._memo.get(json.dumps(searchpick.machine_key(d), sort_keys=True))
+
+
 def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:
     from sibscan.search import _resolve_backend, search
 
@@ -94,15 +103,20 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
 
     np.matmul(q[:256], x[:4096].T)  # warm-up: BLAS threads
     t_mm = float(np.median([_seconds(matmul) for _ in range(max(1, others_repeat))]))
-    auto = _resolve_backend("auto", "cpu")
-    out = {"shape": {"queries": m, "database": n, "dim": d}, "auto_backend": auto,
+    # which backend auto runs here (measured once per machine and cached: outside the timings)
+    t_pick = _seconds(lambda: [_resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks])
+    picks = {k: _resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks}
+    out = {"shape": {"queries": m, "database": n, "dim": d}, "auto_backend": {f"top{k}": b for k, b in picks.items()},
+           "auto_pick": _pick_record(d), "auto_pick_seconds_this_run": t_pick,
            "matmul_gflops": flops / t_mm / 1e9, "runs": [], "auto_vs_raw_faiss": {}}
+    print(f"{m}x{n}x{d}: auto runs {picks} (picked in {t_pick:.1f} s; measurement: {out['auto_pick']})", flush=True)
     rows = [{"shape": f"{m}x{n}x{d}", "method": "float32 matmul (numpy BLAS)", "k": "-", "seconds": t_mm,
              "gflops": flops / t_mm / 1e9}]
     have_faiss = importlib.util.find_spec("faiss") is not None
     for k in ks:
         times = {}
-        search(q[:8], x[:4096], k, progress=False)  # warm-up: imports, thread pools
+        auto = picks[k]
+        search(q[:8], x[:4096], k, backend=auto, progress=False)  # warm-up: imports, thread pools
         if have_faiss:
             import faiss
 
@@ -264,8 +278,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--shapes", default=None,
                     help="comma list of QUERIESxDATABASExDIM for the CPU run (default: 5000x100000x512,10000x200000x512)")
     ap.add_argument("--name", default=None, help="results file stem (default: search, search_quick, search_SHAPES, search_cuda)")
+    ap.add_argument("--fresh-pick", action="store_true",
+                    help="measure which backend auto runs afresh (a temporary cache) instead of reading this machine's cached measurement")
     ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU); 0 leaves them and sklearn out")
     args = ap.parse_args(argv)
+    if args.fresh_pick:
+        import tempfile
+
+        os.environ["SIBSCAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="sibscan-search-pick-")
     t0 = time.perf_counter()
     load_before = os.getloadavg()
     if args.device == "cuda":
