@@ -247,7 +247,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             overrides = {**QUICK_OPTIONS["all"], **QUICK_OPTIONS.get(modality, {})} if args.quick else {}
             results.append(run_case(modality, case, Path(tmp) / f"scan-{modality}", overrides,
                                     bare_reference=not args.no_bare))
-    stages = ("load", "fingerprint", "encode", "search", "verify", "baseline")
+    # every stage the scan clocked (the candidate views included), in the scan's order; the rest is "other"
+    stages = [s for s in ("load", "fingerprint", "prepare", "encode", "search", "views", "verify", "baseline")
+              if any(s in r["timings"] for r in results)]
+    stages += sorted({s for r in results for s in r["timings"] if s != "total"} - set(stages))
     rows = [{"case": r["modality"], "encoder": r["encoder"], "verifier": r["verifier"] or "-",
              "items": r["n_train"] + r["n_test"], "scan s": r["seconds"], "items/s": r["items_per_s"],
              **{f"{s} s": r["timings"].get(s, 0.0) for s in stages},

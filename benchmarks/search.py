@@ -145,9 +145,11 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
                 "auto_own_seconds": own, "auto_own_share_of_raw": own / float(np.median(raw)) if own else None}
             answer = index.search(q, k)[1] if others_repeat > 0 else None
             del index
-            print(f"{m}x{n}x{d} top{k}: auto vs raw faiss (t_raw / t_auto, median) = {np.median(ratios):.3f} (pairs {ratios.round(3).tolist()}; "
-                  f"sibscan's own work around the kernel {own or 0:.3f} s = {100 * (own or 0) / np.median(raw):.2f} % "
-                  f"of raw; load {min(loads):.1f}-{max(loads):.1f})", flush=True)
+            own_text = (f"{own:.3f} s = {100 * own / np.median(raw):.2f} % of raw" if own is not None
+                        else f"not assessed (auto runs {auto}, not faiss's kernel)")
+            print(f"{m}x{n}x{d} top{k}: auto ({auto}) vs raw faiss (t_raw / t_auto, median) = {np.median(ratios):.3f} "
+                  f"(pairs {ratios.round(3).tolist()}; sibscan's own work around the kernel {own_text}; "
+                  f"load {min(loads):.1f}-{max(loads):.1f})", flush=True)
         else:
             times[f"sibscan auto ({auto})"] = float(np.median(
                 [_seconds(lambda: search(q, x, k, backend="auto", progress=False)) for _ in range(max(1, repeat))]))
