@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -248,7 +249,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             results.append(run_case(modality, case, Path(tmp) / f"scan-{modality}", overrides,
                                     bare_reference=not args.no_bare))
     # every stage the scan clocked (the candidate views included), in the scan's order; the rest is "other"
-    stages = [s for s in ("load", "fingerprint", "prepare", "encode", "search", "views", "verify", "baseline")
+    stages = [s for s in ("load", "fingerprint", "models", "encode", "search", "views", "verify", "baseline")
               if any(s in r["timings"] for r in results)]
     stages += sorted({s for r in results for s in r["timings"] if s != "total"} - set(stages))
     rows = [{"case": r["modality"], "encoder": r["encoder"], "verifier": r["verifier"] or "-",
@@ -258,7 +259,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
              "bare s": r["bare_seconds"] or "-", "scan/bare": r["overhead"] or "-",
              "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"} for r in results]
     print_table(rows)
-    payload = {"quick": args.quick, "seed": args.seed, "cases": results, "seconds": time.perf_counter() - t0}
+    # with bytecode writing off (PYTHONDONTWRITEBYTECODE) every run compiles torch/timm from source:
+    # tens of seconds of the "models" stage that a normal install pays once
+    payload = {"quick": args.quick, "seed": args.seed, "cases": results, "seconds": time.perf_counter() - t0,
+               "dont_write_bytecode": sys.dont_write_bytecode}
     path = write_results(args.name, payload)
     print(f"wrote {path}")
     return payload

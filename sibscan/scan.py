@@ -47,7 +47,7 @@ __all__ = ["ScanResult", "run_scan", "summarise"]
 
 #: what each stage does, for its line in a log
 _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint: exact copies",
-                "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
+                "models": "models: building the encoder and verifier", "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
                 "views": "views: candidates from the extra views",
                 "verify": "verify: re-scoring the candidates", "baseline": "baseline: scoring random pairs"}
 
@@ -87,8 +87,9 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
         index, splits = _load_splits(cfg, sd.path / _INPUTS)
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
-    encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
-    verifier = build_verifier(cfg.verification, splits["train"].modality)
+    with clock("models"):  # imports (torch, timm: seconds in a fresh process) and weights
+        encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
+        verifier = build_verifier(cfg.verification, splits["train"].modality)
     views = resolve_views(cfg.search, splits["train"].modality, verifier is not None, encoder.name)
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
     manifest["views"] = [encoder.name, *views]

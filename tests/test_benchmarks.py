@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -180,10 +181,11 @@ def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
     scan_e2e.main(["--quick", "--cases", "table,text"])
     data = json.loads((tmp_path / "scan_e2e.json").read_text())
     cases = {c["modality"]: c for c in data["cases"]}
+    assert data["dont_write_bytecode"] == sys.dont_write_bytecode
     assert set(cases) == {"table", "text"}
     for c in cases.values():
         assert c["items_per_s"] > 0 and c["bare_seconds"] > 0
-        assert {"load", "fingerprint", "encode", "search", "baseline"} <= set(c["timings"])
+        assert {"load", "fingerprint", "models", "encode", "search", "baseline"} <= set(c["timings"])
     # the planted exact copies (a third of the planted table rows) are found exactly
     assert cases["table"]["exact_test_twins"] >= cases["table"]["planted"] // 3
 
