@@ -47,22 +47,51 @@ def block_topk_torch(scores, k: int):
         return vals[:, :k], idx[:, :k]
     main = ng * GROUP
     # contiguous groups: a reduction over the last axis is fast in torch
-    gmax = scores[:, :main].reshape(m, ng, GROUP).amax(dim=2)
-    gvals, gidx = torch.topk(gmax, k + 1, dim=1)
+    grouped = scores[:, :main].reshape(m, ng, GROUP)
+    gvals, gidx = torch.topk(grouped.amax(dim=2), k + 1, dim=1)
     tied = gvals[:, k - 1] == gvals[:, k]
     groups, _ = torch.sort(gidx[:, :k], dim=1)                 # ascending: candidates in index order
-    cols = (groups[:, :, None] * GROUP + torch.arange(GROUP, device=scores.device)).reshape(m, -1)
+    # the k best groups' scores, gathered straight from the 3-D view (no column table to build)
+    cvals = torch.gather(grouped, 1, groups[:, :, None].expand(m, k, GROUP)).reshape(m, k * GROUP)
     if main < b:
-        tail = torch.arange(main, b, device=scores.device).expand(m, b - main)
-        cols = torch.cat([cols, tail], dim=1)
-    cvals = torch.gather(scores, 1, cols)
-    vals, order = torch.sort(cvals, dim=1, descending=True, stable=True)
-    vals, idx = vals[:, :k], torch.gather(cols, 1, order[:, :k])
-    if bool(tied.any()):
-        rows = torch.nonzero(tied).flatten()
+        cvals = torch.cat([cvals, scores[:, main:]], dim=1)
+    vals, idx, boundary = _topk_low_first(cvals, k)
+    # candidate position -> column: position p is column groups[p // GROUP] * GROUP + p % GROUP
+    # (positions past the groups are the tail columns, in order)
+    in_group = idx < k * GROUP
+    gpos = torch.clamp(idx, max=k * GROUP - 1)
+    cols = torch.gather(groups, 1, gpos // GROUP) * GROUP + gpos % GROUP
+    idx = torch.where(in_group, cols, idx - k * GROUP + main)
+    redo = tied | boundary
+    if bool(redo.any()):
+        rows = torch.nonzero(redo).flatten()
         fv, fi = torch.sort(scores[rows], dim=1, descending=True, stable=True)
         vals[rows], idx[rows] = fv[:, :k], fi[:, :k]
     return vals, idx
+
+
+def _topk_low_first(cvals, k: int):
+    """``k`` best columns of each row, ties to the lower column, without a stable sort of the row.
+
+    ``torch.topk`` picks the values (a partial selection: ~4x cheaper than the stable sort of the
+    candidates, which was the largest cost of a top-5 block after the group maxima); the ``k`` picked
+    are then put in (value desc, column asc) order.  Which of several columns equal to the ``k``-th
+    value gets picked is not defined by ``topk``: those rows are flagged in ``boundary`` for the
+    caller's exact fallback (rare on continuous scores).
+
+    Returns
+    -------
+    vals, idx : Tensor of shape (m, k); idx are positions in ``cvals``
+    boundary : bool Tensor of shape (m,)
+    """
+    import torch
+
+    vals, idx = torch.topk(cvals, k, dim=1)
+    boundary = (cvals >= vals[:, k - 1:k]).sum(dim=1) > k
+    idx, order = torch.sort(idx, dim=1)
+    vals = torch.gather(vals, 1, order)
+    vals, order = torch.sort(vals, dim=1, descending=True, stable=True)
+    return vals, torch.gather(idx, 1, order), boundary
 
 
 def _top1_torch(scores, ng: int):
