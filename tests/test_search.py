@@ -113,6 +113,33 @@ def test_block_topk_equals_stable_argsort(m, b, k, seed):
     np.testing.assert_array_equal(tv.numpy(), np.take_along_axis(scores, ref, axis=1))
 
 
+def test_block_topk_torch_boundary_ties_tail_and_duplicate_rows():
+    """The topk-then-order selection: a tie at the k-th value across candidate groups (the pick
+    ``torch.topk`` makes there is undefined, so the row must take the exact fallback), a tail past
+    the last full group, and exact duplicate database rows searched through blocks that split them."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
+
+    rng = np.random.default_rng(21)
+    scores = rng.standard_normal((6, 32 * 12 + 7)).astype(np.float32)
+    scores[0, [3, 40, 100, 390]] = 9.0        # four equal best values, one in the tail: k=3 keeps the first three
+    scores[1, [5, 70]] = 8.0                  # k-th and (k+1)-th equal in two different groups
+    scores[1, [1, 2]] = 9.0
+    scores[2, 384:] = 10.0                    # the whole tail is best
+    for k in (2, 3, 5, 11):
+        ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        vals, idx = block_topk_torch(torch.from_numpy(scores), k)
+        np.testing.assert_array_equal(idx.numpy(), ref)
+        np.testing.assert_array_equal(vals.numpy(), np.take_along_axis(scores, ref, axis=1))
+
+    x = unit(rng, 700, 8)
+    x[[10, 250, 251, 690]] = x[500]           # exact copies on both sides of block edges
+    q = np.concatenate([x[[500, 3]], unit(rng, 5, 8)])
+    for k, block in ((5, 251), (40, 33), (9, 700)):
+        sims, ids = search(q, x, k, backend="torch", block_size=block, progress=False)
+        assert_same(sims, ids, *brute_force_search(q, x, k))  # BLAS rounding may differ from the reference's
+        np.testing.assert_array_equal(ids[0, :5], [10, 250, 251, 500, 690])  # copies: lower index first
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 30), st.integers(200, 3000), st.integers(2, 8), st.integers(0, 2**31 - 1))
 def test_block_topk_fast_path_equals_stable_argsort(m, b, k, seed):
