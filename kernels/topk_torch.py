@@ -47,7 +47,7 @@ def block_topk_torch(scores, k: int):
         return vals[:, :k], idx[:, :k]
     main = ng * GROUP
     # contiguous groups: a reduction over the last axis is fast in torch
-    grouped = scores[:, :main].reshape(m, ng, GROUP)
+    grouped = _groups_view(scores, ng)
     gvals, gidx = torch.topk(grouped.amax(dim=2), k + 1, dim=1)
     tied = gvals[:, k - 1] == gvals[:, k]
     groups, _ = torch.sort(gidx[:, :k], dim=1)                 # ascending: candidates in index order
@@ -94,6 +94,19 @@ def _topk_low_first(cvals, k: int):
     return vals, torch.gather(idx, 1, order), boundary
 
 
+def _groups_view(scores, ng: int):
+    """The first ``ng * GROUP`` columns of each row as a view of shape (m, ng, GROUP).
+
+    ``scores[:, :main].reshape(...)`` copies the whole score tile whenever the block width is not a
+    multiple of ``GROUP`` (the slice is not contiguous), which a CPU search's default block
+    (e.g. 35,746 rows) always hits: a strided view reads the same numbers in place.
+    """
+    m, b = scores.shape
+    if not scores.is_contiguous():
+        scores = scores.contiguous()
+    return scores.as_strided((m, ng, GROUP), (b, GROUP, 1), scores.storage_offset())
+
+
 def _top1_torch(scores, ng: int):
     """Top-1 through group maxima (torch's row ``max`` is several times slower than ``amax``
     over short contiguous groups); the first group holding the maximum holds its first index."""
@@ -101,7 +114,7 @@ def _top1_torch(scores, ng: int):
 
     m, b = scores.shape
     main = ng * GROUP
-    gmax = scores[:, :main].reshape(m, ng, GROUP).amax(dim=2)
+    gmax = _groups_view(scores, ng).amax(dim=2)
     gv, gi = gmax.max(dim=1)
     cols = gi[:, None] * GROUP + torch.arange(GROUP, device=scores.device)
     first = (torch.gather(scores, 1, cols) == gv[:, None]).to(torch.uint8).argmax(dim=1)
