@@ -85,7 +85,10 @@ def _pick_record(d: int):
 
     from sibscan import searchpick
 
-    return searchpick._memo.get(json.dumps(searchpick.machine_key(d), sort_keys=True))
+    from sibscan.search import plan_blocks
+
+    key = searchpick.machine_key(d, plan_blocks(1 << 20, 1 << 30, d)[:2])
+    return searchpick._memo.get(json.dumps(key, sort_keys=True))
 
 
 def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:

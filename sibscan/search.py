@@ -310,7 +310,10 @@ def _resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, 
             return "torch"
         from .searchpick import cpu_backend, fallback_backend
 
-        return cpu_backend(*shape, run=_measured_run) if shape is not None else fallback_backend()
+        if shape is None:
+            return fallback_backend()
+        # measured on one full tile of a large CPU search (the block plan_blocks gives it)
+        return cpu_backend(*shape, run=_measured_run, tile=plan_blocks(1 << 20, 1 << 30, shape[2])[:2])
     if backend == "torch":
         require("torch", "torch", "the torch search backend")
     elif backend == "faiss":

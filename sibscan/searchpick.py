@@ -41,7 +41,7 @@ MEASURE_ABOVE_FLOPS = 2e11
 #: the measured problem: queries x database rows (of the search's dimension), and its rounds
 SHAPE = (2048, 16384)
 ROUNDS = 3
-_FORMAT = 1
+_FORMAT = 2  # 2: the measured problem is one full tile of the search (was 2,048 x 16,384)
 _FILE = "search_backend.json"
 _memo: Dict[str, dict] = {}
 #: one exact CPU search: ``run(queries, database, k, backend)`` (passed in by ``sibscan.search``)
@@ -87,9 +87,11 @@ def _version(dist: str) -> Optional[str]:
     return None
 
 
-def machine_key(dim: int) -> dict:
-    """What a measurement is valid for: CPU model, usable cores, library versions, dimension."""
+def machine_key(dim: int, tile=None) -> dict:
+    """What a measurement is valid for: CPU model, usable cores, library versions, dimension and
+    the measured tile (default :data:`SHAPE`)."""
     return {"format": _FORMAT, "cpu": _cpu_model(), "cores": _cores(), "dim": int(dim),
+            "tile": [int(t) for t in (tile or SHAPE)],
             "sibscan": __version__, "numpy": _version("numpy"), "faiss": _version("faiss"),
             "torch": _version("torch")}
 
@@ -176,11 +178,13 @@ def _read(path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def cpu_backend(m: int, n: int, dim: int, k: int, run: Runner) -> str:
+def cpu_backend(m: int, n: int, dim: int, k: int, run: Runner, tile=None) -> str:
     """The CPU backend ``auto`` uses for an ``m x n x dim`` top-``k`` search.
 
     Measured once per machine key (see the module docstring) for searches of at least
-    :data:`MEASURE_ABOVE_FLOPS` (``run`` as in :func:`measure`); otherwise, or with ``SIBSCAN_SEARCH_MEASURE=0``, or if the
+    :data:`MEASURE_ABOVE_FLOPS` (``run`` as in :func:`measure`; ``tile``, the (query, database)
+    block a large search uses, is the measured problem, so the kernels are compared at the tile
+    they run: torch's top-k cost and MKL's speed depend on it); otherwise, or with ``SIBSCAN_SEARCH_MEASURE=0``, or if the
     measurement cannot run, :func:`fallback_backend`.
     """
     if 2.0 * m * n * dim < MEASURE_ABOVE_FLOPS or os.environ.get("SIBSCAN_SEARCH_MEASURE", "1") == "0":
@@ -188,14 +192,14 @@ def cpu_backend(m: int, n: int, dim: int, k: int, run: Runner) -> str:
     cands = candidates()
     if len(cands) == 1:
         return cands[0]
-    key = json.dumps(machine_key(dim), sort_keys=True)
+    key = json.dumps(machine_key(dim, tile), sort_keys=True)
     record = _memo.get(key)
     if record is None:
         path = _cache_file()
         record = _read(path).get(key)
         if record is None:
             t0 = time.perf_counter()
-            record = measure(dim, run, cands)
+            record = measure(dim, run, cands, shape=tile)
             record["measured_seconds"] = round(time.perf_counter() - t0, 3)
             log.info("search backend measured on this machine in %.1f s: %s for top-1, %s for top-k "
                      "(kept in %s; SIBSCAN_SEARCH_MEASURE=0 or an explicit backend skips this)",

@@ -24,7 +24,7 @@ def cache(tmp_path, monkeypatch):
 
 def fake_measure(times, calls):
     """A measurement that records its calls and answers with the given seconds per backend."""
-    def measure(dim, run, backends):
+    def measure(dim, run, backends, shape=None):
         calls.append((dim, list(backends)))
         seconds = {kc: {b: [times[kc][b]] for b in backends} for kc in ("1", "k")}
         choice = {kc: min(backends, key=lambda b: times[kc][b]) for kc in ("1", "k")}
@@ -97,3 +97,22 @@ def test_measure_times_every_candidate_and_auto_gives_the_exact_answer(cache, mo
         np.testing.assert_allclose(sims, ref_sims, atol=2e-6)
         assert (ids != ref_ids).mean() < 0.01
     assert cache.exists()
+
+
+@pytest.mark.skipif(not HAS_TWO, reason="needs faiss or torch beside numpy (pip install 'sibscan[faiss]')")
+def test_auto_measures_on_the_tile_a_large_search_runs(cache, monkeypatch):
+    """The pick compares the kernels at the (query, database) block a large CPU search uses."""
+    from sibscan.search import _resolve_backend, plan_blocks
+
+    shapes = []
+
+    def measure(dim, run, backends, shape=None):
+        shapes.append(shape)
+        return {"choice": {"1": backends[0], "k": backends[0]}, "seconds": {}}
+
+    monkeypatch.setattr(searchpick, "measure", measure)
+    _resolve_backend("auto", "cpu", BIG)
+    tile = plan_blocks(1 << 20, 1 << 30, BIG[2])[:2]
+    assert shapes == [tile] and tile[0] >= 1024 and tile[1] >= 16384
+    (key,) = json.loads(cache.read_text())
+    assert json.loads(key)["tile"] == list(tile)
