@@ -4,15 +4,16 @@ Every CPU backend spends nearly all of a large search in one matrix product, and
 own BLAS: faiss's wheel bundles OpenBLAS, torch's x86 wheels MKL, numpy its own OpenBLAS build.
 Which is fastest depends on the CPU and the builds installed (on one 2-core AVX-512 machine torch's
 MKL product ran ~125 GFLOP/s against ~88 for faiss's kernel), so ``auto`` measures instead of
-assuming: the installed candidates search the same random problem (``2,048 x 16,384`` rows of the
-search's dimension, top-1 and top-10) in alternating rounds, and the lowest median time wins, for
+assuming: the installed candidates search the same random problem (one full tile of a large search,
+``4,096 x 35,746`` rows at d=512 and the default memory budget, so torch's top-k over its score tile
+is measured at the size it runs; top-1 and top-10) in alternating rounds, and the lowest median time wins, for
 ``k = 1`` and for ``k > 1`` separately.  The answer is kept in the user cache
 (``$SIBSCAN_CACHE_DIR`` or ``~/.cache/sibscan``, file ``search_backend.json``) under a key made of
 the CPU model, the cores this process may use, the numpy / faiss / torch versions, sibscan's
-version and the dimension, so a new machine or a library upgrade measures again.
+version, the dimension and the tile, so a new machine or a library upgrade measures again.
 
 Only searches of at least :data:`MEASURE_ABOVE_FLOPS` multiply-adds (about two seconds of work)
-trigger the measurement (a few seconds, once); smaller ones, and every search when
+trigger the measurement (~30 s on 2 cores, once); smaller ones, and every search when
 ``SIBSCAN_SEARCH_MEASURE=0``, use the fallback: faiss when installed, else numpy.  A backend named
 explicitly (``--backend faiss``) is never second-guessed.
 """
