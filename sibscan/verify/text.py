@@ -51,7 +51,8 @@ import numpy as np
 
 from ..errors import SibscanError
 from ..items import Items
-from ..kernels.textalign import boilerplate_mask, lcs_length, longest_common_run, shingle_document_frequency, tokenize
+from ..kernels.textalign import (batch_token_ids, boilerplate_mask, lcs_length, longest_common_run,
+                                 shingle_document_frequency, tokenize)
 from .base import Verifier, VerifyResult, register_verifier
 
 __all__ = ["TextAlignVerifier"]
@@ -74,17 +75,23 @@ def _snippet(words: Sequence[str], head: int = 8, tail: int = 4) -> str:
 
 @dataclass
 class _Split:
-    """One split tokenised once (with the verifier's shared vocabulary) and its shingle counts."""
+    """One split tokenised once (word ids are hashes of the words: equal across splits) and, when
+    first needed, its shingle counts."""
 
     items: Items
     n: int
     ids: np.ndarray  # (n_words,) int64, every document's token ids concatenated
     offsets: np.ndarray  # (n + 1,) int64
-    hashes: np.ndarray  # (u,) uint64, sorted distinct shingle hashes
-    df: np.ndarray  # (u,) int64, documents of this split holding each
+    counts: Optional[Tuple[np.ndarray, np.ndarray]] = None  # (hashes (u,) uint64 sorted, df (u,) int64)
 
     def doc(self, row: int) -> np.ndarray:
         return self.ids[self.offsets[row]:self.offsets[row + 1]]
+
+    def shingle_counts(self, shingle: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
+        """Sorted distinct shingle hashes of this split and how many of its documents hold each."""
+        if self.counts is None:
+            self.counts = shingle_document_frequency(self.ids, self.offsets, shingle, progress=progress)
+        return self.counts
 
 
 @register_verifier
@@ -128,8 +135,8 @@ class TextAlignVerifier(Verifier):
         df = "auto" if self.boilerplate_df is None else str(self.boilerplate_df)
         self.identity = (f"textalign-v2(full_run={self.full_run},min_run={self.min_run},shingle={self.shingle},"
                          f"boilerplate_df={df},tok=nfkc-casefold-w)")
-        self._vocab: Dict[str, int] = {}  # one vocabulary for every split this verifier sees
         self._splits: Dict[int, _Split] = {}
+        self._boiler: Optional[Tuple[_Split, _Split, np.ndarray, int]] = None  # the last boilerplate() result
 
     def threshold(self, n_database: int) -> int:
         """Document frequency from which a shingle is boilerplate (0: masking off)."""
@@ -145,39 +152,43 @@ class TextAlignVerifier(Verifier):
         hit = self._splits.get(id(items))
         if hit is not None and hit.items is items and hit.n == n:
             return hit
-        vocab = self._vocab
-        lengths = np.zeros(n + 1, np.int64)
-        parts: List[np.ndarray] = []
+        step = 8192  # texts tokenised per batch (one vectorised pass each; the bar moves per batch)
+        parts: List[Tuple[np.ndarray, np.ndarray]] = []
         with progress_bar(n, f"textalign: tokenise {items.split}", "text", enabled=self.progress, transient=True) as bar:
-            for d, text in enumerate(items.texts):
-                w = tokenize(text)
-                new = [t for t in dict.fromkeys(w) if t not in vocab]  # ids in order of first occurrence
-                vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
-                parts.append(np.fromiter(map(vocab.__getitem__, w), np.int64, len(w)))
-                lengths[d + 1] = len(w)
-                bar.update()
-        ids = np.concatenate(parts) if parts else np.empty(0, np.int64)
-        offsets = np.cumsum(lengths)
-        hashes, df = (shingle_document_frequency(ids, offsets, self.shingle, progress=self.progress)
-                      if self.boilerplate_df != 0 else (np.empty(0, np.uint64), np.empty(0, np.int64)))
+            for t0 in range(0, n, step):
+                parts.append(batch_token_ids(items.texts[t0:t0 + step]))
+                bar.update(min(step, n - t0))
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int64)
+        lengths = np.concatenate([np.diff(p[1]) for p in parts]) if parts else np.empty(0, np.int64)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         if len(self._splits) >= 4:  # a scan verifies two or three splits
             self._splits.pop(next(iter(self._splits)))
-        out = self._splits[id(items)] = _Split(items, n, ids, offsets, hashes, df)
+        out = self._splits[id(items)] = _Split(items, n, ids, offsets)
         return out
 
     def boilerplate(self, queries: Items, database: Items) -> Tuple[np.ndarray, int]:
         """Sorted hashes (u,) uint64 of the shingles in >= threshold documents of the corpus
         (both splits, counted once when they are the same object), and the threshold."""
-        sides = [self.split(database)] + ([self.split(queries)] if queries is not database else [])
+        qsplit, dsplit = self.split(queries), self.split(database)
+        last = self._boiler
+        if last is not None and last[0] is qsplit and last[1] is dsplit:  # every verify call of a scan stage
+            return last[2], last[3]
+        sides = [dsplit] + ([qsplit] if queries is not database else [])
         threshold = self.threshold(sum(s.n for s in sides))
-        if threshold == 0:
-            return np.empty(0, np.uint64), 0
-        hashes = np.concatenate([s.hashes for s in sides])
-        df = np.concatenate([s.df for s in sides])
-        if len(sides) > 1:
-            hashes, inverse = np.unique(hashes, return_inverse=True)
-            df = np.bincount(inverse.ravel(), weights=df, minlength=len(hashes)).astype(np.int64)
-        return hashes[df >= threshold], threshold
+        if threshold == 0 or threshold > sum(s.n for s in sides):
+            # no shingle can be in more documents than there are: nothing to count
+            boiler = np.empty(0, np.uint64)
+        else:
+            counts = [s.shingle_counts(self.shingle, self.progress) for s in sides]
+            hashes = np.concatenate([c[0] for c in counts])
+            df = np.concatenate([c[1] for c in counts])
+            if len(sides) > 1:
+                hashes, inverse = np.unique(hashes, return_inverse=True)
+                df = np.bincount(inverse.ravel(), weights=df, minlength=len(hashes)).astype(np.int64)
+            boiler = hashes[df >= threshold]
+        self._boiler = (qsplit, dsplit, boiler, threshold)
+        return boiler, threshold
 
     def score_pair(self, a: np.ndarray, b: np.ndarray, mask_a: Optional[np.ndarray] = None,
                    mask_b: Optional[np.ndarray] = None
