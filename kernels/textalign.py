@@ -38,6 +38,7 @@ _WORD_BYTE[0x80:] = True
 _TOKEN_BYTES = 1 << 21  # bytes of text hashed at a time (bounds the uint64 temporaries to ~16 MB each)
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
 _CHUNK_WORDS = 1 << 22  # database words hashed at a time (bounds the temporaries)
+_ALONE_WORDS = 1 << 16  # a document this long is counted in a chunk of its own (one plain sort, no lexsort)
 
 
 def normalise_text(text: str) -> str:
@@ -224,7 +225,8 @@ def shingle_document_frequency(ids: np.ndarray, offsets: np.ndarray, shingle: in
     kept_d: List[np.ndarray] = []
     # chunk boundaries on document edges, about _CHUNK_WORDS words each
     starts = np.searchsorted(offsets, np.arange(0, offsets[-1], _CHUNK_WORDS), side="right") - 1
-    edges = np.unique(np.concatenate([[0], starts, [n_docs]]).clip(0, n_docs))
+    alone = np.flatnonzero(lengths >= _ALONE_WORDS)
+    edges = np.unique(np.concatenate([[0], starts, alone, alone + 1, [n_docs]]).clip(0, n_docs))
     chunks = list(zip(edges[:-1], edges[1:]))
     with bar(len(chunks), "textalign: boilerplate shingles", "chunk", enabled=progress, transient=True) as progress_bar:
         for c0, c1 in chunks:
@@ -239,6 +241,13 @@ def shingle_document_frequency(ids: np.ndarray, offsets: np.ndarray, shingle: in
             if w1 - w0 < shingle:
                 continue
             h = _gram_hashes(prefix, powers, shingle)  # start i = local word position
+            if c1 - c0 == 1:  # one document: its distinct shingles by one (fast, unstable) sort
+                h = np.sort(h)
+                new = np.ones(len(h), bool)
+                new[1:] = h[1:] != h[:-1]
+                kept_h.append(h[new])
+                kept_d.append(np.full(int(new.sum()), c0, np.int64))
+                continue
             doc = np.repeat(np.arange(c0, c1, dtype=np.int64), lengths[c0:c1])[: len(h)]
             ok = np.arange(len(h)) + shingle <= offsets[doc + 1] - w0  # window inside its document
             h, doc = h[ok], doc[ok]

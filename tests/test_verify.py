@@ -201,10 +201,12 @@ def test_textalign_corpus_is_cached_per_database_object():
     np.testing.assert_array_equal(v.split(copy).ids, first.ids)
 
 
-@pytest.mark.parametrize("chunk", [None, 7])
-def test_shingle_document_frequency_matches_brute_force(monkeypatch, chunk):
+@pytest.mark.parametrize("chunk, alone", [(None, None), (7, None), (None, 9), (7, 9)])
+def test_shingle_document_frequency_matches_brute_force(monkeypatch, chunk, alone):
     if chunk:  # documents hashed a few at a time must give the same counts
         monkeypatch.setattr(textalign_module, "_CHUNK_WORDS", chunk)
+    if alone:  # documents of >= 9 words counted in chunks of their own (the sort-only path)
+        monkeypatch.setattr(textalign_module, "_ALONE_WORDS", alone)
     rng = np.random.default_rng(9)
     docs = [rng.integers(0, 3, rng.integers(0, 15)) for _ in range(40)]
     docs += [docs[5].copy(), docs[5].copy(), np.array([1, 2], np.int64)]  # duplicates count once
