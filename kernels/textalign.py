@@ -38,6 +38,7 @@ _WORD_BYTE[0x80:] = True
 _TOKEN_BYTES = 1 << 21  # bytes of text hashed at a time (bounds the uint64 temporaries to ~16 MB each)
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
 _CHUNK_WORDS = 1 << 22  # database words hashed at a time (bounds the temporaries)
+_HORNER_MAX = 16  # shingles up to this many words are hashed by Horner's rule, longer ones from prefix sums
 _ALONE_WORDS = 1 << 16  # a document this long is counted in a chunk of its own (one plain sort, no lexsort)
 
 
@@ -75,8 +76,8 @@ def _powers(n: int) -> Tuple[np.ndarray, np.ndarray]:
     if len(_POWERS) >= n:
         return _POWERS[:n], _INV_POWERS[:n]
     want = n
-    if n <= _CACHE_POWERS:  # grow geometrically: calls with slowly rising n do not recompute each time
-        n = max(n, min(_CACHE_POWERS, 2 * len(_POWERS)))
+    if n <= _CACHE_POWERS:  # grow to the cached size at once: calls with rising n do not recompute
+        n = _CACHE_POWERS if n > 1 << 16 else max(n, 2 * len(_POWERS))
     powers = _power_table(int(_P), n)
     inv_powers = _power_table(pow(int(_P), -1, 2**64), n)
     if n <= _CACHE_POWERS:
@@ -93,6 +94,19 @@ def _prefix_hashes(ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         acc = np.zeros(n + 1, np.uint64)
         acc[1:] = np.cumsum((ids.astype(np.uint64) + np.uint64(1)) * inv_powers[:n], dtype=np.uint64)
         return powers * acc, powers
+
+
+def _horner_grams(ids: np.ndarray, length: int) -> np.ndarray:
+    """The hashes :func:`_gram_hashes` gives every ``length``-gram, by Horner's rule over ``length``
+    shifted views (no power tables, no prefix sums: cheaper for the short shingles)."""
+    n = len(ids) - length + 1
+    with np.errstate(over="ignore"):
+        x = ids.astype(np.uint64) + np.uint64(1)
+        h = np.zeros(n, np.uint64)
+        for t in range(length):
+            h += x[t:t + n]
+            h *= _P
+    return h
 
 
 def _gram_hashes(prefix: np.ndarray, powers: np.ndarray, length: int) -> np.ndarray:
@@ -187,6 +201,8 @@ def shingle_hashes(ids: np.ndarray, shingle: int) -> np.ndarray:
     ids = np.asarray(ids, np.int64)
     if len(ids) < shingle:
         return np.empty(0, np.uint64)
+    if shingle <= _HORNER_MAX:
+        return _horner_grams(ids, shingle)
     prefix, powers = _prefix_hashes(ids)
     return _gram_hashes(prefix, powers, shingle)
 

@@ -313,8 +313,9 @@ def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
 
     monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     payload = bench.main(["--quick", "--repeat", "1"])
-    short, long_ = payload["cases"]
-    assert short["score"] == long_["score"] == 1.0  # the planted 100-word passage is found
+    short, counted, long_ = payload["cases"]
+    assert short["score"] == counted["score"] == long_["score"] == 1.0  # the planted 100-word passage is found
+    assert counted["detail"] == short["detail"]  # 50 other train texts: shingles counted, nothing masked
     assert "100-word run" in short["detail"] and "windows" not in short["detail"]
     assert "aligned in windows" in long_["detail"]  # 20,000 x 20,000 words is over LCS_CELLS
     assert short["pair_s (splits prepared)"] > 0
