@@ -25,9 +25,10 @@ header, numpy's "old polynomial API" note, a docstring template) would otherwise
 unrelated documents share a 40-80-word run and score 1.  As plagiarism detectors do, a passage
 counts as boilerplate when it is common, and a copied passage is rare: the **document
 frequency** of every word ``shingle``-gram (8 words by default) is counted over the corpus, the
-query split and the database split together (each split tokenised and counted once, cached on the
-verifier per Items object; 64-bit rolling hashes, each document's distinct shingles, ``np.unique``
-over the concatenation; documents of a split with identical word sequences count once, so a train
+query split and the database split together (each split tokenised once, its words as 63-bit hashes
+of their bytes, and counted once when first needed — never when the splits hold fewer texts than
+the threshold — cached on the verifier per Items object; 64-bit rolling hashes, each document's
+distinct shingles, ``np.unique`` over the concatenation; documents of a split with identical word sequences count once, so a train
 set holding the same text three times does not hide copies of it).  A shingle found in at least::
 
     boilerplate_df = max(3, ceil(0.002 * (n_query_split + n_database_split)))   (0: masking off)
