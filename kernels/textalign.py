@@ -35,7 +35,7 @@ _NONWORD = re.compile(r"\W+")
 _WORD_BYTE = np.zeros(256, bool)
 _WORD_BYTE[[ord(c) for c in "0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"]] = True
 _WORD_BYTE[0x80:] = True
-_TOKEN_BYTES = 1 << 21  # bytes of text hashed at a time (bounds the uint64 temporaries to ~16 MB each)
+_TOKEN_BYTES = (1 << 21) - (1 << 12)  # bytes hashed at a time: a chunk's powers fit a 2**21 table (~16 MB)
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd: invertible mod 2**64
 _CHUNK_WORDS = 1 << 22  # database words hashed at a time (bounds the temporaries)
 _HORNER_MAX = 16  # shingles up to this many words are hashed by Horner's rule, longer ones from prefix sums
@@ -76,8 +76,8 @@ def _powers(n: int) -> Tuple[np.ndarray, np.ndarray]:
     if len(_POWERS) >= n:
         return _POWERS[:n], _INV_POWERS[:n]
     want = n
-    if n <= _CACHE_POWERS:  # grow to the cached size at once: calls with rising n do not recompute
-        n = _CACHE_POWERS if n > 1 << 16 else max(n, 2 * len(_POWERS))
+    if n <= _CACHE_POWERS:  # grow to a power of two: calls with slowly rising n do not recompute
+        n = min(_CACHE_POWERS, max(1 << (n - 1).bit_length(), 1 << 16))
     powers = _power_table(int(_P), n)
     inv_powers = _power_table(pow(int(_P), -1, 2**64), n)
     if n <= _CACHE_POWERS:
