@@ -198,10 +198,13 @@ class VerifyOptions:
 
     verify: Optional[bool] = opt(None, "--verify", help="Re-score candidates with a transform-invariant verifier (default: on where one exists).")
     verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default: by modality: images imagecorr, text textalign, tables lagcorr).")
+    cascade: bool = opt(False, "--cascade", help="Images: verify only each test item's most promising candidates (windows score or embedding similarity near its best); the others are dropped.")
 
     def check(self) -> None:
         if self.verify is False and self.verifier is not None:
             raise SibscanError(f"--verifier {self.verifier} and --no-verify contradict each other; drop one")
+        if self.verify is False and self.cascade:
+            raise SibscanError("--cascade and --no-verify contradict each other; drop one")
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
 from .verify import build_verifier
-from .views import resolve_views, view_candidates
+from .verify.cascade import IMAGE_CASCADE
+from .views import cascade_candidates, resolve_views, view_candidates
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
 
@@ -117,6 +118,10 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
                                      device=cfg.encoding.device, cache_dir=cache_dir_of(cfg.encoding, sd.path),
                                      batch_size=cfg.encoding.batch_size, progress=progress, echo=echo)
         with clock("verify"):
+            if verifier is not None and cfg.verification.cascade:
+                n_candidates = len(nb)
+                nb = cascade_candidates(nb, splits, IMAGE_CASCADE)
+                echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
             if verifier is not None:
                 echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")
             nb = verify_neighbours(nb, verifier, splits, progress=progress)

@@ -1,0 +1,99 @@
+"""The verification cascade: the selection against brute force, the windows score of given pairs against
+the all-pairs kernel, and a scan whose cascade verifies fewer pairs and still finds a crop and a mirror."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sibscan.config import ScanConfig
+from sibscan.errors import SibscanError
+from sibscan.items import Items
+from sibscan.kernels.windows import mirror, window_pair_scores, window_row_scores
+from sibscan.scandir import Neighbours
+from sibscan.verify.cascade import Cascade, cascade_keep
+from sibscan.views import cascade_candidates
+
+
+def _keep_reference(groups, signals, always):
+    keep = list(always)
+    for g in set(groups):
+        rows = [i for i, x in enumerate(groups) if x == g]
+        for scores, band in signals:
+            finite = [scores[i] for i in rows if not np.isnan(scores[i])]
+            for i in rows:
+                if finite and not np.isnan(scores[i]) and scores[i] >= max(finite) - band:
+                    keep[i] = True
+        if not any(keep[i] for i in rows):
+            for i in rows:
+                keep[i] = True
+    return np.array(keep)
+
+
+def test_cascade_keep_against_brute_force():
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        m = int(rng.integers(1, 40))
+        groups = rng.integers(0, 6, m) * 7  # sparse group keys
+        a = np.round(rng.random(m), 2)  # rounded: ties at the band's edge occur
+        b = rng.random(m)
+        b[rng.random(m) < 0.2] = np.nan
+        if trial % 5 == 0:
+            a[:] = np.nan
+            b[:] = np.nan  # no scores at all: every row is kept
+        always = rng.random(m) < 0.1
+        signals = [(a, 0.05), (b, 0.0)]
+        np.testing.assert_array_equal(cascade_keep(groups, signals, always), _keep_reference(groups, signals, always))
+    assert cascade_keep(np.zeros(0, int), [(np.zeros(0), 0.1)]).shape == (0,)
+    with pytest.raises(ValueError, match="band"):
+        cascade_keep(np.zeros(2, int), [(np.zeros(2), -0.1)])
+
+
+def test_window_row_scores_are_the_pairs_of_the_all_pairs_kernel():
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(7, 5, 9)).astype(np.float32)
+    d = rng.normal(size=(7, 5, 9)).astype(np.float32)
+    np.testing.assert_allclose(window_row_scores(q, d, 3, chunk=3), window_pair_scores(q, d, 3).diagonal(), rtol=1e-5)
+    assert window_row_scores(q, mirror(q, 3), 3).min() > 0.999  # a mirrored copy scores as the copy
+    with pytest.raises(ValueError, match="same shape"):
+        window_row_scores(q, d[:3], 3)
+
+
+def test_cascade_options_are_checked(tmp_path):
+    base = dict(train=str(tmp_path), test=str(tmp_path), out=str(tmp_path / "o"))
+    with pytest.raises(SibscanError, match="--cascade and --no-verify contradict"):
+        ScanConfig(**base, cascade=True, verify=False).check()
+    items = Items("train", "table", np.array(["a", "b"]), values=np.zeros((2, 2)))
+    nb = Neighbours({"query_split": ["test"], "query_id": ["a"], "query_index": [0], "rank": [0],
+                     "neighbour_split": ["train"], "neighbour_id": ["a"], "neighbour_index": [0],
+                     "similarity": [1.0], "exact": [False]})
+    with pytest.raises(SibscanError, match="cascade is for images"):
+        cascade_candidates(nb, {"train": items, "test": items}, Cascade())
+
+
+@pytest.mark.slow  # a whole scan: ~7 s on the shared 2 cores
+def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from sibscan.scan import run_scan
+    from sibscan.scandir import ScanDir
+
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+    photos = [(rng.random((8, 8, 3)) * 255).astype(np.uint8) for _ in range(12)]
+    for i, p in enumerate(photos):
+        Image.fromarray(p).resize((96, 96), Image.BICUBIC).save(tmp_path / "train" / f"{i}.png")
+    Image.fromarray(photos[5]).resize((96, 96), Image.BICUBIC).transpose(Image.FLIP_LEFT_RIGHT).save(
+        tmp_path / "test" / "flip5.png")
+    Image.fromarray(photos[3]).resize((96, 96), Image.BICUBIC).crop((10, 20, 70, 80)).resize((96, 96)).save(
+        tmp_path / "test" / "crop3.png")
+    res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
+                              encoder="pixels", k=4, k_view=4, cascade=True, directions="test-train",
+                              progress=False))
+    assert res.manifest["parameters"]["cascade"] is True
+    nb = ScanDir(tmp_path / "out").neighbours().direction("test", "train")
+    # 4 pixels + 4 windows candidates per item before the cascade; it keeps those near each item's best
+    assert 2 <= len(nb) < 10 and not np.isnan(nb["verified"]).any()
+    top = ScanDir(tmp_path / "out").neighbours().top1()
+    assert dict(zip(top["query_id"], top["neighbour_id"])) == {"flip5.png": "5.png", "crop3.png": "3.png"}
