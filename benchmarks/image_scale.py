@@ -207,23 +207,31 @@ def scan_defaults() -> dict:
 
 
 def score_scan(ps: PlantedSet, tr: np.ndarray, te: np.ndarray, *, n_labels: int, n_verified_random: int,
-               seed: int) -> dict:
+               seed: int, verifier: Optional[str] = None, cascade: bool = False) -> dict:
     """The default scan's candidates on embeddings ``tr``/``te`` (effnet's, shapes (n_train, d) and
     (n_test, d)): its top-k, then joined with the default views' top-k_view, each verified by the
-    default verifier and scored as :func:`benchmarks.quality.evaluate` does.  The verifier starts
-    with no cached pairs, so its seconds are the whole union's (and the random pairs')."""
+    default verifier (or ``verifier``; with ``cascade``, only the pairs the scan's ``--cascade``
+    keeps) and scored as :func:`benchmarks.quality.evaluate` does.  The verifier starts with no
+    cached pairs, so its seconds are the whole union's (and the random pairs')."""
+    from benchmarks.quality import cascade_candidates
     from sibscan.verify import get_verifier
 
     d = scan_defaults()
+    if verifier:
+        d["verifier"] = verifier
+    d["cascade"] = cascade
     if d["encoder"] != "effnet":
         raise SystemExit(f"the default image encoder is {d['encoder']}, not effnet: the scan row would not "
                          f"describe the default scan; run with --no-scan-row")
     found, view_seconds = view_candidates(ps, {"effnet": (tr, te)}, d["views"], max(d["k"], d["k_view"]))
     cand = union_candidates(found["effnet"][:, :d["k"]], *(found[v][:, :d["k_view"]] for v in d["views"]))
-    pairs = PairScores(ps, get_verifier(d["verifier"]))
-    common = dict(n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
     out: Dict[str, object] = {"defaults": d, "view_seconds": view_seconds,
                               "candidate_pairs": int(sum(len(set(r[r >= 0].tolist())) for r in cand))}
+    if cascade:
+        cand, info = cascade_candidates(ps, cand, tr, te)
+        out["cascade_seconds"], out["cascade_pairs"] = info["cascade_seconds"], int(sum(len(set(r.tolist())) for r in cand))
+    pairs = PairScores(ps, get_verifier(d["verifier"]))
+    common = dict(n_labels=n_labels, n_verified_random=n_verified_random, seed=seed)
     for key, kw in (("views", {"candidates": cand}), ("encoder_only", {})):
         r = evaluate(ps, tr, te, pairs, k=d["k"], **common, **kw)
         out[key] = {"recall_at_p95": r["metrics"]["recall_at_p95"], "auc": r["metrics"]["auc"],
@@ -234,7 +242,7 @@ def score_scan(ps: PlantedSet, tr: np.ndarray, te: np.ndarray, *, n_labels: int,
 
 
 def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_verified_random: int, seed: int,
-            scan_row: bool = True) -> dict:
+            scan_row: bool = True, scan_verifier: Optional[str] = None, scan_cascade: bool = False) -> dict:
     from sibscan.encoders.scale import median_short_side
     from sibscan.verify import get_verifier
 
@@ -265,14 +273,16 @@ def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_ve
                      "verify s (new pairs)": entry["verify_seconds_new_pairs"]})
         if scan_row and mode == "auto":
             sc = entry["scan"] = score_scan(ps, tr, te, n_labels=n_labels, n_verified_random=n_verified_random,
-                                            seed=seed)
+                                            seed=seed, verifier=scan_verifier, cascade=scan_cascade)
             d, size = sc["defaults"], rows[-1]["identity size"]
             for key, label in (("encoder_only", f"auto, scan: effnet top-{d['k']}"),
-                               ("views", f"auto, scan: effnet top-{d['k']} + {'+'.join(d['views'])} top-{d['k_view']}")):
-                rows.append({"size": label, "identity size": size,
+                               ("views", f"auto, scan: effnet top-{d['k']} + {'+'.join(d['views'])} top-{d['k_view']}"
+                                         f"{', cascade' if d['cascade'] else ''}")):
+                rows.append({"size": f"{label}, {d['verifier']}", "identity size": size,
                              "R@P95 +verify": sc[key]["recall_at_p95"], "AUC +verify": sc[key]["auc"],
                              "source in cand.": sc[key]["source_in_candidates"]})
-            rows[-1].update({"views s": sum(sc["view_seconds"].values()), "verify s (all pairs)": sc["verify_seconds"],
+            rows[-1].update({"views s": sum(sc["view_seconds"].values()),
+                             "verify s (all pairs)": sc["verify_seconds"] + sc.get("cascade_seconds", 0.0),
                              "pairs verified": sc["verified_pairs"]})
     out["verify_pairs_per_s"] = pairs.pairs / pairs.seconds if pairs.seconds else None
     print_table(rows, list(dict.fromkeys(c for r in rows for c in r)))
@@ -290,6 +300,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--k", type=int, default=5, help="candidates verified per test item in the per-size rows")
     ap.add_argument("--no-scan-row", action="store_true",
                     help="leave out the default scan's candidates (top-k joined with the extra views) at the auto size")
+    ap.add_argument("--verifier", default=None, help="the scan row's verifier (default: the scan's default)")
+    ap.add_argument("--cascade", action="store_true", help="the scan row verifies only what the scan's --cascade keeps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="image_scale", help="results file stem")
     args = ap.parse_args(argv)
@@ -303,7 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     modes = [str(s) for s in sizes] + ["auto"] + ([] if args.no_previous else ["previous"])
     n_train, per, n_clean = SET_SIZES["quick" if args.quick else "default"]
     common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500, seed=args.seed,
-                  scan_row=not args.no_scan_row)
+                  scan_row=not args.no_scan_row, scan_verifier=args.verifier, scan_cascade=args.cascade)
     t0, load_before = time.perf_counter(), os.getloadavg()
     results: Dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="sibscan-scale-") as tmp:

@@ -280,6 +280,33 @@ def _fallback(verified: np.ndarray, test_emb: np.ndarray, train_emb: np.ndarray,
     return out
 
 
+def _distinct_pairs(cand: np.ndarray) -> int:
+    """Distinct (test, train) pairs in a padded candidate matrix (n_test, c)."""
+    return int(sum(len(set(r.tolist())) for r in cand))
+
+
+def cascade_candidates(ps: PlantedSet, cand: np.ndarray, train_emb: np.ndarray,
+                       test_emb: np.ndarray) -> Tuple[np.ndarray, dict]:
+    """The candidates a scan with ``--cascade`` verifies (:func:`sibscan.views.cascade_candidates`'s
+    selection on the same signals), as a padded matrix, with the windows scoring's seconds."""
+    from sibscan.verify.cascade import IMAGE_CASCADE, cascade_keep
+    from sibscan.views import pair_window_scores
+
+    rows = [list(dict.fromkeys(r.tolist())) for r in cand]
+    qi = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    ni = np.array([j for r in rows for j in r], dtype=np.int64)
+    t = time.perf_counter()
+    win = pair_window_scores(ps.test, qi, ps.train, ni)
+    seconds = time.perf_counter() - t
+    sim = np.einsum("ij,ij->i", test_emb[qi], train_emb[ni])
+    keep = cascade_keep(qi, [(win, IMAGE_CASCADE.window_band), (sim, IMAGE_CASCADE.similarity_band)])
+    kept = [ni[(qi == i) & keep].tolist() for i in range(len(rows))]
+    width = max(len(r) for r in kept)
+    out = np.array([r + r[:1] * (width - len(r)) for r in kept], dtype=np.int64)
+    src = (out == ps.source[:, None]).any(axis=1)[ps.planted].mean() if ps.planted.any() else float("nan")
+    return out, {"cascade_seconds": seconds, "cascade": IMAGE_CASCADE.describe(), "source_kept": float(src)}
+
+
 def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs: Optional[PairScores], *, k: int,
              n_labels: int, n_verified_random: int, seed: int, candidates: Optional[np.ndarray] = None) -> dict:
     """Calibrate and score one encoder on one set, with (``pairs`` given) or without verification.
@@ -487,9 +514,23 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
             key = "verified" if vpairs is pairs else f"verified:{vname}"
             entry[key] = evaluate(ps, *embeddings[default], vpairs, candidates=cand, **common)
         out["encoders"]["union:" + "+".join(union)] = entry
+        # the scan's --cascade: only each item's candidates near its best windows score or similarity are verified
+        ccand, cascade_info = cascade_candidates(ps, cand, *embeddings[default])
+        centry = {"identity": " + ".join(union) + ", cascade", "candidates_per_item": float(np.mean(
+            [len(set(r.tolist())) for r in ccand])), **cascade_info}
+        for vname, vpairs in {VERIFIERS[ps.modality]: pairs, **more}.items():
+            key = "verified" if vpairs is pairs else f"verified:{vname}"
+            centry[key] = evaluate(ps, *embeddings[default], vpairs, candidates=ccand, **common)
+        out["encoders"]["cascade:" + "+".join(union)] = centry
+        out["cascade"] = {"union_pairs": _distinct_pairs(cand), "cascade_pairs": _distinct_pairs(ccand),
+                          "cascade_seconds": cascade_info["cascade_seconds"]}
     out["default_encoder"] = default
     out["difficulty"] = difficulty(ps, *embeddings[default], seed=seed)
     out["time_share"] = _time_share(out, default, pairs, more, len(ps.test) * k)
+    if "cascade" in out:  # the pairs a scan verifies: the union's, or the cascade's plus its windows scoring
+        c = out["cascade"]
+        out["time_share_union"] = _time_share(out, default, pairs, more, c["union_pairs"])
+        out["time_share_cascade"] = _time_share(out, default, pairs, more, c["cascade_pairs"], c["cascade_seconds"])
     check_difficulty(out["difficulty"], f"{ps.name} under {default}")
     out["verify_pairs_per_s"] = pairs.pairs / pairs.seconds if pairs.seconds else None
     out["more_verify_pairs_per_s"] = {n: p.pairs / p.seconds if p.seconds else None for n, p in more.items()}
@@ -505,14 +546,18 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
     return out
 
 
-def _time_share(out: dict, default: str, pairs: PairScores, more: Dict[str, PairScores], n_pairs: int) -> dict:
-    """Embedding seconds of the default encoder beside each verifier's seconds for the scan's
-    ``n_test * k`` candidate pairs (at the verifier's measured pairs per second)."""
+def _time_share(out: dict, default: str, pairs: PairScores, more: Dict[str, PairScores], n_pairs: int,
+                extra_seconds: float = 0.0) -> dict:
+    """Embedding seconds of the default encoder beside each verifier's seconds for ``n_pairs``
+    candidate pairs (at the verifier's measured pairs per second; ``n_test * k`` for the encoder's
+    top-k), plus ``extra_seconds`` (the cascade's windows scoring) counted as verification."""
     enc = out["encoders"][default]["encode_seconds"]
     share = {"encoder": default, "encode_seconds": enc, "candidate_pairs": n_pairs, "verifiers": {}}
+    if extra_seconds:
+        share["cascade_seconds"] = extra_seconds
     for p in [pairs, *more.values()]:
         if p.seconds:
-            v = n_pairs * p.seconds / p.pairs
+            v = n_pairs * p.seconds / p.pairs + extra_seconds
             share["verifiers"][p.verifier.name] = {"seconds": v, "share_of_scan": v / (v + enc)}
     return share
 
@@ -558,6 +603,13 @@ def _print_set(ps: PlantedSet, out: dict) -> None:
     print("recall at the calibrated cutoff / ROC AUC, per transform:")
     print_table(rows)
     _print_candidates(out)
+    shares = [(what, out.get(key)) for what, key in (("encoder's top-k", "time_share"), ("union", "time_share_union"),
+                                                      ("cascade", "time_share_cascade"))]
+    print(f"verification beside embedding ({out['default_encoder']}: {out['time_share']['encode_seconds']:.1f} s):")
+    print_table([{"candidates": what, "pairs": t["candidate_pairs"],
+                  **{f"{n} s (share)": f"{v['seconds']:.1f} ({v['share_of_scan']:.0%})"
+                     for n, v in t["verifiers"].items()}}
+                 for what, t in shares if t])
 
 
 def _print_candidates(out: dict) -> None:

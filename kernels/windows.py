@@ -16,8 +16,7 @@ from typing import Iterable, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["WINDOW_SCALES", "mirror", "window_boxes", "window_pair_scores", "window_row_scores", "window_topk",
-           "window_vectors"]
+__all__ = ["WINDOW_SCALES", "mirror", "window_boxes", "window_pair_scores", "window_topk", "window_vectors"]
 
 #: window sides as fractions of the image side, with the number of positions along each axis
 #: (136 windows).  Measured on ``benchmarks.quality --sets crops``: positions matter as much as scales
@@ -119,35 +118,6 @@ def window_pair_scores(q: np.ndarray, d: np.ndarray, out: int = 16) -> np.ndarra
     crop = (whole @ d.reshape(nd * w, dim).T).reshape(2, nq, nd, w).max(axis=(0, 3))
     wide = (np.concatenate([q, mirror(q, out)], axis=1).reshape(nq * 2 * w, dim) @ d[:, 0].T)
     return np.maximum(crop, wide.reshape(nq, 2 * w, nd).max(axis=1)).astype(np.float32)
-
-
-def window_row_scores(q: np.ndarray, d: np.ndarray, out: int = 16, chunk: int = 4096) -> np.ndarray:
-    """:func:`window_pair_scores` of given pairs only: row ``i`` of ``q`` against row ``i`` of ``d``.
-
-    The cheap first stage of a verification cascade scores each candidate pair, never all pairs.
-
-    Parameters
-    ----------
-    q, d : ndarray of shape (m, w, out * out)
-        Window vectors of the two images of each pair (:func:`window_vectors`, same boxes).
-    chunk : int
-        Pairs scored at once (4096 pairs of 136 windows: ~0.6 GB of float32 vectors with mirrors).
-
-    Returns
-    -------
-    ndarray of shape (m,), float32; equal to ``window_pair_scores(q, d).diagonal()``
-    """
-    if q.shape != d.shape:
-        raise ValueError(f"q and d must have the same shape, got {q.shape} and {d.shape}")
-    scores = np.empty(len(q), np.float32)
-    for a in range(0, len(q), chunk):
-        qc, dc = q[a:a + chunk], d[a:a + chunk]
-        qm = mirror(qc, out)
-        # the query whole (or mirrored) inside a window of d; a window of the query (or mirrored) as d whole
-        crop = np.maximum(np.einsum("mk,mwk->mw", qc[:, 0], dc), np.einsum("mk,mwk->mw", qm[:, 0], dc)).max(axis=1)
-        wide = np.maximum(np.einsum("mwk,mk->mw", qc, dc[:, 0]), np.einsum("mwk,mk->mw", qm, dc[:, 0])).max(axis=1)
-        scores[a:a + chunk] = np.maximum(crop, wide)
-    return scores
 
 
 def window_topk(q: np.ndarray, blocks: Iterable[Tuple[int, np.ndarray]], k: int, out: int = 16,

@@ -44,7 +44,8 @@ from .progress import task
 from .scandir import Neighbours
 from .verify.cascade import Cascade, cascade_keep
 
-__all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "resolve_views", "view_candidates", "view_topk"]
+__all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
+           "view_candidates", "view_topk", "windows_topk_gray"]
 
 #: the windows view: grey side the images are shrunk to, cells per window side
 _WINDOW_SIDE, _WINDOW_CELLS = 64, 12
@@ -107,34 +108,52 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
 
 
 def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
-    """The windows view's top-k: both splits decoded once to 64-px grey (4 KiB an image), window vectors
-    (78 KiB an image) made block by block on both sides, so memory stays at a few blocks."""
+    """The windows view's top-k: both splits decoded once to 64-px grey (4 KiB an image), then
+    :func:`windows_topk_gray`."""
     from .encoders.pixels import shrink_images
+
+    gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
+            for s, items in (("train", train), ("test", test))}
+    return windows_topk_gray(gray["train"], gray["test"], k)
+
+
+def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Top-k train images of each test image by the windows score; window vectors (78 KiB an image)
+    made block by block on both sides, so memory stays at a few blocks.
+
+    Parameters
+    ----------
+    train, test : ndarray of shape (n, 64, 64), uint8
+        Grey images at the view's side.
+
+    Returns
+    -------
+    sims : ndarray of shape (n_test, k), float32 (-inf where none)
+    idx : ndarray of shape (n_test, k), int64 (-1 where none)
+    """
     from .kernels.windows import window_boxes, window_topk, window_vectors
 
     boxes = window_boxes()
-    gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
-            for s, items in (("train", train), ("test", test))}
     k = min(k, len(train))
     sims = np.full((len(test), k), -np.inf, np.float32)
     idx = np.full((len(test), k), -1, np.int64)
 
-    def vectors(split: str, a: int) -> np.ndarray:
-        return window_vectors(gray[split][a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
+    def vectors(gray: np.ndarray, a: int) -> np.ndarray:
+        return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
 
     for a in range(0, len(test), _WINDOW_BLOCK):
-        blocks = ((b, vectors("train", b)) for b in range(0, len(train), _WINDOW_BLOCK))
-        s, i = window_topk(vectors("test", a), blocks, k, _WINDOW_CELLS)
+        blocks = ((b, vectors(train, b)) for b in range(0, len(train), _WINDOW_BLOCK))
+        s, i = window_topk(vectors(test, a), blocks, k, _WINDOW_CELLS)
         sims[a:a + _WINDOW_BLOCK], idx[a:a + _WINDOW_BLOCK] = s, i
     return sims, idx
 
 
 def pair_window_scores(queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray,
-                       chunk: int = 2048) -> np.ndarray:
+                       chunk: int = 32) -> np.ndarray:
     """The windows view's score of given pairs (the cheap stage of :mod:`sibscan.verify.cascade`).
 
-    Each image is decoded once to 64-px grey (4 KiB); window vectors are made per chunk of pairs for
-    the chunk's distinct images only, so memory stays at one chunk (~0.2 GB at 2048 pairs).
+    Each image is decoded once to 64-px grey (4 KiB); window vectors are made per chunk of 32 queries
+    for the chunk's distinct images only, so memory stays at one chunk.
 
     Parameters
     ----------
@@ -145,24 +164,38 @@ def pair_window_scores(queries: Items, query_index: np.ndarray, database: Items,
     ndarray of shape (m,), float32: :func:`sibscan.kernels.windows.window_pair_scores` of each pair
     """
     from .encoders.pixels import shrink_images
-    from .kernels.windows import window_boxes, window_row_scores, window_vectors
 
     qi, di = np.asarray(query_index, np.int64).ravel(), np.asarray(database_index, np.int64).ravel()
-    boxes = window_boxes()
     uq, q_inv = np.unique(qi, return_inverse=True)
     ud, d_inv = np.unique(di, return_inverse=True)
     paths = lambda items, rows: [items.paths[r] for r in rows.tolist()]  # noqa: E731
     gq = np.rint(shrink_images(paths(queries, uq), _WINDOW_SIDE, color=False)).astype(np.uint8)
     gd = np.rint(shrink_images(paths(database, ud), _WINDOW_SIDE, color=False)).astype(np.uint8)
-    scores = np.empty(len(qi), np.float32)
-    order = np.lexsort((d_inv, q_inv))  # a chunk holds few distinct queries
-    for a in range(0, len(order), chunk):
-        rows = order[a:a + chunk]
-        cq, cq_inv = np.unique(q_inv.reshape(-1)[rows], return_inverse=True)
-        cd, cd_inv = np.unique(d_inv.reshape(-1)[rows], return_inverse=True)
-        vq = window_vectors(gq[cq], boxes, _WINDOW_CELLS)
-        vd = window_vectors(gd[cd], boxes, _WINDOW_CELLS)
-        scores[rows] = window_row_scores(vq[cq_inv.reshape(-1)], vd[cd_inv.reshape(-1)], _WINDOW_CELLS)
+    return pair_window_scores_gray(gq, q_inv.reshape(-1), gd, d_inv.reshape(-1), chunk)
+
+
+def pair_window_scores_gray(queries: np.ndarray, query_index: np.ndarray, database: np.ndarray,
+                            database_index: np.ndarray, chunk: int = 32) -> np.ndarray:
+    """:func:`pair_window_scores` of grey images, ndarrays of shape (n, 64, 64); returns shape (m,).
+
+    Pairs are taken ``chunk`` distinct queries at a time: their window vectors and those of their
+    distinct candidates are made once, all their cross scores computed as two matrix products
+    (:func:`sibscan.kernels.windows.window_pair_scores`) and the asked pairs read from it.
+    """
+    from .kernels.windows import window_boxes, window_pair_scores, window_vectors
+
+    boxes = window_boxes()
+    q_inv, d_inv = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
+    scores = np.empty(len(q_inv), np.float32)
+    order = np.argsort(q_inv, kind="stable")
+    starts = np.flatnonzero(np.r_[True, q_inv[order][1:] != q_inv[order][:-1]])  # first row of each query
+    for a in range(0, len(starts), chunk):
+        rows = order[starts[a]:starts[a + chunk] if a + chunk < len(starts) else len(order)]
+        cq, cq_inv = np.unique(q_inv[rows], return_inverse=True)
+        cd, cd_inv = np.unique(d_inv[rows], return_inverse=True)
+        s = window_pair_scores(window_vectors(queries[cq], boxes, _WINDOW_CELLS),
+                               window_vectors(database[cd], boxes, _WINDOW_CELLS), _WINDOW_CELLS)
+        scores[rows] = s[cq_inv.reshape(-1), cd_inv.reshape(-1)]
     return scores
 
 

@@ -137,13 +137,14 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
         for enc, entry in s["encoders"].items():
             modes = [m for m in entry if m == "embedding" or m.startswith("verified")]
             # a union of views has no embedding of its own: only verified modes
-            assert ("embedding" in modes) != enc.startswith("union:") and "verified" in modes, (name, enc)
+            joined = enc.startswith(("union:", "cascade:"))
+            assert ("embedding" in modes) != joined and "verified" in modes, (name, enc)
             for mode in modes:
                 m = entry[mode]["metrics"]
                 assert {"recall", "precision", "precision_at_1pct", "auc", "recall_at_p95"} <= set(m), (name, enc)
                 assert 0.0 <= m["recall"] <= 1.0 and 0.0 <= entry[mode]["source_in_candidates"] <= 1.0
                 assert entry[mode]["calibration"]["cutoff"] is not None
-                assert set(entry[mode]["per_transform"]) == set(s["encoders"]["pixels" if enc.startswith("union:") else enc]
+                assert set(entry[mode]["per_transform"]) == set(s["encoders"]["pixels" if joined else enc]
                                                                 ["embedding"]["per_transform"])
     images = data["sets"]["images"]
     # without effnet the default encoder is pixels; the scan's extra views add windows (pixels itself once)
@@ -152,6 +153,12 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
     union = images["encoders"]["union:pixels+windows"]["verified:imagematch"]["source_in_candidates"]
     assert union >= images["encoders"]["pixels"]["verified:imagematch"]["source_in_candidates"]
     assert set(images["time_share"]["verifiers"]) == {"imagecorr", "imagematch"}
+    # the cascade verifies a subset of the union's pairs, and its share counts its windows scoring
+    cascade = images["encoders"]["cascade:pixels+windows"]["verified:imagematch"]["source_in_candidates"]
+    assert cascade <= union and 0 < images["cascade"]["cascade_pairs"] < images["cascade"]["union_pairs"]
+    share = images["time_share_cascade"]
+    assert share["candidate_pairs"] == images["cascade"]["cascade_pairs"] and share["cascade_seconds"] > 0
+    assert share["verifiers"]["imagematch"]["seconds"] > share["cascade_seconds"]
     # exact copies are found by every calibrated encoder
     assert data["sets"]["text"]["encoders"]["ngram"]["embedding"]["per_transform"]["exact"]["recall"] == 1.0
 
@@ -168,6 +175,17 @@ def test_quality_candidates_only_per_view_and_union(tmp_path, monkeypatch):
     # the encoder's top 4 joined with windows' top 3: at least the encoder's hits, at most 7 pairs an item
     assert views["pixels"]["all"] <= union["all"] and 4 <= union["candidates_per_item"] <= 7
     assert set(union["per_transform"]) == {"crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg"}
+
+
+def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.windows_speed as bench
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    payload = bench.main(["--quick", "--sizes", "6x20,8x30", "--pairs-per-item", "3"])
+    assert [(r["n_test"], r["n_train"], r["cascade_pairs"]) for r in payload["rows"]] == [(6, 20, 18), (8, 30, 24)]
+    assert all(r["view_seconds"] > 0 and r["cascade_seconds"] > 0 for r in payload["rows"])
+    assert payload["effnet_images_per_s"] is None  # --quick embeds nothing
+    assert (tmp_path / "windows_speed_quick.json").exists()
 
 
 def test_quality_rejects_unknown_set(capsys):

@@ -8,10 +8,10 @@ import pytest
 from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
-from sibscan.kernels.windows import mirror, window_pair_scores, window_row_scores
+from sibscan.kernels.windows import window_boxes, window_pair_scores, window_vectors
 from sibscan.scandir import Neighbours
 from sibscan.verify.cascade import Cascade, cascade_keep
-from sibscan.views import cascade_candidates
+from sibscan.views import cascade_candidates, pair_window_scores_gray
 
 
 def _keep_reference(groups, signals, always):
@@ -48,14 +48,18 @@ def test_cascade_keep_against_brute_force():
         cascade_keep(np.zeros(2, int), [(np.zeros(2), -0.1)])
 
 
-def test_window_row_scores_are_the_pairs_of_the_all_pairs_kernel():
+def test_pair_window_scores_are_the_pairs_of_the_all_pairs_kernel():
     rng = np.random.default_rng(1)
-    q = rng.normal(size=(7, 5, 9)).astype(np.float32)
-    d = rng.normal(size=(7, 5, 9)).astype(np.float32)
-    np.testing.assert_allclose(window_row_scores(q, d, 3, chunk=3), window_pair_scores(q, d, 3).diagonal(), rtol=1e-5)
-    assert window_row_scores(q, mirror(q, 3), 3).min() > 0.999  # a mirrored copy scores as the copy
-    with pytest.raises(ValueError, match="same shape"):
-        window_row_scores(q, d[:3], 3)
+    gray = lambda n: rng.integers(0, 256, size=(n, 8, 8)).repeat(8, 1).repeat(8, 2).astype(np.uint8)  # noqa: E731
+    q, d = gray(9), gray(13)
+    qi = np.r_[rng.integers(0, 9, 40), 4]
+    di = np.r_[rng.integers(0, 13, 40), 4]
+    d[4] = q[4, :, ::-1]  # a mirrored copy
+    boxes = window_boxes()
+    full = window_pair_scores(window_vectors(q, boxes, 12), window_vectors(d, boxes, 12), 12)
+    got = pair_window_scores_gray(q, qi, d, di, chunk=2)  # chunks of 2 distinct queries
+    np.testing.assert_allclose(got, full[qi, di], rtol=1e-5, atol=1e-6)
+    assert got[-1] > 0.999  # the mirrored copy scores as the copy
 
 
 def test_cascade_options_are_checked(tmp_path):
@@ -97,3 +101,4 @@ def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(tm
     assert 2 <= len(nb) < 10 and not np.isnan(nb["verified"]).any()
     top = ScanDir(tmp_path / "out").neighbours().top1()
     assert dict(zip(top["query_id"], top["neighbour_id"])) == {"flip5.png": "5.png", "crop3.png": "3.png"}
+

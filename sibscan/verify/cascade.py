@@ -33,7 +33,8 @@ class Cascade:
     similarity_band: float = 0.0
 
     def describe(self) -> str:
-        return f"cascade(windows within {self.window_band:g}, similarity within {self.similarity_band:g} of the query's best)"
+        return (f"cascade(windows within {self.window_band:g}, similarity within {self.similarity_band:g} "
+                f"of the query's best)")
 
 
 #: the scan's cascade for images (bands measured with benchmarks.quality, see the module docstring)
