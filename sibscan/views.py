@@ -16,6 +16,8 @@ Views:
   (:mod:`sibscan.kernels.windows`); a pair scores its best window match in either direction, mirrors
   included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan and kept as
   8-bit grey; window vectors are made block by block).
+  The same score of given pairs (:func:`pair_window_scores`) is the cheap first stage of the
+  verification cascade (``--cascade``, :func:`cascade_candidates`, :mod:`sibscan.verify.cascade`).
 * any registered encoder of the data's modality (``pixels``, ``phash``, ``clip``, …), embedded
   through the scan's embedding cache.
 

@@ -1,15 +1,16 @@
 """A verification cascade: a cheap score picks which candidate pairs the expensive verifier sees.
 
 ``imagematch`` (:mod:`sibscan.verify.imagematch`) searches scale, rotation and flip per pair and
-costs ~6x ``imagecorr``'s time per pair; verifying every candidate of the union of views (13 per test
-item on the planted crop sets) took 55-61 % of scan time.  A test item is decided by its best
-verified pair, so only the candidates that could be its best need the expensive score: each query's
-rows whose cheap score is within ``band`` of that query's best cheap score, for any of the cheap
-signals (a union, so a source one signal ranks low is kept by the other).  The rows the cascade
-drops are left out of the neighbours table: they were never verified and cannot decide.
+costs 2-6x ``imagecorr``'s time per pair (2-3x under load, 5.7x on a quiet machine); verifying
+every candidate of the union of views (13 per test item on the planted crop sets) took 61-71 % of
+scan time beside effnet's embedding (README).  A test item is decided by its best verified pair, so
+only the candidates that could be its best need the expensive score: each query's rows whose cheap
+score is within ``band`` of that query's best cheap score, for any of the cheap signals (a union,
+so a source one signal ranks low is kept by the other).  The rows the cascade drops are left out of
+the neighbours table: they were never verified and cannot decide.
 
 The signals and bands of the scan (:data:`IMAGE_CASCADE`): the windows score of the pair
-(:func:`sibscan.kernels.windows.window_row_scores`, within 0.02 of the query's best) and the scan
+(:func:`sibscan.views.pair_window_scores`, within 0.02 of the query's best) and the scan
 encoder's cosine (the query's best only).  Measured on the planted crop sets (``python -m
 benchmarks.quality --sets crops,small32``; README): 2.7-2.9 verified pairs per test item instead of
 13, the true source kept for 0.97 / 0.92 of planted items (1.00 / 0.96 among all candidates).
