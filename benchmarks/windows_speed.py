@@ -75,11 +75,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                      "view_ns_per_pair": view / (n_test * n_train) * 1e9, "cascade_pairs": len(qi),
                      "cascade_seconds": cascade, "cascade_us_per_pair": cascade / len(qi) * 1e6})
         print_table([rows[-1]])
+        # written after every size, so a run stopped at a larger size keeps the smaller ones
+        write_results(args.name + ("_quick" if args.quick else ""), {"quick": args.quick, "k": args.k,
+                      "pairs_per_item": args.pairs_per_item, "rows": rows, "complete": False})
     rate = _encode_rate(n_encode, rng)
     if rate:
         print(f"reference, same run: effnet (CPU, 96 px) embeds {rate:.1f} images/s ({n_encode} images)")
     payload = {"quick": args.quick, "k": args.k, "pairs_per_item": args.pairs_per_item, "rows": rows,
-               "effnet_images_per_s": rate, "effnet_images": n_encode if rate else 0}
+               "effnet_images_per_s": rate, "effnet_images": n_encode if rate else 0, "complete": True}
     path = write_results(args.name + ("_quick" if args.quick else ""), payload)
     print(f"wrote {path}")
     return payload
