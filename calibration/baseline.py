@@ -27,7 +27,7 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
+__all__ = ["compute_baseline", "neighbour_pair_keys", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
            "baseline_warning", "verified_budget", "MIN_VERIFIED",
            "QUANTILES"]
 
@@ -224,9 +224,10 @@ def verified_budget(n_verified_pairs: int, n_test: int, k: int) -> int:
     return int(min(n_verified_pairs, max(MIN_VERIFIED, n_test * k // 2)))
 
 
-def _neighbour_keys(neighbours, n_train: int) -> np.ndarray:
+def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
     """Sorted flat keys ``test * n_train + train`` of the (test, train) pairs in either direction's
-    neighbour lists: a nearest neighbour is not a random pair."""
+    neighbour lists: a nearest neighbour is not a random pair.  ``neighbours`` may be a part of the
+    table (the scan passes each streamed train→test block; see ``scan_baseline(neighbour_keys=)``)."""
     keys = []
     for q, n, swap in (("test", "train", False), ("train", "test", True)):
         sub = neighbours.direction(q, n)
@@ -249,6 +250,7 @@ def scan_baseline(
     doc_index: Optional[Dict[str, np.ndarray]] = None,
     neighbours=None,
     k: Optional[int] = None,
+    neighbour_keys: Optional[np.ndarray] = None,
 ) -> dict:
     """The random-pair baseline of a scan, on the score that decides there.
 
@@ -276,6 +278,9 @@ def scan_baseline(
         left out (they are the closest, not random) unless that leaves fewer than half the pairs.
     k : int, optional
         Candidates verified per test item (the scan's ``--k``), for the chance-sibling count.
+    neighbour_keys : ndarray of int64, optional
+        More pairs of the neighbour lists, as :func:`neighbour_pair_keys` gives them: the rows of the table
+        that ``neighbours`` does not hold (the scan streams the train→test direction to disk).
 
     Returns
     -------
@@ -296,7 +301,9 @@ def scan_baseline(
             splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
         if fingerprints is not None:
             fingerprints = {"train": fingerprints["train"][rows], "test": fingerprints["test"]}
-    near = None if neighbours is None else _neighbour_keys(neighbours, n_train_all)
+    near = None if neighbours is None else neighbour_pair_keys(neighbours, n_train_all)
+    if neighbour_keys is not None:
+        near = np.union1d(np.zeros(0, np.int64) if near is None else near, np.asarray(neighbour_keys, np.int64))
 
     def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores

@@ -8,7 +8,6 @@ temporary file.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import tempfile
@@ -119,10 +118,10 @@ def save_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
 
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
     with atomic_path(path, suffix=".npz") as tmp:
-        buf = io.BytesIO()
-        np.savez(buf, **arrays)
-        with open(tmp, "wb") as fh:
-            fh.write(buf.getvalue())
+        with open(tmp, "wb") as fh:  # straight into the file: an in-memory buffer held the archive twice
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
     return Path(path)
 
 

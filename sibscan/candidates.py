@@ -5,7 +5,7 @@ scores its best chunk pair, see :mod:`sibscan.chunks`); :func:`verify_neighbours
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -13,16 +13,22 @@ from .chunks import aggregate_chunks, chunk_details
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
 from .options import DIRECTIONS, SearchOptions
-from .progress import task
+from .progress import bar as progress_bar, task
 from .scandir import Neighbours
 
-__all__ = ["neighbours_table", "rerank", "search_direction", "table_from_search", "verify_neighbours"]
+__all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "search_direction", "table_from_search",
+           "verify_neighbours"]
+
+#: train rows per block of the streamed train→test direction (:func:`reverse_blocks`): a multiple of
+#: faiss's 4,096-query tile, so the blocks' similarities are bit-for-bit those of one whole search
+REVERSE_BLOCK = 16384
 
 
 def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                      options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      chunks: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None,
-                     echo: Callable[[str], None] = lambda s: None, view: str = "") -> Neighbours:
+                     echo: Callable[[str], None] = lambda s: None, view: str = "",
+                     directions: Optional[Sequence[str]] = None) -> Neighbours:
     """Each direction's top-k as rows of the neighbours table (not yet verified).
 
     Parameters
@@ -36,9 +42,12 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
         Per chunk row, its document and its number there (ndarrays of shape (n_chunks,)).
     view : str
         The ``view`` column of every row (the encoder's name; see :mod:`sibscan.views`).
+    directions : sequence of str, optional
+        The directions searched (default: ``options.directions``; the scan streams train→test
+        separately, see :func:`reverse_blocks`).
     """
     parts = []
-    for name in options.directions:
+    for name in (options.directions if directions is None else directions):
         qs, ns = DIRECTIONS[name]
         k = options.k_of(name)
         echo(f"searching {qs} → {ns} (k={k})")
@@ -88,9 +97,11 @@ def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: st
 
 def table_from_search(
     qsplit: str, q: Items, nsplit: str, n: Items, sims: np.ndarray, idx: np.ndarray,
-    q_fp: np.ndarray, n_fp: np.ndarray,
+    q_fp: np.ndarray, n_fp: np.ndarray, offset: int = 0,
 ) -> Neighbours:
+    """Rows of the table from a top-k result of shape (m, k); ``offset``: the split's row of the first query."""
     qi, ni, si, rank = flatten_topk(sims, idx)
+    qi += int(offset)
     exact = (q_fp[qi] == n_fp[ni]).all(axis=1)
     return Neighbours({
         "query_split": np.full(len(qi), qsplit), "query_id": q.ids[qi], "query_index": qi,
@@ -133,3 +144,39 @@ def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progre
     cols["detail"] = np.array([f"{d}; {p}" if p and d else (d or p) for d, p in zip(detail, previous)], dtype=object)
     cols["score"] = np.where(np.isnan(verified), cols["similarity"], verified).astype(np.float32)
     return rerank(Neighbours(cols))
+
+
+def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+                   options: SearchOptions, verifier, *, device: str = "auto", progress: bool = True, view: str = "",
+                   block_rows: Optional[int] = None) -> Iterator[Neighbours]:
+    """The train→test direction a block of train rows at a time: searched, verified and ranked.
+
+    The parts, in order, are the rows :func:`neighbours_table` + :func:`verify_neighbours` give that
+    direction for the whole train set (a query's rows never straddle two blocks, and the re-ranking
+    sorts by query first), so a writer that appends them (:class:`sibscan.neighbourfile.NeighboursWriter`)
+    holds one block's rows, never the direction's ``k * n_train``.
+
+    Parameters
+    ----------
+    embeddings : {"train": ndarray or NpyArray of shape (n_train, dim), "test": ndarray of shape (n_test, dim)}
+        Only ``block_rows`` train rows are read at a time.
+    block_rows : int, optional
+        Train rows per block (default :data:`REVERSE_BLOCK`).
+
+    Yields
+    ------
+    Neighbours
+        One block's rows (``view`` = ``view``), verified when ``verifier`` is given.
+    """
+    train, n_train = embeddings["train"], len(splits["train"])
+    k = options.k_of("train-test")
+    block_rows = max(1, int(block_rows or REVERSE_BLOCK))
+    with task("train → test"), progress_bar(n_train, "search and verify", "item", enabled=progress) as bar:
+        for start in range(0, n_train, block_rows):
+            queries = np.asarray(train[start:start + block_rows], dtype=np.float32)
+            sims, idx = search_direction(queries, embeddings["test"], k, options, device=device, progress=False)
+            part = table_from_search("train", splits["train"], "test", splits["test"], sims, idx, fps["train"],
+                                     fps["test"], offset=start)
+            part.columns["view"] = np.full(len(part), view, dtype=object)
+            yield verify_neighbours(part, verifier, splits, progress=False)
+            bar.update(len(queries))

@@ -208,9 +208,20 @@ class NpyWriter:
         self._fh.write(memoryview(block).cast("B") if block.size else b"")
         self.rows += len(block)
 
+    def _numpy_header(self, rows: int) -> bytes:
+        """The header ``np.save`` writes for this dtype and shape (the file is then byte-identical to it)."""
+        import io
+
+        d = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": (rows, *self.row_shape)}
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, d)
+        return buf.getvalue()
+
     def close(self) -> NpyArray:
         """Finish the file, rename it onto ``path`` and return it opened for reading."""
-        header = self._header(self.rows)
+        header = self._numpy_header(self.rows)
+        if len(header) != self._header_len:  # np.save's header is shorter or longer: keep the reserved one
+            header = self._header(self.rows)
         if len(header) != self._header_len:  # pragma: no cover - the row count has a reserved width
             raise RuntimeError("npy header grew")
         self._fh.seek(0)

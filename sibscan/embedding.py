@@ -25,11 +25,14 @@ __all__ = ["cache_dir_of", "check_rows", "embed_splits"]
 
 def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
                  encoding: EncoderOptions, search: SearchOptions, cache_dir: Path, progress: bool = True,
-                 index=None) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
+                 index=None, train_out: Optional[Path] = None,
+                 ) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
     """Embeddings per split, and for chunked texts each chunk row's ``(document, chunk number)``.
 
     The cache is keyed by each item's content key (:func:`sibscan.fingerprint.content_keys`), not by
-    its exact fingerprint (which rounds and folds case).
+    its exact fingerprint (which rounds and folds case).  With ``train_out`` (a ``.npy`` path) the train
+    embeddings are written there block by block and read back on demand
+    (:class:`~sibscan.diskarray.NpyArray`): memory then does not grow with the train set.
 
     Returns
     -------
@@ -58,7 +61,8 @@ def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
             out[split] = index.embeddings()
             continue
         out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=encoding.batch_size,
-                           progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items))
+                           progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items),
+                           out=train_out if split == "train" else None)
     for split, emb in out.items():
         if emb.shape[1] != encoder.dim:
             raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")

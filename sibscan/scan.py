@@ -23,10 +23,12 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import dumps_json
-from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline
-from .candidates import neighbours_table, verify_neighbours
+from .calibration.baseline import (baseline_warning, expected_chance_siblings, neighbour_pair_keys,
+                                   scan_baseline)
+from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
+from .diskarray import is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .errors import SibscanError
@@ -37,6 +39,8 @@ from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
 from .loaders.memory import is_path
 from .lock import LOCK_NAME, DirLock
+from .neighbourfile import NeighboursWriter
+from .options import DIRECTIONS
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
@@ -50,7 +54,11 @@ __all__ = ["ScanResult", "run_scan", "summarise"]
 _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint: exact copies",
                 "models": "models: building the encoder and verifier", "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
                 "views": "views: candidates from the extra views",
-                "verify": "verify: re-scoring the candidates", "baseline": "baseline: scoring random pairs"}
+                "verify": "verify: re-scoring the candidates",
+                "reverse": "train → test: searched, verified and written a block of train rows at a time",
+                "baseline": "baseline: scoring random pairs"}
+#: the direction streamed to disk block by block (k rows per train row: the one that grows with the train set)
+_REVERSE = ("train", "test")
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
@@ -100,32 +108,25 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
 
     with clock("encode"):
         embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
-                                          cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=progress, index=index)
+                                          cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=progress, index=index,
+                                          train_out=sd.embeddings_path("train"))
         for split, emb in embeddings.items():
-            if not (split == "train" and index is not None):  # an index keeps its own
+            # an index keeps its own; a train set embedded straight into the scan directory is there already
+            if not (split == "train" and (index is not None or is_disk_array(emb))):
                 sd.write_embeddings(split, emb)
     _mark(sd, manifest, "encode")
 
+    # the held table (nb) has every direction but train→test, which is on disk only: its pairs, for the
+    # baseline, are kept as keys (8 bytes a row, not a table row's ~300)
+    reverse_keys = None
     if "search" in done and sd.neighbours_path.exists():
-        nb = sd.neighbours()
+        nb = sd.neighbours(skip=[_REVERSE])
+        if "baseline" not in done:
+            qi, ni = sd.neighbour_pairs(*_REVERSE)
+            reverse_keys = np.unique(ni.astype(np.int64) * len(splits["train"]) + qi)
     else:
-        with clock("search"):
-            nb = neighbours_table(embeddings, splits, fps, cfg.search, device=cfg.encoding.device, progress=progress,
-                                  chunks=chunks, echo=echo, view=encoder.name)
-        if views:
-            with clock("views"):
-                nb = view_candidates(nb, views, embeddings, splits, fps, cfg.search, main_view=encoder.name,
-                                     device=cfg.encoding.device, cache_dir=cache_dir_of(cfg.encoding, sd.path),
-                                     batch_size=cfg.encoding.batch_size, progress=progress, echo=echo)
-        with clock("verify"):
-            if verifier is not None and cfg.verification.cascade:
-                n_candidates = len(nb)
-                nb = cascade_candidates(nb, splits, IMAGE_CASCADE)
-                echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
-            if verifier is not None:
-                echo(f"verifying {len(nb):,} candidate pairs with {verifier.name}")
-            nb = verify_neighbours(nb, verifier, splits, progress=progress)
-        sd.write_neighbours(nb)
+        nb, reverse_keys = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
+                                       clock, echo)
         _mark(sd, manifest, "search")
 
     with clock("baseline"), progress_task("random-pair baseline"):
@@ -135,7 +136,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
             baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
                                      seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
                                      fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None,
-                                     neighbours=nb, k=cfg.search.k)
+                                     neighbours=nb, neighbour_keys=reverse_keys, k=cfg.search.k)
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 
@@ -150,6 +151,67 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
         for s, items in splits.items()}).to_dict()
     sd.write_manifest(manifest)
     return ScanResult(path=sd.path, manifest=manifest, summary=summary)
+
+
+def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+                chunks, views, verifier, view: str, clock,
+                echo: Callable[[str], None]) -> Tuple[Neighbours, Optional[np.ndarray]]:
+    """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows,
+    and those rows' pair keys (:func:`~sibscan.calibration.baseline.neighbour_pair_keys`).
+
+    The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
+    the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
+    at the place the whole table would hold it; chunked texts (whose rows are documents made of
+    chunks) are searched whole.
+    """
+    search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
+    # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it
+    # keeps the train→test rows in the held table
+    cascade = verifier is not None and cfg.verification.cascade
+    stream = "train-test" in search.directions and not chunks and not cascade
+    held = [d for d in search.directions if not (stream and DIRECTIONS[d] == _REVERSE)]
+    with clock("search"):
+        nb = neighbours_table(embeddings, splits, fps, search, device=device, progress=progress, chunks=chunks,
+                              echo=echo, view=view, directions=held)
+    if views:
+        with clock("views"):
+            nb = view_candidates(nb, views, embeddings, splits, fps, search, main_view=view, device=device,
+                                 cache_dir=cache_dir_of(cfg.encoding, sd.path), batch_size=cfg.encoding.batch_size,
+                                 progress=progress, echo=echo)
+    n_reverse = len(splits["train"]) * min(search.k_of("train-test"), len(splits["test"])) if stream else 0
+    with clock("verify"):
+        if cascade:
+            n_candidates = len(nb)
+            nb = cascade_candidates(nb, splits, IMAGE_CASCADE)
+            echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
+        if verifier is not None:
+            echo(f"verifying {len(nb) + n_reverse:,} candidate pairs with {verifier.name}")
+        nb = verify_neighbours(nb, verifier, splits, progress=progress)
+    keys = []
+    with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv") as writer:
+        for pair in _table_order(search.directions, verifier is not None, bool(views)) if stream else [None]:
+            if pair != _REVERSE:
+                writer.append(nb if pair is None else nb.direction(*pair))
+                continue
+            echo(f"searching train → test (k={search.k_of('train-test')}), "
+                 f"{'verified and ' if verifier is not None else ''}written a block of train rows at a time")
+            with clock("reverse"):
+                for part in reverse_blocks(embeddings, splits, fps, search, verifier, device=device,
+                                           progress=progress, view=view):
+                    writer.append(part)
+                    keys.append(neighbour_pair_keys(part, len(splits["train"])))
+    return nb, (np.unique(np.concatenate(keys)) if keys else None)
+
+
+def _table_order(directions, reranked: bool, views: bool):
+    """The order of the directions' rows in the neighbours table: re-ranking (verification) sorts them
+    by "query>neighbour" split names; otherwise as searched, the views' join putting test→train first."""
+    pairs = [DIRECTIONS[d] for d in directions]
+    if reranked:
+        return sorted(pairs, key=lambda p: f"{p[0]}>{p[1]}")
+    if views:
+        return [p for p in pairs if p == ("test", "train")] + [p for p in pairs if p != ("test", "train")]
+    return pairs
 
 
 def _load_splits(cfg: ScanConfig, inputs: Path) -> Tuple[Optional[TrainIndex], Dict[str, Items]]:

@@ -189,10 +189,20 @@ class Neighbours:
         save_npz(path, **arrays)
 
     @staticmethod
-    def load(path: Path) -> "Neighbours":
+    def load(path: Path, skip: Iterable[Tuple[str, str]] = ()) -> "Neighbours":
+        """Read a table :meth:`save` wrote; ``skip``: directions ``(query_split, neighbour_split)`` left
+        out (read column by column, so their rows are never all held at once)."""
+        skip = list(skip)
         try:
             with np.load(path, allow_pickle=False) as z:
-                return Neighbours({k: z[k] for k in z.files})
+                if not skip:
+                    return Neighbours({k: z[k] for k in z.files})
+                qs, ns = z["query_split"], z["neighbour_split"]
+                keep = np.ones(len(qs), bool)
+                for q, n in skip:
+                    keep &= ~((qs == q) & (ns == n))
+                del qs, ns
+                return Neighbours({k: z[k][keep] for k in z.files})
         except _READ_ERRORS as exc:
             raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
@@ -381,10 +391,20 @@ class ScanDir:
     def write_embeddings(self, split: str, emb: np.ndarray) -> None:
         save_npy(self.embeddings_path(split), emb)
 
-    def neighbours(self) -> Neighbours:
+    def neighbours(self, skip: Iterable[Tuple[str, str]] = ()) -> Neighbours:
+        """The neighbours table; ``skip``: directions left out (see :meth:`Neighbours.load`)."""
         if not self.neighbours_path.exists():
             raise SibscanError(f"{self.neighbours_path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
-        return Neighbours.load(self.neighbours_path)
+        return Neighbours.load(self.neighbours_path, skip)
+
+    def neighbour_pairs(self, query_split: str, neighbour_split: str) -> Tuple[np.ndarray, np.ndarray]:
+        """``(query_index, neighbour_index)`` of one direction's rows, read without the other columns."""
+        try:
+            with np.load(self.neighbours_path, allow_pickle=False) as z:
+                m = (z["query_split"] == query_split) & (z["neighbour_split"] == neighbour_split)
+                return z["query_index"][m], z["neighbour_index"][m]
+        except _READ_ERRORS as exc:
+            raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
 
     def write_neighbours(self, nb: Neighbours, csv: bool = True) -> None:
         nb.save(self.neighbours_path)

@@ -1,0 +1,116 @@
+"""Issue 13, 'scan --encoder raw ... about 8 KB per train row': the train→test direction is searched,
+verified and written a block of train rows at a time, the train embeddings go straight to disk.
+
+Peak memory is measured by ``python -m benchmarks.memory --parts scan``; here the blocks must not
+change a byte: the same scan with a 3-row block and with one block writes the same files, and the
+block-by-block writer gives what the whole-table writer gives.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import sibscan.candidates as candidates_module
+from rel_helpers import FAST, cli
+from sibscan.neighbourfile import NeighboursWriter
+from sibscan.scandir import Neighbours, ScanDir
+
+
+def _scan(d, out, *flags):
+    return cli("scan", "--train", d / "train.csv", "--test", d / "test.csv", "--out", out, *flags)
+
+
+def _npz(path):
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _assert_same_npz(a, b):
+    a, b = _npz(a), _npz(b)
+    assert sorted(a) == sorted(b)
+    for k in b:
+        assert a[k].dtype == b[k].dtype, k
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+@pytest.mark.parametrize("flags", [
+    FAST,  # unverified: train→test sits between the other two directions, as searched
+    ("--encoder", "raw", "--baseline-pairs", "500", "--verified-baseline-pairs", "60", "--no-progress"),  # lagcorr
+])
+def test_tiny_blocks_write_the_same_scan_as_one_block(tables, monkeypatch, flags):
+    outs = {}
+    for block in (3, 10**6):
+        monkeypatch.setattr(candidates_module, "REVERSE_BLOCK", block)
+        outs[block] = tables / f"scan{block}"
+        result = _scan(tables, outs[block], *flags)
+        assert result.exit_code == 0, result.output
+    tiny, whole = outs[3], outs[10**6]
+    for name in ("neighbours.csv", "baseline.json", "embeddings/train.npy", "embeddings/test.npy"):
+        assert (tiny / name).read_bytes() == (whole / name).read_bytes(), name
+    _assert_same_npz(tiny / "neighbours.npz", whole / "neighbours.npz")
+    summary = [json.loads((o / "manifest.json").read_text())["summary"] for o in (tiny, whole)]
+    assert summary[0] == summary[1]
+    nb = ScanDir(tiny).neighbours()
+    assert len(nb.direction("train", "test")) == 40 * 3 and len(nb.direction("test", "train")) == 12 * 10
+    # train embeddings written block by block are the file np.save writes
+    emb = np.load(tiny / "embeddings" / "train.npy")
+    np.save(tables / "ref.npy", emb)
+    assert (tables / "ref.npy").read_bytes() == (tiny / "embeddings" / "train.npy").read_bytes()
+
+
+def _table(n: int, split: str = "train") -> Neighbours:
+    rng = np.random.default_rng(n)
+    verified = rng.random(n).astype(np.float32)
+    verified[::4] = np.nan
+    return Neighbours({
+        "query_split": np.full(n, split), "query_id": [f"q,{i}" * (1 + i % 4) for i in range(n)],
+        "query_index": np.arange(n), "rank": np.arange(n) % 3, "neighbour_split": np.full(n, "test"),
+        "neighbour_id": [f'n"{i}' for i in range(n)], "neighbour_index": np.arange(n)[::-1],
+        "similarity": rng.random(n).astype(np.float32), "verified": verified, "exact": np.arange(n) % 5 == 0,
+        "detail": ["" if i % 3 else f"lag {i}" * (i % 5) for i in range(n)], "view": np.full(n, "raw", dtype=object),
+    })
+
+
+@pytest.mark.parametrize("cuts", [[], [0], [1, 2], [5, 5, 9], list(range(1, 23))])
+def test_writer_in_parts_gives_the_whole_table_files(tmp_path, cuts):
+    whole = Neighbours.concat([_table(7, "test"), _table(16)])
+    whole.save(tmp_path / "ref.npz")
+    whole.write_csv(tmp_path / "ref.csv")
+    with NeighboursWriter(tmp_path / "n.npz", tmp_path / "n.csv") as writer:
+        for part in np.split(np.arange(len(whole)), cuts):
+            writer.append(whole.select(part))
+    assert (tmp_path / "n.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
+    _assert_same_npz(tmp_path / "n.npz", tmp_path / "ref.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.csv", "n.npz", "ref.csv", "ref.npz"]  # no spool left
+
+
+def test_writer_of_no_rows_and_an_interrupted_writer(tmp_path):
+    Neighbours.empty().save(tmp_path / "ref.npz")
+    with NeighboursWriter(tmp_path / "n.npz", tmp_path / "n.csv"):
+        pass
+    _assert_same_npz(tmp_path / "n.npz", tmp_path / "ref.npz")
+    assert (tmp_path / "n.csv").read_text() == Neighbours.empty().to_csv()
+    before = {p: p.read_bytes() for p in (tmp_path / "n.npz", tmp_path / "n.csv")}
+    with pytest.raises(KeyboardInterrupt):
+        with NeighboursWriter(tmp_path / "n.npz", tmp_path / "n.csv") as writer:
+            writer.append(_table(5))
+            raise KeyboardInterrupt
+    assert {p: p.read_bytes() for p in before} == before  # the previous files stay, no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.csv", "n.npz", "ref.npz"]
+
+
+def test_resumed_scan_reads_back_without_the_reverse_rows_and_gives_the_same_baseline(tables):
+    out = tables / "scan"
+    assert _scan(tables, out, *FAST).exit_code == 0
+    baseline = (out / "baseline.json").read_bytes()
+    (out / "baseline.json").unlink()  # the baseline is computed again from the table on disk
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["stages"] = [s for s in manifest["stages"] if s != "baseline"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    result = _scan(tables, out, *FAST)
+    assert result.exit_code == 0 and "resuming" in result.output, result.output
+    assert (out / "baseline.json").read_bytes() == baseline
+    held = ScanDir(out).neighbours(skip=[("train", "test")])
+    assert len(held.direction("train", "test")) == 0 and len(held.direction("test", "train")) == 12 * 10
