@@ -117,9 +117,23 @@ def save_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
 
 
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
+    """``np.savez`` into ``path`` atomically; an array on disk (:class:`sibscan.diskarray.NpyArray`) is
+    copied in a block at a time, never read whole."""
+    import zipfile
+
     with atomic_path(path, suffix=".npz") as tmp:
         with open(tmp, "wb") as fh:  # straight into the file: an in-memory buffer held the archive twice
-            np.savez(fh, **arrays)
+            with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:  # what np.savez writes
+                for name, array in arrays.items():
+                    with zf.open(f"{name}.npy", "w", force_zip64=True) as out:
+                        if hasattr(array, "iter_blocks"):
+                            header = {"descr": np.lib.format.dtype_to_descr(array.dtype), "fortran_order": False,
+                                      "shape": tuple(array.shape)}
+                            np.lib.format.write_array_header_1_0(out, header)
+                            for _, block in array.iter_blocks(max(1, (16 << 20) // max(1, array.row_bytes))):
+                                out.write(memoryview(np.ascontiguousarray(block)).cast("B"))
+                        else:
+                            np.lib.format.write_array(out, np.asanyarray(array), allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
     return Path(path)

@@ -24,6 +24,7 @@ __all__ = ["NpyArray", "NpyWriter", "is_disk_array"]
 _MAGIC = b"\x93NUMPY\x01\x00"
 _ROWS_WIDTH = 20  # digits reserved for the row count, so the header can be rewritten in place
 _GAP_ROWS = 64  # rows between two wanted rows that are read through rather than seeked over
+_RUN_BYTES = 8 << 20  # at most this much is read in one go by take (scattered rows never read the whole file)
 
 
 def is_disk_array(x) -> bool:
@@ -141,8 +142,9 @@ class NpyArray:
         if not indices.size:
             return out
         uniq, inverse = np.unique(indices, return_inverse=True)
-        # runs of wanted rows closer than _GAP_ROWS apart are read as one range
-        cut = np.flatnonzero(np.diff(uniq) > _GAP_ROWS) + 1
+        # runs of wanted rows closer than _GAP_ROWS apart are read as one range, of at most _RUN_BYTES
+        span = max(1, _RUN_BYTES // max(1, self.row_bytes))
+        cut = np.flatnonzero((np.diff(uniq) > _GAP_ROWS) | (np.diff(uniq // span) != 0)) + 1
         got = np.empty((uniq.size, *self.shape[1:]), dtype=self.dtype)
         pos = 0
         for run in np.split(uniq, cut):

@@ -11,8 +11,10 @@ cache, finished stages are not redone), ``force=True`` starts over (human labels
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from .calibration.baseline import (baseline_warning, expected_chance_siblings, n
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
-from .diskarray import is_disk_array
+from .diskarray import NpyWriter, is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .errors import SibscanError
@@ -63,6 +65,8 @@ _REVERSE = ("train", "test")
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
 _INPUTS = "inputs"
+#: the name of the train values moved to disk while the scan runs (see _values_to_disk)
+_SPILL = ".values-"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
           "report.json", "report.md", "report.html", "flagged.csv", "cache")
@@ -89,13 +93,45 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
 
 
 def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
-    sd, timings, progress, t0 = ScanDir(cfg.output.out), {}, cfg.output.progress, time.perf_counter()
+    sd, timings, t0 = ScanDir(cfg.output.out), {}, time.perf_counter()
     clock = _clock(timings)
     _refuse_foreign(sd)
     with clock("load"):
         index, splits = _load_splits(cfg, sd.path / _INPUTS)
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
+    spilled = None
+    if index is None:
+        splits["train"], spilled = _values_to_disk(splits["train"], sd.path)
+    try:
+        return _scan_stages(cfg, echo, sd, timings, clock, t0, index, splits, fps)
+    finally:
+        if spilled is not None:
+            spilled.unlink(missing_ok=True)
+
+
+def _values_to_disk(items: Items, folder: Path) -> Tuple[Items, Optional[Path]]:
+    """Move a table split's values to a temporary ``.npy`` file in the scan directory, read back by rows
+    (:class:`~sibscan.diskarray.NpyArray`): from here on the scan reads blocks and candidate rows only,
+    so the values no longer count in memory (128 bytes a row of 16 floats).  Returns a copy of the items
+    reading their values from the file, and the file (removed when the scan ends; None, and the items
+    unchanged, for other modalities); the caller's items (from Python) are left as they were."""
+    if items.modality != "table" or not isinstance(items.values, np.ndarray):
+        return items, None
+    path = folder / f"{_SPILL}{items.split}-{os.getpid()}.tmp.npy"
+    writer = NpyWriter(path, items.values.dtype, items.values.shape[1:])
+    try:
+        writer.append(items.values)
+    except BaseException:
+        writer.abort()
+        raise
+    items = copy.copy(items)
+    items.values = writer.close()
+    return items, path
+
+
+def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, splits, fps) -> ScanResult:
+    progress = cfg.output.progress
     with clock("models"):  # imports (torch, timm: seconds in a fresh process) and weights
         encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
         verifier = build_verifier(cfg.verification, splits["train"].modality)
@@ -385,7 +421,7 @@ def _previous(sd: ScanDir, force: bool, manifest: dict) -> Optional[dict]:
 def _refuse_foreign(sd: ScanDir) -> None:
     """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
     if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS, LOCK_NAME)
-                                                    for p in sd.path.iterdir()):
+                                                    and not p.name.startswith(_SPILL) for p in sd.path.iterdir()):
         raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
 
 

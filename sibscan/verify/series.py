@@ -24,7 +24,7 @@ __all__ = ["LagCorrVerifier"]
 
 def _series(items: Items, index: np.ndarray) -> np.ndarray:
     """Rows ``index`` of ``items`` as an array of shape (m, n_dims, length)."""
-    values = np.asarray(items.values, dtype=np.float64)[index]
+    values = np.asarray(items.values[np.asarray(index)], dtype=np.float64)  # only these rows (values may be on disk)
     dims = int(items.shape[0]) if items.shape and len(items.shape) == 2 else 1
     if values.shape[1] % dims:
         raise SibscanError(

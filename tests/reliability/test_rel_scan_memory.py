@@ -114,3 +114,36 @@ def test_resumed_scan_reads_back_without_the_reverse_rows_and_gives_the_same_bas
     assert (out / "baseline.json").read_bytes() == baseline
     held = ScanDir(out).neighbours(skip=[("train", "test")])
     assert len(held.direction("train", "test")) == 0 and len(held.direction("test", "train")) == 12 * 10
+
+
+def test_scattered_rows_are_read_in_bounded_runs_and_npz_copies_disk_arrays(tmp_path, monkeypatch):
+    import sibscan.diskarray as diskarray
+    from sibscan.atomic import save_npz
+
+    values = np.random.default_rng(0).normal(size=(500, 4))
+    np.save(tmp_path / "v.npy", values)
+    arr = diskarray.NpyArray(tmp_path / "v.npy")
+    reads = []
+    real = arr.read
+    monkeypatch.setattr(arr, "read", lambda a, b: reads.append(b - a) or real(a, b))
+    monkeypatch.setattr(diskarray, "_RUN_BYTES", 10 * arr.row_bytes)
+    index = np.random.default_rng(1).integers(0, 500, 300)
+    np.testing.assert_array_equal(arr[index], values[index])
+    assert max(reads) <= 10  # rows close together, but never more than _RUN_BYTES read at once
+    save_npz(tmp_path / "a.npz", values=arr, ids=np.arange(500).astype(str))
+    np.savez(tmp_path / "b.npz", values=values, ids=np.arange(500).astype(str))
+    _assert_same_npz(tmp_path / "a.npz", tmp_path / "b.npz")
+
+
+def test_scan_from_python_leaves_the_callers_items_and_no_temporary(tmp_path):
+    from sibscan import scan
+    from sibscan.items import Items
+
+    rng = np.random.default_rng(3)
+    train = Items.coerce(rng.normal(size=(30, 6)), "train")
+    values = train.values
+    scan(train, rng.normal(size=(8, 6)), out=tmp_path / "s", encoder="raw", verify=False, baseline_pairs=200,
+         progress=False)
+    assert train.values is values  # the scan read its own copy's values from disk, not the caller's
+    assert not [p.name for p in (tmp_path / "s").iterdir() if p.name.startswith(".")]  # the temporary is gone
+    assert json.loads((tmp_path / "s" / "manifest.json").read_text())["status"] == "complete"
