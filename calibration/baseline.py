@@ -27,7 +27,7 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "neighbour_pair_keys", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
+__all__ = ["compute_baseline", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
            "baseline_warning", "verified_budget", "MIN_VERIFIED",
            "QUANTILES"]
 
@@ -224,6 +224,11 @@ def verified_budget(n_verified_pairs: int, n_test: int, k: int) -> int:
     return int(min(n_verified_pairs, max(MIN_VERIFIED, n_test * k // 2)))
 
 
+def pair_keys(test_index: np.ndarray, train_index: np.ndarray, n_train: int) -> np.ndarray:
+    """The flat key ``test * n_train + train`` of each (test, train) pair, int64 of shape (m,)."""
+    return np.asarray(test_index, np.int64) * int(n_train) + np.asarray(train_index, np.int64)
+
+
 def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
     """Sorted flat keys ``test * n_train + train`` of the (test, train) pairs in either direction's
     neighbour lists: a nearest neighbour is not a random pair.  ``neighbours`` may be a part of the
@@ -232,8 +237,8 @@ def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
     for q, n, swap in (("test", "train", False), ("train", "test", True)):
         sub = neighbours.direction(q, n)
         if len(sub):
-            a, b = np.asarray(sub["query_index"], np.int64), np.asarray(sub["neighbour_index"], np.int64)
-            keys.append(b * n_train + a if swap else a * n_train + b)
+            a, b = sub["query_index"], sub["neighbour_index"]
+            keys.append(pair_keys(b, a, n_train) if swap else pair_keys(a, b, n_train))
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 

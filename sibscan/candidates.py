@@ -2,9 +2,13 @@
 
 :func:`neighbours_table` is the search stage (document level for chunked texts: a document pair
 scores its best chunk pair, see :mod:`sibscan.chunks`); :func:`verify_neighbours` the verify stage.
+:func:`reverse_blocks` is both for the train→test direction, a block of train rows at a time (its
+``k`` rows per train row are the part of the table that grows with the train set; the scan writes
+each block and keeps none).
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -148,7 +152,7 @@ def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progre
 
 def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                    options: SearchOptions, verifier, *, device: str = "auto", progress: bool = True, view: str = "",
-                   block_rows: Optional[int] = None) -> Iterator[Neighbours]:
+                   block_rows: Optional[int] = None, timings: Optional[Dict[str, float]] = None) -> Iterator[Neighbours]:
     """The train→test direction a block of train rows at a time: searched, verified and ranked.
 
     The parts, in order, are the rows :func:`neighbours_table` + :func:`verify_neighbours` give that
@@ -162,6 +166,8 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
         Only ``block_rows`` train rows are read at a time.
     block_rows : int, optional
         Train rows per block (default :data:`REVERSE_BLOCK`).
+    timings : dict, optional
+        Seconds spent searching and verifying are added to its ``"search"`` and ``"verify"``.
 
     Yields
     ------
@@ -173,10 +179,16 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     block_rows = max(1, int(block_rows or REVERSE_BLOCK))
     with task("train → test"), progress_bar(n_train, "search and verify", "item", enabled=progress) as bar:
         for start in range(0, n_train, block_rows):
+            t0 = time.perf_counter()
             queries = np.asarray(train[start:start + block_rows], dtype=np.float32)
             sims, idx = search_direction(queries, embeddings["test"], k, options, device=device, progress=False)
             part = table_from_search("train", splits["train"], "test", splits["test"], sims, idx, fps["train"],
                                      fps["test"], offset=start)
             part.columns["view"] = np.full(len(part), view, dtype=object)
-            yield verify_neighbours(part, verifier, splits, progress=False)
+            t1 = time.perf_counter()
+            part = verify_neighbours(part, verifier, splits, progress=False)
+            if timings is not None:
+                timings["search"] = timings.get("search", 0.0) + t1 - t0
+                timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1
+            yield part
             bar.update(len(queries))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import dumps_json
-from .calibration.baseline import (baseline_warning, expected_chance_siblings, neighbour_pair_keys,
+from .calibration.baseline import (baseline_warning, expected_chance_siblings, neighbour_pair_keys, pair_keys,
                                    scan_baseline)
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
@@ -58,7 +58,7 @@ _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint
                 "views": "views: candidates from the extra views",
                 "verify": "verify: re-scoring the candidates",
                 "reverse": "train → test: searched, verified and written a block of train rows at a time",
-                "baseline": "baseline: scoring random pairs"}
+                "baseline": "baseline: scoring random pairs"}  # "reverse" is a line only: its time goes to search and verify
 #: the direction streamed to disk block by block (k rows per train row: the one that grows with the train set)
 _REVERSE = ("train", "test")
 
@@ -118,6 +118,8 @@ def _values_to_disk(items: Items, folder: Path) -> Tuple[Items, Optional[Path]]:
     unchanged, for other modalities); the caller's items (from Python) are left as they were."""
     if items.modality != "table" or not isinstance(items.values, np.ndarray):
         return items, None
+    for stale in folder.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
+        stale.unlink(missing_ok=True)
     path = folder / f"{_SPILL}{items.split}-{os.getpid()}.tmp.npy"
     writer = NpyWriter(path, items.values.dtype, items.values.shape[1:])
     try:
@@ -159,10 +161,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         nb = sd.neighbours(skip=[_REVERSE])
         if "baseline" not in done:
             qi, ni = sd.neighbour_pairs(*_REVERSE)
-            reverse_keys = np.unique(ni.astype(np.int64) * len(splits["train"]) + qi)
+            reverse_keys = np.unique(pair_keys(ni, qi, len(splits["train"])))
     else:
         nb, reverse_keys = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
-                                       clock, echo)
+                                       clock, timings, echo)
         _mark(sd, manifest, "search")
 
     with clock("baseline"), progress_task("random-pair baseline"):
@@ -190,15 +192,15 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
 
 
 def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
-                chunks, views, verifier, view: str, clock,
+                chunks, views, verifier, view: str, clock, timings: Dict[str, float],
                 echo: Callable[[str], None]) -> Tuple[Neighbours, Optional[np.ndarray]]:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows,
     and those rows' pair keys (:func:`~sibscan.calibration.baseline.neighbour_pair_keys`).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
-    at the place the whole table would hold it; chunked texts (whose rows are documents made of
-    chunks) are searched whole.
+    at the place the whole table would hold it, its time added to ``timings``' search and verify;
+    chunked texts (whose rows are documents made of chunks) are searched whole.
     """
     search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
     # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it
@@ -231,9 +233,9 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                 continue
             echo(f"searching train → test (k={search.k_of('train-test')}), "
                  f"{'verified and ' if verifier is not None else ''}written a block of train rows at a time")
-            with clock("reverse"):
+            with progress_stage(_STAGE_LINES["reverse"]):
                 for part in reverse_blocks(embeddings, splits, fps, search, verifier, device=device,
-                                           progress=progress, view=view):
+                                           progress=progress, view=view, timings=timings):
                     writer.append(part)
                     keys.append(neighbour_pair_keys(part, len(splits["train"])))
     return nb, (np.unique(np.concatenate(keys)) if keys else None)
