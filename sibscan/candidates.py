@@ -178,9 +178,9 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     k = options.k_of("train-test")
     block_rows = max(1, int(block_rows or REVERSE_BLOCK))
     with task("train → test"), progress_bar(n_train, "search and verify", "item", enabled=progress) as bar:
-        for start in range(0, n_train, block_rows):
+        for start, block in _row_blocks(train, block_rows):
             t0 = time.perf_counter()
-            queries = np.asarray(train[start:start + block_rows], dtype=np.float32)
+            queries = np.asarray(block, dtype=np.float32)
             sims, idx = search_direction(queries, embeddings["test"], k, options, device=device, progress=False)
             part = table_from_search("train", splits["train"], "test", splits["test"], sims, idx, fps["train"],
                                      fps["test"], offset=start)
@@ -192,3 +192,12 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
                 timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1
             yield part
             bar.update(len(queries))
+
+
+def _row_blocks(emb, block_rows: int) -> Iterator[Tuple[int, np.ndarray]]:
+    """``(first row, rows)`` blocks of an in-memory array, an NpyArray or a train index's shards."""
+    if hasattr(emb, "iter_blocks"):  # NpyArray, ShardedEmbeddings (whose blocks stop at shard ends)
+        yield from emb.iter_blocks(block_rows)
+        return
+    for start in range(0, len(emb), block_rows):
+        yield start, emb[start:start + block_rows]
