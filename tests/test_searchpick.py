@@ -75,6 +75,7 @@ def test_override_and_unreadable_cache(cache, monkeypatch):
     assert json.loads(cache.read_text())  # replaced by a valid record
 
 
+@pytest.mark.slow  # a real measurement on a full search tile: ~7 s on 2 cores
 def test_measure_times_every_candidate_and_auto_gives_the_exact_answer(cache, monkeypatch):
     record = searchpick.measure(16, _measured_run, shape=(64, 2048), rounds=2)
     for kc in ("1", "k"):
