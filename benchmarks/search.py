@@ -287,10 +287,24 @@ def main(argv=None) -> dict:
                     help="measure which backend auto runs afresh (a temporary cache) instead of reading this machine's cached measurement")
     ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU); 0 leaves them and sklearn out")
     args = ap.parse_args(argv)
-    if args.fresh_pick:
-        import tempfile
+    if not args.fresh_pick:
+        return _run(args, ap)
+    import shutil
+    import tempfile
 
-        os.environ["SIBSCAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="sibscan-search-pick-")
+    fresh, before = tempfile.mkdtemp(prefix="sibscan-search-pick-"), os.environ.get("SIBSCAN_CACHE_DIR")
+    os.environ["SIBSCAN_CACHE_DIR"] = fresh  # this run's pick only: removed, and the variable restored, after
+    try:
+        return _run(args, ap)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+        if before is None:
+            os.environ.pop("SIBSCAN_CACHE_DIR", None)
+        else:
+            os.environ["SIBSCAN_CACHE_DIR"] = before
+
+
+def _run(args, ap) -> dict:
     t0 = time.perf_counter()
     load_before = os.getloadavg()
     if args.device == "cuda":

@@ -8,6 +8,8 @@ each block and keeps none).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
@@ -24,7 +26,7 @@ __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "sea
            "verify_neighbours"]
 
 #: train rows per block of the streamed train→test direction (:func:`reverse_blocks`): a multiple of
-#: faiss's 4,096-query tile, so the blocks' similarities are bit-for-bit those of one whole search
+#: faiss's 4,096-query tile, so the blocks are searched in the tiles one whole search uses
 REVERSE_BLOCK = 16384
 
 
@@ -177,8 +179,19 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     train, n_train = embeddings["train"], len(splits["train"])
     k = options.k_of("train-test")
     block_rows = max(1, int(block_rows or REVERSE_BLOCK))
+    if options.backend == "auto" and options.engine != "ray" and n_train:
+        # one backend for the whole direction, chosen for its whole shape (as one search would be),
+        # not re-chosen per block, whose smaller shape could fall under the measured backend's threshold
+        from .search import resolve_backend
+
+        test = embeddings["test"]
+        options = dataclasses.replace(options, backend=resolve_backend(
+            "auto", device, (n_train, len(test), int(np.shape(test)[1]), min(k, len(test)))))
     with task("train → test"), progress_bar(n_train, "search and verify", "item", enabled=progress) as bar:
-        for start, block in _row_blocks(train, block_rows):
+        blocks = _row_blocks(train, block_rows)
+        if not hasattr(train, "shard_bounds"):  # a train index's blocks stop at shard ends, as in one search
+            blocks = _fold_tail(blocks)
+        for start, block in blocks:
             t0 = time.perf_counter()
             queries = np.asarray(block, dtype=np.float32)
             sims, idx = search_direction(queries, embeddings["test"], k, options, device=device, progress=False)
@@ -192,6 +205,25 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
                 timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1
             yield part
             bar.update(len(queries))
+
+
+def _fold_tail(blocks: Iterator[Tuple[int, np.ndarray]], small: int = 4096) -> Iterator[Tuple[int, np.ndarray]]:
+    """The same rows, with a last block shorter than ``small`` joined to the block before it (when they
+    are contiguous): a whole search runs those rows in the tile it ends with, while a call with a handful
+    of queries can take another kernel (faiss sums fewer than 20 queries without BLAS)."""
+    it = iter(blocks)
+    prev = next(it, None)
+    if prev is None:
+        return
+    cur = next(it, None)
+    while cur is not None:
+        nxt = next(it, None)
+        if nxt is None and len(cur[1]) < small and prev[0] + len(prev[1]) == cur[0]:
+            yield prev[0], np.concatenate([np.asarray(prev[1]), np.asarray(cur[1])])
+            return
+        yield prev
+        prev, cur = cur, nxt
+    yield prev
 
 
 def _row_blocks(emb, block_rows: int) -> Iterator[Tuple[int, np.ndarray]]:

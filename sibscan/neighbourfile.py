@@ -45,16 +45,22 @@ class NeighboursWriter:
         self.npz_path.parent.mkdir(parents=True, exist_ok=True)
         self._stack = contextlib.ExitStack()
         self._spool = Path(tempfile.mkdtemp(prefix=f".{self.npz_path.name}.", suffix=".tmp", dir=self.npz_path.parent))
-        self._files = {name: open(self._spool / name, "wb") for name in NEIGHBOUR_COLUMNS}
+        self._files = {}
         #: per text column, the (rows, width) of each part spooled; its final width
         self._parts: Dict[str, List[Tuple[int, int]]] = {n: [] for n, d in NEIGHBOUR_COLUMNS.items() if d == object}
         self._width = {n: 1 for n in self._parts}
         self.rows = 0
         self._csv = None
-        if csv_path is not None:
-            tmp = self._stack.enter_context(atomic_path(csv_path))
-            self._csv = self._stack.enter_context(open(tmp, "w", encoding="utf-8", newline=""))
-            self._csv.write(next(Neighbours.empty().iter_csv()))  # the header
+        try:
+            for name in NEIGHBOUR_COLUMNS:
+                self._files[name] = open(self._spool / name, "wb")
+            if csv_path is not None:
+                tmp = self._stack.enter_context(atomic_path(csv_path))
+                self._csv = self._stack.enter_context(open(tmp, "w", encoding="utf-8", newline=""))
+                self._csv.write(next(Neighbours.empty().iter_csv()))  # the header
+        except BaseException:  # no writer to close: leave no spool or temporary behind
+            self.abort()
+            raise
 
     def append(self, part: Neighbours) -> None:
         """Add ``part``'s rows after the rows appended so far."""

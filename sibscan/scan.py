@@ -134,6 +134,9 @@ def _values_to_disk(items: Items, folder: Path) -> Tuple[Items, Optional[Path]]:
 
 def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, splits, fps) -> ScanResult:
     progress = cfg.output.progress
+    if cfg.verification.cascade and splits["train"].modality != "image":  # refused before any model or output
+        raise SibscanError(f"the verification cascade is for images (its cheap stage is the windows view), "
+                           f"not {splits['train'].modality} items; drop --cascade")
     with clock("models"):  # imports (torch, timm: seconds in a fresh process) and weights
         encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
         verifier = build_verifier(cfg.verification, splits["train"].modality)

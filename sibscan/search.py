@@ -321,6 +321,13 @@ def _resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, 
     return backend
 
 
+def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
+    """The backend :func:`search` runs for ``backend`` on ``device`` and a search of ``shape``
+    (queries, database rows, dim, k): for a caller that splits one search into several calls and
+    must run them all on the backend the whole search would take."""
+    return _resolve_backend(backend, device, shape)
+
+
 def _measured_run(q: np.ndarray, x: np.ndarray, k: int, backend: str):
     """One search as :mod:`sibscan.searchpick` times it (an explicit backend: it never recurses)."""
     return search(q, x, k, backend=backend, device="cpu", progress=False)

@@ -153,9 +153,18 @@ def measure(dim: int, run: Runner, backends: Optional[List[str]] = None, *, shap
     for r in range(max(1, rounds)):
         for kc, k in (("1", 1), ("k", 10)):
             for b in backends[r % len(backends):] + backends[: r % len(backends)] if backends else ():
+                if b in failed:
+                    continue
                 t0 = time.perf_counter()
-                run(q, x, k, b)
+                try:
+                    run(q, x, k, b)
+                except Exception as err:  # noqa: BLE001 -- e.g. out of memory on the full tile: left out
+                    failed[b] = f"{type(err).__name__}: {err}"
+                    continue
                 seconds[kc][b].append(round(time.perf_counter() - t0, 6))
+    for times in seconds.values():
+        for b in failed:
+            times.pop(b, None)
     choice = {kc: (min(times, key=lambda b: float(np.median(times[b]))) if times else fallback_backend())
               for kc, times in seconds.items()}
     return {"choice": choice, "seconds": seconds, "shape": [m, n, int(dim)], "threads": _threads(),
@@ -200,7 +209,12 @@ def cpu_backend(m: int, n: int, dim: int, k: int, run: Runner, tile=None) -> str
         record = _read(path).get(key)
         if record is None:
             t0 = time.perf_counter()
-            record = measure(dim, run, cands, shape=tile)
+            try:
+                record = measure(dim, run, cands, shape=tile)
+            except Exception as err:  # noqa: BLE001 -- the measurement must never stop a search
+                log.warning("could not measure the search backends (%s: %s); using %s", type(err).__name__,
+                            err, fallback_backend())
+                return fallback_backend()
             record["measured_seconds"] = round(time.perf_counter() - t0, 3)
             log.info("search backend measured on this machine in %.1f s: %s for top-1, %s for top-k "
                      "(kept in %s; SIBSCAN_SEARCH_MEASURE=0 or an explicit backend skips this)",

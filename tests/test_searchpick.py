@@ -117,3 +117,18 @@ def test_auto_measures_on_the_tile_a_large_search_runs(cache, monkeypatch):
     assert shapes == [tile] and tile[0] >= 1024 and tile[1] >= 16384
     (key,) = json.loads(cache.read_text())
     assert json.loads(key)["tile"] == list(tile)
+
+
+def test_a_backend_failing_on_the_full_tile_is_left_out_and_a_failed_measurement_falls_back(cache, monkeypatch):
+    def run(q, x, k, b):  # "big" fails only on the measured tile (e.g. out of memory), never in the warm-up
+        if b == "big" and len(q) > 64:
+            raise MemoryError("no room for the score tile")
+        return None
+
+    record = searchpick.measure(8, run, ["big", "small"], shape=(128, 4096), rounds=2)
+    assert record["choice"] == {"1": "small", "k": "small"}
+    assert "MemoryError" in record["failed"]["big"] and "big" not in record["seconds"]["1"]
+
+    monkeypatch.setattr(searchpick, "candidates", lambda: ["faiss", "torch"])
+    monkeypatch.setattr(searchpick, "measure", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("broken")))
+    assert searchpick.cpu_backend(*BIG, _measured_run) == searchpick.fallback_backend()

@@ -1,9 +1,9 @@
 """A verification cascade: a cheap score picks which candidate pairs the expensive verifier sees.
 
 ``imagematch`` (:mod:`sibscan.verify.imagematch`) searches scale, rotation and flip per pair and
-costs 2-6x ``imagecorr``'s time per pair (2-3x under load, 5.7x on a quiet machine); verifying
-every candidate of the union of views (13 per test item on the planted crop sets) took 61-71 % of
-scan time beside effnet's embedding (README).  A test item is decided by its best verified pair, so
+costs 5-7x ``imagecorr``'s time per pair on a quiet machine (2-3x under load); verifying every
+candidate of the union of views (13 per test item on the planted crop sets) took 74-77 % of scan
+time beside effnet's embedding with nothing else running (README).  A test item is decided by its best verified pair, so
 only the candidates that could be its best need the expensive score: each query's rows whose cheap
 score is within ``band`` of that query's best cheap score, for any of the cheap signals (a union,
 so a source one signal ranks low is kept by the other).  The rows the cascade drops are left out of

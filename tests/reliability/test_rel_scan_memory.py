@@ -147,3 +147,34 @@ def test_scan_from_python_leaves_the_callers_items_and_no_temporary(tmp_path):
     assert train.values is values  # the scan read its own copy's values from disk, not the caller's
     assert not [p.name for p in (tmp_path / "s").iterdir() if p.name.startswith(".")]  # the temporary is gone
     assert json.loads((tmp_path / "s" / "manifest.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.parametrize("verify", [False, True])
+def test_streamed_reverse_direction_equals_the_whole_table_search_and_verification(verify):
+    """The blocks (and a 5-row tail, joined to the block before it) give the rows one whole search of
+    the direction and one verification give: same order, ids, similarities and scores."""
+    from sibscan.candidates import neighbours_table, reverse_blocks, verify_neighbours
+    from sibscan.fingerprint import fingerprint
+    from sibscan.items import Items
+    from sibscan.options import SearchOptions
+    from sibscan.verify import get_verifier
+
+    rng = np.random.default_rng(7)
+    block, d = 16, 512
+    n_train, n_test = 2 * block + 5, 40
+    tr, te = rng.standard_normal((n_train, d), dtype=np.float32), rng.standard_normal((n_test, d), dtype=np.float32)
+    te[:3] = tr[[4, 20, 36]]  # copies, one of them in the tail
+    splits = {"train": Items("train", "table", ids=[f"r{i}" for i in range(n_train)], values=tr),
+              "test": Items("test", "table", ids=[f"t{i}" for i in range(n_test)], values=te)}
+    emb = {s: (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32) for s, v in (("train", tr), ("test", te))}
+    fps = {s: fingerprint(splits[s]) for s in splits}
+    options = SearchOptions(directions=("train-test",), k_reverse=3)
+    verifier = get_verifier("lagcorr") if verify else None
+    whole = verify_neighbours(neighbours_table(emb, splits, fps, options, device="cpu", progress=False,
+                                               view="raw", directions=["train-test"]), verifier, splits, progress=False)
+    parts = list(reverse_blocks(emb, splits, fps, options, verifier, device="cpu", progress=False, view="raw",
+                                block_rows=block))
+    assert [len(p) for p in parts] == [block * 3, (block + 5) * 3]  # the 5-row tail joined the last block
+    cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in whole.columns}
+    for name, col in whole.columns.items():
+        np.testing.assert_array_equal(cols[name], col, err_msg=name)
