@@ -67,3 +67,24 @@ def local_ray():
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture()
+def flip_and_crop_folders(tmp_path):
+    """``tmp_path`` with ``train/`` (12 random 96-px photos, ``0.png`` .. ``11.png``) and ``test/``:
+    ``flip5.png`` (photo 5 mirrored) and ``crop3.png`` (a crop of photo 3, resized back)."""
+    pytest.importorskip("PIL")
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+    photos = [(rng.random((8, 8, 3)) * 255).astype(np.uint8) for _ in range(12)]
+    for i, p in enumerate(photos):
+        Image.fromarray(p).resize((96, 96), Image.BICUBIC).save(tmp_path / "train" / f"{i}.png")
+    Image.fromarray(photos[5]).resize((96, 96), Image.BICUBIC).transpose(Image.FLIP_LEFT_RIGHT).save(
+        tmp_path / "test" / "flip5.png")
+    Image.fromarray(photos[3]).resize((96, 96), Image.BICUBIC).crop((10, 20, 70, 80)).resize((96, 96)).save(
+        tmp_path / "test" / "crop3.png")
+    return tmp_path

@@ -75,23 +75,11 @@ def test_cascade_options_are_checked(tmp_path):
 
 
 @pytest.mark.slow  # a whole scan: ~7 s on the shared 2 cores
-def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(tmp_path):
-    pytest.importorskip("PIL")
-    from PIL import Image
-
+def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(flip_and_crop_folders):
     from sibscan.scan import run_scan
     from sibscan.scandir import ScanDir
 
-    rng = np.random.default_rng(0)
-    for split in ("train", "test"):
-        (tmp_path / split).mkdir()
-    photos = [(rng.random((8, 8, 3)) * 255).astype(np.uint8) for _ in range(12)]
-    for i, p in enumerate(photos):
-        Image.fromarray(p).resize((96, 96), Image.BICUBIC).save(tmp_path / "train" / f"{i}.png")
-    Image.fromarray(photos[5]).resize((96, 96), Image.BICUBIC).transpose(Image.FLIP_LEFT_RIGHT).save(
-        tmp_path / "test" / "flip5.png")
-    Image.fromarray(photos[3]).resize((96, 96), Image.BICUBIC).crop((10, 20, 70, 80)).resize((96, 96)).save(
-        tmp_path / "test" / "crop3.png")
+    tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
                               encoder="pixels", k=4, k_view=4, cascade=True, directions="test-train",
                               progress=False))

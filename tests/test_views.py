@@ -123,23 +123,11 @@ def test_views_default_and_validation(tmp_path):
         ScanConfig(**base, k_view=0).check()
 
 
-def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(tmp_path):
-    pytest.importorskip("PIL")
-    from PIL import Image
-
+def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_folders):
     from sibscan.scan import run_scan
     from sibscan.scandir import ScanDir
 
-    rng = np.random.default_rng(0)
-    for split in ("train", "test"):
-        (tmp_path / split).mkdir()
-    photos = [(rng.random((8, 8, 3)) * 255).astype(np.uint8) for _ in range(12)]
-    for i, p in enumerate(photos):
-        Image.fromarray(p).resize((96, 96), Image.BICUBIC).save(tmp_path / "train" / f"{i}.png")
-    Image.fromarray(photos[5]).resize((96, 96), Image.BICUBIC).transpose(Image.FLIP_LEFT_RIGHT).save(
-        tmp_path / "test" / "flip5.png")
-    Image.fromarray(photos[3]).resize((96, 96), Image.BICUBIC).crop((10, 20, 70, 80)).resize((96, 96)).save(
-        tmp_path / "test" / "crop3.png")
+    tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
                               encoder="pixels", k=2, progress=False))
     assert res.manifest["views"] == ["pixels", "windows"] and "views" in res.manifest["timings"]
