@@ -92,7 +92,7 @@ def _pick_record(d: int):
 
 
 def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:
-    from sibscan.search import _resolve_backend, search
+    from sibscan.search import resolve_backend, search
 
     q, x = _data(m, n, d)
     flops = 2.0 * m * n * d
@@ -107,8 +107,8 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
     np.matmul(q[:256], x[:4096].T)  # warm-up: BLAS threads
     t_mm = float(np.median([_seconds(matmul) for _ in range(max(1, others_repeat))]))
     # which backend auto runs here (measured once per machine and cached: outside the timings)
-    t_pick = _seconds(lambda: [_resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks])
-    picks = {k: _resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks}
+    t_pick = _seconds(lambda: [resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks])
+    picks = {k: resolve_backend("auto", "cpu", (m, n, d, k)) for k in ks}
     out = {"shape": {"queries": m, "database": n, "dim": d}, "auto_backend": {f"top{k}": b for k, b in picks.items()},
            "auto_pick": _pick_record(d), "auto_pick_seconds_this_run": t_pick,
            "matmul_gflops": flops / t_mm / 1e9, "runs": [], "auto_vs_raw_faiss": {}}

@@ -247,7 +247,7 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
     if exclude_self and q.shape[0] != n:
         raise SibscanError(f"exclude_self needs the queries to be the database rows ({q.shape[0]} queries, "
                            f"{n} database rows); pass exclude_self=False for a cross-split search")
-    backend = _resolve_backend(backend, device, (q.shape[0], n, d, k))
+    backend = resolve_backend(backend, device, (q.shape[0], n, d, k))
     dev = "cpu" if backend == "numpy" else resolve_device(device)
     if backend == "numpy" and device not in (None, "auto", "cpu"):
         raise SibscanError("the numpy backend runs on the CPU only; use backend='torch' for --device cuda")
@@ -301,9 +301,10 @@ def n_bytes_faiss_tile(m: int) -> int:
     return 4 * min(m, 4096) * 1024 + 12 * m
 
 
-def _resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
-    """The backend to run; ``shape`` = (queries, database rows, dim, k) lets ``auto`` on the CPU
-    take the one measured fastest on this machine (:func:`sibscan.searchpick.cpu_backend`)."""
+def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
+    """The backend :func:`search` runs; ``shape`` = (queries, database rows, dim, k) lets ``auto`` on the
+    CPU take the one measured fastest on this machine (:func:`sibscan.searchpick.cpu_backend`).  A caller
+    that splits one search into several calls resolves it once, for the whole shape."""
     if backend == "auto":
         if device not in (None, "auto", "cpu") or (device in (None, "auto") and _cuda()):
             require("torch", "gpu", "searching on CUDA")
@@ -319,13 +320,6 @@ def _resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, 
     elif backend == "faiss":
         require("faiss", "faiss", "the faiss search backend")
     return backend
-
-
-def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
-    """The backend :func:`search` runs for ``backend`` on ``device`` and a search of ``shape``
-    (queries, database rows, dim, k): for a caller that splits one search into several calls and
-    must run them all on the backend the whole search would take."""
-    return _resolve_backend(backend, device, shape)
 
 
 def _measured_run(q: np.ndarray, x: np.ndarray, k: int, backend: str):

@@ -337,9 +337,9 @@ def test_faiss_single_block_keeps_the_lower_index_of_ties(m, k):
 
 
 def test_auto_backend_on_the_cpu_is_faiss_when_installed():
-    from sibscan.search import _resolve_backend
+    from sibscan.search import resolve_backend
 
-    assert _resolve_backend("auto", "cpu") == ("faiss" if "faiss" in BACKENDS else "numpy")
+    assert resolve_backend("auto", "cpu") == ("faiss" if "faiss" in BACKENDS else "numpy")
 
 
 def test_nan_rows_are_found_by_the_cheap_check():

@@ -103,7 +103,7 @@ def test_measure_times_every_candidate_and_auto_gives_the_exact_answer(cache, mo
 @pytest.mark.skipif(not HAS_TWO, reason="needs faiss or torch beside numpy (pip install 'sibscan[faiss]')")
 def test_auto_measures_on_the_tile_a_large_search_runs(cache, monkeypatch):
     """The pick compares the kernels at the (query, database) block a large CPU search uses."""
-    from sibscan.search import _resolve_backend, plan_blocks
+    from sibscan.search import resolve_backend, plan_blocks
 
     shapes = []
 
@@ -112,7 +112,7 @@ def test_auto_measures_on_the_tile_a_large_search_runs(cache, monkeypatch):
         return {"choice": {"1": backends[0], "k": backends[0]}, "seconds": {}}
 
     monkeypatch.setattr(searchpick, "measure", measure)
-    _resolve_backend("auto", "cpu", BIG)
+    resolve_backend("auto", "cpu", BIG)
     tile = plan_blocks(1 << 20, 1 << 30, BIG[2])[:2]
     assert shapes == [tile] and tile[0] >= 1024 and tile[1] >= 16384
     (key,) = json.loads(cache.read_text())
