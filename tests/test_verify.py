@@ -76,7 +76,8 @@ def test_image_kernel_cuda_matches_cpu():
 
 # -- registry --------------------------------------------------------------------------------------
 def test_registry_has_the_three_verifiers():
-    assert [c.name for c in list_verifiers("image")] == ["imagecorr", "imagematch"]
+    assert [c.name for c in list_verifiers("image")] == ["imagecorr", "imagefuse", "imagematch"]
+    assert default_verifier("image") == "imagecorr"
     assert default_verifier("text") == "textalign"
     assert default_verifier("table") == "lagcorr"
     with pytest.raises(SibscanError, match="unknown verifier 'nope'; available: .*imagecorr.*lagcorr.*textalign"):

@@ -1,2 +1,2 @@
 """Import the built-in verifier modules so that they register themselves."""
-from . import imagematch, images, series, text  # noqa: F401
+from . import imagefuse, imagematch, images, series, text  # noqa: F401

@@ -154,7 +154,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
-        scores = np.empty(m, np.float32)
+        scores = None
         details = [""] * m
         order = np.argsort(di, kind="stable")  # database images decoded once per chunk, queries once per call
         qcache: Dict[int, int] = {}
@@ -176,11 +176,20 @@ class ImageMatchVerifier(ImageCorrVerifier):
                                             device=self.device)
                 finally:
                     torch.set_num_threads(threads)
-                scores[rows] = local
+                out = self.pair_scores(local, res)
+                if scores is None:
+                    scores = np.empty((m,) + out.shape[1:], np.float32)
+                scores[rows] = out
                 for j, row in enumerate(rows):
                     v = self.variants[int(res.variant[j])]
                     details[row] = (f"{describe_match(v, int(res.y[j]), int(res.x[j]), queries.split, database.split)}; "
                                     f"global {res.score[j]:.2f}, patches {local[j]:.2f}"
                                     if res.score[j] > 0 else "no structure to match")
                 bar.update(len(rows))
-        return VerifyResult(scores=scores, details=details)
+        return VerifyResult(scores=np.empty(0, np.float32) if scores is None else scores, details=details)
+
+    def pair_scores(self, local: np.ndarray, match) -> np.ndarray:
+        """The score of each pair of a chunk from what the search found: here its patch agreement
+        ``local`` (m,); :class:`sibscan.verify.imagefuse.ImageFuseVerifier` combines it with ``match``
+        (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant)."""
+        return local

@@ -1,0 +1,72 @@
+"""``imagefuse``: ``imagematch``'s search, scored by a fixed logistic combination of what it found.
+
+``imagematch`` (:mod:`sibscan.verify.imagematch`) scores a pair by the patch agreement at the best
+of 66 variants (scales 0.5-1 both ways, rotations up to 8 degrees, a mirror).  Every variant tried
+raises the best score an unrelated pair reaches by chance, and the most permissive ones (half the
+side, rotated 8 degrees) are where other cells of the same photograph land: the text of a page in
+the same font, the rim of the same cup, a coin beside another coin.  A copy, however heavily
+cropped, also agrees *globally* at the alignment found.  So the score here is the probability of a
+logistic model over five numbers the search already has (no extra image work):
+
+    patches   the patch agreement (imagematch's score)
+    global    the normalised correlation of the structure signals at the alignment
+    scale     the share of the outer image's side the inner one covers (1 = aligned)
+    angle     the rotation's magnitude in degrees
+    mirror    1 when the mirrored image matched
+
+The coefficients (:data:`COEF`, :data:`INTERCEPT`) were fitted once, by ``python -m
+benchmarks.imagefuse_fit`` (``benchmarks/results/imagefuse_fit.json``), on the candidate pairs of
+the planted crop sets made with seed 1 (``crops`` and ``small32``: heavy crops, zoom-outs,
+rotations, re-grades, crop+flip+JPEG of photo cells, other cells of the same photos and
+featureless cells as negatives).  The quality benchmark evaluates on the sets of seed 0 (other
+cells, other sources, other transforms' draws), so no evaluated pair took part in the fit.
+A pair whose smaller image has no structure scores 0, as with ``imagematch``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import register_verifier
+from .imagematch import ImageMatchVerifier
+
+__all__ = ["COEF", "FEATURES", "INTERCEPT", "ImageFuseVerifier"]
+
+#: the model's inputs, in the order of :data:`COEF`
+FEATURES = ("patches", "global", "scale", "angle", "mirror")
+#: fitted by ``python -m benchmarks.imagefuse_fit`` (seed 1; results/imagefuse_fit.json); a test holds them equal
+COEF = (5.713334, 7.133645, 5.712454, -0.378110, -1.582662)
+INTERCEPT = -12.246245
+
+
+@register_verifier
+class ImageFuseVerifier(ImageMatchVerifier):
+    """``imagematch``'s search (same options), scored by a fixed logistic model of what it found.
+
+    Parameters
+    ----------
+    **options
+        As for :class:`sibscan.verify.imagematch.ImageMatchVerifier`.  The coefficients were fitted
+        with its defaults; other options keep them, and say so in the identity.
+    """
+
+    name = "imagefuse"
+    description = "imagematch's search, scored by a logistic fusion of patch and global agreement, crop scale, rotation and mirror"
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
+        self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
+        self.identity = (f"imagefuse-v1({self.identity},"
+                         f"coef={','.join(f'{c:.4g}' for c in (*COEF, INTERCEPT))})")
+
+    def pair_features(self, local: np.ndarray, match) -> np.ndarray:
+        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64."""
+        found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
+        return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)]], 1)
+
+    def pair_scores(self, local: np.ndarray, match) -> np.ndarray:
+        """The model's probability that the pair is a sibling, (m,) float32 in [0, 1]; 0 where the
+        search found no structure."""
+        z = self.pair_features(local, match) @ np.asarray(COEF) + INTERCEPT
+        p = 1.0 / (1.0 + np.exp(-z))
+        return np.where(np.asarray(match.score) > 0, p, 0.0).astype(np.float32)

@@ -1,0 +1,58 @@
+"""imagefuse: imagematch's search scored by a fixed logistic model; coefficients as fitted, inputs as searched."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
+PIL = pytest.importorskip("PIL", reason="images need pillow (pip install 'sibscan[images]')")
+
+from test_imagematch import scene  # noqa: E402,F401  (the fixture: a photo, its crop, zoom-out, rotation; two skies)
+
+from sibscan.items import Items  # noqa: E402
+from sibscan.kernels.scalematch import ScaleMatch  # noqa: E402
+from sibscan.verify import get_verifier  # noqa: E402
+from sibscan.verify.imagefuse import COEF, FEATURES, INTERCEPT  # noqa: E402
+
+FIT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "imagefuse_fit.json"
+
+
+def test_coefficients_are_the_committed_fit():
+    fit = json.loads(FIT.read_text())
+    assert fit["seed"] != 0  # the quality benchmark evaluates seed 0: no evaluated pair was fitted on
+    assert fit["features"] == list(FEATURES)
+    np.testing.assert_allclose(COEF, fit["coef"], atol=1e-4)
+    assert INTERCEPT == pytest.approx(fit["intercept"], abs=1e-4)
+
+
+def test_features_and_scores_follow_the_variant_found():
+    ver = get_verifier("imagefuse", device="cpu", progress=False)
+    v = ver.variants
+    pick = [0, next(i for i, x in enumerate(v) if x.scale == 0.5 and x.angle == -8.0),
+            next(i for i, x in enumerate(v) if x.flip)]
+    match = ScaleMatch(score=np.array([0.9, 0.9, 0.0], np.float32), variant=np.array(pick),
+                       y=np.zeros(3, np.int32), x=np.zeros(3, np.int32))
+    local = np.array([0.8, 0.8, 0.0], np.float32)
+    f = ver.pair_features(local, match)
+    np.testing.assert_allclose(f, [[0.8, 0.9, 1.0, 0.0, 0.0], [0.8, 0.9, 0.5, 8.0, 0.0], [0.0, 0.0, v[pick[2]].scale, 0.0, 1.0]],
+                               atol=1e-6)
+    s = ver.pair_scores(local, match)
+    z = f[:2] @ np.asarray(COEF) + INTERCEPT
+    np.testing.assert_allclose(s[:2], 1 / (1 + np.exp(-z)), rtol=1e-5)
+    assert s[2] == 0.0  # no structure found: no evidence
+    assert s[0] > s[1]  # the same agreement reached by the most permissive variant counts for less
+    assert ver.identity.startswith("imagefuse-v1(imagematch-v3(") and "coef=" in ver.identity
+
+
+def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):  # noqa: F811
+    train = Items("train", "image", ids=["src", "flat_a"], paths=[str(scene["train"]), str(scene["flat_a"])])
+    test = Items("test", "image", ids=["crop", "zoom", "rotate", "flat_b"],
+                 paths=[str(scene[k]) for k in ("crop", "zoom", "rotate", "flat_b")])
+    res = get_verifier("imagefuse", device="cpu", progress=False).verify(
+        test, np.array([0, 1, 2, 3, 0]), train, np.array([0, 0, 0, 1, 1]))
+    assert res.scores.shape == (5,) and res.scores.dtype == np.float32
+    assert res.scores[:3].min() > 0.5, (res.scores, res.details)
+    assert res.scores[3:].max() < 0.1, (res.scores, res.details)
