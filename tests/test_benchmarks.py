@@ -125,7 +125,7 @@ def test_detection_metrics_reweight_to_one_percent_prevalence(sets):
     assert m["precision_at_1pct"] == pytest.approx(0.01 / (0.01 + 0.99 * fpr))
 
 
-@pytest.mark.slow  # ~45 s: both image verifiers on every view, the union view included
+@pytest.mark.slow  # ~60 s: the three image verifiers on every view, the union view included
 def test_quality_quick_writes_results(tmp_path, monkeypatch):
     monkeypatch.setattr(_common, "RESULTS", tmp_path)
     quality.main(["--quick", "--no-neural", "--sets", "images,text,rows"])
@@ -152,7 +152,7 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
     # the union of views holds at least the candidates of the encoder
     union = images["encoders"]["union:pixels+windows"]["verified:imagematch"]["source_in_candidates"]
     assert union >= images["encoders"]["pixels"]["verified:imagematch"]["source_in_candidates"]
-    assert set(images["time_share"]["verifiers"]) == {"imagecorr", "imagematch"}
+    assert set(images["time_share"]["verifiers"]) == {"imagecorr", "imagematch", "imagefuse"}
     # the cascade verifies a subset of the union's pairs, and its share counts its windows scoring
     cascade = images["encoders"]["cascade:pixels+windows"]["verified:imagematch"]["source_in_candidates"]
     assert cascade <= union and 0 < images["cascade"]["cascade_pairs"] < images["cascade"]["union_pairs"]

@@ -21,6 +21,11 @@ rotations, re-grades, crop+flip+JPEG of photo cells, other cells of the same pho
 featureless cells as negatives).  The quality benchmark evaluates on the sets of seed 0 (other
 cells, other sources, other transforms' draws), so no evaluated pair took part in the fit.
 A pair whose smaller image has no structure scores 0, as with ``imagematch``.
+
+Measured (README, ``python -m benchmarks.quality --sets crops,small32``): with the union of views it
+finds 0.97 / 0.86 of the planted siblings at precision 0.95 on 96-px / 32-px cells (``imagematch``
+0.88 / 0.72); on the default image set's whole-image transforms ``imagecorr`` finds more (0.80
+against 0.56), so ``imagecorr`` stays the default.
 """
 from __future__ import annotations
 
