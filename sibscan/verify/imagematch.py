@@ -191,5 +191,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
     def pair_scores(self, local: np.ndarray, match) -> np.ndarray:
         """The score of each pair of a chunk from what the search found: here its patch agreement
         ``local`` (m,); :class:`sibscan.verify.imagefuse.ImageFuseVerifier` combines it with ``match``
-        (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant)."""
+        (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant).
+
+        Returns ndarray of shape (m,), or (m, f) rows that :meth:`verify` returns as they are
+        (``benchmarks/imagefuse_fit.py`` collects the model's inputs that way)."""
         return local
