@@ -115,7 +115,9 @@ def _blur(x, sigma: float):
     h, w = x.shape[-2:]
     by = torch.as_tensor(_blur_matrix(h, float(sigma)), device=x.device, dtype=x.dtype)
     bx = by if w == h else torch.as_tensor(_blur_matrix(w, float(sigma)), device=x.device, dtype=x.dtype)
-    return by @ x @ bx.T
+    # ``by @ x`` as ``(x^T @ by^T)^T``: one matrix product over the whole batch (a 2-D matrix on the left
+    # of a batch is copied once per image and multiplied image by image)
+    return (x.transpose(-1, -2) @ by.T).transpose(-1, -2) @ bx.T
 
 
 def structure(x):
@@ -145,19 +147,27 @@ def template(img, v: MatchVariant, size: int, *, blurred=None):
     a = math.radians(v.angle)
     c, s = math.cos(a) * frac, math.sin(a) * frac
     fx = -1.0 if v.flip else 1.0
-    theta = torch.tensor([[c * fx, -s, 0.0], [s * fx, c, 0.0]], dtype=img.dtype, device=img.device)
-    grid = F.affine_grid(theta.expand(len(img), 2, 3), (len(img), 1, t, t), align_corners=False)
+    theta = torch.tensor([[[c * fx, -s, 0.0], [s * fx, c, 0.0]]], dtype=img.dtype, device=img.device)
+    # one sampling grid for the whole batch (every image is sampled at the same points): building it
+    # per image was a batched matrix product per image, 15 % of the search's time
+    grid = F.affine_grid(theta, (1, 1, t, t), align_corners=False).expand(len(img), t, t, 2)
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def _window_norms(sig, T: int):
-    """Root of the centred sum of squares of every T x T window of (n, 1, N, N): (n, N-T+1, N-T+1)."""
+def _integrals(sig):
+    """Integral images of (n, 1, N, N) signals and of their squares, centred first (float32 sums
+    stay accurate): a pair of (n, 1, N+1, N+1) tensors, shared by every window side."""
     import torch.nn.functional as F
 
-    n = sig.shape[-1] - T + 1
-    x = sig - sig.mean(dim=(-2, -1), keepdim=True)  # centring first keeps float32 sums accurate
-    ii = F.pad(x.cumsum(-1).cumsum(-2), (1, 0, 1, 0))
-    ii2 = F.pad((x * x).cumsum(-1).cumsum(-2), (1, 0, 1, 0))
+    x = sig - sig.mean(dim=(-2, -1), keepdim=True)
+    return F.pad(x.cumsum(-1).cumsum(-2), (1, 0, 1, 0)), F.pad((x * x).cumsum(-1).cumsum(-2), (1, 0, 1, 0))
+
+
+def _window_norms(integrals, T: int):
+    """Root of the centred sum of squares of every T x T window, from :func:`_integrals` of (n, 1, N, N)
+    signals: (n, N-T+1, N-T+1)."""
+    ii, ii2 = integrals
+    n = ii.shape[-1] - T
 
     def box(z):
         return z[..., T:T + n, T:T + n] - z[..., :n, T:T + n] - z[..., T:T + n, :n] + z[..., :n, :n]
@@ -201,11 +211,13 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
     imgs = {"query": query, "database": database}
     sig = {k: structure(v) for k, v in imgs.items()}
     spec = {k: torch.fft.rfft2(v)[:, 0] for k, v in sig.items()}
+    integrals = {k: _integrals(v) for k, v in sig.items()}  # window sums of every side T come from these
     index = {"query": qi, "database": di}
+    pair_spec = {}  # each pair's outer spectrum, gathered once for all its variants (exhaustive search)
     inv_den, blurred = {}, {}
 
-    def inverse_norms(x, T):
-        den = _window_norms(x, T)
+    def inverse_norms(ints, T):
+        den = _window_norms(ints, T)
         # a flat window scores 0: one multiply by 0 instead of a division and a select per pair
         return torch.where(den < FLAT_RMS * T, torch.zeros_like(den), 1.0 / den.clamp_min(1e-12))
 
@@ -218,27 +230,34 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
         n = N - T + 1
         # only the images some pair needs are transformed (all of them in an exhaustive search)
         need, local = torch.unique(index[v.inner][rows], return_inverse=True)
-        if len(rows) == m:
+        everyone = len(rows) == m
+        if everyone:
             if (outer, T) not in inv_den:
                 inv_den = {k: w for k, w in inv_den.items() if k[1] == T}  # variants come grouped by size
-                inv_den[outer, T] = inverse_norms(sig[outer], T)
+                inv_den[outer, T] = inverse_norms(integrals[outer], T)
             inv, oall = inv_den[outer, T], index[outer]
             if (v.inner, v.scale) not in blurred:  # the anti-aliasing is shared by a scale's rotations
                 blurred = {(v.inner, v.scale): antialias(imgs[v.inner], v.scale)}
             src = blurred[v.inner, v.scale][need]
+            if outer not in pair_spec:
+                pair_spec[outer] = spec[outer][index[outer]]
         else:
             keep_o = torch.zeros(len(sig[outer]), dtype=torch.bool, device=device)
             keep_o[index[outer][rows]] = True
             oneed = torch.nonzero(keep_o).view(-1)
             oall = torch.cumsum(keep_o.long(), 0)[index[outer]] - 1  # row of each outer image in oneed
-            inv = inverse_norms(sig[outer][oneed], T)
+            inv = inverse_norms(tuple(z[oneed] for z in integrals[outer]), T)
             src = antialias(imgs[v.inner][need], v.scale)
         t, flat = _normalise(structure(template(src, v, N, blurred=src)))
         tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0])
         for lo in range(0, len(rows), batch_size):
             r, ii = rows[lo:lo + batch_size], local[lo:lo + batch_size]
             oi = oall[r]
-            corr = torch.fft.irfft2(spec[outer][index[outer][r]] * tspec[ii], s=(N, N))[:, :n, :n]
+            ospec = pair_spec[outer][lo:lo + batch_size] if everyone else spec[outer][index[outer][r]]
+            # the inverse 2-D FFT of only the n x n positions a template fits at: the inverse over rows,
+            # the first n rows kept, then the real inverse over columns (irfft2's own two passes, the
+            # same values, on n of the N rows in the second)
+            corr = torch.fft.irfft(torch.fft.ifft(ospec * tspec[ii], dim=-2)[:, :n], n=N, dim=-1)[:, :, :n]
             b, p = (corr * inv[oi]).reshape(len(r), -1).max(dim=1)
             b = torch.where(flat[ii], torch.zeros_like(b), b)
             rn = r.cpu().numpy()

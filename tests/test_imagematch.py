@@ -149,3 +149,40 @@ def test_coarse_to_fine_equals_exhaustive_search_where_the_best_variant_is_clear
     assert (scale_match(q, d, qi, di, ver.variants, coarse=32, keep=1).score <= full.score + 1e-6).all()
     with pytest.raises(ValueError, match="coarse must be"):
         scale_match(q, d, qi, di, ver.variants, coarse=64)
+
+
+def _pinned_case():
+    """Seeded 64-px images and 24 pairs: a crop of q[1] inside d[2], a mirror, flat parts, random pairs."""
+    q, d = _smooth_images(5, 64, 11), _smooth_images(7, 64, 12)
+    d[2] = np.pad(q[1, :, 8:46, 12:50], ((0, 0), (13, 13), (10, 16)), mode="edge")
+    q[3] = d[4, :, :, ::-1]
+    q[4, :, :, :30] = 0.5
+    d[6] = 0.5
+    rng = np.random.default_rng(5)
+    return q, d, np.r_[[1, 3, 4, 0], rng.integers(0, 5, 20)], np.r_[[2, 4, 6, 6], rng.integers(0, 7, 20)]
+
+
+def test_search_equals_the_previous_implementation():
+    """The search's speed-ups (one sampling grid per variant, integral images once per side, each pair's
+    outer spectrum gathered once, the inverse FFT of the valid positions only) change no score: the
+    exhaustive and coarse searches and the patch agreement of :func:`_pinned_case` equal the outputs
+    of the code before them (commit e1d1287, one torch thread), kept in tests/data."""
+    from pathlib import Path
+
+    pinned = np.load(Path(__file__).parent / "data" / "scalematch_v3_e1d1287.npz")
+    q, d, qi, di = _pinned_case()
+    variants = get_verifier("imagematch", device="cpu", progress=False).variants
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        full = scale_match(q, d, qi, di, variants, batch_size=7)  # batches that split pairs of one image
+        local = patch_agreement(q, d, qi, di, variants, full, grid=4)
+        coarse = scale_match(q, d, qi, di, variants, batch_size=7, coarse=32, keep=6)
+    finally:
+        torch.set_num_threads(before)
+    for prefix, res in (("", full), ("coarse_", coarse)):
+        np.testing.assert_allclose(res.score, pinned[prefix + "score"], atol=1e-6)
+        for key in ("variant", "y", "x"):
+            np.testing.assert_array_equal(getattr(res, key), pinned[prefix + key])
+    np.testing.assert_allclose(local, pinned["patches"], atol=1e-6)
+    assert full.score[1] > 0.99 and len(set(full.variant.tolist())) > 5  # a real match among many variants
