@@ -48,7 +48,11 @@ def test_cascade_keep_against_brute_force():
         cascade_keep(np.zeros(2, int), [(np.zeros(2), -0.1)])
 
 
-def test_pair_window_scores_are_the_pairs_of_the_all_pairs_kernel():
+@pytest.mark.parametrize("block", [1024, 5])  # the database's vectors made once for the call, or per chunk
+def test_pair_window_scores_are_the_pairs_of_the_all_pairs_kernel(block, monkeypatch):
+    import sibscan.views
+
+    monkeypatch.setattr(sibscan.views, "_WINDOW_BLOCK", block)
     rng = np.random.default_rng(1)
     gray = lambda n: rng.integers(0, 256, size=(n, 8, 8)).repeat(8, 1).repeat(8, 2).astype(np.uint8)  # noqa: E731
     q, d = gray(9), gray(13)
