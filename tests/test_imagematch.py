@@ -102,6 +102,11 @@ def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene
     # imagecorr, the grey-level verifier it replaces, scores the two skies as near-identical
     old = get_verifier("imagecorr", device="cpu", progress=False).verify(test, np.array([3]), train, np.array([1]))
     assert old.scores[0] > 0.9
+    # pairs taken in chunks of 4 (batch_size 1): each chunk searches its own queries only, the same scores
+    chunked = get_verifier("imagematch", device="cpu", progress=False, batch_size=1).verify(
+        test, np.array([0, 1, 2, 3, 0]), train, np.array([0, 0, 0, 1, 1]))
+    np.testing.assert_allclose(chunked.scores, res.scores, atol=1e-6)
+    assert chunked.details == res.details
 
 
 def test_imagematch_options_identity_and_errors():

@@ -163,10 +163,13 @@ class ImageMatchVerifier(ImageCorrVerifier):
         with tqdm(total=m, desc="verify images", unit="pair", disable=not self.progress or None) as bar:
             for lo in range(0, m, chunk):
                 rows = order[lo:lo + chunk]
-                qpos = self._arrays(queries, qi[rows], qcache, qstore)
+                # the chunk's own queries only: the search filters and transforms every image it is given,
+                # and the store holds every query decoded so far in the call
+                used, qpos = np.unique(self._arrays(queries, qi[rows], qcache, qstore), return_inverse=True)
+                qpos = qpos.reshape(-1)
                 dstore: List[np.ndarray] = []
                 dpos = self._arrays(database, di[rows], {}, dstore)
-                qarr, darr = np.stack(qstore), np.stack(dstore)
+                qarr, darr = np.stack([qstore[p] for p in used.tolist()]), np.stack(dstore)
                 threads = torch.get_num_threads()
                 torch.set_num_threads(self.threads)
                 try:
