@@ -293,6 +293,21 @@ def test_imagecorr_decodes_only_items_in_pairs_once(photos, monkeypatch):
     assert sorted(calls) == sorted([test.paths[0], test.paths[1]] + [train.paths[i] for i in (2, 3, 4)])
 
 
+def test_imagecorr_threads_change_no_score_and_are_restored(photos):
+    import torch
+
+    _, train, test = photos
+    qi, di = np.array([0, 1, 2, 3, 0, 1]), np.array([0, 1, 2, 3, 4, 5])
+    before = torch.get_num_threads()
+    one = ImageCorrVerifier(device="cpu", progress=False).verify(test, qi, train, di)  # threads=1, the default
+    two = ImageCorrVerifier(device="cpu", progress=False, threads=2).verify(test, qi, train, di)
+    assert torch.get_num_threads() == before
+    np.testing.assert_allclose(one.scores, two.scores, atol=1e-6)
+    assert ImageCorrVerifier(device="cpu", threads=2).identity == ImageCorrVerifier(device="cpu").identity  # speed only
+    with pytest.raises(SibscanError, match="threads must be at least 1"):
+        ImageCorrVerifier(device="cpu", threads=0)
+
+
 def test_imagecorr_options_identity_and_errors(photos):
     a = ImageCorrVerifier(device="cpu")
     assert a.identity.startswith("imagecorr-v1(") and a.identity == ImageCorrVerifier(device="cpu").identity

@@ -100,7 +100,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
         progress: bool = True,
     ):
         super().__init__(size=size, max_shift=0, flip=flip, scales=(1.0,), colour="gray", device=device,
-                         batch_size=batch_size, workers=workers, progress=progress)
+                         batch_size=batch_size, threads=threads, workers=workers, progress=progress)
         scales = tuple(sorted({float(s) for s in scales} | {1.0}, reverse=True))
         if any(not 0.5 <= s <= 1.0 for s in scales):
             raise SibscanError(f"imagematch scales must lie in [0.5, 1], got {list(scales)}")
@@ -113,10 +113,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
             raise SibscanError(f"imagematch coarse must be 0 or lie in [8, {self.size - 1}] at size {self.size}, got {coarse}")
         if int(keep) < 1:
             raise SibscanError(f"imagematch keep must be at least 1, got {keep}")
-        if int(threads) < 1:
-            raise SibscanError(f"imagematch threads must be at least 1, got {threads}")
         self.scales, self.angles, self.grid = scales, angles, int(grid)
-        self.coarse, self.keep, self.threads = int(coarse), int(keep), int(threads)
+        self.coarse, self.keep = int(coarse), int(keep)
         self.variants = self._variants()
         # v3: coarse-to-fine search (the best of the ``keep`` coarse favourites, not always of all variants)
         search = f",coarse={self.coarse},keep={self.keep}" if self.coarse and self.keep < len(self.variants) else ""
@@ -147,7 +145,6 @@ class ImageMatchVerifier(ImageCorrVerifier):
             no structure); ``details`` the transform found and both scores, e.g.
             ``"crop 0.62 (test inside train) at x 12 y 3; global 0.91, patches 0.84"``.
         """
-        import torch
         from tqdm.auto import tqdm
 
         from ..kernels.scalematch import patch_agreement, scale_match
@@ -170,15 +167,11 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 dstore: List[np.ndarray] = []
                 dpos = self._arrays(database, di[rows], {}, dstore)
                 qarr, darr = np.stack([qstore[p] for p in used.tolist()]), np.stack(dstore)
-                threads = torch.get_num_threads()
-                torch.set_num_threads(self.threads)
-                try:
+                with self.torch_threads():
                     res = scale_match(qarr, darr, qpos, dpos, self.variants, device=self.device,
                                       batch_size=self.batch_size, coarse=self.coarse, keep=self.keep)
                     local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid,
                                             device=self.device)
-                finally:
-                    torch.set_num_threads(threads)
                 out = self.pair_scores(local, res)
                 if scores is None:
                     scores = np.empty((m,) + out.shape[1:], np.float32)
