@@ -8,14 +8,16 @@ train image (136 windows each, both ways round, mirrors), so its time grows with
 the cascade (:func:`sibscan.views.pair_window_scores_gray`) scores only ``--pairs-per-item``
 candidate pairs per test item.  Both run on 64-px grey images made here (smooth random images:
 decoding is not the view's search cost and is left out).  As a reference measured in the same run,
-the scan's default image encoder (effnet, CPU) embeds ``--encode-images`` images at 96 px; its
-images per second are reported beside the view's seconds (the effnet time for n images is not
+the scan's default image encoder (effnet, CPU) embeds ``--encode-images`` random 96-px PNG files
+(decoding included, as in a scan); its images per second are reported beside the view's seconds (the effnet time for n images is not
 projected).  Results: ``benchmarks/results/windows_speed.json``.
 """
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
@@ -30,18 +32,25 @@ def _gray(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _encode_rate(n: int, rng: np.random.Generator) -> Optional[float]:
-    """effnet images per second on ``n`` random 96-px RGB images (None when effnet cannot run here)."""
+    """effnet images per second on ``n`` random 96-px RGB PNG files, decoding included as in a scan
+    (None when effnet cannot run here)."""
+    from PIL import Image
+
     from sibscan.encoders import encoder_class, get_encoder
 
     ok, _ = encoder_class("effnet").available()
     if not ok or n <= 0:
         return None
     enc = get_encoder("effnet", device="cpu")
-    images = [np.clip(128 + 40 * rng.normal(size=(96, 96, 3)), 0, 255).astype(np.uint8) for _ in range(n)]
-    enc.encode(images[:8])  # load and warm
-    t = time.perf_counter()
-    enc.encode(images)
-    return n / (time.perf_counter() - t)
+    with tempfile.TemporaryDirectory(prefix="sibscan-wspeed-") as tmp:
+        paths = []
+        for i in range(n):
+            paths.append(str(Path(tmp) / f"{i:05d}.png"))
+            Image.fromarray(np.clip(128 + 40 * rng.normal(size=(96, 96, 3)), 0, 255).astype(np.uint8)).save(paths[-1])
+        enc.encode(paths[:8])  # load and warm
+        t = time.perf_counter()
+        enc.encode(paths)
+        return n / (time.perf_counter() - t)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:

@@ -188,6 +188,24 @@ def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "windows_speed_quick.json").exists()
 
 
+@pytest.mark.slow  # ~20 s: two whole image scans (effnet, both verifiers) of 60 images
+def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
+    import benchmarks.verify_share as bench
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    payload = bench.main(["--quick", "--configs", "default,cascade"])
+    rows = {r["config"]: r for r in payload["results"]}
+    assert set(rows) == {"default", "cascade"} and payload["complete"]
+    for r in rows.values():
+        assert (r["n_train"], r["n_test"]) == (50, 10)
+        assert r["timings"]["verify"] > 0 and r["timings"]["encode"] > 0 and r["pairs_verified"]["baseline"] > 0
+        assert 0 < r["share_verify_of_verify_and_encode"] < 1
+    # the cascade verifies fewer of the candidates than the default does (every one)
+    assert rows["cascade"]["pairs_verified"]["test>train"] < rows["default"]["pairs_verified"]["test>train"]
+    assert rows["cascade"]["verifier"].startswith("imagematch") and rows["default"]["verifier"].startswith("imagecorr")
+    assert (tmp_path / "verify_share_quick.json").exists()
+
+
 def test_quality_rejects_unknown_set(capsys):
     with pytest.raises(SystemExit):
         quality.main(["--quick", "--sets", "imags"])

@@ -1,0 +1,126 @@
+"""Verification's share of a whole image scan at benchmark-like proportions (issue 14's time target).
+
+    python -m benchmarks.verify_share                    # 3,000 train x 600 test 32-px images
+    python -m benchmarks.verify_share --quick            # tiny, for the tests
+
+``benchmarks.quality`` measures the share on about as many train as test images; a real benchmark
+(CIFAR-like, 50k / 10k) embeds about six train images per test item, and a scan verifies more than
+the test items' candidates: the train→test and test→test directions (``--k-reverse`` each) and a
+verified random-pair baseline.  Here a CIFAR-sized case (:func:`benchmarks.scan_e2e.write_image32_case`:
+five sixths train, random crops of the shipped photographs and placed digits, 5 % of test planted) is
+scanned by :func:`sibscan.scan.run_scan`, exactly as the CLI does, once per ``--configs`` entry:
+
+* ``default`` — the default verifier (``imagecorr``) on every candidate of the union of views;
+* ``imagematch`` — ``--verifier imagematch`` on the same candidates;
+* ``cascade`` — ``--cascade --verifier imagematch``.
+
+Reported per configuration, from the scan's own clock (``manifest["timings"]``): embedding
+(``encode``), the extra views, verification (``verify``: the cascade's windows scoring included) and
+the baseline (it verifies random pairs), the pairs verified (rows of the neighbours table with a
+verified score, plus the baseline's verified random pairs), and the shares verify / (verify +
+encode) and (verify + baseline) / total.  Every scan embeds its own items (its own cache).
+Results: ``benchmarks/results/verify_share.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from benchmarks._common import print_table, write_results
+
+#: scan options of each configuration
+CONFIGS: Dict[str, dict] = {
+    "default": {},
+    "imagematch": {"verifier": "imagematch"},
+    "cascade": {"verifier": "imagematch", "cascade": True},
+}
+
+
+def verified_pairs(scan_dir: Path) -> Dict[str, int]:
+    """Rows with a verified score per direction of a finished scan, and the baseline's verified pairs."""
+    from sibscan.scandir import ScanDir
+
+    sd = ScanDir(scan_dir)
+    nb = sd.neighbours()
+    out: Dict[str, int] = {}
+    ok = np.isfinite(np.asarray(nb["verified"], np.float64))
+    for qs, ns in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist()))):
+        out[f"{qs}>{ns}"] = int((ok & nb.mask(qs, ns)).sum())
+    base = sd.baseline() or {}
+    out["baseline"] = int(base.get("n_pairs", 0)) if base.get("score") == "verified" else 0
+    return out
+
+
+def run_config(name: str, case: dict, out: Path, extra: dict) -> dict:
+    from sibscan.config import ScanConfig
+    from sibscan.scan import run_scan
+
+    opts = {k: v for k, v in case.items() if k in ("train", "test")}
+    cfg = ScanConfig(out=str(out), device="cpu", progress=False, **opts).merged({**CONFIGS[name], **extra})
+    load_before = os.getloadavg()
+    t = time.perf_counter()
+    man = run_scan(cfg).manifest
+    wall = time.perf_counter() - t
+    tm = man["timings"]
+    pairs = verified_pairs(out)
+    verify, encode, base = tm.get("verify", 0.0), tm.get("encode", 0.0), tm.get("baseline", 0.0)
+    return {"config": name, "options": {**CONFIGS[name], **extra}, "verifier": (man.get("verifier") or {}).get("identity"),
+            "encoder": man["encoder"]["identity"], "n_train": man["inputs"]["train"]["n_items"],
+            "n_test": man["inputs"]["test"]["n_items"], "seconds": wall, "timings": tm, "pairs_verified": pairs,
+            "share_verify_of_verify_and_encode": verify / (verify + encode) if verify + encode else None,
+            "share_verify_and_baseline_of_total": (verify + base) / tm["total"] if tm.get("total") else None,
+            "load_average_before": load_before, "load_average_after": os.getloadavg()}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    from benchmarks.scan_e2e import write_image32_case
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.verify_share", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
+    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths train (default 3600; --quick 60)")
+    ap.add_argument("--configs", default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--name", default="verify_share", help="results file stem (benchmarks/results/NAME.json)")
+    args = ap.parse_args(argv)
+    wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
+    bad = sorted(set(wanted) - set(CONFIGS))
+    if bad:
+        ap.error(f"unknown config(s) {', '.join(bad)}; available: {', '.join(CONFIGS)}")
+    n_images = args.images if args.images is not None else (60 if args.quick else 3600)
+    if n_images < 12:
+        ap.error(f"--images {n_images}: give at least 12 images")
+    extra = {"verified_baseline_pairs": 200, "baseline_pairs": 5000} if args.quick else {}
+    results: List[dict] = []
+    t0 = time.perf_counter()
+    name = args.name + ("_quick" if args.quick else "")
+    with tempfile.TemporaryDirectory(prefix="sibscan-share-") as tmp:
+        case = write_image32_case(Path(tmp) / "data", n_images, seed=args.seed)
+        for config in wanted:
+            print(f"scanning with {config}: {case['n_train']} train, {case['n_test']} test ...", flush=True)
+            results.append(run_config(config, case, Path(tmp) / f"scan-{config}", extra))
+            r = results[-1]
+            tm = r["timings"]
+            print_table([{"config": config, "scan s": r["seconds"], "encode s": tm.get("encode", 0.0),
+                          "views s": tm.get("views", 0.0), "verify s": tm.get("verify", 0.0),
+                          "baseline s": tm.get("baseline", 0.0), "pairs verified": sum(r["pairs_verified"].values()),
+                          "verify/(verify+encode)": f"{r['share_verify_of_verify_and_encode']:.0%}",
+                          "(verify+baseline)/total": f"{r['share_verify_and_baseline_of_total']:.0%}",
+                          "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"}])
+            # written after every configuration, so a stopped run keeps the finished ones
+            write_results(name, {"quick": args.quick, "seed": args.seed, "images": n_images, "results": results,
+                                 "complete": False})
+    payload = {"quick": args.quick, "seed": args.seed, "images": n_images, "results": results,
+               "seconds": time.perf_counter() - t0, "complete": True}
+    path = write_results(name, payload)
+    print(f"wrote {path}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()
