@@ -78,20 +78,27 @@ def run_config(name: str, case: dict, out: Path, extra: dict) -> dict:
             "load_average_before": load_before, "load_average_after": os.getloadavg()}
 
 
+def _config_list(text: str) -> List[str]:
+    """``--configs``: names from :data:`CONFIGS`, comma-separated."""
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = sorted(set(names) - set(CONFIGS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown config(s) {', '.join(unknown) or '(none given)'}; "
+                                         f"available: {', '.join(CONFIGS)}")
+    return names
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     from benchmarks.scan_e2e import write_image32_case
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.verify_share", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
     ap.add_argument("--images", type=int, default=None, help="images in all, five sixths train (default 3600; --quick 60)")
-    ap.add_argument("--configs", default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", type=_config_list, default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="verify_share", help="results file stem (benchmarks/results/NAME.json)")
     args = ap.parse_args(argv)
-    wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
-    bad = sorted(set(wanted) - set(CONFIGS))
-    if bad:
-        ap.error(f"unknown config(s) {', '.join(bad)}; available: {', '.join(CONFIGS)}")
+    wanted = args.configs
     n_images = args.images if args.images is not None else (60 if args.quick else 3600)
     if n_images < 12:
         ap.error(f"--images {n_images}: give at least 12 images")
