@@ -1,7 +1,8 @@
 """A verification cascade: a cheap score picks which candidate pairs the expensive verifier sees.
 
 ``imagematch`` (:mod:`sibscan.verify.imagematch`) searches scale, rotation and flip per pair and
-costs 5-7x ``imagecorr``'s time per pair on a quiet machine (2-3x under load); verifying every
+costs 5-7x ``imagecorr``'s time per pair on a quiet machine (5.7x in the loaded whole scans of
+``benchmarks.verify_share``, both on one torch thread); verifying every
 candidate of the union of views (13 per test item on the planted crop sets) took 74-77 % of scan
 time beside effnet's embedding with nothing else running (README).  A test item is decided by its best verified pair, so
 only the candidates that could be its best need the expensive score: each query's rows whose cheap
