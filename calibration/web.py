@@ -238,7 +238,10 @@ class LabelServer:
         return self.httpd.done
 
     def start(self) -> "LabelServer":
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="sibscan-label", daemon=True)
+        # stop() waits for serve_forever's next poll: at socketserver's default of 0.5 s, every close
+        # of the page (each test of it too) idled up to half a second
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="sibscan-label", daemon=True)
         self.thread.start()
         return self
 
