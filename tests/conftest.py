@@ -30,7 +30,8 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    cuda = _has_cuda()
+    # torch is imported (seconds) only when a collected test asks for CUDA
+    cuda = any("cuda" in item.keywords for item in items) and _has_cuda()
     chromium = shutil.which("chromium") or os.path.exists("/usr/bin/chromium")
     in_ci = os.environ.get("CI", "").lower() == "true"
     for item in items:
@@ -38,6 +39,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="no CUDA GPU visible to torch (runs on the GPU machine via benchmarks/gpu_check.sh)"))
         if "browser" in item.keywords and not chromium and not in_ci:
             item.add_marker(pytest.mark.skip(reason="Debian chromium not installed (apt-get install chromium chromium-driver)"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fsync_without_waiting_for_the_disk():
+    """``os.fsync`` checks its descriptor (a closed one raises as before) but does not wait for the
+    disk: thousands of small scan files each waited ~6 ms on a busy disk, about a tenth of the run,
+    and no test can observe durability. Tests that patch ``os.fsync`` themselves still can."""
+    def fsync(fd):
+        os.fstat(fd if isinstance(fd, int) else fd.fileno())
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(os, "fsync", fsync)
+    yield
+    mp.undo()
 
 
 @pytest.fixture(scope="session")
