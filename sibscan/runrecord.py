@@ -15,6 +15,7 @@ A folder's hash covers every file under it (relative path, size and content, in 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -90,20 +91,39 @@ def _device() -> dict:
     return out
 
 
-def environment() -> dict:
-    """Python, platform, CPU, the installed packages and their versions, and the device."""
-    from importlib.metadata import distributions
+def _path_state() -> tuple:
+    """Each ``sys.path`` entry with its folder's modification time: installing, upgrading or removing a
+    package adds or removes a ``*.dist-info`` folder there, which changes it."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, None))
+    return tuple(state)
 
-    from ._version import __version__
+
+@functools.lru_cache(maxsize=4)
+def _packages(path_state: tuple) -> Tuple[Tuple[str, str], ...]:
+    """Installed distributions as sorted ``(name, version)``, read once per :func:`_path_state`:
+    reading every package's metadata took 0.1-0.5 s, paid by every scan and audit of a process."""
+    from importlib.metadata import distributions
 
     packages: Dict[str, str] = {}
     for dist in distributions():
         name = dist.metadata["Name"]
         if name:
             packages[name.lower()] = dist.version
+    return tuple(sorted(packages.items()))
+
+
+def environment() -> dict:
+    """Python, platform, CPU, the installed packages and their versions, and the device."""
+    from ._version import __version__
+
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
             "platform": platform.platform(), "machine": platform.machine(), "cpu": _cpu_name(),
-            "cpu_count": os.cpu_count(), "sibscan": __version__, "packages": dict(sorted(packages.items())),
+            "cpu_count": os.cpu_count(), "sibscan": __version__, "packages": dict(_packages(_path_state())),
             "device": _device()}
 
 

@@ -95,3 +95,21 @@ def test_out_folder_of_something_else_is_refused(tmp_path, run_inputs):
     with pytest.raises(SibscanError, match="is not an audit folder"):
         run_audit(AuditConfig(predictions=[p], targets=t, out=tmp_path / "busy"))
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+def test_environment_lists_a_package_installed_after_an_earlier_record(tmp_path, monkeypatch):
+    """The package list is read once per state of sys.path's folders: installing into one shows up."""
+    from sibscan.runrecord import environment
+
+    def install(name, version):
+        info = tmp_path / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+    install("sibscan-probe-a", "1.0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = environment()["packages"]
+    assert first["sibscan-probe-a"] == "1.0" and "sibscan-probe-b" not in first
+    assert environment()["packages"] == first
+    install("sibscan-probe-b", "2.0")
+    assert environment()["packages"]["sibscan-probe-b"] == "2.0"
