@@ -55,6 +55,27 @@ def _fsync_without_waiting_for_the_disk():
     mp.undo()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _one_click_command_per_typer_app():
+    """Typer's ``CliRunner.invoke(app, ...)`` converted the whole Typer app into its click command tree
+    on every call (~25 ms each, hundreds of calls); the tree is the same each time, so each app is
+    converted once per run and the command reused, as click's own ``CliRunner`` reuses a command."""
+    import typer.testing
+
+    convert = typer.testing._get_command
+    commands: dict = {}
+
+    def command_of(app):
+        if id(app) not in commands:
+            commands[id(app)] = (app, convert(app))  # the app is kept, so its id is never reused
+        return commands[id(app)][1]
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(typer.testing, "_get_command", command_of)
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def local_ray():
     """One local Ray (2 CPUs) shared by every Ray test of the run; the engines reuse an initialised Ray.
