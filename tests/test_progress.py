@@ -100,10 +100,11 @@ def test_a_slow_scan_logged_to_a_file_reports_at_every_interval(tmp_path):
     (tmp_path / "slowenc.py").write_text(SLOW_ENCODER)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "SIBSCAN_PROGRESS_INTERVAL": "0.3"}
     code = "import slowenc; from sibscan.cli import main; main()"
+    # --device cpu: nothing here needs torch, and asking it about a GPU would import it (seconds) first
     with open(tmp_path / "stderr.log", "w") as err:
         proc = subprocess.run([sys.executable, "-c", code, "scan", str(tmp_path / "train.csv"), str(tmp_path / "test.csv"),
                                "--out", str(tmp_path / "scan"), "--encoder", "slow-znorm", "--batch-size", "8",
-                               "--no-verify", "--baseline-pairs", "300", "--json"],
+                               "--no-verify", "--baseline-pairs", "300", "--device", "cpu", "--json"],
                               stdout=subprocess.PIPE, stderr=err, env=env, timeout=120, text=True)
     log = (tmp_path / "stderr.log").read_text()
     assert proc.returncode == 0, log
