@@ -4,8 +4,9 @@ CUDA tests carry ``@pytest.mark.cuda`` and are skipped with a reason where torch
 Ray tests take the session-wide ``local_ray`` fixture (one local Ray with 2 CPUs for the whole run,
 skipped with Ray's own reason where its node cannot start on an overloaded machine) and are marked
 slow.
-Browser tests carry ``@pytest.mark.browser``: skipped where /usr/bin/chromium is missing, except under
-CI (CI=true), where a missing browser is a failure.
+Browser tests carry ``@pytest.mark.browser`` and share the session-wide ``browser`` fixture (one
+headless Chromium): skipped where /usr/bin/chromium is missing, except under CI (CI=true), where a
+missing browser is a failure.
 """
 from __future__ import annotations
 
@@ -74,6 +75,22 @@ def _one_click_command_per_typer_app():
     mp.setattr(typer.testing, "_get_command", command_of)
     yield
     mp.undo()
+
+
+#: Debian's Chromium, headless, as every browser test drives it
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (Playwright) for every browser test of the run, launched once (each
+    launch took seconds); each test opens its own pages, each page in a fresh browser context."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture(scope="session")

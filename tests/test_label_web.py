@@ -16,10 +16,6 @@ from sibscan.scandir import ScanDir
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
-
-
 def _session(tmp_path, modality, n_pairs, **kw):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=11, modality=modality, **kw)
     cal_dir = tmp_path / "cal"
@@ -36,15 +32,6 @@ def _get(url):
             return r.status, r.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def test_token_required_and_no_traversal(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from planted_scan import planted_images
-from test_report_browser import ARGS
 
 import sibscan
 
@@ -20,33 +19,30 @@ INSIDE = """() => Array.from(document.querySelectorAll('svg.plot')).map(svg => {
 
 
 @pytest.mark.browser
-def test_scan_in_a_notebook_cell_and_its_report_plots(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_scan_in_a_notebook_cell_and_its_report_plots(tmp_path, browser):
     Image = pytest.importorskip("PIL.Image")
     train, test = planted_images(np.random.default_rng(5))
     scan = sibscan.scan([Image.fromarray(a) for a in train], [Image.fromarray(a) for a in test], encoder="pixels",
                         verify=False, cutoff=0.95, out=tmp_path / "scan", baseline_pairs=400, progress=False)
     cell = scan._repr_html_()
     report_html = scan.write_reports(["html"])["html"]
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 900})
-            # a notebook output cell: the fragment inside someone else's page
-            page.set_content(f"<html><body><div class='output_area'>{cell}</div></body></html>")
-            assert "flagged at similarity ≥ 0.9500" in page.locator(".sibscan-headline").inner_text()
-            thumbs = page.locator(".sibscan-gallery img.thumb")
-            assert thumbs.count() >= 8  # both sides of the closest pairs
-            widths = thumbs.evaluate_all("els => els.map(e => e.naturalWidth)")
-            assert min(widths) >= 144  # 24-px images scaled up six times, nearest neighbour
-            assert page.locator("svg.histogram rect title").count() > 5  # hover values
-            assert page.evaluate(INSIDE) == []
-            page.goto(report_html.as_uri())
-            assert page.locator("svg.plot").count() == 2 and page.evaluate(INSIDE) == []
-            wide = page.locator("svg.histogram").bounding_box()["width"]
-            page.set_viewport_size({"width": 600, "height": 900})
-            narrow = page.locator("svg.histogram").bounding_box()["width"]
-            assert narrow < wide and narrow > 500  # the plot follows the page
-            assert page.evaluate(INSIDE) == []
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    try:
+        # a notebook output cell: the fragment inside someone else's page
+        page.set_content(f"<html><body><div class='output_area'>{cell}</div></body></html>")
+        assert "flagged at similarity ≥ 0.9500" in page.locator(".sibscan-headline").inner_text()
+        thumbs = page.locator(".sibscan-gallery img.thumb")
+        assert thumbs.count() >= 8  # both sides of the closest pairs
+        widths = thumbs.evaluate_all("els => els.map(e => e.naturalWidth)")
+        assert min(widths) >= 144  # 24-px images scaled up six times, nearest neighbour
+        assert page.locator("svg.histogram rect title").count() > 5  # hover values
+        assert page.evaluate(INSIDE) == []
+        page.goto(report_html.as_uri())
+        assert page.locator("svg.plot").count() == 2 and page.evaluate(INSIDE) == []
+        wide = page.locator("svg.histogram").bounding_box()["width"]
+        page.set_viewport_size({"width": 600, "height": 900})
+        narrow = page.locator("svg.histogram").bounding_box()["width"]
+        assert narrow < wide and narrow > 500  # the plot follows the page
+        assert page.evaluate(INSIDE) == []
+    finally:
+        page.close()
