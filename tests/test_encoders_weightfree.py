@@ -56,7 +56,7 @@ def planted_images(tmp_path_factory):
     train, truth, test = [], {}, []
     for n, im in photos.items():
         p = root / f"train_{n}.png"
-        im.save(p)
+        im.save(p, compress_level=1)  # lossless either way; the default level took ~4x as long
         train.append(str(p))
     # hard negatives: the same photo, a different region / mirrored
     for n in ("chelsea", "astronaut", "coffee", "camera"):
@@ -64,11 +64,11 @@ def planted_images(tmp_path_factory):
         w, h = im.size
         half = im.crop((0, 0, w // 2, h)).resize((w, h))
         p = root / f"train_{n}_half.png"
-        half.save(p)
+        half.save(p, compress_level=1)
         train.append(str(p))
         mirror = im.transpose(PIL.Transpose.FLIP_TOP_BOTTOM)
         p = root / f"train_{n}_flip.png"
-        mirror.save(p)
+        mirror.save(p, compress_level=1)
         train.append(str(p))
     for n in ("chelsea", "astronaut", "coffee", "camera"):
         im = photos[n]
