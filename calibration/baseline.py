@@ -255,7 +255,7 @@ def scan_baseline(
     doc_index: Optional[Dict[str, np.ndarray]] = None,
     neighbours=None,
     k: Optional[int] = None,
-    neighbour_keys: Optional[np.ndarray] = None,
+    neighbour_keys: Optional[np.ndarray | Callable[[np.ndarray], np.ndarray]] = None,
 ) -> dict:
     """The random-pair baseline of a scan, on the score that decides there.
 
@@ -283,9 +283,11 @@ def scan_baseline(
         left out (they are the closest, not random) unless that leaves fewer than half the pairs.
     k : int, optional
         Candidates verified per test item (the scan's ``--k``), for the chance-sibling count.
-    neighbour_keys : ndarray of int64, optional
+    neighbour_keys : ndarray of int64, or callable ``(keys) -> bool mask``, optional
         More pairs of the neighbour lists, as :func:`neighbour_pair_keys` gives them: the rows of the table
-        that ``neighbours`` does not hold (the scan streams the train→test direction to disk).
+        that ``neighbours`` does not hold (the scan streams the train→test direction to disk).  A callable
+        says which of the flat keys it is given are among them (the scan reads those rows back from disk
+        a block at a time instead of holding a key per row).
 
     Returns
     -------
@@ -307,7 +309,8 @@ def scan_baseline(
         if fingerprints is not None:
             fingerprints = {"train": fingerprints["train"][rows], "test": fingerprints["test"]}
     near = None if neighbours is None else neighbour_pair_keys(neighbours, n_train_all)
-    if neighbour_keys is not None:
+    more = neighbour_keys if callable(neighbour_keys) else None
+    if neighbour_keys is not None and more is None:
         near = np.union1d(np.zeros(0, np.int64) if near is None else near, np.asarray(neighbour_keys, np.int64))
 
     def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
@@ -318,7 +321,9 @@ def scan_baseline(
 
     def neighbour_pairs(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         train_orig = train_idx if rows is None else rows[train_idx]
-        return np.isin(test_idx.astype(np.int64) * n_train_all + train_orig, near)
+        keys = pair_keys(test_idx, train_orig, n_train_all)
+        held = np.isin(keys, near) if near is not None else np.zeros(len(keys), bool)
+        return held | np.asarray(more(keys), dtype=bool) if more is not None else held
 
     if verifier is not None:
         n_pairs = min(n_pairs, verified_budget(n_verified_pairs, n_test, k or 1) if k else n_verified_pairs)
@@ -326,7 +331,7 @@ def scan_baseline(
         embeddings["train"], embeddings["test"], seed=seed, n_pairs=n_pairs,
         score_fn=None if verifier is None else verified_scores,
         exclude=None if fingerprints is None else exact_twins,
-        exclude_if_room=neighbour_pairs if near is not None and len(near) else None,
+        exclude_if_room=neighbour_pairs if (near is not None and len(near)) or more is not None else None,
         encoder_identity=encoder_identity, verifier_identity=None if verifier is None else verifier.identity,
         n_compared=min(k, n_train_all) if verifier is not None and k else n_train_all,
     )

@@ -242,13 +242,21 @@ def fingerprint_keys(fp: np.ndarray) -> np.ndarray:
     return fp.view([("hi", "<u8"), ("lo", "<u8")]).ravel()
 
 
-def fingerprint_membership(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Bool array of shape (len(a),): whether each (2,) uint64 fingerprint of ``a`` occurs in ``b``."""
+def fingerprint_membership(a: np.ndarray, b: np.ndarray, block_rows: int = 1 << 18) -> np.ndarray:
+    """Bool array of shape (len(a),): whether each (2,) uint64 fingerprint of ``a`` occurs in ``b``.
+
+    ``b`` may be read ``block_rows`` rows at a time (anything with ``iter_blocks``, such as a scan's
+    train fingerprints on disk): it is then never held whole."""
     a = np.asarray(a, np.uint64).reshape(-1, 2)
-    b = np.asarray(b, np.uint64).reshape(-1, 2)
     if len(a) == 0 or len(b) == 0:
         return np.zeros(len(a), bool)
-    return np.isin(fingerprint_keys(a), fingerprint_keys(b))
+    keys = fingerprint_keys(a)
+    if not hasattr(b, "iter_blocks"):
+        return np.isin(keys, fingerprint_keys(np.asarray(b, np.uint64).reshape(-1, 2)))
+    found = np.zeros(len(a), bool)
+    for _, block in b.iter_blocks(block_rows):
+        found |= np.isin(keys, fingerprint_keys(np.asarray(block, np.uint64).reshape(-1, 2)))
+    return found
 
 
 def group_fingerprints(fp: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

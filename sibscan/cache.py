@@ -363,7 +363,7 @@ def embed(
     return _collect((cache.get(pos[s:s + step]) for s in range(0, n, step)), n, dim, out)
 
 
-_GATHER_BYTES = 64 << 20  # rows gathered from the cache at a time when writing to ``out``
+_GATHER_BYTES = 8 << 20  # rows gathered from the cache at a time (a block, not the train set, when writing to ``out``)
 
 
 def _collect(blocks: Iterable[np.ndarray], n: int, dim: int, out: Optional[str | os.PathLike]):

@@ -19,6 +19,7 @@ import numpy as np
 from .errors import InputError
 from .imageio import DEPTH_KEY, decode_images
 from .items import Items
+from .rowids import RowNumberIds, id_blocks, lexicographic_order
 from .kernels.textalign import normalise_text
 
 __all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
@@ -136,11 +137,12 @@ def items_fingerprint(items: Items, fp: np.ndarray) -> str:
     str
         32 hex characters.
     """
-    ids = np.ascontiguousarray(items.ids)
+    ids = items.ids if isinstance(items.ids, RowNumberIds) else np.ascontiguousarray(items.ids)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"sibscan-items/1|{len(ids)}|{ids.dtype.str}|".encode())
     h.update(np.ascontiguousarray(fp, dtype="<u8").tobytes())
-    h.update(ids.tobytes())
+    for block in id_blocks(ids):
+        h.update(block.tobytes())
     return h.hexdigest()
 
 
@@ -155,12 +157,15 @@ def ids_fingerprint(items: Items, fp: np.ndarray) -> str:
     str
         32 hex characters: blake2b over the ids sorted, each with its fingerprint.
     """
-    ids = np.ascontiguousarray(items.ids)
-    order = np.argsort(ids, kind="stable")
+    ids = items.ids if isinstance(items.ids, RowNumberIds) else np.ascontiguousarray(items.ids)
+    order = lexicographic_order(ids)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"sibscan-ids/1|{len(ids)}|{ids.dtype.str}|".encode())
-    h.update(np.ascontiguousarray(np.asarray(fp, dtype="<u8")[order]).tobytes())
-    h.update(np.ascontiguousarray(ids[order]).tobytes())
+    step = 1 << 16  # the sorted ids and fingerprints a block at a time
+    for a in range(0, len(order), step):
+        h.update(np.ascontiguousarray(np.asarray(fp[order[a:a + step]], dtype="<u8")).tobytes())
+    for a in range(0, len(order), step):
+        h.update(np.ascontiguousarray(ids[order[a:a + step]]).tobytes())
     return h.hexdigest()
 
 

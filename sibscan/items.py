@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .errors import InputError, SibscanError
+from .rowids import RowNumberIds
 
 __all__ = ["Items", "Skipped", "MODALITIES", "SPLITS", "check_pair"]
 
@@ -60,7 +61,8 @@ class Items:
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:
             raise ValueError(f"unknown modality {self.modality!r}; available: {', '.join(MODALITIES)}")
-        self.ids = np.asarray(self.ids).astype(str)
+        if not isinstance(self.ids, RowNumberIds):  # row numbers stay unmade (sibscan.rowids)
+            self.ids = np.asarray(self.ids).astype(str)
         n = len(self.ids)
         for name in ("labels", "groups"):
             arr = getattr(self, name)

@@ -25,12 +25,11 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import dumps_json
-from .calibration.baseline import (baseline_warning, expected_chance_siblings, neighbour_pair_keys, pair_keys,
-                                   scan_baseline)
+from .calibration.baseline import baseline_warning, expected_chance_siblings, pair_keys, scan_baseline
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
-from .diskarray import NpyWriter, is_disk_array
+from .diskarray import NpyArray, NpyWriter, is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .errors import SibscanError
@@ -65,7 +64,7 @@ _REVERSE = ("train", "test")
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
 _INPUTS = "inputs"
-#: the name of the train values moved to disk while the scan runs (see _values_to_disk)
+#: the name of the train values and fingerprints moved to disk while the scan runs (see _train_to_disk)
 _SPILL = ".values-"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
@@ -100,36 +99,42 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
         index, splits = _load_splits(cfg, sd.path / _INPUTS)
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
-    spilled = None
+    spilled = []
     if index is None:
-        splits["train"], spilled = _values_to_disk(splits["train"], sd.path)
+        for stale in sd.path.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
+            stale.unlink(missing_ok=True)
+        # the dicts are changed in place: no reference to the arrays in memory is left behind
+        splits["train"], fps["train"] = _train_to_disk(splits["train"], fps["train"], sd.path, spilled)
     try:
         return _scan_stages(cfg, echo, sd, timings, clock, t0, index, splits, fps)
     finally:
-        if spilled is not None:
-            spilled.unlink(missing_ok=True)
+        for path in spilled:
+            path.unlink(missing_ok=True)
 
 
-def _values_to_disk(items: Items, folder: Path) -> Tuple[Items, Optional[Path]]:
-    """Move a table split's values to a temporary ``.npy`` file in the scan directory, read back by rows
-    (:class:`~sibscan.diskarray.NpyArray`): from here on the scan reads blocks and candidate rows only,
-    so the values no longer count in memory (128 bytes a row of 16 floats).  Returns a copy of the items
-    reading their values from the file, and the file (removed when the scan ends; None, and the items
-    unchanged, for other modalities); the caller's items (from Python) are left as they were."""
+def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) -> Tuple[Items, np.ndarray]:
+    """Move a table split's values and fingerprints to temporary ``.npy`` files in the scan directory,
+    read back by rows (:class:`~sibscan.diskarray.NpyArray`): from here on the scan reads blocks and
+    candidate rows only, so neither counts in memory (128 + 16 bytes a row of 16 floats).  Returns a
+    copy of the items reading their values from the file, and the fingerprints (both unchanged for
+    other modalities; the caller's items, from Python, are left as they were); the files are added to
+    ``spilled`` (removed when the scan ends)."""
     if items.modality != "table" or not isinstance(items.values, np.ndarray):
-        return items, None
-    for stale in folder.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
-        stale.unlink(missing_ok=True)
-    path = folder / f"{_SPILL}{items.split}-{os.getpid()}.tmp.npy"
-    writer = NpyWriter(path, items.values.dtype, items.values.shape[1:])
+        return items, fp
+    items = copy.copy(items)
+    items.values = _to_disk(items.values, folder / f"{_SPILL}{items.split}-{os.getpid()}.tmp.npy", spilled)
+    return items, _to_disk(fp, folder / f"{_SPILL}{items.split}-fp-{os.getpid()}.tmp.npy", spilled)
+
+
+def _to_disk(array: np.ndarray, path: Path, spilled: list) -> NpyArray:
+    writer = NpyWriter(path, array.dtype, array.shape[1:])
     try:
-        writer.append(items.values)
+        writer.append(array)
     except BaseException:
         writer.abort()
         raise
-    items = copy.copy(items)
-    items.values = writer.close()
-    return items, path
+    spilled.append(path)
+    return writer.close()
 
 
 def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, splits, fps) -> ScanResult:
@@ -157,18 +162,16 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                 sd.write_embeddings(split, emb)
     _mark(sd, manifest, "encode")
 
-    # the held table (nb) has every direction but train→test, which is on disk only: its pairs, for the
-    # baseline, are kept as keys (8 bytes a row, not a table row's ~300)
-    reverse_keys = None
+    # the held table (nb) has every direction but train→test, which is on disk only: the baseline asks
+    # the file which of its random pairs are there (reverse_keys), so no key per train row is held
     if "search" in done and sd.neighbours_path.exists():
         nb = sd.neighbours(skip=[_REVERSE])
-        if "baseline" not in done:
-            qi, ni = sd.neighbour_pairs(*_REVERSE)
-            reverse_keys = np.unique(pair_keys(ni, qi, len(splits["train"])))
     else:
-        nb, reverse_keys = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
-                                       clock, timings, echo)
+        nb = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
+                         clock, timings, echo)
         _mark(sd, manifest, "search")
+    on_disk = "baseline" not in done and "train-test" in cfg.search.directions
+    reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
 
     with clock("baseline"), progress_task("random-pair baseline"):
         baseline = sd.baseline() if "baseline" in done else None
@@ -196,9 +199,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
 
 def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
-                echo: Callable[[str], None]) -> Tuple[Neighbours, Optional[np.ndarray]]:
-    """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows,
-    and those rows' pair keys (:func:`~sibscan.calibration.baseline.neighbour_pair_keys`).
+                echo: Callable[[str], None]) -> Neighbours:
+    """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
+    when those were streamed (they are in the files only: the baseline reads them back, see
+    :func:`_on_disk_pairs`).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
@@ -228,7 +232,6 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
         if verifier is not None:
             echo(f"verifying {len(nb) + n_reverse:,} candidate pairs with {verifier.name}")
         nb = verify_neighbours(nb, verifier, splits, progress=progress)
-    keys = []
     with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv") as writer:
         for pair in _table_order(search.directions, verifier is not None, bool(views)) if stream else [None]:
             if pair != _REVERSE:
@@ -240,8 +243,25 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                 for part in reverse_blocks(embeddings, splits, fps, search, verifier, device=device,
                                            progress=progress, view=view, timings=timings):
                     writer.append(part)
-                    keys.append(neighbour_pair_keys(part, len(splits["train"])))
-    return nb, (np.unique(np.concatenate(keys)) if keys else None)
+    return nb
+
+
+def _on_disk_pairs(sd: ScanDir, n_train: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Which flat (test, train) pair keys (:func:`~sibscan.calibration.baseline.pair_keys`) are rows of
+    the train→test direction in ``sd``'s neighbours table: the table is read a block of rows at a time
+    (:meth:`~sibscan.scandir.ScanDir.iter_neighbour_pairs`), so memory does not grow with the train set."""
+    def member(keys: np.ndarray) -> np.ndarray:
+        keys = np.asarray(keys, np.int64)
+        wanted = np.unique(keys)
+        hit = np.zeros(len(wanted), bool)
+        if len(wanted):
+            for qi, ni in sd.iter_neighbour_pairs(*_REVERSE):
+                found = pair_keys(ni, qi, n_train)
+                pos = np.minimum(np.searchsorted(wanted, found), len(wanted) - 1)
+                hit[pos[wanted[pos] == found]] = True
+        return hit[np.searchsorted(wanted, keys)]
+
+    return member
 
 
 def _table_order(directions, reranked: bool, views: bool):
@@ -333,10 +353,12 @@ def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[Tra
 
 
 def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, verifier) -> dict:
-    dfp = {s: dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fps[s])
-           for s, items in splits.items()}
-    rows = {s: items_fingerprint(items, fps[s]) for s, items in splits.items()}
-    named = {s: ids_fingerprint(items, fps[s]) for s, items in splits.items()}
+    dfp, rows, named = {}, {}, {}
+    for s, items in splits.items():
+        fp = np.asarray(fps[s])  # a train set's, on disk, read for these three digests and let go
+        dfp[s] = dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fp)
+        rows[s], named[s] = items_fingerprint(items, fp), ids_fingerprint(items, fp)
+        del fp
     train, test = splits["train"], splits["test"]
     return {
         "sibscan_version": __version__,

@@ -76,6 +76,7 @@ import numpy as np
 from .atomic import atomic_path, save_npy, save_npz, write_json, write_text
 from .errors import SibscanError
 from .items import Items, Skipped
+from .rowids import RowNumberIds
 
 __all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS"]
 
@@ -255,13 +256,14 @@ def _csv_cell(text: str) -> str:
 def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
     """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``."""
     d = Path(directory) / "items"
-    arrays = {"ids": items.ids.astype(str)}
+    arrays = {"ids": items.ids if isinstance(items.ids, RowNumberIds) else items.ids.astype(str)}  # written a block at a time
     if items.labels is not None:
         arrays["labels"] = items.labels.astype(str)
     if items.groups is not None:
         arrays["groups"] = items.groups.astype(str)
     if fingerprints is not None:
-        arrays["fingerprint"] = np.asarray(fingerprints, dtype=np.uint64)
+        # on disk (a scan's train set), copied in a block at a time by save_npz
+        arrays["fingerprint"] = fingerprints if hasattr(fingerprints, "iter_blocks") else np.asarray(fingerprints, dtype=np.uint64)
     if items.values is not None:
         arrays["values"] = items.values
     for k, v in items.extra.items():
@@ -321,6 +323,28 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
     )
     return items, arrays.get("fingerprint")
+
+
+class _NpyStream:
+    """A 1-D ``.npy`` member of an archive read front to back, ``m`` rows at a time."""
+
+    def __init__(self, fh):
+        self.fh = fh
+        version = np.lib.format.read_magic(fh)
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, self.dtype = header(fh)
+        if fortran or len(shape) != 1 or self.dtype.hasobject:
+            raise ValueError(f"expected a 1-D column, got shape {shape}")
+        self.rows = int(shape[0])
+
+    def read(self, m: int) -> np.ndarray:
+        data = self.fh.read(m * self.dtype.itemsize)
+        if len(data) != m * self.dtype.itemsize:
+            raise EOFError("the column ends early")
+        return np.frombuffer(data, dtype=self.dtype)
+
+    def close(self) -> None:
+        self.fh.close()
 
 
 class ScanDir:
@@ -403,6 +427,29 @@ class ScanDir:
             with np.load(self.neighbours_path, allow_pickle=False) as z:
                 m = (z["query_split"] == query_split) & (z["neighbour_split"] == neighbour_split)
                 return z["query_index"][m], z["neighbour_index"][m]
+        except _READ_ERRORS as exc:
+            raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
+
+    def iter_neighbour_pairs(self, query_split: str, neighbour_split: str,
+                             block_rows: int = 1 << 18) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+        """:meth:`neighbour_pairs` a block of table rows at a time: ``(query_index, neighbour_index)`` of
+        that direction's rows among each ``block_rows`` rows, read from the archive's columns as streams
+        (memory bounded by the block, whatever the table's length)."""
+        names = ("query_split", "neighbour_split", "query_index", "neighbour_index")
+        try:
+            with zipfile.ZipFile(self.neighbours_path) as zf:
+                streams = [_NpyStream(zf.open(f"{name}.npy")) for name in names]
+                try:
+                    n = streams[0].rows
+                    if any(s.rows != n for s in streams):
+                        raise ValueError("the columns have different lengths")
+                    for a in range(0, n, max(1, int(block_rows))):
+                        qs, ns, qi, ni = (s.read(min(n, a + block_rows) - a) for s in streams)
+                        m = (qs == query_split) & (ns == neighbour_split)
+                        yield qi[m], ni[m]
+                finally:
+                    for s in streams:
+                        s.close()
         except _READ_ERRORS as exc:
             raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
 

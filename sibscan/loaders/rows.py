@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..items import Items
+from ..rowids import RowNumberIds
 
 __all__ = ["MISSING_TOKENS", "TABLE_HINT", "build_table_items", "read_text_lines", "strings_to_float"]
 
@@ -72,7 +73,7 @@ def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None
         raise InputError("no data rows", path=path)
     if values.ndim != 2 or values.shape[1] == 0:
         raise InputError("no numeric columns; " + TABLE_HINT, path=path)
-    items = Items(split=split, modality="table", ids=np.arange(n).astype(str) if ids is None else ids,
+    items = Items(split=split, modality="table", ids=RowNumberIds(n) if ids is None else ids,
                   labels=labels, groups=groups, values=np.ascontiguousarray(values, dtype=np.float64),
                   shape=shape, source=str(path))
     if ids is not None:

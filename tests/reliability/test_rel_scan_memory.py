@@ -178,3 +178,104 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in whole.columns}
     for name, col in whole.columns.items():
         np.testing.assert_array_equal(cols[name], col, err_msg=name)
+
+
+# --- nothing held per train row: row-number ids made on demand, train fingerprints and the
+# --- train→test pairs read back from disk (issue 13: peak RSS bounded by the block size)
+@pytest.mark.parametrize("n", [0, 1, 10, 11, 101, 1234])
+def test_row_number_ids_are_the_strings_of_arange(n):
+    from sibscan.rowids import RowNumberIds, lexicographic_order
+
+    ids, ref = RowNumberIds(n), np.arange(n).astype(str)
+    assert len(ids) == n and ids.dtype == ref.dtype and np.asarray(ids).dtype == ref.dtype
+    np.testing.assert_array_equal(np.asarray(ids), ref)
+    np.testing.assert_array_equal(lexicographic_order(ids), np.argsort(ref, kind="stable"))
+    assert list(ids) == list(ref) and ids.tolist() == ref.tolist() and ids.tobytes() == ref.tobytes()
+    if n:
+        pick = np.array([n - 1, 0, -1, n // 2])
+        assert ids[pick].dtype == ref.dtype
+        np.testing.assert_array_equal(ids[pick], ref[pick])
+        np.testing.assert_array_equal(ids[np.arange(n) % 3 == 1], ref[np.arange(n) % 3 == 1])
+        np.testing.assert_array_equal(ids[1:n:2], ref[1:n:2])
+        assert ids[-1] == ref[-1] and (ids == ref[n // 2]).sum() == 1
+        with pytest.raises(IndexError):
+            ids[n]
+        with pytest.raises(IndexError):
+            ids[np.array([n])]
+
+
+def test_row_number_ids_give_the_digests_and_items_file_of_the_held_strings(tmp_path):
+    from sibscan.fingerprint import fingerprint, ids_fingerprint, items_fingerprint
+    from sibscan.items import Items
+    from sibscan.rowids import RowNumberIds
+    from sibscan.scandir import save_items
+
+    values = np.random.default_rng(5).normal(size=(123, 3))
+    lazy = Items("train", "table", ids=RowNumberIds(123), values=values)
+    held = Items("train", "table", ids=np.arange(123).astype(str), values=values)
+    assert isinstance(lazy.ids, RowNumberIds) and isinstance(held.ids, np.ndarray)
+    fp = fingerprint(held)
+    assert items_fingerprint(lazy, fp) == items_fingerprint(held, fp)
+    assert ids_fingerprint(lazy, fp) == ids_fingerprint(held, fp)
+    save_items(tmp_path / "a", lazy, fp)
+    save_items(tmp_path / "b", held, fp)
+    _assert_same_npz(tmp_path / "a" / "items" / "train.npz", tmp_path / "b" / "items" / "train.npz")
+
+
+def test_fingerprint_membership_reads_a_disk_array_in_blocks(tmp_path):
+    from sibscan.diskarray import NpyArray
+    from sibscan.kernels.rowhash import fingerprint_membership
+
+    rng = np.random.default_rng(2)
+    b = rng.integers(0, 2**63, size=(600, 2), dtype=np.uint64)
+    a = np.vstack([b[[3, 599, 300]], rng.integers(0, 2**63, size=(4, 2), dtype=np.uint64)])
+    np.save(tmp_path / "b.npy", b)
+    got = fingerprint_membership(a, NpyArray(tmp_path / "b.npy"), block_rows=64)
+    np.testing.assert_array_equal(got, fingerprint_membership(a, b))
+    assert got.tolist() == [True] * 3 + [False] * 4
+
+
+def test_pairs_read_back_from_disk_give_the_baseline_of_held_keys(tables):
+    """The train→test pairs are read back from neighbours.npz a block at a time (never a key per train
+    row in memory): the same pairs as the whole column, and the baseline the held keys gave."""
+    from sibscan.calibration.baseline import pair_keys, scan_baseline
+    from sibscan.scan import _on_disk_pairs
+
+    out = tables / "scan"
+    assert _scan(tables, out, *FAST).exit_code == 0
+    sd = ScanDir(out)
+    qi, ni = sd.neighbour_pairs("train", "test")
+    blocks = list(sd.iter_neighbour_pairs("train", "test", block_rows=7))
+    assert len(blocks) > 3
+    np.testing.assert_array_equal(np.concatenate([b[0] for b in blocks]), qi)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]), ni)
+    emb = {s: sd.embeddings(s, mmap=False) for s in ("train", "test")}
+    fps = {s: sd.fingerprints(s) for s in ("train", "test")}
+    nb = sd.neighbours(skip=[("train", "test")])
+    kw = dict(n_pairs=300, n_verified_pairs=50, seed=0, encoder_identity="raw", fingerprints=fps, neighbours=nb)
+    held = scan_baseline(emb, neighbour_keys=np.unique(pair_keys(ni, qi, 40)), **kw)
+    read = scan_baseline(emb, neighbour_keys=_on_disk_pairs(sd, 40), **kw)
+    assert read == held and held["neighbours_excluded"] is True and held["n_excluded"] > 0
+
+
+def test_scan_of_row_numbered_csv_equals_scan_of_the_same_items_with_held_ids(tables):
+    """A CSV without an id column names its rows by number without holding the strings; the scan is the
+    one of the same rows given with those ids as strings (exact twins, neighbours, baseline)."""
+    from sibscan import scan
+    from sibscan.items import Items
+    from sibscan.loaders.tables import load_table
+    from sibscan.rowids import RowNumberIds
+
+    assert _scan(tables, tables / "csv", *FAST).exit_code == 0
+    splits = {s: load_table(tables / f"{s}.csv", s) for s in ("train", "test")}
+    assert isinstance(splits["train"].ids, RowNumberIds)
+    held = {s: Items(s, "table", ids=np.asarray(it.ids), labels=it.labels, values=it.values, source=it.source)
+            for s, it in splits.items()}
+    scan(held["train"], held["test"], out=tables / "py", encoder="raw", verify=False, baseline_pairs=500,
+         progress=False)
+    _assert_same_npz(tables / "csv" / "neighbours.npz", tables / "py" / "neighbours.npz")
+    assert (tables / "csv" / "baseline.json").read_bytes() == (tables / "py" / "baseline.json").read_bytes()
+    for split in ("train", "test"):
+        _assert_same_npz(tables / "csv" / "items" / f"{split}.npz", tables / "py" / "items" / f"{split}.npz")
+    summaries = [json.loads((tables / o / "manifest.json").read_text())["summary"] for o in ("csv", "py")]
+    assert summaries[0] == summaries[1] and summaries[0]["exact_test_rows_with_train_twin"] == 6
