@@ -6,8 +6,16 @@ edge, against every window of the database image it can slide to, maximised over
 translations, a horizontal flip and a few centre crop-scales (either image may be the crop).
 Each channel is normalised on its own, so brightness, contrast and per-channel colour gains do
 not matter.  The cross-correlation runs as a batched FFT in torch (CPU or CUDA); the
-window statistics come from integral images.  :func:`image_pair_corr_reference` is the plain
-numpy loop the tests hold it to.  (Series pairs: :mod:`sibscan.kernels.lagcorr`.)
+window statistics come from integral images.  :func:`.paircorr_reference.image_pair_corr_reference`
+is the plain numpy loop the tests hold it to.  (Series pairs: :mod:`sibscan.kernels.lagcorr`.)
+
+With ``detail > 0`` the score also weighs the fine structure: at the alignment the NCC chose, the
+NCC of the two windows' detail bands (each minus its Gaussian blur of ``detail_sigma`` pixels) is
+blended in, ``(1 - detail) * ncc + detail * detail_ncc``.  A whole-image NCC is carried by the
+coarse layout, which unrelated images of one kind share (two handwritten 1s, mirrored corners of
+one photograph); the fine structure is what a copy keeps and a look-alike does not.  On the planted
+32-px set (``benchmarks.image_scale``) ``detail=0.25`` at ``detail_sigma = size / 16`` lifted recall
+at precision 0.95 of the default scan from 0.778 to 0.822 (0.800 to 0.822 on 64-128 px images).
 
 Undefined correlations (a flat image) come back as NaN: the scan then falls back to the embedding
 similarity for that pair.
@@ -16,11 +24,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["ImageCorr", "image_pair_corr", "image_pair_corr_reference", "image_variants", "zoom_reference"]
+__all__ = ["FLAT_VAR", "ImageCorr", "image_pair_corr", "image_variants"]
 
 #: a window or template whose variance is below this (values in [0, 1]) counts as flat
 FLAT_VAR = 1e-6
@@ -42,6 +50,8 @@ class ImageCorr:
     crop_query, crop_database : ndarray of shape (m,), float32
         Centre-crop fraction applied to each side before matching (1.0 = none): ``crop_database
         = 0.9`` means the query shows the centre 90 % of the database image.
+    ncc : ndarray of shape (m,), float32
+        The plain NCC at that transform (``score`` when ``detail=0``).
     """
 
     score: np.ndarray
@@ -50,6 +60,7 @@ class ImageCorr:
     dx: np.ndarray
     crop_query: np.ndarray
     crop_database: np.ndarray
+    ncc: np.ndarray
 
 
 def image_variants(flip: bool, scales: Sequence[float]) -> List[Tuple[bool, float, float]]:
@@ -88,6 +99,30 @@ def _interp_matrix(size: int, crop: float) -> np.ndarray:
     rows = np.arange(size)
     np.add.at(mat, (rows, lo), 1 - frac)
     np.add.at(mat, (rows, hi), frac)
+    return mat
+
+
+def _mirror_index(idx: np.ndarray, size: int) -> np.ndarray:
+    """Indices folded back into ``[0, size)`` by mirroring at the edges (``d c b | a b c d``)."""
+    if size == 1:
+        return np.zeros_like(idx)
+    period = 2 * (size - 1)
+    idx = np.mod(idx, period)
+    return np.where(idx >= size, period - idx, idx)
+
+
+@functools.lru_cache(maxsize=32)
+def _blur_matrix(size: int, sigma: float) -> np.ndarray:
+    """(size, size) matrix of a 1-D Gaussian blur: weights ``exp(-x^2 / 2 sigma^2)`` out to
+    ``4 sigma``, summing to 1, the edges mirrored."""
+    radius = int(4 * sigma + 0.5)
+    off = np.arange(-radius, radius + 1)
+    weights = np.exp(-0.5 * (off / sigma) ** 2)
+    weights /= weights.sum()
+    rows = np.arange(size)
+    mat = np.zeros((size, size))
+    np.add.at(mat, (np.repeat(rows, len(off)), _mirror_index(rows[:, None] + off, size).ravel()),
+              np.tile(weights, size))
     return mat
 
 
@@ -168,6 +203,46 @@ def _partial_irfft2(spec, H: int, W: int, n: int):
     return out.reshape(*lead, n, n)
 
 
+def _band_ncc(a, b, flat: float):
+    """NCC per channel of equally shaped (m, C, h, w) tensors, averaged over the channels that are
+    not flat on both sides (0 where only one side is flat; NaN where every channel is flat on both)."""
+    import torch
+
+    a = a - a.mean(dim=(-2, -1), keepdim=True)
+    b = b - b.mean(dim=(-2, -1), keepdim=True)
+    va, vb = a.square().sum(dim=(-2, -1)), b.square().sum(dim=(-2, -1))
+    fa, fb = va <= flat, vb <= flat
+    r = (a * b).sum(dim=(-2, -1)) / (va * vb).sqrt().clamp_min(1e-12)
+    r = torch.where(fa | fb, torch.zeros_like(r), r)
+    return torch.where(fa & fb, torch.full_like(r, float("nan")), r).nanmean(dim=1)
+
+
+def _detail_batch(q, d, arg, s: int, variants, sigma: float):
+    """NCC of the detail bands (image minus its Gaussian blur) of each pair's template and window at
+    the transform ``arg`` chose (an index into the (V, n, n) maps): (m,) tensor, NaN where flat."""
+    import torch
+
+    m, C, H, W = q.shape
+    h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
+    v, off = arg // (n * n), arg % (n * n)
+    oy, ox = off // n, off % n
+    gh = torch.as_tensor(_blur_matrix(h, sigma), dtype=q.dtype, device=q.device)
+    gw = torch.as_tensor(_blur_matrix(w, sigma), dtype=q.dtype, device=q.device)
+    out = torch.empty(m, dtype=q.dtype, device=q.device)
+    ar_h, ar_w = torch.arange(h, device=q.device), torch.arange(w, device=q.device)
+    for vi in torch.unique(v).tolist():
+        rows = torch.nonzero(v == vi).flatten()
+        flipped, cq, cd = variants[vi]
+        t = _zoom_torch(q[rows].flip(-1) if flipped else q[rows], cq)[..., s:s + h, s:s + w]
+        dz = _zoom_torch(d[rows], cd)
+        yy = (oy[rows, None] + ar_h)[:, None, :, None]
+        xx = (ox[rows, None] + ar_w)[:, None, None, :]
+        win = dz[torch.arange(len(rows), device=q.device)[:, None, None, None],
+                 torch.arange(C, device=q.device)[None, :, None, None], yy, xx]
+        out[rows] = _band_ncc(t - gh @ t @ gw.T, win - gh @ win @ gw.T, FLAT_VAR * h * w)
+    return out
+
+
 def _corr_batch(q, d, s: int, variants) -> Tuple:
     """Best score and variant/shift index of each pair of one batch (torch tensors)."""
     import torch
@@ -209,6 +284,8 @@ def image_pair_corr(
     max_shift: int = 4,
     flip: bool = True,
     scales: Sequence[float] = (1.0, 0.9, 0.8),
+    detail: float = 0.0,
+    detail_sigma: Optional[float] = None,
     device: str = "cpu",
     batch_size: int = 512,
 ) -> ImageCorr:
@@ -226,6 +303,11 @@ def image_pair_corr(
     scales : sequence of float in (0, 1]
         Centre-crop fractions; each ``s < 1`` is tried both ways (query = crop of database, and
         database = crop of query).
+    detail : float in [0, 1]
+        Weight of the detail bands' NCC in the score, at the transform the NCC chose (0: the NCC
+        alone).  Where both detail bands are flat the NCC stands in for it; where one is, it is 0.
+    detail_sigma : float, optional
+        Gaussian blur (pixels) taken off each window to leave its detail band (default ``H / 16``).
     device : str
         torch device, resolved by the caller (``"cpu"``, ``"cuda"``).
     batch_size : int
@@ -240,9 +322,11 @@ def image_pair_corr(
     _check_images(query, database, max_shift)
     variants = image_variants(flip, scales)
     m, _, H, W = query.shape
+    sigma = _check_detail(detail, detail_sigma, H)
     n = 2 * max_shift + 1
     best = np.empty(m, np.float32)
     arg = np.empty(m, np.int64)
+    band = np.full(m, np.nan, np.float32)
     with torch.no_grad():
         for lo in range(0, m, batch_size):
             q = torch.as_tensor(query[lo:lo + batch_size], dtype=torch.float32).to(device)
@@ -250,81 +334,34 @@ def image_pair_corr(
             b, a = _corr_batch(q, d, max_shift, variants)
             best[lo:lo + len(q)] = b.cpu().numpy()
             arg[lo:lo + len(q)] = a.cpu().numpy()
-    return _decode(best, arg, variants, max_shift, n)
+            if detail:
+                band[lo:lo + len(q)] = _detail_batch(q, d, a, max_shift, variants, sigma).cpu().numpy()
+    return _decode(best, arg, variants, max_shift, n, band, detail)
 
 
-def _decode(best, arg, variants, s, n) -> ImageCorr:
+def _check_detail(detail: float, sigma: Optional[float], size: int) -> float:
+    """The detail band's blur in pixels (default ``size / 16``), after checking both options."""
+    if not 0.0 <= float(detail) <= 1.0:
+        raise ValueError(f"detail must be in [0, 1], got {detail}")
+    sigma = size / 16 if sigma is None else float(sigma)
+    if not sigma > 0:
+        raise ValueError(f"detail_sigma must be positive, got {sigma}")
+    return sigma
+
+
+def _decode(best, arg, variants, s, n, band, detail: float) -> ImageCorr:
     v, off = np.divmod(arg, n * n)
     oy, ox = np.divmod(off, n)
     table = np.array([(f, cq, cd) for f, cq, cd in variants], dtype=np.float64).reshape(-1, 3)
-    best = np.where(np.isfinite(best), np.clip(best, -1.0, 1.0), np.nan).astype(np.float32)
+    best = np.where(np.isfinite(best), np.clip(best, -1.0, 1.0), np.nan)
+    band = np.where(np.isnan(band), best, np.clip(band, -1.0, 1.0))  # both bands flat: the NCC stands in
+    score = best if not detail else (1.0 - detail) * best + detail * band
     return ImageCorr(
-        score=best,
+        score=score.astype(np.float32),
         flipped=table[v, 0].astype(bool),
         dy=(s - oy).astype(np.int32),
         dx=(s - ox).astype(np.int32),
         crop_query=table[v, 1].astype(np.float32),
         crop_database=table[v, 2].astype(np.float32),
+        ncc=best.astype(np.float32),
     )
-
-
-def zoom_reference(x: np.ndarray, crop: float) -> np.ndarray:
-    """Numpy bilinear centre crop-and-resize matching ``grid_sample(align_corners=False)``.
-
-    ``x`` has shape (..., H, W); returns the same shape.
-    """
-    if crop == 1.0:
-        return np.asarray(x, np.float64)
-    H, W = x.shape[-2:]
-
-    def coords(size):
-        norm = (2 * np.arange(size) + 1) / size - 1
-        pix = ((norm * crop + 1) * size - 1) / 2
-        pix = np.clip(pix, 0, size - 1)
-        lo = np.floor(pix).astype(int)
-        hi = np.minimum(lo + 1, size - 1)
-        return lo, hi, pix - lo
-
-    y0, y1, fy = coords(H)
-    x0, x1, fx = coords(W)
-    x = np.asarray(x, np.float64)
-    top = x[..., y0, :][..., x0] * (1 - fx) + x[..., y0, :][..., x1] * fx
-    bot = x[..., y1, :][..., x0] * (1 - fx) + x[..., y1, :][..., x1] * fx
-    return top * (1 - fy)[:, None] + bot * fy[:, None]
-
-
-def image_pair_corr_reference(
-    query: np.ndarray,
-    database: np.ndarray,
-    *,
-    max_shift: int = 4,
-    flip: bool = True,
-    scales: Sequence[float] = (1.0, 0.9, 0.8),
-) -> ImageCorr:
-    """Brute-force numpy version of :func:`image_pair_corr`: explicit loops over every pair,
-    transform and shift, NCC computed directly from each window."""
-    _check_images(query, database, max_shift)
-    variants = image_variants(flip, scales)
-    s = max_shift
-    m, C, H, W = query.shape
-    h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
-    best = np.full(m, -np.inf)
-    arg = np.zeros(m, np.int64)
-    for i in range(m):
-        for vi, (flipped, cq, cd) in enumerate(variants):
-            qi = query[i][..., ::-1] if flipped else query[i]
-            qz, dz = zoom_reference(qi, cq), zoom_reference(database[i], cd)
-            t = qz[:, s:s + h, s:s + w]
-            t = t - t.mean(axis=(1, 2), keepdims=True)
-            for oy in range(n):
-                for ox in range(n):
-                    win = dz[:, oy:oy + h, ox:ox + w]
-                    win = win - win.mean(axis=(1, 2), keepdims=True)
-                    tv, wv = (t * t).sum(axis=(1, 2)), (win * win).sum(axis=(1, 2))
-                    if (tv <= FLAT_VAR * h * w).any() or (wv <= FLAT_VAR * h * w).any():
-                        continue
-                    r = ((t * win).sum(axis=(1, 2)) / np.sqrt(tv * wv)).mean()
-                    if r > best[i]:
-                        best[i], arg[i] = r, vi * n * n + oy * n + ox
-    return _decode(best, arg, variants, s, n)
-

@@ -285,12 +285,13 @@ def test_imagecorr_beats_embedding_and_every_hard_negative(photos):
     pos, neg = res.scores[truth], res.scores[~truth]
     kinds = np.array(data["test_transform"])[qi]
     geometric = truth & np.isin(kinds, ["shift", "flip", "crop"])
-    # geometric changes break the plain pixel cosine; the verifier sees through them
-    assert (res.scores[geometric] > cosine[geometric] + 0.02).all()
+    # geometric changes break the plain pixel cosine; the verifier sees through them (a crop between
+    # the tried scales misaligns the fine detail, which costs the detail band most: 0.88-0.93 here)
+    assert (res.scores[geometric] > cosine[geometric] + 0.01).all()
     # photometric changes (colour, JPEG q20) the 32 px cosine already tolerates (JPEG noise costs
-    # the 64 px correlation up to ~0.03); they stay far above every negative
-    assert (res.scores[truth & ~geometric] > 0.95).all()
-    assert pos.min() > neg.max(), (pos.min(), neg.max())
+    # the 64 px correlation up to ~0.03, its detail band up to ~0.05); they stay far above every negative
+    assert (res.scores[truth & ~geometric] > 0.94).all()
+    assert pos.min() > neg.max() + 0.25, (pos.min(), neg.max())
     # the hard negatives include the other half of the same photo
     same_photo = ~truth & (np.array(data["test_photo"])[qi] == np.array([i.rsplit("-", 1)[0] for i in data["train_ids"]])[di])
     assert same_photo.sum() == len(test)
@@ -330,13 +331,16 @@ def test_imagecorr_threads_change_no_score_and_are_restored(photos):
 
 def test_imagecorr_options_identity_and_errors(photos):
     a = ImageCorrVerifier(device="cpu")
-    assert a.identity.startswith("imagecorr-v1(") and a.identity == ImageCorrVerifier(device="cpu").identity
+    assert a.identity.startswith("imagecorr-v2(") and a.identity == ImageCorrVerifier(device="cpu").identity
+    assert ImageCorrVerifier(detail=0.0, device="cpu").identity != a.identity
     assert ImageCorrVerifier(max_shift=2, device="cpu").identity != a.identity
     assert ImageCorrVerifier(colour="rgb", device="cpu").identity != a.identity
     with pytest.raises(SibscanError, match="unknown colour mode 'hsv'; available: gray, rgb"):
         ImageCorrVerifier(colour="hsv")
     with pytest.raises(SibscanError, match="max_shift must be between 0 and 15"):
         ImageCorrVerifier(max_shift=40)
+    with pytest.raises(SibscanError, match=r"detail must lie in \[0, 1\], got 2"):
+        ImageCorrVerifier(detail=2)
     _, train, _ = photos
     table = Items("test", "table", ids=["a"], values=np.zeros((1, 3)))
     with pytest.raises(SibscanError, match="imagecorr works on images, not table"):

@@ -99,9 +99,12 @@ def test_imagematch_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene
     assert "rotated" in res.details[2], res.details[2]
     # two different featureless scenes, and a photo against one, stay far below every true copy
     assert res.scores[3:].max() < 0.5, (res.scores, res.details)
-    # imagecorr, the grey-level verifier it replaces, scores the two skies as near-identical
+    # imagecorr, the grey-level verifier it replaces, scores the two skies as near-identical by their
+    # whole-image correlation (their unrelated noise only pulls its detail band down: 0.82 in all)
     old = get_verifier("imagecorr", device="cpu", progress=False).verify(test, np.array([3]), train, np.array([1]))
-    assert old.scores[0] > 0.9
+    assert old.scores[0] > 0.75
+    plain = get_verifier("imagecorr", device="cpu", progress=False, detail=0.0)
+    assert plain.verify(test, np.array([3]), train, np.array([1])).scores[0] > 0.9
     # pairs taken in chunks of 4 (batch_size 1): each chunk searches its own queries only, the same scores
     chunked = get_verifier("imagematch", device="cpu", progress=False, batch_size=1).verify(
         test, np.array([0, 1, 2, 3, 0]), train, np.array([0, 0, 0, 1, 1]))

@@ -11,7 +11,8 @@ import pytest
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.lagcorr import series_lag_corr, series_lag_corr_reference
-from sibscan.kernels.paircorr import image_pair_corr, image_pair_corr_reference
+from sibscan.kernels.paircorr import image_pair_corr
+from sibscan.kernels.paircorr_reference import blur_reference, image_pair_corr_reference
 from sibscan.verify import default_verifier, get_verifier, list_verifiers
 from sibscan.verify.images import describe_image_transform
 import sibscan.kernels.textalign as textalign_module
@@ -28,19 +29,56 @@ from sibscan.verify.text import TextAlignVerifier
 
 
 # -- image kernel ------------------------------------------------------------------------------
-@pytest.mark.parametrize("channels", [1, 3])
-def test_image_kernel_matches_reference(channels):
+@pytest.mark.parametrize("channels,detail", [(1, 0.0), (3, 0.0), (1, 0.25), (3, 0.6)])
+def test_image_kernel_matches_reference(channels, detail):
     pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
     rng = np.random.default_rng(channels)
-    q = rng.random((5, channels, 22, 22))
-    d = rng.random((5, channels, 22, 22))
+    q = rng.random((7, channels, 22, 22))
+    d = rng.random((7, channels, 22, 22))
     d[0] = np.roll(q[0], (2, -1), axis=(1, 2))
     d[1] = q[1][..., ::-1] * 2.0 + 0.3
-    fast = image_pair_corr(q, d, max_shift=3, scales=(1.0, 0.8))
-    ref = image_pair_corr_reference(q, d, max_shift=3, scales=(1.0, 0.8))
+    d[2] = 0.7 * q[2] + 0.3 * d[2]
+    q[3] = np.linspace(0.0, 1.0, 22)  # a ramp: its detail band is (nearly) flat
+    q[4, 0], d[4, 0] = 0.5, np.linspace(0.0, 1.0, 22)[:, None]  # channel 0 flat on one side only
+    fast = image_pair_corr(q, d, max_shift=3, scales=(1.0, 0.8), detail=detail, detail_sigma=2.0)
+    ref = image_pair_corr_reference(q, d, max_shift=3, scales=(1.0, 0.8), detail=detail, detail_sigma=2.0)
     np.testing.assert_allclose(fast.score, ref.score, atol=2e-5)
+    np.testing.assert_allclose(fast.ncc, ref.ncc, atol=2e-5)
     for field in ("flipped", "dy", "dx", "crop_query", "crop_database"):
         np.testing.assert_array_equal(getattr(fast, field), getattr(ref, field), err_msg=field)
+    if detail:
+        assert not np.allclose(fast.score, fast.ncc)  # the detail band moved the scores
+
+
+def test_blur_reference_is_a_normalised_mirrored_gaussian():
+    x = np.random.default_rng(3).random((2, 9, 13))
+    out = blur_reference(x, 5.0)  # radius 20: offsets reflect more than once in 9 and 13 pixels
+    np.testing.assert_allclose(blur_reference(np.full((9, 13), 0.7), 5.0), 0.7)
+    np.testing.assert_allclose(out.mean(), x.mean(), atol=0.05)
+    assert out.std() < x.std() / 3
+    # mirrored edges: blurring a left-right symmetric image keeps it symmetric
+    sym = np.concatenate([x[0], x[0][:, ::-1]], axis=1)
+    np.testing.assert_allclose(blur_reference(sym, 1.5), blur_reference(sym, 1.5)[:, ::-1], atol=1e-12)
+
+
+def test_image_kernel_detail_tells_a_copy_from_a_look_alike():
+    """Same coarse layout, different fine structure: the detail band pulls the look-alike down, not
+    a copy whose brightness changed."""
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
+    rng = np.random.default_rng(4)
+    yy, xx = np.mgrid[:32, :32] / 32.0
+    layout = np.exp(-((yy - 0.4) ** 2 + (xx - 0.6) ** 2) / 0.05)
+    base = layout + 0.15 * rng.random((32, 32))
+    look_alike = layout + 0.15 * rng.random((32, 32))
+    copy = np.clip(1.2 * base + 0.05, 0, 1.3) + 0.01 * rng.random((32, 32))
+    q = np.stack([copy, look_alike])[:, None]
+    d = np.stack([base, base])[:, None]
+    plain = image_pair_corr(q, d, max_shift=2, scales=(1.0,))
+    blended = image_pair_corr(q, d, max_shift=2, scales=(1.0,), detail=0.25)
+    assert plain.score[1] > 0.9  # the whole-image NCC alone scores the look-alike high
+    assert blended.score[0] > 0.97 and blended.score[1] < plain.score[1] - 0.1
+    with pytest.raises(ValueError, match="detail must be in"):
+        image_pair_corr(q, d, max_shift=2, detail=1.5)
 
 
 def test_image_kernel_recovers_shift_flip_and_gain():
@@ -70,8 +108,10 @@ def test_image_kernel_flat_is_nan_and_bad_shapes_raise():
 def test_image_kernel_cuda_matches_cpu():
     rng = np.random.default_rng(2)
     q, d = rng.random((300, 1, 64, 64)), rng.random((300, 1, 64, 64))
-    cpu, gpu = image_pair_corr(q, d, device="cpu"), image_pair_corr(q, d, device="cuda")
+    d[:100] = 0.8 * q[:100] + 0.2 * d[:100]
+    cpu, gpu = image_pair_corr(q, d, device="cpu", detail=0.25), image_pair_corr(q, d, device="cuda", detail=0.25)
     np.testing.assert_allclose(cpu.score, gpu.score, atol=1e-4)
+    np.testing.assert_allclose(cpu.ncc, gpu.ncc, atol=1e-4)
 
 
 # -- registry --------------------------------------------------------------------------------------
