@@ -217,42 +217,50 @@ def _band_ncc(a, b, flat: float):
     return torch.where(fa & fb, torch.full_like(r, float("nan")), r).nanmean(dim=1)
 
 
-def _detail_batch(q, d, arg, s: int, variants, sigma: float):
+def _detail_batch(zoomed, arg, s: int, variants, sigma: float):
     """NCC of the detail bands (image minus its Gaussian blur) of each pair's template and window at
-    the transform ``arg`` chose (an index into the (V, n, n) maps): (m,) tensor, NaN where flat."""
+    the transform ``arg`` chose (an index into the (V, n, n) maps): (m,) tensor, NaN where flat.
+    ``zoomed`` holds the batch's transformed images by :func:`_corr_batch`."""
     import torch
 
-    m, C, H, W = q.shape
+    zq, zd = zoomed
+    like = next(iter(zd.values()))
+    m, C, H, W = like.shape
     h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
     v, off = arg // (n * n), arg % (n * n)
     oy, ox = off // n, off % n
-    gh = torch.as_tensor(_blur_matrix(h, sigma), dtype=q.dtype, device=q.device)
-    gw = torch.as_tensor(_blur_matrix(w, sigma), dtype=q.dtype, device=q.device)
-    out = torch.empty(m, dtype=q.dtype, device=q.device)
-    ar_h, ar_w = torch.arange(h, device=q.device), torch.arange(w, device=q.device)
+    ght = torch.as_tensor(_blur_matrix(h, sigma).T, dtype=like.dtype, device=like.device)
+    gwt = torch.as_tensor(_blur_matrix(w, sigma).T, dtype=like.dtype, device=like.device)
+
+    def detail_band(x):  # x - G_h x G_w^T, as two products over all rows at once (no small batched ones)
+        blurred = (x @ gwt).transpose(-1, -2) @ ght
+        return x - blurred.transpose(-1, -2)
+
+    out = torch.empty(m, dtype=like.dtype, device=like.device)
+    # each pair's window as positions in its flattened (H * W) zoomed database image
+    cells = (torch.arange(h, device=like.device)[:, None] * W + torch.arange(w, device=like.device)).reshape(1, 1, h * w)
     for vi in torch.unique(v).tolist():
         rows = torch.nonzero(v == vi).flatten()
         flipped, cq, cd = variants[vi]
-        t = _zoom_torch(q[rows].flip(-1) if flipped else q[rows], cq)[..., s:s + h, s:s + w]
-        dz = _zoom_torch(d[rows], cd)
-        yy = (oy[rows, None] + ar_h)[:, None, :, None]
-        xx = (ox[rows, None] + ar_w)[:, None, None, :]
-        win = dz[torch.arange(len(rows), device=q.device)[:, None, None, None],
-                 torch.arange(C, device=q.device)[None, :, None, None], yy, xx]
-        out[rows] = _band_ncc(t - gh @ t @ gw.T, win - gh @ win @ gw.T, FLAT_VAR * h * w)
+        t = zq[(flipped, cq)][rows, :, s:s + h, s:s + w]
+        dz = zd[cd][rows].reshape(len(rows), C, H * W)
+        at = (oy[rows] * W + ox[rows]).reshape(-1, 1, 1) + cells
+        win = torch.gather(dz, 2, at.expand(len(rows), C, h * w)).reshape(len(rows), C, h, w)
+        out[rows] = _band_ncc(detail_band(t), detail_band(win), FLAT_VAR * h * w)
     return out
 
 
 def _corr_batch(q, d, s: int, variants) -> Tuple:
-    """Best score and variant/shift index of each pair of one batch (torch tensors)."""
+    """Best score and variant/shift index of each pair of one batch (torch tensors), and the
+    transformed images ``({(flipped, crop_query): query}, {crop_database: database})``."""
     import torch
 
     H, W = q.shape[-2:]
     h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
     flat = FLAT_VAR * h * w
-    db = {}
+    db, zd, zq = {}, {}, {}
     for cd in sorted({v[2] for v in variants}):
-        dz = _zoom_torch(d, cd)
+        dz = zd[cd] = _zoom_torch(d, cd)
         dn = _window_norms(dz, h, w, n)
         db[cd] = (torch.fft.rfft2(dz), dn)
     maps = []
@@ -260,7 +268,7 @@ def _corr_batch(q, d, s: int, variants) -> Tuple:
     for flipped, cq, cd in variants:
         key = (flipped, cq)
         if key not in qcache:
-            qz = _zoom_torch(q.flip(-1) if flipped else q, cq)
+            qz = zq[key] = _zoom_torch(q.flip(-1) if flipped else q, cq)
             t, tn = _template(qz, s)
             qcache[key] = (torch.fft.rfft2(t, s=(H, W)).conj(), tn)
         tf, tn = qcache[key]
@@ -274,7 +282,7 @@ def _corr_batch(q, d, s: int, variants) -> Tuple:
         maps.append(score.reshape(len(q), n * n))
     allmaps = torch.stack(maps, dim=1).reshape(len(q), -1)  # (m, V * n * n)
     best, arg = allmaps.max(dim=1)
-    return best, arg
+    return best, arg, (zq, zd)
 
 
 def image_pair_corr(
@@ -331,11 +339,11 @@ def image_pair_corr(
         for lo in range(0, m, batch_size):
             q = torch.as_tensor(query[lo:lo + batch_size], dtype=torch.float32).to(device)
             d = torch.as_tensor(database[lo:lo + batch_size], dtype=torch.float32).to(device)
-            b, a = _corr_batch(q, d, max_shift, variants)
+            b, a, zoomed = _corr_batch(q, d, max_shift, variants)
             best[lo:lo + len(q)] = b.cpu().numpy()
             arg[lo:lo + len(q)] = a.cpu().numpy()
             if detail:
-                band[lo:lo + len(q)] = _detail_batch(q, d, a, max_shift, variants, sigma).cpu().numpy()
+                band[lo:lo + len(q)] = _detail_batch(zoomed, a, max_shift, variants, sigma).cpu().numpy()
     return _decode(best, arg, variants, max_shift, n, band, detail)
 
 
