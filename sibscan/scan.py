@@ -100,12 +100,13 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     with clock("fingerprint"):
         fps = _fingerprints(splits, cfg, index)
     spilled = []
-    if index is None:
-        for stale in sd.path.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
-            stale.unlink(missing_ok=True)
-        # the dicts are changed in place: no reference to the arrays in memory is left behind
-        splits["train"], fps["train"] = _train_to_disk(splits["train"], fps["train"], sd.path, spilled)
     try:
+        if index is None:
+            for stale in sd.path.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
+                stale.unlink(missing_ok=True)
+            # the dicts are changed in place: no reference to the arrays in memory is left behind; inside
+            # the try, so the values' file goes too when the fingerprints' spill fails (a full disk)
+            splits["train"], fps["train"] = _train_to_disk(splits["train"], fps["train"], sd.path, spilled)
         return _scan_stages(cfg, echo, sd, timings, clock, t0, index, splits, fps)
     finally:
         for path in spilled:
@@ -128,12 +129,12 @@ def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) ->
 
 def _to_disk(array: np.ndarray, path: Path, spilled: list) -> NpyArray:
     writer = NpyWriter(path, array.dtype, array.shape[1:])
+    spilled.append(path)  # before the first byte: removed when the scan ends, however the write ends
     try:
         writer.append(array)
     except BaseException:
         writer.abort()
         raise
-    spilled.append(path)
     return writer.close()
 
 

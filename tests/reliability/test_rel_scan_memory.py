@@ -149,6 +149,34 @@ def test_scan_from_python_leaves_the_callers_items_and_no_temporary(tmp_path):
     assert json.loads((tmp_path / "s" / "manifest.json").read_text())["status"] == "complete"
 
 
+def test_a_failed_fingerprint_spill_removes_the_values_spill(tmp_path, monkeypatch):
+    """A full disk after the values' spill (the fingerprints' write fails) leaves no temporary behind."""
+    import errno
+    import importlib
+
+    from sibscan import scan
+    from sibscan.items import Items
+
+    scan_module = importlib.import_module("sibscan.scan")  # the package's `scan` is the function
+    real, calls = scan_module._to_disk, []
+
+    def full_on_second(array, path, spilled):
+        calls.append(path)
+        if len(calls) == 2:
+            spilled.append(path)  # as the real one does before its first byte
+            path.write_bytes(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(array, path, spilled)
+
+    monkeypatch.setattr(scan_module, "_to_disk", full_on_second)
+    rng = np.random.default_rng(4)
+    with pytest.raises(OSError, match="No space"):
+        scan(Items.coerce(rng.normal(size=(30, 6)), "train"), rng.normal(size=(8, 6)), out=tmp_path / "s",
+             encoder="raw", verify=False, baseline_pairs=200, progress=False)
+    assert len(calls) == 2 and calls[0].name.endswith(".tmp.npy")
+    assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]  # neither spill is left anywhere
+
+
 @pytest.mark.parametrize("verify", [False, True])
 def test_streamed_reverse_direction_equals_the_whole_table_search_and_verification(verify):
     """The blocks (and a 5-row tail, joined to the block before it) give the rows one whole search of
