@@ -13,8 +13,9 @@ import numpy as np
 
 __all__ = ["RowNumberIds", "id_blocks", "lexicographic_order"]
 
-#: the dtype of ``np.arange(n).astype(str)``: wide enough for any int64
-ID_DTYPE = np.dtype("<U21")
+#: the dtype of ``np.arange(n).astype(str)`` on this platform (``<U21`` where numpy's default int is
+#: int64; ``<U11`` on numpy 1.x under Windows): the ids digest hashes it, so it must be numpy's own
+ID_DTYPE = np.arange(1).astype(str).dtype
 
 
 class RowNumberIds:

@@ -443,8 +443,9 @@ class ScanDir:
                     n = streams[0].rows
                     if any(s.rows != n for s in streams):
                         raise ValueError("the columns have different lengths")
-                    for a in range(0, n, max(1, int(block_rows))):
-                        qs, ns, qi, ni = (s.read(min(n, a + block_rows) - a) for s in streams)
+                    step = max(1, int(block_rows))
+                    for a in range(0, n, step):
+                        qs, ns, qi, ni = (s.read(min(n, a + step) - a) for s in streams)
                         m = (qs == query_split) & (ns == neighbour_split)
                         yield qi[m], ni[m]
                 finally:

@@ -22,7 +22,7 @@ FIT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "imagefus
 
 def test_coefficients_are_the_committed_fit():
     fit = json.loads(FIT.read_text())
-    assert fit["seed"] != 0  # the quality benchmark evaluates seed 0: no evaluated pair was fitted on
+    assert fit["seed"] not in (0, 2)  # the quality benchmark evaluates seeds 0 and 2, never the fitted draw
     assert fit["features"] == list(FEATURES)
     np.testing.assert_allclose(COEF, fit["coef"], atol=1e-4)
     assert INTERCEPT == pytest.approx(fit["intercept"], abs=1e-4)

@@ -18,8 +18,9 @@ The coefficients (:data:`COEF`, :data:`INTERCEPT`) were fitted once, by ``python
 benchmarks.imagefuse_fit`` (``benchmarks/results/imagefuse_fit.json``), on the candidate pairs of
 the planted crop sets made with seed 1 (``crops`` and ``small32``: heavy crops, zoom-outs,
 rotations, re-grades, crop+flip+JPEG of photo cells, other cells of the same photos and
-featureless cells as negatives).  The quality benchmark evaluates on the sets of seed 0 (other
-cells, other sources, other transforms' draws), so no evaluated pair took part in the fit.
+featureless cells as negatives).  The quality benchmark evaluates on the sets of seed 0: another
+assignment of the same photographs' cells to train and clean, other transform draws.  Cells, and some
+clean/train pairs, occur in both seeds: the evaluation is not held out by photograph.
 A pair whose smaller image has no structure scores 0, as with ``imagematch``.
 
 Measured (README, ``python -m benchmarks.quality --sets crops,small32``): with the union of views it
@@ -62,7 +63,7 @@ class ImageFuseVerifier(ImageMatchVerifier):
         # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
         self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
         self.identity = (f"imagefuse-v1({self.identity},"
-                         f"coef={','.join(f'{c:.4g}' for c in (*COEF, INTERCEPT))})")
+                         f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
 
     def pair_features(self, local: np.ndarray, match) -> np.ndarray:
         """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64."""

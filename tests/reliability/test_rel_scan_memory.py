@@ -277,6 +277,8 @@ def test_pairs_read_back_from_disk_give_the_baseline_of_held_keys(tables):
     assert len(blocks) > 3
     np.testing.assert_array_equal(np.concatenate([b[0] for b in blocks]), qi)
     np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]), ni)
+    ones = list(sd.iter_neighbour_pairs("train", "test", block_rows=0))  # clamped to one row, nothing skipped
+    np.testing.assert_array_equal(np.concatenate([b[0] for b in ones]), qi)
     emb = {s: sd.embeddings(s, mmap=False) for s in ("train", "test")}
     fps = {s: sd.fingerprints(s) for s in ("train", "test")}
     nb = sd.neighbours(skip=[("train", "test")])
