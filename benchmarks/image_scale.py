@@ -7,7 +7,7 @@ Sets (planted siblings of real items, hard negatives in, as in :mod:`benchmarks.
 
 * ``images`` — :func:`benchmarks.planted.image_set`: 128-px photo tiles and 64-px digits, the set
   on which the previous default (effnet at 224 px) reached recall 0.817 at precision >= 0.95 with
-  verification (``benchmarks/results/quality.json``);
+  ``imagecorr-v1`` verification (``benchmarks/results/quality.json`` of 2026-11-29, commit 754287b);
 * ``images-32px`` — :func:`small_image_set`: everything 32 x 32 px and stored as JPEG, like CIFAR:
   scikit-learn's 8 x 8 digits upscaled to 32 px and 128-px photo tiles downsampled to 32 px, the
   siblings made by :data:`benchmarks.planted.IMAGE_TRANSFORMS` at that scale.
