@@ -77,7 +77,9 @@ def window_vectors(gray: np.ndarray, boxes: np.ndarray, out: int = 16) -> np.nda
     v = (sums / area).reshape(n, len(boxes), out * out)
     v -= v.mean(axis=2, keepdims=True)
     norm = np.linalg.norm(v, axis=2, keepdims=True)
-    return np.divide(v, norm, out=np.zeros_like(v), where=norm > 1e-9).astype(np.float32)
+    # C order: the gathers leave ``v`` strided, and a strided block is copied whole (80 MB for
+    # 1,024 images) by every ``reshape`` in :func:`window_pair_scores` — once per query slice
+    return np.divide(v, norm, out=np.zeros_like(v), where=norm > 1e-9).astype(np.float32, order="C")
 
 
 def mirror(vectors: np.ndarray, out: int = 16) -> np.ndarray:

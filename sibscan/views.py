@@ -53,6 +53,9 @@ __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_w
 _WINDOW_SIDE, _WINDOW_CELLS = 64, 12
 #: images cut into windows at once, on each side (a block's windows: 1024 x 136 x 144 floats, 80 MB)
 _WINDOW_BLOCK = 1024
+#: test images whose window vectors are held while the train blocks stream past (320 MB): each
+#: train block is cut into windows once per 4,096 test images instead of once per block of 1,024
+_WINDOW_HOLD = 4096
 
 
 def default_views(modality: str, verifying: bool) -> Tuple[str, ...]:
@@ -121,7 +124,8 @@ def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np
 
 def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k train images of each test image by the windows score; window vectors (78 KiB an image)
-    made block by block on both sides, so memory stays at a few blocks.
+    made block by block, up to :data:`_WINDOW_HOLD` test images' held at once while the train
+    blocks stream past, so memory stays at a few hundred MB.
 
     Parameters
     ----------
@@ -143,10 +147,14 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.n
     def vectors(gray: np.ndarray, a: int) -> np.ndarray:
         return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
 
-    for a in range(0, len(test), _WINDOW_BLOCK):
+    for a in range(0, len(test), _WINDOW_HOLD):
+        held = test[a:a + _WINDOW_HOLD]
+        q = np.empty((len(held), len(boxes), _WINDOW_CELLS ** 2), np.float32)
+        for b in range(0, len(held), _WINDOW_BLOCK):
+            q[b:b + _WINDOW_BLOCK] = vectors(held, b)
         blocks = ((b, vectors(train, b)) for b in range(0, len(train), _WINDOW_BLOCK))
-        s, i = window_topk(vectors(test, a), blocks, k, _WINDOW_CELLS)
-        sims[a:a + _WINDOW_BLOCK], idx[a:a + _WINDOW_BLOCK] = s, i
+        s, i = window_topk(q, blocks, k, _WINDOW_CELLS)
+        sims[a:a + _WINDOW_HOLD], idx[a:a + _WINDOW_HOLD] = s, i
     return sims, idx
 
 

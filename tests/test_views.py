@@ -74,6 +74,44 @@ def test_window_scores_and_topk_against_brute_force():
     np.testing.assert_allclose(sims, np.take_along_axis(ref, order, axis=1), rtol=1e-5)
 
 
+def _reference_windows_topk(train, test, k):
+    """The windows view's top-k as it was before test blocks were held: every pair scored at once,
+    stable argsort (ties: lower index first)."""
+    boxes = window_boxes()
+    k = min(k, len(train))
+    s = window_pair_scores(window_vectors(test, boxes, 12), window_vectors(train, boxes, 12), 12)
+    order = np.argsort(-s, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(s, order, axis=1), order
+
+
+@pytest.mark.parametrize("n_train", [13, 3])
+def test_windows_topk_gray_is_the_all_pairs_ranking(n_train, monkeypatch):
+    import sibscan.views as views
+
+    rng = np.random.default_rng(5)
+    gray = lambda n: np.clip(128 + 40 * np.stack([_smooth(rng) for _ in range(n)]), 0, 255).astype(np.uint8)  # noqa: E731
+    test, train = gray(7), gray(n_train)
+    train[-1] = test[0, :, ::-1]  # a mirrored copy
+    test[3] = 90  # a flat image: every score 0, a tie with every train image
+    if n_train > 3:
+        train[7] = train[2]  # an exact tie: the lower index first
+        train[9] = 200
+    want = _reference_windows_topk(train, test, 5)
+    assert want[1].shape[1] == min(5, n_train)
+    # tiny blocks, a held set that is not a whole number of blocks: every block edge is crossed
+    monkeypatch.setattr(views, "_WINDOW_BLOCK", 3)
+    monkeypatch.setattr(views, "_WINDOW_HOLD", 4)
+    sims, idx = views.windows_topk_gray(train, test, 5)
+    np.testing.assert_array_equal(idx, want[1])
+    np.testing.assert_allclose(sims, want[0], rtol=0, atol=1e-6)
+    assert idx[0, 0] == n_train - 1 and sims[0, 0] > 0.99  # the mirror is found
+    np.testing.assert_array_equal(idx[3], np.arange(min(5, n_train)))  # the flat image: ties in index order
+    if n_train > 3:  # the duplicate pair 2 / 7 ranks together, 2 first (row 4 holds both)
+        both = np.isin(idx, [2, 7]).sum(axis=1) == 2
+        assert both.sum() >= 1 and all(list(r[np.isin(r, [2, 7])]) == [2, 7] for r in idx[both])
+    assert window_vectors(test[:2], window_boxes(), 12).flags.c_contiguous  # no 80 MB copy per query slice
+
+
 def _items(split, n):
     return Items(split, "table", np.array([f"{split}{i}" for i in range(n)]), values=np.zeros((n, 2)))
 
