@@ -15,6 +15,7 @@ projected).  Results: ``benchmarks/results/windows_speed.json``.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -72,16 +73,18 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     rows = []
     for n_test, n_train in shapes:
         train, test = _gray(n_train, rng), _gray(n_test, rng)
-        t = time.perf_counter()
+        load = os.getloadavg()[0]  # the machine is shared: the 1-minute load as the size starts
+        t, c = time.perf_counter(), time.process_time()
         windows_topk_gray(train, test, args.k)
-        view = time.perf_counter() - t
+        view, view_cpu = time.perf_counter() - t, time.process_time() - c
         qi = np.repeat(np.arange(n_test), args.pairs_per_item)
         ni = rng.integers(0, n_train, len(qi))
         t = time.perf_counter()
         pair_window_scores_gray(test, qi, train, ni)
         cascade = time.perf_counter() - t
         rows.append({"n_test": n_test, "n_train": n_train, "view_seconds": view,
-                     "view_ns_per_pair": view / (n_test * n_train) * 1e9, "cascade_pairs": len(qi),
+                     "view_ns_per_pair": view / (n_test * n_train) * 1e9,
+                     "view_cpu_seconds": view_cpu, "load_1min": load, "cascade_pairs": len(qi),
                      "cascade_seconds": cascade, "cascade_us_per_pair": cascade / len(qi) * 1e6})
         print_table([rows[-1]])
         # written after every size, so a run stopped at a larger size keeps the smaller ones
