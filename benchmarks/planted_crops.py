@@ -22,12 +22,16 @@ cell belongs to one split), so a clean item shares no pixels with train; the ``z
 
 Planted sources are textured: a crop of a featureless cell has nothing that tells it apart from
 any other featureless cell, which is exactly what the featureless negatives test.
+
+``photos=`` restricts a set to some photographs: ``"fit"`` or ``"heldout"``, the two disjoint halves
+of :data:`PHOTO_SPLIT` (``imagefuse`` is fitted on one and evaluated on the other), or a list of names.
+A seed alone does not hold anything out: every seed cuts the same photographs into the same cells.
 """
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -35,7 +39,8 @@ from sibscan.items import Items
 
 from benchmarks.planted import PlantedSet, _photo_arrays
 
-__all__ = ["CROP_TRANSFORMS", "FEATURELESS", "TEXTURED", "crops_set", "photo_cells", "small_set", "structure"]
+__all__ = ["CROP_TRANSFORMS", "FEATURELESS", "PHOTO_SPLIT", "TEXTURED", "crops_set", "photo_cells", "photo_names",
+           "small_set", "structure"]
 
 #: how each planted sibling is made from its train cell
 CROP_TRANSFORMS = ("crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg")
@@ -46,12 +51,34 @@ FEATURELESS = 3.0
 #: photos left out: ``cat`` is ``chelsea`` again; ``brick`` is periodic (any crop of it matches
 #: every other brick cell, so a clean brick cell would be a true sibling); drawings and masks
 _EXCLUDE = ("cat", "brick", "colorwheel", "logo", "logo2")
+#: two disjoint halves of the photographs, chosen by hand so that each has textured and featureless
+#: cells of several kinds (96-px cells textured / featureless: fit 133 / 52, heldout 138 / 45) and a
+#: texture of each pair of look-alikes (gravel / grass, page / text); ``imagefuse`` is fitted on
+#: ``fit``, evaluated on ``heldout``
+PHOTO_SPLIT = {
+    "fit": ("camera", "china", "flower", "cell", "gravel", "hubble_deep_field", "chelsea", "page", "coins"),
+    "heldout": ("rocket", "retina", "clock", "moon", "grass", "immunohistochemistry", "astronaut", "coffee", "text"),
+}
 
 
-def _all_photos() -> List[Tuple[str, np.ndarray]]:
-    """(name, HxWx3 uint8) of every shipped photograph, longest side at most 640 px."""
+def photo_names(photos: Union[None, str, Sequence[str]]) -> Optional[Tuple[str, ...]]:
+    """The photographs ``photos`` names: None (all), ``"fit"``/``"heldout"`` (:data:`PHOTO_SPLIT`),
+    ``"all"``, or names."""
+    if photos is None or photos == "all":
+        return None
+    if isinstance(photos, str):
+        if photos not in PHOTO_SPLIT:
+            raise ValueError(f"unknown photo half {photos!r}; available: all, {', '.join(PHOTO_SPLIT)}")
+        return PHOTO_SPLIT[photos]
+    return tuple(photos)
+
+
+def _all_photos(photos: Union[None, str, Sequence[str]] = None) -> List[Tuple[str, np.ndarray]]:
+    """(name, HxWx3 uint8) of every shipped photograph (or those ``photos`` names, see
+    :func:`photo_names`), longest side at most 640 px."""
     from PIL import Image
 
+    wanted = photo_names(photos)
     photos = [(n, a) for n, a in _photo_arrays() if n not in _EXCLUDE]
     try:
         from sklearn.datasets import load_sample_images
@@ -60,6 +87,10 @@ def _all_photos() -> List[Tuple[str, np.ndarray]]:
         photos += [(Path(f).stem, np.asarray(a)) for f, a in zip(sample.filenames, sample.images)]
     except ImportError:
         pass
+    if wanted is not None:
+        photos = [(n, a) for n, a in photos if n in wanted]
+        if not photos:
+            raise ValueError(f"none of the photos {', '.join(wanted)} is installed")
     out = []
     for name, a in photos:
         im = Image.fromarray(a)
@@ -167,7 +198,8 @@ def _shrink(a: np.ndarray, factor: float) -> np.ndarray:
 
 
 def crops_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clean: int = 120, seed: int = 0,
-              cell: int = 96, shrink_to: int = 0, name: str = "crops") -> PlantedSet:
+              cell: int = 96, shrink_to: int = 0, name: str = "crops",
+              photos: Union[None, str, Sequence[str]] = None) -> PlantedSet:
     """Heavy crops, zooms, rotations and colour shifts of photo cells; files written under ``root``.
 
     Parameters
@@ -183,6 +215,8 @@ def crops_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clea
         Grid cell side at the photos' resolution.
     shrink_to : int
         When > 0, photos are first shrunk so that a cell is ``shrink_to`` px (the 32-px case).
+    photos : None, str or sequence of str
+        Only these photographs (:func:`photo_names`: ``"fit"``, ``"heldout"`` or names); all by default.
 
     Returns
     -------
@@ -194,7 +228,7 @@ def crops_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clea
 
     rng = np.random.default_rng(seed)
     root = Path(root)
-    photos = _all_photos()
+    photos = _all_photos(photos)
     if shrink_to:
         photos = [(n, _shrink(a, cell / shrink_to)) for n, a in photos]
         cell = shrink_to
@@ -279,7 +313,7 @@ def crops_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clea
 
 
 def small_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clean: int = 120, seed: int = 0,
-              cell: int = 96) -> PlantedSet:
+              cell: int = 96, photos: Union[None, str, Sequence[str]] = None) -> PlantedSet:
     """:func:`crops_set` at 32 x 32 px: photos shrunk by ``cell / 32`` first (area filter)."""
     return crops_set(root, n_train=n_train, per_transform=per_transform, n_clean=n_clean, seed=seed, cell=cell,
-                     shrink_to=32, name="small32")
+                     shrink_to=32, name="small32", photos=photos)

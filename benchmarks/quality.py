@@ -3,6 +3,7 @@
     python -m benchmarks.quality            # default sizes (~10 min on 2 cores)
     python -m benchmarks.quality --quick    # tiny, for the tests
     python -m benchmarks.quality --no-neural --sets images,text
+    python -m benchmarks.quality --sets crops,small32 --photos heldout   # photographs imagefuse was not fitted on
 
 For every planted set (:mod:`benchmarks.planted`: images, text, one per row dataset) and every
 encoder of its modality (the weight-free ones always; ``minilm`` and ``effnet`` when they load),
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import logging
+import os
 import tempfile
 import time
 import warnings
@@ -39,7 +41,7 @@ import numpy as np
 
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
-from benchmarks.planted_crops import crops_set, small_set
+from benchmarks.planted_crops import PHOTO_SPLIT, crops_set, small_set
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -56,9 +58,10 @@ TARGET_PRECISION = 0.95
 
 SIZES = {
     # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
-    "quick": {"crops": (60, 2, 20), "image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
+    # crops_half: the crop sets cut from one half of the photographs (--photos fit/heldout)
+    "quick": {"crops": (60, 2, 20), "crops_half": (60, 2, 20), "image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
               "rows": ("ItalyPowerDemand", "digits")},
-    "default": {"crops": (300, 20, 120), "image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
+    "default": {"crops": (300, 20, 120), "crops_half": (150, 12, 60), "image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
                 "verified_pairs": 500, "rows": None},
 }
 
@@ -659,6 +662,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--k-view", type=int, default=5, help="candidates each extra view adds (as the scan's --k-view)")
     ap.add_argument("--candidates-only", action="store_true",
                     help="only the true source's recall among the candidates, per view and union (no verification)")
+    ap.add_argument("--photos", default="all", choices=("all", *PHOTO_SPLIT),
+                    help="photographs the crops/small32 sets are cut from: all, or one half of "
+                         "benchmarks.planted_crops.PHOTO_SPLIT (imagefuse is fitted on 'fit'; 'heldout' evaluates it "
+                         "on photographs it never saw, at smaller sizes)")
     ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -680,8 +687,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
         for name, make in (("crops", crops_set), ("small32", small_set)):
             if name in wanted:
-                n_train, per, n_clean = scale(size["crops"])
-                sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+                n_train, per, n_clean = scale(size["crops" if args.photos == "all" else "crops_half"])
+                sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed,
+                                 photos=args.photos))
         if "text" in wanted:
             n_train, per, n_clean = scale(size["text"])
             sets.append(text_set(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
@@ -695,9 +703,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
               + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}" for m, v in verdict.items()))
     payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": args.seed, "k": args.k,
-               "k_view": args.k_view,
+               "k_view": args.k_view, "photos": args.photos,
                "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
-               "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0}
+               "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0,
+               "load_average_1_5_15": list(os.getloadavg())}
     path = write_results(args.name, _finite(payload))
     print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
     return payload

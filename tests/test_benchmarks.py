@@ -208,6 +208,24 @@ def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
+def test_photo_halves_are_disjoint_cover_every_photo_and_each_has_textured_and_featureless_cells(tmp_path):
+    from benchmarks import planted_crops as pc
+
+    fit, held = (set(pc.PHOTO_SPLIT[h]) for h in ("fit", "heldout"))
+    assert not fit & held
+    assert {n for n, _ in pc._all_photos()} <= fit | held  # a new shipped photo must be put in a half
+    ps = pc.small_set(tmp_path, n_train=40, per_transform=2, n_clean=20, seed=0, photos="heldout")
+    assert set(ps.notes["photos"]) <= held and len(ps.notes["photos"]) > 1
+    assert ps.notes["train"]["featureless"] > 0 and ps.notes["clean"]["featureless"] > 0
+    assert ps.notes["clean"]["textured"] > 0
+    names = {n for n in ps.test.labels.tolist() + ps.train.labels.tolist() if n.startswith("photo:")}
+    assert names and {n[6:] for n in names} <= held
+    with pytest.raises(ValueError, match="unknown photo half"):
+        pc.photo_names("train")
+    fitted = json.loads((_common.RESULTS / "imagefuse_fit.json").read_text())["photos"]
+    assert fitted and set(fitted) <= fit  # imagefuse's coefficients saw none of the held-out photographs
+
+
 def test_quality_rejects_unknown_set(capsys):
     with pytest.raises(SystemExit):
         quality.main(["--quick", "--sets", "imags"])
