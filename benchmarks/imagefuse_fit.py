@@ -1,8 +1,11 @@
-"""Fit ``imagefuse``'s coefficients on planted crop sets of a seed the quality benchmark does not evaluate.
+"""Fit ``imagefuse``'s coefficients on planted crop sets of photographs the held-out evaluation does not use.
 
-    python -m benchmarks.imagefuse_fit            # seed 1 (the quality benchmark evaluates seed 0)
+    python -m benchmarks.imagefuse_fit            # the 'fit' half of the photographs, seed 1
 
-For the planted sets ``crops`` and ``small32`` (:mod:`benchmarks.planted_crops`) made with ``--seed``,
+For the planted sets ``crops`` and ``small32`` (:mod:`benchmarks.planted_crops`) made with ``--seed``
+from the ``--photos`` half of :data:`benchmarks.planted_crops.PHOTO_SPLIT` (``fit``; ``python -m
+benchmarks.quality --sets crops,small32 --photos heldout`` evaluates on the other half: no cell, photo
+or pair of the fit occurs there),
 each test item's candidates are the union a scan verifies, wider (effnet's top ``--k``, the
 ``windows`` and ``pixels`` views' top ``--k``); ``imagematch``'s search scores every candidate pair
 and :meth:`sibscan.verify.imagefuse.ImageFuseVerifier.pair_features` gives the model's inputs.
@@ -22,7 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from benchmarks._common import write_results
-from benchmarks.planted_crops import crops_set, small_set
+from benchmarks.planted_crops import PHOTO_SPLIT, crops_set, small_set
 from benchmarks.quality import SIZES, top_k, union_candidates, view_candidates
 
 
@@ -49,6 +52,8 @@ def set_features(ps, k: int):
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.imagefuse_fit", description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=1, help="planted sets' seed (not 0: the quality benchmark's)")
+    ap.add_argument("--photos", default="fit", choices=("all", *PHOTO_SPLIT),
+                    help="photographs the sets are cut from (default: the 'fit' half; 'all' as imagefuse-v1 was)")
     ap.add_argument("--k", type=int, default=10, help="candidates of each view per test item")
     ap.add_argument("--name", default="imagefuse_fit")
     args = ap.parse_args(argv)
@@ -57,20 +62,23 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     from sibscan.verify.imagefuse import FEATURES
 
     t0 = time.perf_counter()
-    n_train, per, n_clean = SIZES["default"]["crops"]
+    n_train, per, n_clean = SIZES["default"]["crops" if args.photos == "all" else "crops_half"]
     xs, ys, sets = [], [], {}
     with tempfile.TemporaryDirectory(prefix="sibscan-imagefuse-") as tmp:
         for name, make in (("crops", crops_set), ("small32", small_set)):
-            ps = make(Path(tmp) / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed)
+            ps = make(Path(tmp) / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed,
+                      photos=args.photos)
             x, y = set_features(ps, args.k)
             xs.append(x), ys.append(y)
-            sets[name] = {"pairs": int(len(y)), "positive": int(y.sum()), "n_train": len(ps.train), "n_test": len(ps.test)}
+            sets[name] = {"pairs": int(len(y)), "positive": int(y.sum()), "n_train": len(ps.train), "n_test": len(ps.test),
+                          "photos": ps.notes["photos"]}
             print(f"{name}: {len(y)} pairs, {int(y.sum())} positive", flush=True)
     x, y = np.concatenate(xs), np.concatenate(ys)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     coef, intercept = [float(c) for c in model.coef_[0]], float(model.intercept_[0])
     print("COEF = (" + ", ".join(f"{c:.4f}" for c in coef) + f")\nINTERCEPT = {intercept:.4f}")
-    payload = {"seed": args.seed, "k": args.k, "features": list(FEATURES), "coef": coef, "intercept": intercept,
+    payload = {"seed": args.seed, "photo_half": args.photos, "photos": sorted({p for s in sets.values() for p in s["photos"]}),
+               "k": args.k, "features": list(FEATURES), "coef": coef, "intercept": intercept,
                "sets": sets, "regularisation": "L2, C=1 (scikit-learn LogisticRegression default)",
                "seconds": time.perf_counter() - t0}
     path = write_results(args.name, payload)

@@ -20,9 +20,12 @@ from sibscan.verify.imagefuse import COEF, FEATURES, INTERCEPT  # noqa: E402
 FIT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "imagefuse_fit.json"
 
 
-def test_coefficients_are_the_committed_fit():
+def test_coefficients_are_the_committed_fit_on_one_half_of_the_photographs():
     fit = json.loads(FIT.read_text())
     assert fit["seed"] not in (0, 2)  # the quality benchmark evaluates seeds 0 and 2, never the fitted draw
+    assert fit["photo_half"] == "fit" and fit["photos"]  # tests/test_benchmarks.py: disjoint from the held-out half
+    for s in fit["sets"].values():
+        assert set(s["photos"]) <= set(fit["photos"])
     assert fit["features"] == list(FEATURES)
     np.testing.assert_allclose(COEF, fit["coef"], atol=1e-4)
     assert INTERCEPT == pytest.approx(fit["intercept"], abs=1e-4)
@@ -44,7 +47,7 @@ def test_features_and_scores_follow_the_variant_found():
     np.testing.assert_allclose(s[:2], 1 / (1 + np.exp(-z)), rtol=1e-5)
     assert s[2] == 0.0  # no structure found: no evidence
     assert s[0] > s[1]  # the same agreement reached by the most permissive variant counts for less
-    assert ver.identity.startswith("imagefuse-v1(imagematch-v3(") and "coef=" in ver.identity
+    assert ver.identity.startswith("imagefuse-v2(imagematch-v3(") and "coef=" in ver.identity
 
 
 def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):  # noqa: F811
