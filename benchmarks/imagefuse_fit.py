@@ -70,15 +70,16 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                       photos=args.photos)
             x, y = set_features(ps, args.k)
             xs.append(x), ys.append(y)
-            sets[name] = {"pairs": int(len(y)), "positive": int(y.sum()), "n_train": len(ps.train), "n_test": len(ps.test),
-                          "photos": ps.notes["photos"]}
+            sets[name] = {"pairs": int(len(y)), "positive": int(y.sum()), "n_train": len(ps.train),
+                          "n_test": len(ps.test), "photos": ps.notes["photos"]}
             print(f"{name}: {len(y)} pairs, {int(y.sum())} positive", flush=True)
     x, y = np.concatenate(xs), np.concatenate(ys)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     coef, intercept = [float(c) for c in model.coef_[0]], float(model.intercept_[0])
     print("COEF = (" + ", ".join(f"{c:.4f}" for c in coef) + f")\nINTERCEPT = {intercept:.4f}")
-    payload = {"seed": args.seed, "photo_half": args.photos, "photos": sorted({p for s in sets.values() for p in s["photos"]}),
-               "k": args.k, "features": list(FEATURES), "coef": coef, "intercept": intercept,
+    photos = sorted({p for s in sets.values() for p in s["photos"]})
+    payload = {"seed": args.seed, "photo_half": args.photos, "photos": photos, "k": args.k, "features": list(FEATURES),
+               "coef": coef, "intercept": intercept,
                "sets": sets, "regularisation": "L2, C=1 (scikit-learn LogisticRegression default)",
                "seconds": time.perf_counter() - t0}
     path = write_results(args.name, payload)
