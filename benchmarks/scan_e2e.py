@@ -190,7 +190,7 @@ def run_case(modality: str, case: Dict[str, object], out: Path, overrides: Optio
     # the reference, on the same loaded items with the same encoder
     cfg_loaded = cfg.merged({"modality": man["modality"]})
     train, test = load_split(cfg_loaded.load, "train"), load_split(cfg_loaded.load, "test")
-    if modality == "image32":  # the encoder the scan built, at the input size it chose from the train images
+    if modality in ("image", "image32"):  # the encoder the scan built, at the input size it chose from the train images
         encoder = build_encoder(cfg_loaded.encoding, train)
         if encoder.identity != man["encoder"]["identity"]:
             raise RuntimeError(f"the bare reference would embed with {encoder.identity}, the scan with "
