@@ -45,6 +45,7 @@ from .options import DIRECTIONS
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
+from .spill import RowSpill
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates
@@ -95,17 +96,23 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, t0 = ScanDir(cfg.output.out), {}, time.perf_counter()
     clock = _clock(timings)
     _refuse_foreign(sd)
-    with clock("load"):
-        index, splits = _load_splits(cfg, sd.path / _INPUTS)
-    with clock("fingerprint"):
-        fps = _fingerprints(splits, cfg, index)
-    spilled = []
+    spilled, spill = [], None
     try:
-        if index is None:
+        if cfg.load.index is None:
             for stale in sd.path.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
                 stale.unlink(missing_ok=True)
-            # the dicts are changed in place: no reference to the arrays in memory is left behind; inside
-            # the try, so the values' file goes too when the fingerprints' spill fails (a full disk)
+            # a CSV/TSV train table goes to disk as it is parsed, with its fingerprints: never whole in memory
+            spill = RowSpill(sd.path / f"{_SPILL}train-{os.getpid()}.tmp.npy",
+                             sd.path / f"{_SPILL}train-fp-{os.getpid()}.tmp.npy",
+                             cfg.load.decimals, cfg.load.znorm, spilled)
+        with clock("load"):
+            index, splits = _load_splits(cfg, sd.path / _INPUTS, spill)
+        with clock("fingerprint"):
+            fps = _fingerprints(splits, cfg, index, spill)
+        if index is None:
+            # any other train table (another format, or from Python) is moved to disk here; the dicts are
+            # changed in place: no reference to the arrays in memory is left behind; inside the try, so
+            # the values' file goes too when the fingerprints' spill fails (a full disk)
             splits["train"], fps["train"] = _train_to_disk(splits["train"], fps["train"], sd.path, spilled)
         return _scan_stages(cfg, echo, sd, timings, clock, t0, index, splits, fps)
     finally:
@@ -276,13 +283,14 @@ def _table_order(directions, reranked: bool, views: bool):
     return pairs
 
 
-def _load_splits(cfg: ScanConfig, inputs: Path) -> Tuple[Optional[TrainIndex], Dict[str, Items]]:
+def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tuple[Optional[TrainIndex], Dict[str, Items]]:
     """The train index (when the scan uses one) and both splits, checked as a pair; images held in
-    memory are written to ``inputs`` (by content hash) before they are read."""
+    memory are written to ``inputs`` (by content hash) before they are read; a CSV/TSV train table
+    is parsed into ``spill``."""
     index = TrainIndex.open(cfg.load.index) if cfg.load.index is not None else None
     if index is not None:
         index.check_encoder(cfg.encoding.encoder)
-    splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs),
+    splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs, sink=spill),
               "test": load_split(cfg.load, "test", image_dir=inputs)}
     check_pair(splits["train"], splits["test"])
     return index, splits
@@ -345,12 +353,21 @@ def _clock(timings: Dict[str, float]):
     return timed
 
 
-def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[TrainIndex]) -> Dict[str, np.ndarray]:
-    """Exact fingerprints per split; an index's own when it was hashed with the same rounding."""
+def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[TrainIndex],
+                  spill: Optional[RowSpill]) -> Dict[str, np.ndarray]:
+    """Exact fingerprints per split; an index's own when it was hashed with the same rounding, the
+    spill's when the train table was parsed into it (computed chunk by chunk with the same rounding)."""
     decimals, znorm = cfg.load.decimals, cfg.load.znorm
     same_rounding = index is not None and (index.meta["decimals"], index.meta["znorm"]) == (decimals, znorm)
-    return {s: index.fingerprints() if s == "train" and same_rounding else fingerprint(items, decimals=decimals, znorm=znorm)
-            for s, items in splits.items()}
+
+    def of(s: str, items: Items):
+        if s == "train" and same_rounding:
+            return index.fingerprints()
+        if s == "train" and spill is not None and spill.fingerprints is not None:
+            return spill.fingerprints
+        return fingerprint(items, decimals=decimals, znorm=znorm)
+
+    return {s: of(s, items) for s, items in splits.items()}
 
 
 def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, verifier) -> dict:

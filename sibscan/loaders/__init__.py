@@ -82,6 +82,7 @@ def load(
     labels_path: Optional[str | os.PathLike] = None,
     chunk_words: Optional[int] = None,
     chunk_stride: Optional[int] = None,
+    sink=None,
 ) -> Items:
     """Load one split from a file or folder.
 
@@ -100,6 +101,9 @@ def load(
         Labels of ``.npy``/``.npz`` input (one per row).
     chunk_words, chunk_stride : int, optional
         Split long texts into overlapping chunks of this many words (text only).
+    sink : optional
+        A CSV/TSV table's values go there as they are parsed (see
+        :func:`sibscan.loaders.tables.load_table`); ignored by every other format.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def load(
     if kind == "table":
         from .tables import load_table
 
-        return load_table(path, split, label=label, id=id, group=group, labels_path=labels_path)
+        return load_table(path, split, label=label, id=id, group=group, labels_path=labels_path, sink=sink)
     if kind == "text":
         from .text import load_text
 
@@ -153,11 +157,13 @@ def as_items(data, split: str) -> Items:
     return from_memory(data, split)
 
 
-def load_split(options: LoadOptions, split: str, *, image_dir: Optional[str | os.PathLike] = None) -> Items:
+def load_split(options: LoadOptions, split: str, *, image_dir: Optional[str | os.PathLike] = None,
+               sink=None) -> Items:
     """One split of a scan: ``options.train`` or ``options.test``, read with the options' columns.
 
     The source is a path, or (from Python) in-memory data read by
     :func:`sibscan.loaders.memory.from_memory`; images held in memory are written to ``image_dir``.
+    A CSV/TSV table's values go to ``sink`` as they are parsed (see :func:`load`).
 
     Raises
     ------
@@ -168,7 +174,7 @@ def load_split(options: LoadOptions, split: str, *, image_dir: Optional[str | os
     if source is None:
         raise SibscanError(f"no {split} data given; pass --{split} PATH")
     if isinstance(source, (str, os.PathLike)):
-        items = load(source, split, **options.load_kwargs(split))
+        items = load(source, split, sink=sink, **options.load_kwargs(split))
     else:
         from .memory import from_memory
 

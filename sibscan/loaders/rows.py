@@ -67,14 +67,18 @@ def strings_to_float(cells: np.ndarray, path: Path, names: Sequence[str], rows: 
 
 def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None, ids=None, groups=None,
                       shape: Optional[tuple] = None) -> Items:
-    """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None)."""
+    """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None); ``values``
+    read from disk (:class:`~sibscan.diskarray.NpyArray`, float64) stay there."""
+    from ..diskarray import is_disk_array
+
     n = len(values)
     if n == 0:
         raise InputError("no data rows", path=path)
     if values.ndim != 2 or values.shape[1] == 0:
         raise InputError("no numeric columns; " + TABLE_HINT, path=path)
     items = Items(split=split, modality="table", ids=RowNumberIds(n) if ids is None else ids,
-                  labels=labels, groups=groups, values=np.ascontiguousarray(values, dtype=np.float64),
+                  labels=labels, groups=groups,
+                  values=values if is_disk_array(values) else np.ascontiguousarray(values, dtype=np.float64),
                   shape=shape, source=str(path))
     if ids is not None:
         items.check_unique_ids()

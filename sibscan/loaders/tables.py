@@ -48,6 +48,7 @@ def load_table(
     id: Optional[str] = None,  # noqa: A002 - matches the CLI option name
     group: Optional[str] = None,
     labels_path: Optional[str | os.PathLike] = None,
+    sink=None,
 ) -> Items:
     """Load one split of a table or time-series file.
 
@@ -61,11 +62,16 @@ def load_table(
         id and the group. Without ``id`` the row index is the id.
     labels_path : path, optional
         Labels for ``.npy``/``.npz`` input, one per row.
+    sink : optional
+        CSV/TSV only (other formats ignore it): where the parsed chunks of values go instead of one
+        array in memory — an object with ``append(chunk)``, ``close() -> values`` and ``abort()``,
+        such as :class:`sibscan.spill.RowSpill` (values and fingerprints to disk as they are read).
 
     Returns
     -------
     Items
-        ``modality="table"``, ``values`` float64 of shape ``(n, d)``.
+        ``modality="table"``, ``values`` float64 of shape ``(n, d)`` (what ``sink.close()`` returned,
+        when a sink took them).
 
     Raises
     ------
@@ -84,7 +90,8 @@ def load_table(
         raise InputError("labels_path (--labels-train/--labels-test) is only for .npy/.npz input; "
                          "name the label column with --label", path=path)
     if suffix in (".csv", ".tsv"):
-        return _load_delimited(path, split, "\t" if suffix == ".tsv" else ",", label, id, group)
+        return _load_delimited(path, split, "\t" if suffix == ".tsv" else ",", label, id, group,
+                               _HeldRows(path) if sink is None else sink)
     if suffix == ".ts":
         from .ts_format import load_ts
 
@@ -205,25 +212,45 @@ def delimited_blocks(path: Path, delimiter: str, label, id_, group,  # noqa: C90
         raise InputError("has a header but no data rows", path=path)
 
 
-def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group) -> Items:
-    """A delimited file read by :func:`delimited_blocks`, so peak memory is the float64 values plus
-    one chunk's strings, not the file's strings."""
-    values, n = None, 0  # one buffer for every chunk's floats: joining chunks at the end held them twice
+class _HeldRows:
+    """The loader's own sink: one float64 buffer for every chunk, sized from the line ends (joining
+    chunks at the end held them twice)."""
+
+    def __init__(self, path: Path):
+        self.path, self.values, self.n = path, None, 0
+
+    def append(self, part: np.ndarray) -> None:
+        if self.values is None:
+            self.values = np.empty((max(len(part), line_bound(self.path)), part.shape[1]), np.float64)
+        elif self.n + len(part) > len(self.values):  # more rows than line ends: cannot happen, but never lose a row
+            self.values = np.concatenate([self.values[:self.n], np.empty((len(part), part.shape[1]), np.float64)])
+        self.values[self.n:self.n + len(part)] = part
+        self.n += len(part)
+
+    def close(self) -> np.ndarray:
+        # the rows past n were never written, so never resident: slicing them off costs nothing
+        return self.values[:self.n]
+
+    def abort(self) -> None:
+        self.values = None
+
+
+def _load_delimited(path: Path, split: str, delimiter: str, label, id_, group, sink) -> Items:
+    """A delimited file read by :func:`delimited_blocks` into ``sink`` (see :func:`load_table`), so peak
+    memory is the values the sink holds plus one chunk's strings, not the file's strings."""
     columns: Dict[str, List[np.ndarray]] = {"label": [], "id": [], "group": []}
-    for block in delimited_blocks(path, delimiter, label, id_, group):
-        part = block.values
-        if values is None:
-            values = np.empty((max(len(part), line_bound(path)), part.shape[1]), np.float64)
-        elif n + len(part) > len(values):  # more rows than line ends: cannot happen, but never lose a row
-            values = np.concatenate([values[:n], np.empty((len(part), part.shape[1]), np.float64)])
-        values[n:n + len(part)] = part
-        n += len(part)
-        for what in columns:
-            if getattr(block, what) is not None:
-                columns[what].append(getattr(block, what))
+    try:
+        for block in delimited_blocks(path, delimiter, label, id_, group):
+            sink.append(block.values)
+            for what in columns:
+                if getattr(block, what) is not None:
+                    columns[what].append(getattr(block, what))
+        values = sink.close()
+    except BaseException:
+        sink.abort()
+        raise
     col = lambda what: np.concatenate(columns[what]) if columns[what] else None  # noqa: E731
-    # the rows past n were never written, so never resident: slicing them off costs nothing
-    return build_table_items(path, split, values[:n], labels=col("label"), ids=col("id"), groups=col("group"))
+    return build_table_items(path, split, values, labels=col("label"), ids=col("id"), groups=col("group"))
 
 
 def line_bound(path: Path) -> int:
