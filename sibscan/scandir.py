@@ -431,7 +431,7 @@ class ScanDir:
             raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
 
     def iter_neighbour_pairs(self, query_split: str, neighbour_split: str,
-                             block_rows: int = 1 << 18) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+                             block_rows: int = 1 << 16) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         """:meth:`neighbour_pairs` a block of table rows at a time: ``(query_index, neighbour_index)`` of
         that direction's rows among each ``block_rows`` rows, read from the archive's columns as streams
         (memory bounded by the block, whatever the table's length)."""
