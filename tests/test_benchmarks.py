@@ -411,6 +411,12 @@ def test_memory_quick_writes_results(tmp_path, monkeypatch):
     assert fewer["peak_MB"] == pytest.approx(payload["scan"]["fixed_MB"] + fewer["beyond_fixed_MB"])
     growth = payload["scan"]["growth_largest_over_smallest"]
     assert payload["scan"]["met"] is (None if growth is None else growth <= 1.2)
+    # tracemalloc's peak, from a second run: above its fixed cost, which is far below the RSS's
+    assert 0 < payload["scan"]["traced_fixed_MB"] < payload["scan"]["fixed_MB"]
+    assert more["traced_peak_MB"] == pytest.approx(payload["scan"]["traced_fixed_MB"] + more["traced_beyond_fixed_MB"])
+    assert more["traced_beyond_fixed_MB"] > 0
+    traced = payload["scan"]["traced_growth_largest_over_smallest"]
+    assert payload["scan"]["traced_met"] is (None if traced is None else traced <= 1.2)
     assert (tmp_path / "memory.json").exists()
 
 
