@@ -26,7 +26,7 @@ import numpy as np
 
 from benchmarks._common import write_results
 from benchmarks.planted_crops import PHOTO_SPLIT, crops_set, small_set
-from benchmarks.quality import SIZES, top_k, union_candidates, view_candidates
+from benchmarks.quality import SIZES, crop_size_key, top_k, union_candidates, view_candidates
 
 
 def set_features(ps, k: int):
@@ -62,7 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     from sibscan.verify.imagefuse import FEATURES
 
     t0 = time.perf_counter()
-    n_train, per, n_clean = SIZES["default"]["crops" if args.photos == "all" else "crops_half"]
+    n_train, per, n_clean = SIZES["default"][crop_size_key(args.photos)]
     xs, ys, sets = [], [], {}
     with tempfile.TemporaryDirectory(prefix="sibscan-imagefuse-") as tmp:
         for name, make in (("crops", crops_set), ("small32", small_set)):

@@ -56,6 +56,11 @@ EXTRA_VIEWS = {"image": ("windows", "pixels")}
 PREVALENCE = 0.01
 TARGET_PRECISION = 0.95
 
+def crop_size_key(photos: str) -> str:
+    """The SIZES entry of the crop sets cut from ``photos`` ("all", or one half: fewer cells)."""
+    return "crops" if photos == "all" else "crops_half"
+
+
 SIZES = {
     # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
     # crops_half: the crop sets cut from one half of the photographs (--photos fit/heldout)
@@ -687,7 +692,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
         for name, make in (("crops", crops_set), ("small32", small_set)):
             if name in wanted:
-                n_train, per, n_clean = scale(size["crops" if args.photos == "all" else "crops_half"])
+                n_train, per, n_clean = scale(size[crop_size_key(args.photos)])
                 sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed,
                                  photos=args.photos))
         if "text" in wanted:

@@ -19,7 +19,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -99,7 +99,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     spilled, spill = [], None
     try:
         if cfg.load.index is None:
-            for stale in sd.path.glob(f"{_SPILL}*"):  # left by a scan killed outright (the lock rules out a running one)
+            for stale in _spill_files(sd.path):  # left by a scan killed outright (the lock rules out a running one)
                 stale.unlink(missing_ok=True)
             # a CSV/TSV train table goes to disk as it is parsed, with its fingerprints: never whole in memory
             spill = RowSpill(sd.path / f"{_SPILL}train-{os.getpid()}.tmp.npy",
@@ -463,10 +463,17 @@ def _previous(sd: ScanDir, force: bool, manifest: dict) -> Optional[dict]:
     return None
 
 
+def _spill_files(folder: Path) -> List[Path]:
+    """The train spill files in ``folder``, finished (``.values-…``) or still being written (the
+    writer's temporary, ``..values-…``): a scan killed while loading leaves the latter."""
+    return [p for p in folder.glob(f"*{_SPILL}*") if p.name.startswith((_SPILL, "." + _SPILL))]
+
+
 def _refuse_foreign(sd: ScanDir) -> None:
     """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
+    spills = set(_spill_files(sd.path)) if sd.path.is_dir() else set()
     if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS, LOCK_NAME)
-                                                    and not p.name.startswith(_SPILL) for p in sd.path.iterdir()):
+                                                    and p not in spills for p in sd.path.iterdir()):
         raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
 
 

@@ -47,6 +47,23 @@ def test_window_vectors_are_normalised_cell_means():
     assert not window_vectors(np.full((1, 32, 32), 7.0), window_boxes(), 4).any()  # a flat image: zeros
 
 
+def test_window_vectors_cut_in_chunks_are_each_images_own(monkeypatch):
+    """Images are cut _CUT_CHUNK at a time; an image's vectors must not depend on its chunk-mates:
+    chunks of 3 over 8 images (flat and noisy ones included) give, bit for bit, each image cut alone."""
+    import sibscan.kernels.windows as windows
+
+    rng = np.random.default_rng(5)
+    gray = rng.integers(0, 256, size=(8, 64, 64)).astype(np.uint8)
+    gray[2] = 7  # flat: zero vectors
+    boxes = window_boxes()
+    alone = np.concatenate([window_vectors(g[None], boxes, 12) for g in gray])
+    monkeypatch.setattr(windows, "_CUT_CHUNK", 3)
+    chunked = window_vectors(gray, boxes, 12)
+    assert chunked.flags.c_contiguous and chunked.dtype == alone.dtype
+    np.testing.assert_array_equal(chunked, alone)
+    assert not chunked[2].any() and chunked[0].any()
+
+
 def test_mirror_is_the_flipped_image():
     rng = np.random.default_rng(2)
     img = _smooth(rng)

@@ -149,6 +149,23 @@ def test_scan_from_python_leaves_the_callers_items_and_no_temporary(tmp_path):
     assert json.loads((tmp_path / "s" / "manifest.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_spill_files_of_a_killed_scan_neither_block_nor_outlive_the_next_one(tables, existing):
+    """A scan killed outright while loading leaves its spill (and the writer's temporary of it, named
+    '..values-…'): the next scan into that --out neither refuses it as a foreign folder nor keeps it."""
+    out = tables / "scan"
+    if existing:
+        assert _scan(tables, out, *FAST).exit_code == 0
+    out.mkdir(exist_ok=True)
+    left = [out / ".values-train-999.tmp.npy", out / "..values-train-999.tmp.npy.abc123.tmp.npy",
+            out / "..values-train-fp-999.tmp.npy.def456.tmp.npy"]
+    for p in left:
+        p.write_bytes(b"half a spill")
+    result = _scan(tables, out, *FAST, "--force")
+    assert result.exit_code == 0, result.output
+    assert not [p.name for p in out.iterdir() if "values-" in p.name]
+
+
 def test_a_failed_fingerprint_spill_removes_the_values_spill(tmp_path, monkeypatch):
     """A full disk after the values' spill (the fingerprints' write fails) leaves no temporary behind."""
     import errno
