@@ -19,7 +19,7 @@ never exactly 0.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Iterable, Optional, Tuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "expected_chance_siblings", "extrapolated",
+__all__ = ["compute_baseline", "neighbour_pair_keys", "pair_keys", "scan_baseline", "streamed_pair_member", "tail_probability", "expected_chance_siblings", "extrapolated",
            "baseline_warning", "verified_budget", "MIN_VERIFIED",
            "QUANTILES"]
 
@@ -240,6 +240,23 @@ def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
             a, b = sub["query_index"], sub["neighbour_index"]
             keys.append(pair_keys(b, a, n_train) if swap else pair_keys(a, b, n_train))
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+
+
+def streamed_pair_member(blocks: Callable[[], Iterable[Tuple[np.ndarray, np.ndarray]]],
+                         n_train: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Which flat (test, train) keys (:func:`pair_keys`) are rows of a train→test neighbour list read
+    as ``blocks()``: ``(train_index, test_index)`` a block at a time (the scan's table on disk), so
+    memory does not grow with the train set.  Returns ``member(keys) -> bool ndarray of shape (m,)``,
+    the streamed counterpart of :func:`neighbour_pair_keys`' train→test keys."""
+    def member(keys: np.ndarray) -> np.ndarray:
+        keys = np.asarray(keys, np.int64)
+        hit = np.zeros(len(keys), bool)
+        if len(keys):
+            for train_index, test_index in blocks():
+                hit |= np.isin(keys, pair_keys(test_index, train_index, n_train))
+        return hit
+
+    return member
 
 
 def scan_baseline(

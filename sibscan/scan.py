@@ -25,7 +25,7 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import dumps_json
-from .calibration.baseline import baseline_warning, expected_chance_siblings, pair_keys, scan_baseline
+from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
@@ -255,21 +255,9 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
 
 
 def _on_disk_pairs(sd: ScanDir, n_train: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Which flat (test, train) pair keys (:func:`~sibscan.calibration.baseline.pair_keys`) are rows of
-    the train→test direction in ``sd``'s neighbours table: the table is read a block of rows at a time
-    (:meth:`~sibscan.scandir.ScanDir.iter_neighbour_pairs`), so memory does not grow with the train set."""
-    def member(keys: np.ndarray) -> np.ndarray:
-        keys = np.asarray(keys, np.int64)
-        wanted = np.unique(keys)
-        hit = np.zeros(len(wanted), bool)
-        if len(wanted):
-            for qi, ni in sd.iter_neighbour_pairs(*_REVERSE):
-                found = pair_keys(ni, qi, n_train)
-                pos = np.minimum(np.searchsorted(wanted, found), len(wanted) - 1)
-                hit[pos[wanted[pos] == found]] = True
-        return hit[np.searchsorted(wanted, keys)]
-
-    return member
+    """Which flat (test, train) pair keys are rows of the train→test direction in ``sd``'s neighbours
+    table, read a block of rows at a time (:func:`~sibscan.calibration.baseline.streamed_pair_member`)."""
+    return streamed_pair_member(lambda: sd.iter_neighbour_pairs(*_REVERSE), n_train)
 
 
 def _table_order(directions, reranked: bool, views: bool):
