@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["NpyArray", "NpyWriter", "is_disk_array"]
+__all__ = ["NpyArray", "NpyWriter", "is_disk_array", "read_npy_header"]
 
 _MAGIC = b"\x93NUMPY\x01\x00"
 _ROWS_WIDTH = 20  # digits reserved for the row count, so the header can be rewritten in place
@@ -31,6 +31,13 @@ def is_disk_array(x) -> bool:
     """True for an :class:`NpyArray` (or anything else that reads rows on demand instead of holding them)."""
     return isinstance(x, NpyArray)
 
+
+def read_npy_header(fh) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` file ``fh`` is at the start of (version 1.0
+    or 2.0 header); leaves ``fh`` at the first data byte."""
+    version = np.lib.format.read_magic(fh)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    return read_header(fh)
 
 class NpyArray:
     """A read-only ``.npy`` file (C order, 1-D or 2-D) whose rows are read on demand.
@@ -53,10 +60,7 @@ class NpyArray:
         self.path = Path(path)
         try:
             with open(self.path, "rb") as fh:
-                version = np.lib.format.read_magic(fh)
-                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                               else np.lib.format.read_array_header_2_0)
-                shape, fortran, dtype = read_header(fh)
+                shape, fortran, dtype = read_npy_header(fh)
                 self.offset = fh.tell()
                 size = os.fstat(fh.fileno()).st_size
         except FileNotFoundError:

@@ -19,7 +19,7 @@ import numpy as np
 from .errors import InputError
 from .imageio import DEPTH_KEY, decode_images
 from .items import Items
-from .rowids import RowNumberIds, id_blocks, lexicographic_order
+from .rowids import id_blocks, lexicographic_order
 from .kernels.textalign import normalise_text
 
 __all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
@@ -137,7 +137,7 @@ def items_fingerprint(items: Items, fp: np.ndarray) -> str:
     str
         32 hex characters.
     """
-    ids = items.ids if isinstance(items.ids, RowNumberIds) else np.ascontiguousarray(items.ids)
+    ids = items.ids  # an array or RowNumberIds: id_blocks / lexicographic_order take either
     h = hashlib.blake2b(digest_size=16)
     h.update(f"sibscan-items/1|{len(ids)}|{ids.dtype.str}|".encode())
     h.update(np.ascontiguousarray(fp, dtype="<u8").tobytes())
@@ -157,7 +157,7 @@ def ids_fingerprint(items: Items, fp: np.ndarray) -> str:
     str
         32 hex characters: blake2b over the ids sorted, each with its fingerprint.
     """
-    ids = items.ids if isinstance(items.ids, RowNumberIds) else np.ascontiguousarray(items.ids)
+    ids = items.ids  # an array or RowNumberIds: id_blocks / lexicographic_order take either
     order = lexicographic_order(ids)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"sibscan-ids/1|{len(ids)}|{ids.dtype.str}|".encode())

@@ -102,8 +102,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
             for stale in _spill_files(sd.path):  # left by a scan killed outright (the lock rules out a running one)
                 stale.unlink(missing_ok=True)
             # a CSV/TSV train table goes to disk as it is parsed, with its fingerprints: never whole in memory
-            spill = RowSpill(sd.path / f"{_SPILL}train-{os.getpid()}.tmp.npy",
-                             sd.path / f"{_SPILL}train-fp-{os.getpid()}.tmp.npy",
+            spill = RowSpill(_spill_path(sd.path, "train"), _spill_path(sd.path, "train", "fp-"),
                              cfg.load.decimals, cfg.load.znorm, spilled)
         with clock("load"):
             index, splits = _load_splits(cfg, sd.path / _INPUTS, spill)
@@ -130,19 +129,20 @@ def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) ->
     if items.modality != "table" or not isinstance(items.values, np.ndarray):
         return items, fp
     items = copy.copy(items)
-    items.values = _to_disk(items.values, folder / f"{_SPILL}{items.split}-{os.getpid()}.tmp.npy", spilled)
-    return items, _to_disk(fp, folder / f"{_SPILL}{items.split}-fp-{os.getpid()}.tmp.npy", spilled)
+    items.values = _to_disk(items.values, _spill_path(folder, items.split), spilled)
+    return items, _to_disk(fp, _spill_path(folder, items.split, "fp-"), spilled)
+
+
+def _spill_path(folder: Path, split: str, kind: str = "") -> Path:
+    """Where a split's spilled values (``kind`` "") or fingerprints ("fp-") go while the scan runs."""
+    return folder / f"{_SPILL}{split}-{kind}{os.getpid()}.tmp.npy"
 
 
 def _to_disk(array: np.ndarray, path: Path, spilled: list) -> NpyArray:
-    writer = NpyWriter(path, array.dtype, array.shape[1:])
     spilled.append(path)  # before the first byte: removed when the scan ends, however the write ends
-    try:
+    with NpyWriter(path, array.dtype, array.shape[1:]) as writer:  # an exception aborts the file
         writer.append(array)
-    except BaseException:
-        writer.abort()
-        raise
-    return writer.close()
+        return writer.close()
 
 
 def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, splits, fps) -> ScanResult:

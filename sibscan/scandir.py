@@ -74,6 +74,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .atomic import atomic_path, save_npy, save_npz, write_json, write_text
+from .diskarray import read_npy_header
 from .errors import SibscanError
 from .items import Items, Skipped
 from .rowids import RowNumberIds
@@ -330,9 +331,7 @@ class _NpyStream:
 
     def __init__(self, fh):
         self.fh = fh
-        version = np.lib.format.read_magic(fh)
-        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, self.dtype = header(fh)
+        shape, fortran, self.dtype = read_npy_header(fh)
         if fortran or len(shape) != 1 or self.dtype.hasobject:
             raise ValueError(f"expected a 1-D column, got shape {shape}")
         self.rows = int(shape[0])

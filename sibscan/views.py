@@ -148,10 +148,7 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.n
         return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
 
     for a in range(0, len(test), _WINDOW_HOLD):
-        held = test[a:a + _WINDOW_HOLD]
-        q = np.empty((len(held), len(boxes), _WINDOW_CELLS ** 2), np.float32)
-        for b in range(0, len(held), _WINDOW_BLOCK):
-            q[b:b + _WINDOW_BLOCK] = vectors(held, b)
+        q = window_vectors(test[a:a + _WINDOW_HOLD], boxes, _WINDOW_CELLS)  # cut 64 images at a time inside
         blocks = ((b, vectors(train, b)) for b in range(0, len(train), _WINDOW_BLOCK))
         s, i = window_topk(q, blocks, k, _WINDOW_CELLS)
         sims[a:a + _WINDOW_HOLD], idx[a:a + _WINDOW_HOLD] = s, i
