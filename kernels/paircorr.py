@@ -28,7 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["FLAT_VAR", "ImageCorr", "image_pair_corr", "image_variants"]
+__all__ = ["FLAT_VAR", "ImageCorr", "check_detail", "image_corr_result", "image_pair_corr", "image_variants"]
 
 #: a window or template whose variance is below this (values in [0, 1]) counts as flat
 FLAT_VAR = 1e-6
@@ -141,19 +141,31 @@ def _zoom_torch(x, crop: float):
     return ry @ x @ rx.T
 
 
+def _rows_product(a, x):
+    """``a @ x`` for ``a`` (p, H) and ``x`` (..., H, W) as one matrix product over all of ``x``'s
+    columns (a broadcast ``a @ x`` runs one small product per image: 2x slower on the CPU)."""
+    lead, (H, W) = x.shape[:-2], x.shape[-2:]
+    out = x.transpose(-1, -2).reshape(-1, H) @ a.T  # (..., W, p)
+    return out.reshape(*lead, W, a.shape[0]).transpose(-1, -2)
+
+
+@functools.lru_cache(maxsize=32)
+def _box_matrix(size: int, width: int, n: int) -> np.ndarray:
+    """(n, size) matrix summing the ``width`` values starting at each of the first ``n`` offsets."""
+    idx = np.arange(size)
+    return ((idx >= np.arange(n)[:, None]) & (idx < np.arange(n)[:, None] + width)).astype(np.float64)
+
+
 def _window_norms(img, h: int, w: int, n_shift: int):
     """Root of the centred sum of squares of every h x w window: (m, C, n_shift, n_shift)."""
-    import torch.nn.functional as F
+    import torch
 
+    H, W = img.shape[-2:]
+    by = torch.as_tensor(_box_matrix(H, h, n_shift), dtype=img.dtype, device=img.device)
+    bx = torch.as_tensor(_box_matrix(W, w, n_shift), dtype=img.dtype, device=img.device)
     x = img - img.mean(dim=(-2, -1), keepdim=True)  # centring first keeps float32 sums accurate
-    ii = F.pad(x.cumsum(-1).cumsum(-2), (1, 0, 1, 0))
-    ii2 = F.pad((x * x).cumsum(-1).cumsum(-2), (1, 0, 1, 0))
-
-    def box(t):
-        return (t[..., h:h + n_shift, w:w + n_shift] - t[..., :n_shift, w:w + n_shift]
-                - t[..., h:h + n_shift, :n_shift] + t[..., :n_shift, :n_shift])
-
-    s, s2 = box(ii), box(ii2)
+    # window sums as box-matrix products: sums of h * w values, not differences of running sums
+    s, s2 = (_rows_product(by, t @ bx.T) for t in (x, x * x))
     return (s2 - s * s / (h * w)).clamp_min(0).sqrt()
 
 
@@ -199,7 +211,8 @@ def _partial_irfft2(spec, H: int, W: int, n: int):
     t = torch.view_as_real(spec.contiguous()).reshape(-1, 2 * kw) @ cols  # (B * H, 2n) = (ky, ox, re/im)
     b = t.shape[0] // H
     t = t.reshape(b, H, n, 2).permute(0, 2, 3, 1).reshape(b * n, 2 * H)  # (b, ox) x (re/im, ky)
-    out = (t @ rows).reshape(b, n, n).transpose(1, 2)  # (b, oy, ox)
+    # rows.T @ t.T: the long side (b * n) as the product's columns runs 4x faster than t @ rows
+    out = (rows.T @ t.T).reshape(n, b, n).transpose(0, 1)  # (b, oy, ox)
     return out.reshape(*lead, n, n)
 
 
@@ -217,72 +230,15 @@ def _band_ncc(a, b, flat: float):
     return torch.where(fa & fb, torch.full_like(r, float("nan")), r).nanmean(dim=1)
 
 
-def _detail_batch(zoomed, arg, s: int, variants, sigma: float):
-    """NCC of the detail bands (image minus its Gaussian blur) of each pair's template and window at
-    the transform ``arg`` chose (an index into the (V, n, n) maps): (m,) tensor, NaN where flat.
-    ``zoomed`` holds the batch's transformed images by :func:`_corr_batch`."""
+def _detail_band(x, sigma: float):
+    """Detail band of ``x`` (..., h, w): ``x`` minus its Gaussian blur of ``sigma`` pixels (edges
+    mirrored), the blur as two matrix products."""
     import torch
 
-    zq, zd = zoomed
-    like = next(iter(zd.values()))
-    m, C, H, W = like.shape
-    h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
-    v, off = arg // (n * n), arg % (n * n)
-    oy, ox = off // n, off % n
-    ght = torch.as_tensor(_blur_matrix(h, sigma).T, dtype=like.dtype, device=like.device)
-    gwt = torch.as_tensor(_blur_matrix(w, sigma).T, dtype=like.dtype, device=like.device)
-
-    def detail_band(x):  # x - G_h x G_w^T, as two products over all rows at once (no small batched ones)
-        blurred = (x @ gwt).transpose(-1, -2) @ ght
-        return x - blurred.transpose(-1, -2)
-
-    out = torch.empty(m, dtype=like.dtype, device=like.device)
-    # each pair's window as positions in its flattened (H * W) zoomed database image
-    cells = (torch.arange(h, device=like.device)[:, None] * W + torch.arange(w, device=like.device)).reshape(1, 1, h * w)
-    for vi in torch.unique(v).tolist():
-        rows = torch.nonzero(v == vi).flatten()
-        flipped, cq, cd = variants[vi]
-        t = zq[(flipped, cq)][rows, :, s:s + h, s:s + w]
-        dz = zd[cd][rows].reshape(len(rows), C, H * W)
-        at = (oy[rows] * W + ox[rows]).reshape(-1, 1, 1) + cells
-        win = torch.gather(dz, 2, at.expand(len(rows), C, h * w)).reshape(len(rows), C, h, w)
-        out[rows] = _band_ncc(detail_band(t), detail_band(win), FLAT_VAR * h * w)
-    return out
-
-
-def _corr_batch(q, d, s: int, variants) -> Tuple:
-    """Best score and variant/shift index of each pair of one batch (torch tensors), and the
-    transformed images ``({(flipped, crop_query): query}, {crop_database: database})``."""
-    import torch
-
-    H, W = q.shape[-2:]
-    h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
-    flat = FLAT_VAR * h * w
-    db, zd, zq = {}, {}, {}
-    for cd in sorted({v[2] for v in variants}):
-        dz = zd[cd] = _zoom_torch(d, cd)
-        dn = _window_norms(dz, h, w, n)
-        db[cd] = (torch.fft.rfft2(dz), dn)
-    maps = []
-    qcache = {}
-    for flipped, cq, cd in variants:
-        key = (flipped, cq)
-        if key not in qcache:
-            qz = zq[key] = _zoom_torch(q.flip(-1) if flipped else q, cq)
-            t, tn = _template(qz, s)
-            qcache[key] = (torch.fft.rfft2(t, s=(H, W)).conj(), tn)
-        tf, tn = qcache[key]
-        df, dn = db[cd]
-        cc = _partial_irfft2(tf * df, H, W, n)
-        valid = (dn.square() > flat) & (tn.square() > flat)
-        ncc = torch.where(valid, cc / (dn * tn).clamp_min(1e-12), torch.zeros_like(cc))
-        # mean over channels; a pair only counts where every channel is defined
-        ok = valid.all(dim=1)
-        score = torch.where(ok, ncc.mean(dim=1), torch.full_like(ok, float("-inf"), dtype=ncc.dtype))
-        maps.append(score.reshape(len(q), n * n))
-    allmaps = torch.stack(maps, dim=1).reshape(len(q), -1)  # (m, V * n * n)
-    best, arg = allmaps.max(dim=1)
-    return best, arg, (zq, zd)
+    h, w = x.shape[-2:]
+    gh = torch.as_tensor(_blur_matrix(h, sigma), dtype=x.dtype, device=x.device)
+    gwt = torch.as_tensor(_blur_matrix(w, sigma).T, dtype=x.dtype, device=x.device)
+    return x - gh @ (x @ gwt)
 
 
 def image_pair_corr(
@@ -327,10 +283,12 @@ def image_pair_corr(
     """
     import torch
 
+    from .paircorr_sides import prepare_database, prepare_queries, side_pair_corr
+
     _check_images(query, database, max_shift)
     variants = image_variants(flip, scales)
     m, _, H, W = query.shape
-    sigma = _check_detail(detail, detail_sigma, H)
+    sigma = check_detail(detail, detail_sigma, H)
     n = 2 * max_shift + 1
     best = np.empty(m, np.float32)
     arg = np.empty(m, np.int64)
@@ -339,15 +297,16 @@ def image_pair_corr(
         for lo in range(0, m, batch_size):
             q = torch.as_tensor(query[lo:lo + batch_size], dtype=torch.float32).to(device)
             d = torch.as_tensor(database[lo:lo + batch_size], dtype=torch.float32).to(device)
-            b, a, zoomed = _corr_batch(q, d, max_shift, variants)
-            best[lo:lo + len(q)] = b.cpu().numpy()
-            arg[lo:lo + len(q)] = a.cpu().numpy()
-            if detail:
-                band[lo:lo + len(q)] = _detail_batch(zoomed, a, max_shift, variants, sigma).cpu().numpy()
-    return _decode(best, arg, variants, max_shift, n, band, detail)
+            qside = prepare_queries(q, max_shift, variants, bool(detail), batch_size=len(q))
+            dside = prepare_database(d, max_shift, variants, bool(detail), batch_size=len(d))
+            rows = np.arange(len(q))
+            sl = slice(lo, lo + len(q))
+            best[sl], arg[sl], band[sl] = side_pair_corr(qside, rows, dside, rows, max_shift, variants, sigma,
+                                                         bool(detail), batch_size=len(q))
+    return image_corr_result(best, arg, variants, max_shift, n, band, detail)
 
 
-def _check_detail(detail: float, sigma: Optional[float], size: int) -> float:
+def check_detail(detail: float, sigma: Optional[float], size: int) -> float:
     """The detail band's blur in pixels (default ``size / 16``), after checking both options."""
     if not 0.0 <= float(detail) <= 1.0:
         raise ValueError(f"detail must be in [0, 1], got {detail}")
@@ -357,7 +316,10 @@ def _check_detail(detail: float, sigma: Optional[float], size: int) -> float:
     return sigma
 
 
-def _decode(best, arg, variants, s, n, band, detail: float) -> ImageCorr:
+def image_corr_result(best, arg, variants, s, n, band, detail: float) -> ImageCorr:
+    """The :class:`ImageCorr` of pairs from their best NCC ``best`` (m,), its (variant, shift) index
+    ``arg`` (m,) into the (V, n, n) maps of ``variants`` and shift ``s``, and the detail bands' NCC
+    ``band`` (m,) there, blended with weight ``detail``."""
     v, off = np.divmod(arg, n * n)
     oy, ox = np.divmod(off, n)
     table = np.array([(f, cq, cd) for f, cq, cd in variants], dtype=np.float64).reshape(-1, 3)

@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .paircorr import FLAT_VAR, ImageCorr, _check_detail, _check_images, _decode, image_variants
+from .paircorr import FLAT_VAR, ImageCorr, check_detail, _check_images, image_corr_result, image_variants
 
 __all__ = ["blur_reference", "image_pair_corr_reference", "zoom_reference"]
 
@@ -53,7 +53,7 @@ def image_pair_corr_reference(
     variants = image_variants(flip, scales)
     s = max_shift
     m, C, H, W = query.shape
-    sigma = _check_detail(detail, detail_sigma, H)
+    sigma = check_detail(detail, detail_sigma, H)
     h, w, n = H - 2 * s, W - 2 * s, 2 * s + 1
     best = np.full(m, -np.inf)
     arg = np.zeros(m, np.int64)
@@ -86,7 +86,7 @@ def image_pair_corr_reference(
                 if not (fa and fb):
                     per_channel.append(0.0 if fa or fb else (a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()))
             band[i] = np.mean(per_channel) if per_channel else np.nan
-    return _decode(best, arg, variants, s, n, band, detail)
+    return image_corr_result(best, arg, variants, s, n, band, detail)
 
 
 def blur_reference(x: np.ndarray, sigma: float) -> np.ndarray:

@@ -349,7 +349,7 @@ def test_imagecorr_threads_change_no_score_and_are_restored(photos):
 
 def test_imagecorr_options_identity_and_errors(photos):
     a = ImageCorrVerifier(device="cpu")
-    assert a.identity.startswith("imagecorr-v2(") and a.identity == ImageCorrVerifier(device="cpu").identity
+    assert a.identity.startswith("imagecorr-v3(") and a.identity == ImageCorrVerifier(device="cpu").identity
     assert ImageCorrVerifier(detail=0.0, device="cpu").identity != a.identity
     assert ImageCorrVerifier(max_shift=2, device="cpu").identity != a.identity
     assert ImageCorrVerifier(colour="rgb", device="cpu").identity != a.identity

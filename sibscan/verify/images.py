@@ -1,8 +1,11 @@
 """``imagecorr``: image pairs re-scored by correlation maximised over shifts, a flip and crops.
 
-Each image is decoded once per call (however many pairs it is in), resized to ``size`` x
-``size`` (aspect ratio not kept: both sides get the same treatment) and turned into grayscale
-(or kept as three colour channels with ``colour="rgb"``).  The score of a pair is the
+Each image is decoded once (and kept for the verifier's later calls, up to
+:attr:`ImageCorrVerifier.decoded_bytes`), resized to ``size`` x ``size`` (aspect ratio not kept:
+both sides get the same treatment) and turned into grayscale (or kept as three colour channels
+with ``colour="rgb"``).  Its own share of the work (flips, crops, spectra, norms) is done once per
+call however many pairs it is in (:mod:`sibscan.kernels.paircorr_sides`, in tiles of bounded
+memory: :mod:`sibscan.verify.pairtiles`); only the correlations are per pair.  The score of a pair is the
 normalised cross-correlation of the query's centre against the database image, maximised over
 translations of up to ``max_shift`` working pixels, a horizontal flip and the centre
 crop-scales ``scales``, blended with the NCC of the two images' detail bands at that alignment
@@ -12,6 +15,7 @@ brightness and contrast (and to per-channel colour gains in ``rgb`` mode).
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Dict, List, Sequence
@@ -23,11 +27,22 @@ from ..errors import SibscanError, require
 from ..imageio import open_image
 from ..items import Items
 from .base import Verifier, VerifyResult, register_verifier
+from .pairtiles import pair_tiles
 
 __all__ = ["ImageCorrVerifier", "describe_image_transform"]
 
 COLOURS = ("gray", "rgb")
 _GRAY = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def _file_key(path) -> tuple:
+    """What a decoded image is kept under: its path, size and modification time (a rewritten file is
+    decoded again)."""
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return (str(path), None, None)
+    return (str(path), st.st_size, st.st_mtime_ns)
 
 
 def describe_image_transform(
@@ -74,18 +89,23 @@ class ImageCorrVerifier(Verifier):
         planted 32-px siblings from 0.778 to 0.822 (``benchmarks.image_scale``).
     device : {"auto", "cpu", "cuda"}
     batch_size : int
-        Pairs per torch batch.
+        Pairs (and images being prepared) per torch batch.
     threads : int
-        torch CPU threads for the correlation (restored after each call).  Its many small batched
+        torch CPU threads for each batch (restored after each call).  Its many small batched
         operations ran 4-5x faster (wall) on one thread than on torch's default two on a shared 2-core
         machine, with the same scores (``benchmarks/verify_share.py``, README).
     workers : int, optional
-        Threads decoding images (default: up to 8, one per CPU).
+        Threads decoding images and, on the CPU, scoring batches side by side (each on ``threads``
+        torch threads; the scores do not depend on it).  Default: up to 8, one per CPU.
     progress : bool
         Show progress on stderr (a bar on a terminal, a line every 30 s off one; see sibscan.progress).
     """
 
     name = "imagecorr"
+    #: bytes of decoded working-resolution images kept between calls (64 px gray: 16 KiB an image)
+    decoded_bytes: int = 128 << 20
+    #: bytes of prepared images (spectra, norms, detail bands) one call holds at once (see pair_tiles)
+    prepared_bytes: int = 256 << 20
     requires = (("torch", "torch"), ("PIL", "images"))
     modality = "image"
     description = "image correlation maximised over shifts, horizontal flip and crop-scales"
@@ -127,9 +147,12 @@ class ImageCorrVerifier(Verifier):
         self.batch_size = int(batch_size)
         self.threads = int(threads)
         self.workers = workers or min(8, os.cpu_count() or 1)
+        # batches of pairs on the CPU run side by side, each on ``threads`` torch threads; a GPU takes them in turn
+        self.compute_workers = self.workers if self.device == "cpu" else 1
         self.progress = progress
+        self._decoded: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
         self.identity = (
-            f"imagecorr-v2(size={self.size},shift={self.max_shift},flip={int(self.flip)},"
+            f"imagecorr-v3(size={self.size},shift={self.max_shift},flip={int(self.flip)},"
             f"scales={','.join(f'{s:g}' for s in self.scales)},colour={self.colour},detail={self.detail:g})"
         )
 
@@ -144,14 +167,29 @@ class ImageCorrVerifier(Verifier):
         return np.ascontiguousarray(rgb.transpose(2, 0, 1))
 
     def load_arrays(self, paths: Sequence) -> np.ndarray:
-        """Images at working resolution: float32 array of shape (n, C, size, size)."""
+        """Images at working resolution: float32 array of shape (n, C, size, size).
+
+        Decoded images are kept (least recently used out first, :attr:`decoded_bytes` in all) for the
+        verifier's later calls: a scan verifies its test images' candidates, then the train→test
+        direction and the baseline's random pairs, the same images each time."""
         channels = 1 if self.colour == "gray" else 3
         out = np.empty((len(paths), channels, self.size, self.size), np.float32)
-        if not len(paths):
-            return out
-        with ThreadPoolExecutor(self.workers) as pool:
-            for i, arr in enumerate(pool.map(self.load_array, paths)):
-                out[i] = arr
+        keys = [_file_key(p) for p in paths]
+        new = [i for i, k in enumerate(keys) if k not in self._decoded]
+        if new:
+            with ThreadPoolExecutor(self.workers) as pool:
+                for i, arr in zip(new, pool.map(self.load_array, [paths[i] for i in new])):
+                    out[i] = arr
+        fresh = set(new)
+        for i, k in enumerate(keys):
+            if i not in fresh:
+                out[i] = self._decoded[k]
+                self._decoded.move_to_end(k)
+        limit = max(self.decoded_bytes // max(out[:1].nbytes, 1), 0) if len(out) else 0
+        for i in new:
+            self._decoded[keys[i]] = out[i].copy()
+        while len(self._decoded) > limit:
+            self._decoded.popitem(last=False)
         return out
 
     def _arrays(self, items: Items, index: np.ndarray, cache: Dict[int, int], store: List[np.ndarray]):
@@ -196,41 +234,52 @@ class ImageCorrVerifier(Verifier):
             ``scores`` (m,) float32 in [-1, 1], NaN where an image is flat (undefined
             correlation); ``details`` the best transform, e.g. ``"flipped, shifted 2 px right"``.
         """
-        from ..kernels.paircorr import image_pair_corr
+        from ..kernels.paircorr import check_detail, image_corr_result, image_variants
+        from ..kernels.paircorr_sides import prepare_database, prepare_queries, side_bytes, side_pair_corr
         from ..progress import bar as progress_bar
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
-        m = len(qi)
-        scores = np.empty(m, np.float32)
-        details = [""] * m
-        # Pairs go through in database order: each database image is then decoded once (its
-        # pairs are adjacent) and only one chunk of them is held; queries (the test side, the
-        # smaller one) are cached for the whole call.
-        order = np.argsort(di, kind="stable")
-        qcache: Dict[int, int] = {}
-        qstore: List[np.ndarray] = []
-        chunk = max(self.batch_size * 8, 1)
-        with progress_bar(m, "verify images", "pair", enabled=self.progress) as bar:
-            for lo in range(0, m, chunk):
-                rows = order[lo:lo + chunk]
-                qpos = self._arrays(queries, qi[rows], qcache, qstore)
-                dstore: List[np.ndarray] = []
-                dpos = self._arrays(database, di[rows], {}, dstore)
-                with self.torch_threads():
-                    res = image_pair_corr(
-                        np.stack([qstore[p] for p in qpos]), np.stack([dstore[p] for p in dpos]),
-                        max_shift=self.max_shift, flip=self.flip, scales=self.scales, detail=self.detail,
-                        device=self.device, batch_size=self.batch_size,
-                    )
-                scores[rows] = res.score
-                for j, row in enumerate(rows):
-                    if np.isnan(res.score[j]):
-                        details[row] = "flat image: correlation undefined"
-                    else:
-                        details[row] = describe_image_transform(
-                            bool(res.flipped[j]), int(res.dy[j]), int(res.dx[j]),
-                            float(res.crop_query[j]), float(res.crop_database[j]),
-                            queries.split, database.split,
-                        )
+        m, s = len(qi), self.max_shift
+        variants = image_variants(self.flip, self.scales)
+        sigma, detail = check_detail(self.detail, None, self.size), self.detail > 0
+        best, arg = np.empty(m, np.float32), np.empty(m, np.int64)
+        band = np.full(m, np.nan, np.float32)
+        per_q, per_d = side_bytes(1 if self.colour == "gray" else 3, self.size, s, variants, detail)
+        qids = dids = None
+        # each image is decoded and prepared (crops, flips, spectra, norms, detail bands) once per tile
+        # of pairs, not once per pair; only the correlations themselves are per pair
+        with progress_bar(m, "verify images", "pair", enabled=self.progress) as bar, self.torch_threads():
+            for rows, q_ids, d_ids in pair_tiles(qi, di, per_q, per_d, self.prepared_bytes):
+                if q_ids is not qids:
+                    qside = None  # the previous block's prepared images go before the next block's come
+                    qids, qside = q_ids, prepare_queries(self._tensor(queries, q_ids), s, variants, detail,
+                                                         batch_size=self.batch_size, workers=self.compute_workers)
+                if d_ids is not dids:
+                    dside = None
+                    dids, dside = d_ids, prepare_database(self._tensor(database, d_ids), s, variants, detail,
+                                                          batch_size=self.batch_size, workers=self.compute_workers)
+                best[rows], arg[rows], band[rows] = side_pair_corr(
+                    qside, np.searchsorted(q_ids, qi[rows]), dside, np.searchsorted(d_ids, di[rows]), s, variants,
+                    sigma, detail, batch_size=self.batch_size, workers=self.compute_workers)
                 bar.update(len(rows))
-        return VerifyResult(scores=scores, details=details)
+        res = image_corr_result(best, arg, variants, s, 2 * s + 1, band, self.detail)
+        return VerifyResult(scores=res.score, details=self._details(res, queries.split, database.split))
+
+    def _tensor(self, items: Items, ids: np.ndarray):
+        """The images of rows ``ids`` at working resolution, as a float32 torch tensor on the device."""
+        import torch
+
+        return torch.as_tensor(self.load_arrays([items.paths[int(i)] for i in ids])).to(self.device)
+
+    @staticmethod
+    def _details(res, query_split: str, database_split: str) -> List[str]:
+        """The readable transform of each pair, described once per distinct transform."""
+        if not len(res.score):
+            return []
+        keys = np.stack([np.isnan(res.score), res.flipped, res.dy, res.dx, res.crop_query, res.crop_database], 1)
+        uniq, inv = np.unique(keys.astype(np.float64), axis=0, return_inverse=True)
+        text = np.array([
+            "flat image: correlation undefined" if flat else
+            describe_image_transform(bool(f), int(dy), int(dx), float(cq), float(cd), query_split, database_split)
+            for flat, f, dy, dx, cq, cd in uniq.tolist()], dtype=object)
+        return text[inv.reshape(-1)].tolist()
