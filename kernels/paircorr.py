@@ -6,7 +6,9 @@ edge, against every window of the database image it can slide to, maximised over
 translations, a horizontal flip and a few centre crop-scales (either image may be the crop).
 Each channel is normalised on its own, so brightness, contrast and per-channel colour gains do
 not matter.  The cross-correlation runs as a batched FFT in torch (CPU or CUDA); the
-window statistics come from integral images.  :func:`.paircorr_reference.image_pair_corr_reference`
+window statistics come from box sums.  Each image's own part of the work is done by
+:mod:`.paircorr_sides` (here once per batch of pairs; a verifier that sees an image in many pairs
+prepares it once for all of them).  :func:`.paircorr_reference.image_pair_corr_reference`
 is the plain numpy loop the tests hold it to.  (Series pairs: :mod:`sibscan.kernels.lagcorr`.)
 
 With ``detail > 0`` the score also weighs the fine structure: at the alignment the NCC chose, the

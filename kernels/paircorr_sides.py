@@ -13,8 +13,6 @@ shapes, so the scores are the same bits (``tests/test_verify.py`` pins that).
 """
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
@@ -49,7 +47,6 @@ class QuerySide:
     zoomed: Dict[Tuple[bool, float], object] = field(default_factory=dict)
     bands: Dict[Tuple[bool, float], object] = field(default_factory=dict)
     _have: Dict[Tuple[bool, float], object] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def detail_bands(self, key: Tuple[bool, float], pos, s: int, sigma: float):
         """Detail bands of the templates of rows ``pos`` (int tensor) under variant ``key``: (len(pos), C, h, w)."""
@@ -58,16 +55,15 @@ class QuerySide:
         z = self.zoomed[key]
         n, C, H, W = z.shape
         h, w = H - 2 * s, W - 2 * s
-        with self._lock:  # batches of pairs run in threads (see side_pair_corr)
-            if key not in self.bands:
-                self.bands[key] = torch.empty((n, C, h, w), dtype=z.dtype, device=z.device)
-                self._have[key] = torch.zeros(n, dtype=torch.bool, device=z.device)
-            have = self._have[key]
-            need = torch.unique(pos[~have[pos]])
-            if len(need):
-                self.bands[key][need] = _detail_band(z[need][..., s:s + h, s:s + w], sigma)
-                have[need] = True
-            return self.bands[key][pos]
+        if key not in self.bands:
+            self.bands[key] = torch.empty((n, C, h, w), dtype=z.dtype, device=z.device)
+            self._have[key] = torch.zeros(n, dtype=torch.bool, device=z.device)
+        have = self._have[key]
+        need = torch.unique(pos[~have[pos]])
+        if len(need):
+            self.bands[key][need] = _detail_band(z[need][..., s:s + h, s:s + w], sigma)
+            have[need] = True
+        return self.bands[key][pos]
 
 
 @dataclass
@@ -99,22 +95,12 @@ def side_bytes(channels: int, size: int, max_shift: int, variants: Variants, det
     return per_q, per_d
 
 
-def _each(fn: Callable[[int], object], starts: Iterable[int], workers: int) -> List[object]:
-    """``[fn(lo) for lo in starts]``, on ``workers`` threads (torch releases the GIL inside its
-    operations, so batches run side by side, each on torch's own thread count)."""
+def _each(fn: Callable[[int], object], starts: Iterable[int]) -> List[object]:
+    """``[fn(lo) for lo in starts]`` under ``torch.no_grad``."""
     import torch
 
-    starts = list(starts)
-    if workers <= 1 or len(starts) <= 1:
+    with torch.no_grad():
         return [fn(lo) for lo in starts]
-    threads = torch.get_num_threads()  # OpenMP's thread count is per thread: a new one starts at the default
-
-    def run(lo: int):
-        torch.set_num_threads(threads)
-        return fn(lo)
-
-    with ThreadPoolExecutor(min(workers, len(starts))) as pool:
-        return list(pool.map(run, starts))
 
 
 def _joined(batches: List[dict]) -> dict:
@@ -126,8 +112,7 @@ def _joined(batches: List[dict]) -> dict:
     return {key: torch.cat([b[key] for b in batches]) for key in batches[0]}
 
 
-def prepare_queries(images, s: int, variants: Variants, detail: bool, batch_size: int = 256,
-                    workers: int = 1) -> QuerySide:
+def prepare_queries(images, s: int, variants: Variants, detail: bool, batch_size: int = 256) -> QuerySide:
     """The query side of ``images`` (float32 tensor of shape (n, C, H, W)), ``batch_size`` images at a time."""
     import torch
 
@@ -136,24 +121,22 @@ def prepare_queries(images, s: int, variants: Variants, detail: bool, batch_size
 
     def batch(lo: int) -> dict:
         q, out = images[lo:lo + batch_size], {}
-        with torch.no_grad():
-            for flipped, cq in keys:
-                qz = _zoom_torch(q.flip(-1) if flipped else q, cq)
-                t, out["norm", flipped, cq] = _template(qz, s)
-                out["spec", flipped, cq] = torch.fft.rfft2(t, s=(H, W)).conj()
-                if detail:
-                    out["zoom", flipped, cq] = qz
+        for flipped, cq in keys:
+            qz = _zoom_torch(q.flip(-1) if flipped else q, cq)
+            t, out["norm", flipped, cq] = _template(qz, s)
+            out["spec", flipped, cq] = torch.fft.rfft2(t, s=(H, W)).conj()
+            if detail:
+                out["zoom", flipped, cq] = qz
         return out
 
-    batches = _each(batch, range(0, len(images), batch_size), workers)
+    batches = _each(batch, range(0, len(images), batch_size))
     side, joined = QuerySide(), _joined(batches)
     for (kind, flipped, cq), tensor in joined.items():
         {"spec": side.spectra, "norm": side.norms, "zoom": side.zoomed}[kind][flipped, cq] = tensor
     return side
 
 
-def prepare_database(images, s: int, variants: Variants, detail: bool, batch_size: int = 256,
-                     workers: int = 1) -> DatabaseSide:
+def prepare_database(images, s: int, variants: Variants, detail: bool, batch_size: int = 256) -> DatabaseSide:
     """The database side of ``images`` (float32 tensor of shape (n, C, H, W)), ``batch_size`` images at a time."""
     import torch
 
@@ -163,16 +146,15 @@ def prepare_database(images, s: int, variants: Variants, detail: bool, batch_siz
 
     def batch(lo: int) -> dict:
         d, out = images[lo:lo + batch_size], {}
-        with torch.no_grad():
-            for cd in crops:
-                dz = _zoom_torch(d, cd)
-                out["norm", cd] = _window_norms(dz, h, w, n)
-                out["spec", cd] = torch.fft.rfft2(dz)
-                if detail:
-                    out["zoom", cd] = dz
+        for cd in crops:
+            dz = _zoom_torch(d, cd)
+            out["norm", cd] = _window_norms(dz, h, w, n)
+            out["spec", cd] = torch.fft.rfft2(dz)
+            if detail:
+                out["zoom", cd] = dz
         return out
 
-    batches = _each(batch, range(0, len(images), batch_size), workers)
+    batches = _each(batch, range(0, len(images), batch_size))
     side, joined = DatabaseSide(), _joined(batches)
     for (kind, cd), tensor in joined.items():
         {"spec": side.spectra, "norm": side.norms, "zoom": side.zoomed}[kind][cd] = tensor
@@ -180,20 +162,24 @@ def prepare_database(images, s: int, variants: Variants, detail: bool, batch_siz
 
 
 def side_pair_corr(qside: QuerySide, qpos, dside: DatabaseSide, dpos, s: int, variants: Variants, sigma: float,
-                   detail: bool, batch_size: int = 512, workers: int = 1) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   detail: bool, batch_size: int = 512) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Best NCC of pairs ``(qside[qpos[i]], dside[dpos[i]])`` over the variants and shifts.
 
     Parameters
     ----------
     qpos, dpos : ndarray of shape (m,), int
         Rows of the prepared sides.
+    sigma : float
+        Gaussian blur (pixels) taken off each template and window to leave its detail band.
+    batch_size : int
+        Pairs per batch.
 
     Returns
     -------
     best : ndarray of shape (m,), float32
         Best NCC, ``-inf`` where no window is defined.
     arg : ndarray of shape (m,), int64
-        Its index into the (variant, shift) maps (see :func:`sibscan.kernels.paircorr._decode`).
+        Its index into the (variant, shift) maps (see :func:`sibscan.kernels.paircorr.image_corr_result`).
     band : ndarray of shape (m,), float32
         NCC of the detail bands at that transform (NaN where both are flat, or without ``detail``).
     """
@@ -209,14 +195,13 @@ def side_pair_corr(qside: QuerySide, qpos, dside: DatabaseSide, dpos, s: int, va
 
     def batch(lo: int) -> None:
         qp, dp = qpos_all[lo:lo + batch_size], dpos_all[lo:lo + batch_size]
-        with torch.no_grad():
-            b, a = _best_transform(qside, qp, dside, dp, s, variants)
-            best[lo:lo + len(qp)] = b.cpu().numpy()
-            arg[lo:lo + len(qp)] = a.cpu().numpy()
-            if detail:
-                band[lo:lo + len(qp)] = _detail_ncc(qside, qp, dside, dp, a, s, variants, sigma).cpu().numpy()
+        b, a = _best_transform(qside, qp, dside, dp, s, variants)
+        best[lo:lo + len(qp)] = b.cpu().numpy()
+        arg[lo:lo + len(qp)] = a.cpu().numpy()
+        if detail:
+            band[lo:lo + len(qp)] = _detail_ncc(qside, qp, dside, dp, a, s, variants, sigma).cpu().numpy()
 
-    _each(batch, range(0, m, batch_size), workers)
+    _each(batch, range(0, m, batch_size))
     return best, arg, band
 
 

@@ -95,8 +95,7 @@ class ImageCorrVerifier(Verifier):
         operations ran 4-5x faster (wall) on one thread than on torch's default two on a shared 2-core
         machine, with the same scores (``benchmarks/verify_share.py``, README).
     workers : int, optional
-        Threads decoding images and, on the CPU, scoring batches side by side (each on ``threads``
-        torch threads; the scores do not depend on it).  Default: up to 8, one per CPU.
+        Threads decoding images (default: up to 8, one per CPU).
     progress : bool
         Show progress on stderr (a bar on a terminal, a line every 30 s off one; see sibscan.progress).
     """
@@ -147,8 +146,6 @@ class ImageCorrVerifier(Verifier):
         self.batch_size = int(batch_size)
         self.threads = int(threads)
         self.workers = workers or min(8, os.cpu_count() or 1)
-        # batches of pairs on the CPU run side by side, each on ``threads`` torch threads; a GPU takes them in turn
-        self.compute_workers = self.workers if self.device == "cpu" else 1
         self.progress = progress
         self._decoded: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
         self.identity = (
@@ -253,14 +250,14 @@ class ImageCorrVerifier(Verifier):
                 if q_ids is not qids:
                     qside = None  # the previous block's prepared images go before the next block's come
                     qids, qside = q_ids, prepare_queries(self._tensor(queries, q_ids), s, variants, detail,
-                                                         batch_size=self.batch_size, workers=self.compute_workers)
+                                                         batch_size=self.batch_size)
                 if d_ids is not dids:
                     dside = None
                     dids, dside = d_ids, prepare_database(self._tensor(database, d_ids), s, variants, detail,
-                                                          batch_size=self.batch_size, workers=self.compute_workers)
+                                                          batch_size=self.batch_size)
                 best[rows], arg[rows], band[rows] = side_pair_corr(
                     qside, np.searchsorted(q_ids, qi[rows]), dside, np.searchsorted(d_ids, di[rows]), s, variants,
-                    sigma, detail, batch_size=self.batch_size, workers=self.compute_workers)
+                    sigma, detail, batch_size=self.batch_size)
                 bar.update(len(rows))
         res = image_corr_result(best, arg, variants, s, 2 * s + 1, band, self.detail)
         return VerifyResult(scores=res.score, details=self._details(res, queries.split, database.split))
