@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
-from .paircorr import FLAT_VAR, _band_ncc, _detail_band, _partial_irfft2, _template, _window_norms, _zoom_torch
+from .paircorr_ops import FLAT_VAR, _band_ncc, _detail_band, _partial_irfft2, _template, _window_norms, _zoom_torch
 
 __all__ = ["DatabaseSide", "QuerySide", "prepare_database", "prepare_queries", "side_bytes", "side_pair_corr"]
 
