@@ -150,3 +150,19 @@ def test_imagecorr_keeps_decoded_images_between_calls(folder, tmp_path, monkeypa
     verifier.decoded_bytes = 3 * first[0].nbytes
     verifier.load_arrays(folder[:5])
     assert len(verifier._decoded) == 3
+
+
+@pytest.mark.parametrize("options", [{"colour": "rgb"}, {"detail": 0.0}, {"flip": False, "scales": (1.0,), "max_shift": 0}])
+def test_imagecorr_options_match_the_per_pair_path(folder, options, one_thread):
+    from sibscan.kernels.paircorr import image_pair_corr
+    from sibscan.verify.images import ImageCorrVerifier
+
+    items = Items("test", "image", ids=[str(i) for i in range(len(folder))], paths=folder)
+    rng = np.random.default_rng(5)
+    qi, di = rng.integers(0, 10, 30), rng.integers(0, 10, 30)
+    verifier = ImageCorrVerifier(device="cpu", progress=False, **options)
+    got = verifier.verify(items, qi, items, di)
+    arrays = verifier.load_arrays(folder)
+    ref = image_pair_corr(arrays[qi], arrays[di], max_shift=verifier.max_shift, flip=verifier.flip,
+                          scales=verifier.scales, detail=verifier.detail)
+    np.testing.assert_allclose(got.scores, ref.score, atol=TOLERANCE, rtol=0)
