@@ -12,7 +12,9 @@ Backends (all exact, all with the same answers up to fp32 rounding; ties go to t
   result is the fp32 one (rows that cannot be certified are searched again in fp32).
 * ``"faiss"`` — faiss's exhaustive inner-product kernel (``faiss.knn``, what ``IndexFlatIP.search``
   runs) straight on the database rows: an in-memory float32 database is one block, searched with no
-  copy and no merge, so the path costs nothing over raw faiss; on CUDA a GPU index (faiss-gpu).
+  copy and no merge; a large query set is cut into row ranges searched side by side, one core and one
+  faiss thread each (:mod:`sibscan.searchfaiss`), which spares faiss's per-tile thread
+  synchronisation; on CUDA a GPU index (faiss-gpu).
 * ``"numpy"`` — the same blocked kernel on numpy's BLAS, no optional dependency.
 * ``"auto"`` — torch on CUDA (tensor cores); on the CPU the backend measured fastest on this
   machine for large searches (:mod:`sibscan.searchpick`: a few seconds once, cached per CPU model,
@@ -288,7 +290,9 @@ def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, ha
 
         return search_blocks_torch(q, blocks, k, device=device, half=half, margin=margin,
                                    query_block=query_block, on_block=on_block)
-    return _search_faiss(q, blocks, k, device, on_block)
+    from .searchfaiss import search_faiss
+
+    return search_faiss(q, blocks, k, device, on_block)
 
 
 def _resident_float32(db) -> bool:
@@ -297,8 +301,11 @@ def _resident_float32(db) -> bool:
 
 
 def n_bytes_faiss_tile(m: int) -> int:
-    """Bytes of faiss's own score tile (its BLAS query block x database block) plus the results."""
-    return 4 * min(m, 4096) * 1024 + 12 * m
+    """Bytes of faiss's own score tiles (its BLAS query block x database block, one per range searched
+    at the same time, :mod:`sibscan.searchfaiss`) plus the results."""
+    from .searchfaiss import split_workers
+
+    return 4 * min(m, 4096 * split_workers()) * 1024 + 12 * m
 
 
 def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
@@ -331,58 +338,6 @@ def _cuda() -> bool:
     from .device import cuda_available
 
     return importlib.util.find_spec("torch") is not None and cuda_available()
-
-
-def _search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.ndarray, np.ndarray]:
-    """faiss's exhaustive inner-product search per block (``faiss.knn`` on the CPU: no index, no
-    copy), blocks merged by :class:`~sibscan.kernels.topk.ResultHeap`.
-
-    faiss keeps, among rows tied at a block's k-th place, those of lower index (it scans the rows
-    in order and replaces its heap's top only on a strictly better score) but returns equal scores
-    in no set order: each row of a block's result is re-sorted by (similarity desc, index asc), so
-    ties go to the lower index as with the other backends."""
-    import faiss
-
-    from .kernels.topk import ResultHeap, order_ties
-
-    use_gpu = dev != "cpu"
-    if use_gpu and not hasattr(faiss, "StandardGpuResources"):
-        raise SibscanError("backend 'faiss' on CUDA needs faiss-gpu (not installed); "
-                           "use backend='torch' or device='cpu'")
-    res = faiss.StandardGpuResources() if use_gpu else None
-    m = q.shape[0]
-    only: Optional[Tuple[np.ndarray, np.ndarray]] = None  # the result while there is one block
-    heap: Optional[ResultHeap] = None
-    for start, block in blocks():
-        if block.dtype != np.float32 or not block.flags.c_contiguous:  # a resident float32 database is read in place
-            block = np.ascontiguousarray(block, dtype=np.float32)
-        b = block.shape[0]
-        kb = min(k, b)
-        if use_gpu:
-            index = faiss.index_cpu_to_gpu(res, int(dev.split(":")[1]) if ":" in dev else 0,
-                                           faiss.IndexFlatIP(block.shape[1]))
-            index.add(block)
-            sims, idx = index.search(q, kb)
-        else:
-            sims, idx = faiss.knn(q, block, kb, metric=faiss.METRIC_INNER_PRODUCT)
-        if start:  # faiss returns fresh int64 labels: offset them in place, no copy
-            idx += start
-        part = order_ties(sims, idx)
-        if only is None and heap is None:
-            only = part
-        else:
-            if heap is None:
-                heap = ResultHeap(m, k)
-                heap.add_result(*only)
-            heap.add_result(*part)
-        on_block(b)
-    if heap is None and only is not None and only[1].shape[1] == k:
-        return only
-    if heap is None:
-        heap = ResultHeap(m, k)
-        if only is not None:
-            heap.add_result(*only)
-    return heap.finalize()
 
 
 def _drop_self(sims: np.ndarray, ids: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
