@@ -348,3 +348,17 @@ def test_nan_rows_are_found_by_the_cheap_check():
     x = np.ones((6, 5), np.float32)
     x[1, 2], x[3, 0], x[4] = np.nan, np.inf, 3e38  # row 4: finite, but its sum overflows float32
     assert _bad_rows(x).tolist() == [False, True, False, True, False, False]
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_numpy_tiles_within_a_block_keep_the_lower_index_of_ties(k, monkeypatch):
+    # tiles of 40 database rows inside blocks of 1,000 (and 3 query rows a product): ties across
+    # tile and block edges still go to the lower index, exactly as the stable full sort
+    from sibscan.kernels import topk
+
+    monkeypatch.setattr(topk, "TILE_MIN_ROWS", 40)
+    monkeypatch.setattr(topk, "TILE_BYTES", 4 * 3 * 40)
+    rng = np.random.default_rng(12)
+    q, x = ties(rng, 50, 5), ties(rng, 2500, 5)
+    got = topk.search_blocks_numpy(q, lambda: topk.iter_array_blocks(x, 1000), k, query_block=3)
+    assert_same(*got, *brute_force_search(q, x, k), exact=True)
