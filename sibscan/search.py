@@ -5,7 +5,9 @@ database is streamed in blocks (an in-memory array, a memory map, or :class:`Sha
 disk) and every block's top-k is merged into one running result; the block size comes from a memory
 budget, which is logged before a big search.
 
-Backends (all exact, all with the same answers up to fp32 rounding; ties go to the lower index):
+Backends (all exact, all with the same answers up to fp32 rounding; ties go to the lower index, except
+that faiss may keep other rows among many rows tied at the k-th place — equal similarities, another
+choice of which tied rows fill the last places; see :func:`search_faiss`):
 
 * ``"torch"`` — blocked matrix product + grouped top-k; CPU or CUDA.  On CUDA the candidates are
   computed in bf16 (or fp16) on tensor cores and re-scored in fp32, with a certificate that the
