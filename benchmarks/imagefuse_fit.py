@@ -30,7 +30,7 @@ from benchmarks.quality import SIZES, crop_size_key, top_k, union_candidates, vi
 
 
 def set_features(ps, k: int):
-    """(features (m, 5), labels (m,)) of the union candidates of one planted set."""
+    """(features (m, len(FEATURES)), labels (m,)) of the union candidates of one planted set."""
     from sibscan.encoders import get_encoder
     from sibscan.verify.imagefuse import ImageFuseVerifier
 

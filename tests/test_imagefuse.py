@@ -32,6 +32,10 @@ def test_coefficients_are_the_committed_fit_on_one_half_of_the_photographs():
 
 
 def test_features_and_scores_follow_the_variant_found():
+    from test_imagematch import _smooth_images
+
+    from sibscan.kernels.alignmatch import alignment_features
+
     ver = get_verifier("imagefuse", device="cpu", progress=False)
     v = ver.variants
     pick = [0, next(i for i, x in enumerate(v) if x.scale == 0.5 and x.angle == -8.0),
@@ -39,15 +43,20 @@ def test_features_and_scores_follow_the_variant_found():
     match = ScaleMatch(score=np.array([0.9, 0.9, 0.0], np.float32), variant=np.array(pick),
                        y=np.zeros(3, np.int32), x=np.zeros(3, np.int32))
     local = np.array([0.8, 0.8, 0.0], np.float32)
-    f = ver.pair_features(local, match)
-    np.testing.assert_allclose(f, [[0.8, 0.9, 1.0, 0.0, 0.0], [0.8, 0.9, 0.5, 8.0, 0.0], [0.0, 0.0, v[pick[2]].scale, 0.0, 1.0]],
-                               atol=1e-6)
-    s = ver.pair_scores(local, match)
+    images = (_smooth_images(3, 64, 8), _smooth_images(2, 64, 9), np.array([0, 1, 2]), np.array([0, 1, 1]))
+    f = ver.pair_features(local, match, images)
+    np.testing.assert_allclose(f[:, :5], [[0.8, 0.9, 1.0, 0.0, 0.0], [0.8, 0.9, 0.5, 8.0, 0.0],
+                                          [0.0, 0.0, v[pick[2]].scale, 0.0, 1.0]], atol=1e-6)
+    np.testing.assert_allclose(f[:, 5:], alignment_features(*images, v, match), atol=1e-12)
+    s = ver.pair_scores(local, match, images)
     z = f[:2] @ np.asarray(COEF) + INTERCEPT
     np.testing.assert_allclose(s[:2], 1 / (1 + np.exp(-z)), rtol=1e-5)
     assert s[2] == 0.0  # no structure found: no evidence
-    assert s[0] > s[1]  # the same agreement reached by the most permissive variant counts for less
-    assert ver.identity.startswith("imagefuse-v2(imagematch-v3(") and "coef=" in ver.identity
+    same = f[:2].copy()
+    same[1, 5:] = same[0, 5:]  # the same agreement at the alignment ...
+    z = same @ np.asarray(COEF) + INTERCEPT
+    assert z[0] > z[1]  # ... reached by the most permissive variant counts for less
+    assert ver.identity.startswith("imagefuse-v3(imagematch-v3(") and "coef=" in ver.identity
 
 
 def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):  # noqa: F811

@@ -5,14 +5,20 @@ of 66 variants (scales 0.5-1 both ways, rotations up to 8 degrees, a mirror).  E
 raises the best score an unrelated pair reaches by chance, and the most permissive ones (half the
 side, rotated 8 degrees) are where other cells of the same photograph land: the text of a page in
 the same font, the rim of the same cup, a coin beside another coin.  A copy, however heavily
-cropped, also agrees *globally* at the alignment found.  So the score here is the probability of a
-logistic model over five numbers the search already has (no extra image work):
+cropped, also agrees *globally* at the alignment found, and in its fine detail: another cell with
+repeating or dominant structure (a steel lattice, the rim of a fundus image) agrees on its strongest
+edges only.  So the score here is the probability of a logistic model over five numbers the search
+already has and three measured at the alignment it found
+(:func:`sibscan.kernels.alignmatch.alignment_features`, no further search):
 
-    patches   the patch agreement (imagematch's score)
-    global    the normalised correlation of the structure signals at the alignment
-    scale     the share of the outer image's side the inner one covers (1 = aligned)
-    angle     the rotation's magnitude in degrees
-    mirror    1 when the mirrored image matched
+    patches        the patch agreement (imagematch's score)
+    global         the normalised correlation of the structure signals at the alignment
+    scale          the share of the outer image's side the inner one covers (1 = aligned)
+    angle          the rotation's magnitude in degrees
+    mirror         1 when the mirrored image matched
+    patches8       the mean agreement of the 8 x 8 patches with structure on both sides
+    consistent     the share of the 4 x 4 patches whose own best offset (within 3 px) is the alignment's
+    energy_spread  the spread over 8 x 8 patches of the log ratio of the two sides' structure energy
 
 The coefficients (:data:`COEF`, :data:`INTERCEPT`) were fitted by ``python -m
 benchmarks.imagefuse_fit`` (``benchmarks/results/imagefuse_fit.json``) on the candidate pairs of the
@@ -22,7 +28,7 @@ cut from the ``fit`` half of the shipped photographs only
 (:data:`benchmarks.planted_crops.PHOTO_SPLIT`).  ``python -m benchmarks.quality --sets
 crops,small32 --photos heldout`` evaluates on sets cut from the other half: no photograph, cell or
 pair of the fit occurs there.  (v1 was fitted on all photographs, and evaluated on another seed of
-the same photographs' cells: not held out.)
+the same photographs' cells: not held out; v2 had the first five inputs only.)
 A pair whose smaller image has no structure scores 0, as with ``imagematch``.
 
 Measured: README, ``imagefuse`` under Verifiers and the crops section under Benchmarks; on the
@@ -32,17 +38,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.alignmatch import ALIGNMENT_FEATURES
 from .base import register_verifier
 from .imagematch import ImageMatchVerifier
 
 __all__ = ["COEF", "FEATURES", "INTERCEPT", "ImageFuseVerifier"]
 
 #: the model's inputs, in the order of :data:`COEF`
-FEATURES = ("patches", "global", "scale", "angle", "mirror")
+FEATURES = ("patches", "global", "scale", "angle", "mirror", *ALIGNMENT_FEATURES)
 #: fitted by ``python -m benchmarks.imagefuse_fit`` (the 'fit' half of the photographs, seed 1;
 #: results/imagefuse_fit.json); a test holds them equal
-COEF = (4.878309, 6.996903, 3.859984, -0.359735, -1.223061)
-INTERCEPT = -10.451506
+COEF = (1.317553, 4.902128, 2.310692, -0.319345, -0.997409, 2.316911, 3.435929, -2.977023)
+INTERCEPT = -7.854165
 
 
 @register_verifier
@@ -63,17 +70,21 @@ class ImageFuseVerifier(ImageMatchVerifier):
         super().__init__(**options)
         # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
         self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
-        self.identity = (f"imagefuse-v2({self.identity},"
+        self.identity = (f"imagefuse-v3({self.identity},"
                          f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
 
-    def pair_features(self, local: np.ndarray, match) -> np.ndarray:
-        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64."""
-        found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
-        return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)]], 1)
+    def pair_features(self, local: np.ndarray, match, images) -> np.ndarray:
+        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64; ``images`` as
+        :meth:`sibscan.verify.imagematch.ImageMatchVerifier.pair_scores` passes them."""
+        from ..kernels.alignmatch import alignment_features
 
-    def pair_scores(self, local: np.ndarray, match) -> np.ndarray:
+        found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
+        at = alignment_features(*images, self.variants, match, device=self.device)
+        return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)], at], 1)
+
+    def pair_scores(self, local: np.ndarray, match, images=None) -> np.ndarray:
         """The model's probability that the pair is a sibling, (m,) float32 in [0, 1]; 0 where the
         search found no structure."""
-        z = self.pair_features(local, match) @ np.asarray(COEF) + INTERCEPT
+        z = self.pair_features(local, match, images) @ np.asarray(COEF) + INTERCEPT
         p = 1.0 / (1.0 + np.exp(-z))
         return np.where(np.asarray(match.score) > 0, p, 0.0).astype(np.float32)

@@ -172,7 +172,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
                                       batch_size=self.batch_size, coarse=self.coarse, keep=self.keep)
                     local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid,
                                             device=self.device)
-                out = self.pair_scores(local, res)
+                    out = self.pair_scores(local, res, (qarr, darr, qpos, dpos))
                 if scores is None:
                     scores = np.empty((m,) + out.shape[1:], np.float32)
                 scores[rows] = out
@@ -184,10 +184,12 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 bar.update(len(rows))
         return VerifyResult(scores=np.empty(0, np.float32) if scores is None else scores, details=details)
 
-    def pair_scores(self, local: np.ndarray, match) -> np.ndarray:
+    def pair_scores(self, local: np.ndarray, match, images=None) -> np.ndarray:
         """The score of each pair of a chunk from what the search found: here its patch agreement
         ``local`` (m,); :class:`sibscan.verify.imagefuse.ImageFuseVerifier` combines it with ``match``
-        (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant).
+        (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant) and
+        measures more at that alignment on ``images`` (the chunk's ``(query arrays, database arrays,
+        query positions, database positions)``, as the search was given them).
 
         Returns ndarray of shape (m,), or (m, f) rows that :meth:`verify` returns as they are
         (``benchmarks/imagefuse_fit.py`` collects the model's inputs that way)."""

@@ -1,0 +1,173 @@
+"""What agrees at the alignment :func:`sibscan.kernels.scalematch.scale_match` found: fine patches,
+each patch's own best offset, and the layout of structure energy.
+
+A copy of a photograph, however cropped, agrees everywhere at the right alignment; another cell of
+the same photograph with repeating or dominant structure (a steel lattice, the rim of a fundus
+image, a vertical rocket body) agrees on its strongest edges and disagrees elsewhere, which the
+global and 4 x 4 patch correlations average away.  :func:`alignment_features` measures three things
+on the structure signals of the template of the best variant and the outer window under it:
+
+``patches8``
+    The mean positive NCC of the 8 x 8 patches that hold structure in both (0 when none does): the
+    agreement of the fine patches, not diluted by flat ones.
+``consistent``
+    The share of the 4 x 4 patches (of all 16) that hold structure in both and whose own best
+    offset, searched within ``reach`` working pixels of the alignment, lies within 1 px of it: every
+    patch of a copy agrees on where it is; the patches of a look-alike each find a better place.
+``energy_spread``
+    The spread (standard deviation) over the 8 x 8 patches with structure on either side of
+    ``log(rms_template + e) - log(rms_window + e)`` (``e = FLAT_RMS / 2``): a copy keeps the same
+    contrast ratio in every patch (a colour or gamma change scales all of them alike); a look-alike
+    has structure where the other has none (a flare, a missing vessel).
+
+:func:`alignment_features_reference` is the plain numpy loop the tests hold it to.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .scalematch import FLAT_RMS, MatchVariant, ScaleMatch, _patches, _side, structure, template
+
+__all__ = ["ALIGNMENT_FEATURES", "alignment_features", "alignment_features_reference"]
+
+#: the columns :func:`alignment_features` returns, in order
+ALIGNMENT_FEATURES = ("patches8", "consistent", "energy_spread")
+
+
+def _patch_ncc(a, b, grid: int):
+    """Per-patch NCC of (m, 1, T, T) signals cut into ``grid x grid`` patches, and which patches hold
+    structure in both: two (m, grid**2) tensors."""
+    P = a.shape[-1] // grid
+    a, b = _patches(a, grid), _patches(b, grid)
+    a = a - a.mean(-1, keepdim=True)
+    b = b - b.mean(-1, keepdim=True)
+    na, nb = a.square().sum(-1).sqrt(), b.square().sum(-1).sqrt()
+    return (a * b).sum(-1) / (na * nb).clamp_min(1e-12), (na >= FLAT_RMS * P) & (nb >= FLAT_RMS * P)
+
+
+def alignment_features(query, database, query_index, database_index, variants: Sequence[MatchVariant],
+                       match: ScaleMatch, *, reach: int = 3, device: str = "cpu") -> np.ndarray:
+    """``patches8``, ``consistent`` and ``energy_spread`` (:data:`ALIGNMENT_FEATURES`) of each pair
+    at the alignment ``match`` found.
+
+    Parameters
+    ----------
+    query, database, query_index, database_index, variants
+        As for :func:`sibscan.kernels.scalematch.scale_match`.
+    match : ScaleMatch
+        Its result for the same pairs.
+    reach : int
+        Offsets searched for each 4 x 4 patch, in working pixels either way (outer positions past the
+        image's edge repeat its edge).
+
+    Returns
+    -------
+    ndarray of shape (m, 3), float64
+        Zeros for a pair whose template is smaller than 8 px.
+    """
+    import torch
+
+    m, N = len(match.score), query.shape[-1]
+    out = np.zeros((m, len(ALIGNMENT_FEATURES)))
+    qi, di = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
+    shifts = [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)]
+    near = torch.tensor([max(abs(dy), abs(dx)) <= 1 for dy, dx in shifts], device=device)
+    with torch.no_grad():
+        imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
+                "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
+        sig = {k: structure(v) for k, v in imgs.items()}
+        index = {"query": qi, "database": di}
+        for j in np.unique(match.variant):
+            rows = np.flatnonzero(match.variant == j)
+            v = variants[int(j)]
+            outer = "database" if v.inner == "query" else "query"
+            T = _side(N, v)
+            if T < 8:
+                continue
+            t = structure(template(imgs[v.inner][index[v.inner][rows]], v, N))
+            o = sig[outer][index[outer][rows]]
+            # the outer window and a margin of ``reach`` around it (edge positions repeated)
+            ar = torch.arange(-reach, T + reach, device=device)
+            ys = (torch.as_tensor(match.y[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
+            xs = (torch.as_tensor(match.x[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
+            w = o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
+            at = w[..., reach:reach + T, reach:reach + T]
+            r8, both8 = _patch_ncc(t, at, 8)
+            out[rows, 0] = ((r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)).cpu().numpy()
+            r4 = torch.stack([_patch_ncc(t, w[..., reach + dy:reach + dy + T, reach + dx:reach + dx + T], 4)[0]
+                              for dy, dx in shifts], -1)
+            _, both4 = _patch_ncc(t, at, 4)
+            out[rows, 1] = ((near[r4.argmax(-1)] & both4).sum(-1) / 16.0).cpu().numpy()
+            ea = (lambda p: (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt())(_patches(t, 8))
+            eb = (lambda p: (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt())(_patches(at, 8))
+            lr = torch.log(ea + FLAT_RMS / 2) - torch.log(eb + FLAT_RMS / 2)
+            some = (torch.maximum(ea, eb) >= FLAT_RMS).to(lr.dtype)
+            n = some.sum(-1).clamp_min(1)
+            mu = (lr * some).sum(-1) / n
+            out[rows, 2] = (((lr - mu[:, None]).square() * some).sum(-1) / n).sqrt().cpu().numpy()
+    return out
+
+
+def alignment_features_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
+                                 variants: Sequence[MatchVariant], match: ScaleMatch, *, reach: int = 3) -> np.ndarray:
+    """:func:`alignment_features` by plain loops over pairs, patches and offsets (numpy), for the tests."""
+    import torch
+
+    m, N = len(match.score), query.shape[-1]
+    out = np.zeros((m, len(ALIGNMENT_FEATURES)))
+
+    def ncc(a, b):
+        a, b = a - a.mean(), b - b.mean()
+        na, nb = np.sqrt((a * a).sum()), np.sqrt((b * b).sum())
+        return float((a * b).sum() / max(na * nb, 1e-12)), na, nb
+
+    for i in range(m):
+        v = variants[int(match.variant[i])]
+        q = torch.as_tensor(np.asarray(query)[query_index[i]][None], dtype=torch.float32)
+        d = torch.as_tensor(np.asarray(database)[database_index[i]][None], dtype=torch.float32)
+        inner, outer = (q, d) if v.inner == "query" else (d, q)
+        T = _side(N, v)
+        if T < 8:
+            continue
+        t = structure(template(inner, v, N)).numpy()[0, 0].astype(np.float64)
+        o = structure(outer).numpy()[0, 0].astype(np.float64)
+        y, x = int(match.y[i]), int(match.x[i])
+
+        def window(dy, dx):
+            ys = np.clip(np.arange(y + dy, y + dy + T), 0, N - 1)
+            xs = np.clip(np.arange(x + dx, x + dx + T), 0, N - 1)
+            return o[np.ix_(ys, xs)]
+
+        w = window(0, 0)
+        P = T // 8
+        total, counted, logs = 0.0, 0, []
+        for gy in range(8):
+            for gx in range(8):
+                a, b = t[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P], w[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
+                r, na, nb = ncc(a, b)
+                if na >= FLAT_RMS * P and nb >= FLAT_RMS * P:
+                    total, counted = total + max(r, 0.0), counted + 1
+                ea, eb = a.std(), b.std()
+                if max(ea, eb) >= FLAT_RMS:
+                    logs.append(np.log(ea + FLAT_RMS / 2) - np.log(eb + FLAT_RMS / 2))
+        out[i, 0] = total / max(counted, 1)
+        out[i, 2] = float(np.std(logs)) if logs else 0.0
+        P = T // 4
+        agree = 0
+        for gy in range(4):
+            for gx in range(4):
+                a = t[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
+                _, na, nb = ncc(a, w[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P])
+                if not (na >= FLAT_RMS * P and nb >= FLAT_RMS * P):
+                    continue
+                best, where = -np.inf, (0, 0)
+                for dy in range(-reach, reach + 1):
+                    for dx in range(-reach, reach + 1):
+                        r, _, _ = ncc(a, window(dy, dx)[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P])
+                        if r > best:
+                            best, where = r, (dy, dx)
+                agree += max(abs(where[0]), abs(where[1])) <= 1
+        out[i, 1] = agree / 16.0
+    return out
