@@ -75,7 +75,8 @@ def _recall_at_precision(score: np.ndarray, true: np.ndarray, target: float):
 def _score(ver, q, d, qi, di, coarse: int, keep: int, threads: int):
     import torch
 
-    from sibscan.kernels.scalematch import patch_agreement, scale_match
+    from sibscan.kernels.alignmatch import patch_agreement
+    from sibscan.kernels.scalematch import scale_match
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads or DEFAULT_THREADS)

@@ -1,5 +1,13 @@
-"""What agrees at the alignment :func:`sibscan.kernels.scalematch.scale_match` found: fine patches,
-each patch's own best offset, and the layout of structure energy.
+"""What agrees at the alignment :func:`sibscan.kernels.scalematch.scale_match` found: patches, each
+patch's own best offset, and the layout of structure energy.
+
+A global NCC is dominated by the strongest edge: a template that is a flat wall with one dark
+curve matches any other flat wall with a similar curve (0.92-0.94 on different cells of the same
+photo).  :func:`patch_agreement` therefore re-scores the best alignment locally: the template and
+the outer window under it are cut into ``grid x grid`` patches, each patch is correlated on its
+own, and the score is the mean over all patches of the positive correlations of the patches that
+hold structure in both images (a flat patch scores 0: it is no evidence).  A copy agrees in every
+patch; a lone matching edge agrees in one or two.  :func:`patch_agreement_reference` is its loop.
 
 A copy of a photograph, however cropped, agrees everywhere at the right alignment; another cell of
 the same photograph with repeating or dominant structure (a steel lattice, the rim of a fundus
@@ -28,12 +36,21 @@ from typing import Sequence
 
 import numpy as np
 
-from .scalematch import FLAT_RMS, MatchVariant, ScaleMatch, _patches, _side, structure, template
+from .scalematch import FLAT_RMS, MatchVariant, ScaleMatch, _side, structure, template
 
-__all__ = ["ALIGNMENT_FEATURES", "alignment_features", "alignment_features_reference"]
+__all__ = ["ALIGNMENT_FEATURES", "aligned_signals", "alignment_features", "alignment_features_reference",
+           "patch_agreement", "patch_agreement_reference", "reference_signals"]
 
 #: the columns :func:`alignment_features` returns, in order
 ALIGNMENT_FEATURES = ("patches8", "consistent", "energy_spread")
+
+
+def _patches(x, grid: int):
+    """(m, 1, T, T) -> (m, grid * grid, P * P) with P = T // grid (the last T % grid rows/columns dropped)."""
+    m, T = x.shape[0], x.shape[-1]
+    P = T // grid
+    x = x[:, 0, :P * grid, :P * grid].reshape(m, grid, P, grid, P)
+    return x.permute(0, 1, 3, 2, 4).reshape(m, grid * grid, P * P)
 
 
 def _patch_ncc(a, b, grid: int):
@@ -69,30 +86,13 @@ def alignment_features(query, database, query_index, database_index, variants: S
     """
     import torch
 
-    m, N = len(match.score), query.shape[-1]
-    out = np.zeros((m, len(ALIGNMENT_FEATURES)))
-    qi, di = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
+    out = np.zeros((len(match.score), len(ALIGNMENT_FEATURES)))
     shifts = [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)]
     near = torch.tensor([max(abs(dy), abs(dx)) <= 1 for dy, dx in shifts], device=device)
     with torch.no_grad():
-        imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
-                "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
-        sig = {k: structure(v) for k, v in imgs.items()}
-        index = {"query": qi, "database": di}
-        for j in np.unique(match.variant):
-            rows = np.flatnonzero(match.variant == j)
-            v = variants[int(j)]
-            outer = "database" if v.inner == "query" else "query"
-            T = _side(N, v)
-            if T < 8:
-                continue
-            t = structure(template(imgs[v.inner][index[v.inner][rows]], v, N))
-            o = sig[outer][index[outer][rows]]
-            # the outer window and a margin of ``reach`` around it (edge positions repeated)
-            ar = torch.arange(-reach, T + reach, device=device)
-            ys = (torch.as_tensor(match.y[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
-            xs = (torch.as_tensor(match.x[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
-            w = o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
+        for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
+                                          min_side=8, margin=reach, device=device):
+            T = t.shape[-1]
             at = w[..., reach:reach + T, reach:reach + T]
             r8, both8 = _patch_ncc(t, at, 8)
             out[rows, 0] = ((r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)).cpu().numpy()
@@ -113,8 +113,6 @@ def alignment_features(query, database, query_index, database_index, variants: S
 def alignment_features_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
                                  variants: Sequence[MatchVariant], match: ScaleMatch, *, reach: int = 3) -> np.ndarray:
     """:func:`alignment_features` by plain loops over pairs, patches and offsets (numpy), for the tests."""
-    import torch
-
     m, N = len(match.score), query.shape[-1]
     out = np.zeros((m, len(ALIGNMENT_FEATURES)))
 
@@ -125,14 +123,10 @@ def alignment_features_reference(query: np.ndarray, database: np.ndarray, query_
 
     for i in range(m):
         v = variants[int(match.variant[i])]
-        q = torch.as_tensor(np.asarray(query)[query_index[i]][None], dtype=torch.float32)
-        d = torch.as_tensor(np.asarray(database)[database_index[i]][None], dtype=torch.float32)
-        inner, outer = (q, d) if v.inner == "query" else (d, q)
         T = _side(N, v)
         if T < 8:
             continue
-        t = structure(template(inner, v, N)).numpy()[0, 0].astype(np.float64)
-        o = structure(outer).numpy()[0, 0].astype(np.float64)
+        t, o = reference_signals(np.asarray(query)[query_index[i]], np.asarray(database)[database_index[i]], v)
         y, x = int(match.y[i]), int(match.x[i])
 
         def window(dy, dx):
@@ -170,4 +164,110 @@ def alignment_features_reference(query: np.ndarray, database: np.ndarray, query_
                             best, where = r, (dy, dx)
                 agree += max(abs(where[0]), abs(where[1])) <= 1
         out[i, 1] = agree / 16.0
+    return out
+
+
+def patch_agreement(query, database, query_index, database_index, variants: Sequence[MatchVariant],
+                    match: ScaleMatch, *, grid: int = 4, device: str = "cpu") -> np.ndarray:
+    """Local agreement of each pair at the alignment :func:`scale_match` found.
+
+    The template of the best variant and the outer image's window at ``(match.y, match.x)`` are
+    cut into ``grid x grid`` patches of their structure signals; each patch pair is correlated
+    on its own (NCC).  A patch counts when both sides have structure (RMS at or above
+    :data:`FLAT_RMS`); the score is ``sum(max(ncc, 0) over counted patches) / grid**2``.
+
+    Parameters
+    ----------
+    query, database, query_index, database_index, variants
+        As for :func:`scale_match`.
+    match : ScaleMatch
+        Its result for the same pairs.
+    grid : int
+        Patches per side.
+
+    Returns
+    -------
+    ndarray of shape (m,), float32
+        In [0, 1].
+    """
+    if grid < 1:
+        raise ValueError(f"grid must be at least 1, got {grid}")
+    out = np.zeros(len(match.score), np.float32)
+    for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
+                                      min_side=grid, device=device):
+        r, counted = _patch_ncc(t, w, grid)
+        out[rows] = (r.clamp_min(0) * counted).sum(-1).div(grid * grid).cpu().numpy()
+    return out
+
+
+def aligned_signals(query, database, query_index, database_index, variants: Sequence[MatchVariant],
+                    match: ScaleMatch, *, min_side: int = 1, margin: int = 0, device: str = "cpu"):
+    """The structure signals of each pair at the alignment ``match`` found, one variant at a time.
+
+    Yields ``(rows, template, window)``: the pairs (ndarray of int) whose best variant it is, the
+    structure signal of their inner image resampled for it, (g, 1, T, T), and the outer image's
+    structure signal under it with ``margin`` px around, (g, 1, T + 2 margin, T + 2 margin) (positions
+    past the image's edge repeat its edge).  Variants whose template side is below ``min_side`` are
+    skipped.  Runs without autograd.
+    """
+    import torch
+
+    N = query.shape[-1]
+    qi, di = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
+    with torch.no_grad():
+        imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
+                "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
+        sig = {k: structure(v) for k, v in imgs.items()}
+        index = {"query": qi, "database": di}
+        for j in np.unique(match.variant):
+            rows = np.flatnonzero(match.variant == j)
+            v = variants[int(j)]
+            outer = "database" if v.inner == "query" else "query"
+            T = _side(N, v)
+            if T < min_side:
+                continue
+            t = structure(template(imgs[v.inner][index[v.inner][rows]], v, N))
+            # the outer windows: gather rows y-margin..y+T+margin, the same columns, of each pair's outer signal
+            o = sig[outer][index[outer][rows]]
+            ar = torch.arange(-margin, T + margin, device=device)
+            ys = (torch.as_tensor(match.y[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
+            xs = (torch.as_tensor(match.x[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
+            yield rows, t, o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
+
+
+def reference_signals(query_image: np.ndarray, database_image: np.ndarray, v: MatchVariant):
+    """One pair's template structure signal for ``v`` and its outer image's structure signal, (T, T) and
+    (N, N) float64, from the torch helpers the fast kernels use (for the references the tests hold them to)."""
+    import torch
+
+    q, d = (torch.as_tensor(np.asarray(a)[None], dtype=torch.float32) for a in (query_image, database_image))
+    inner, outer = (q, d) if v.inner == "query" else (d, q)
+    return (structure(template(inner, v, q.shape[-1])).numpy()[0, 0].astype(np.float64),
+            structure(outer).numpy()[0, 0].astype(np.float64))
+
+
+def patch_agreement_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
+                              variants: Sequence[MatchVariant], match: ScaleMatch, *, grid: int = 4) -> np.ndarray:
+    """:func:`patch_agreement` by plain loops over pairs and patches (numpy), for the tests."""
+    m, N = len(match.score), query.shape[-1]
+    out = np.zeros(m, np.float32)
+    for i in range(m):
+        v = variants[int(match.variant[i])]
+        T = _side(N, v)
+        if T < grid:
+            continue
+        t, o = reference_signals(query[query_index[i]], database[database_index[i]], v)
+        y, x = int(match.y[i]), int(match.x[i])
+        w = o[y:y + T, x:x + T]
+        P = T // grid
+        total = 0.0
+        for gy in range(grid):
+            for gx in range(grid):
+                a = t[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
+                b = w[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
+                a, b = a - a.mean(), b - b.mean()
+                na, nb = np.sqrt((a * a).sum()), np.sqrt((b * b).sum())
+                if na >= FLAT_RMS * P and nb >= FLAT_RMS * P:
+                    total += max(float((a * b).sum() / (na * nb)), 0.0)
+        out[i] = total / (grid * grid)
     return out

@@ -18,13 +18,8 @@ below :data:`FLAT_RMS`) scores 0: it holds nothing that could tell a copy from a
 The correlation over all positions is a batched FFT (torch, CPU or CUDA); window statistics come
 from integral images.  :func:`scale_match_reference` is the plain numpy loop the tests hold it to.
 
-A global NCC is dominated by the strongest edge: a template that is a flat wall with one dark
-curve matches any other flat wall with a similar curve (0.92-0.94 on different cells of the same
-photo).  :func:`patch_agreement` therefore re-scores the best alignment locally: the template and
-the outer window under it are cut into ``grid x grid`` patches, each patch is correlated on its
-own, and the score is the mean over all patches of the positive correlations of the patches that
-hold structure in both images (a flat patch scores 0: it is no evidence).  A copy agrees in every
-patch; a lone matching edge agrees in one or two.  :func:`patch_agreement_reference` is its loop.
+What agrees at the alignment found (the patch agreement ``imagematch`` scores by, and the inputs
+``imagefuse`` adds) is measured in :mod:`sibscan.kernels.alignmatch`.
 """
 from __future__ import annotations
 
@@ -35,8 +30,8 @@ from typing import List, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "patch_agreement",
-           "patch_agreement_reference", "scale_match", "scale_match_reference", "structure", "template"]
+__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "scale_match", "scale_match_reference",
+           "structure", "template"]
 
 #: a template whose band-pass RMS is below this (grey levels in [0, 1]) holds no structure
 FLAT_RMS = 0.004
@@ -381,105 +376,4 @@ def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, 
                     val = 0.0 if den < FLAT_RMS * T else float((w * t).sum() / den)
                     if val > top + 1e-6:
                         top, out.score[i], out.variant[i], out.y[i], out.x[i] = val, val, j, y, x
-    return out
-
-
-def _patches(x, grid: int):
-    """(m, 1, T, T) -> (m, grid * grid, P * P) with P = T // grid (the last T % grid rows/columns dropped)."""
-    m, T = x.shape[0], x.shape[-1]
-    P = T // grid
-    x = x[:, 0, :P * grid, :P * grid].reshape(m, grid, P, grid, P)
-    return x.permute(0, 1, 3, 2, 4).reshape(m, grid * grid, P * P)
-
-
-def patch_agreement(query, database, query_index, database_index, variants: Sequence[MatchVariant],
-                    match: ScaleMatch, *, grid: int = 4, device: str = "cpu") -> np.ndarray:
-    """Local agreement of each pair at the alignment :func:`scale_match` found.
-
-    The template of the best variant and the outer image's window at ``(match.y, match.x)`` are
-    cut into ``grid x grid`` patches of their structure signals; each patch pair is correlated
-    on its own (NCC).  A patch counts when both sides have structure (RMS at or above
-    :data:`FLAT_RMS`); the score is ``sum(max(ncc, 0) over counted patches) / grid**2``.
-
-    Parameters
-    ----------
-    query, database, query_index, database_index, variants
-        As for :func:`scale_match`.
-    match : ScaleMatch
-        Its result for the same pairs.
-    grid : int
-        Patches per side.
-
-    Returns
-    -------
-    ndarray of shape (m,), float32
-        In [0, 1].
-    """
-    import torch
-
-    if grid < 1:
-        raise ValueError(f"grid must be at least 1, got {grid}")
-    m, N = len(match.score), query.shape[-1]
-    out = np.zeros(m, np.float32)
-    qi, di = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
-    with torch.no_grad():
-        imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
-                "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
-        sig = {k: structure(v) for k, v in imgs.items()}
-        index = {"query": qi, "database": di}
-        for j in np.unique(match.variant):
-            rows = np.flatnonzero(match.variant == j)
-            v = variants[int(j)]
-            outer = "database" if v.inner == "query" else "query"
-            T = _side(N, v)
-            if T < grid:
-                continue
-            t = structure(template(imgs[v.inner][index[v.inner][rows]], v, N))
-            # the outer windows: gather rows y..y+T, columns x..x+T of each pair's outer signal
-            o = sig[outer][index[outer][rows]]
-            ar = torch.arange(T, device=device)
-            ys = torch.as_tensor(match.y[rows], dtype=torch.int64, device=device)[:, None] + ar
-            xs = torch.as_tensor(match.x[rows], dtype=torch.int64, device=device)[:, None] + ar
-            w = o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
-            P = T // grid
-            a, b = _patches(t, grid), _patches(w, grid)
-            a = a - a.mean(-1, keepdim=True)
-            b = b - b.mean(-1, keepdim=True)
-            na, nb = a.square().sum(-1).sqrt(), b.square().sum(-1).sqrt()
-            r = (a * b).sum(-1) / (na * nb).clamp_min(1e-12)
-            counted = (na >= FLAT_RMS * P) & (nb >= FLAT_RMS * P)
-            out[rows] = (r.clamp_min(0) * counted).sum(-1).div(grid * grid).cpu().numpy()
-    return out
-
-
-def patch_agreement_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
-                              variants: Sequence[MatchVariant], match: ScaleMatch, *, grid: int = 4) -> np.ndarray:
-    """:func:`patch_agreement` by plain loops over pairs and patches (numpy), for the tests."""
-    import torch
-
-    m, N = len(match.score), query.shape[-1]
-    out = np.zeros(m, np.float32)
-    for i in range(m):
-        v = variants[int(match.variant[i])]
-        q = torch.as_tensor(np.asarray(query)[query_index[i]][None], dtype=torch.float32)
-        d = torch.as_tensor(np.asarray(database)[database_index[i]][None], dtype=torch.float32)
-        inner, outer = (q, d) if v.inner == "query" else (d, q)
-        T = _side(N, v)
-        if T < grid:
-            continue
-        t = structure(template(inner, v, N)).numpy()[0, 0].astype(np.float64)
-        o = structure(outer).numpy()[0, 0].astype(np.float64)
-        y, x = int(match.y[i]), int(match.x[i])
-        w = o[y:y + T, x:x + T]
-        P = T // grid
-        total = 0.0
-        for gy in range(grid):
-            for gx in range(grid):
-                a = t[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
-                b = w[gy * P:(gy + 1) * P, gx * P:(gx + 1) * P]
-                a, b = a - a.mean(), b - b.mean()
-                na, nb = np.sqrt((a * a).sum()), np.sqrt((b * b).sum())
-                if na >= FLAT_RMS * P and nb >= FLAT_RMS * P:
-                    total += max(float((a * b).sum() / (na * nb)), 0.0)
-        out[i] = total / (grid * grid)
     return out

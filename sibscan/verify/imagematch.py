@@ -9,7 +9,7 @@ shrunk to each of ``scales`` of the other's side, rotated by each of ``angles`` 
 mirrored (unrotated), is slid over every position of the other, both ways round; the score is
 the best normalised correlation of the band-pass *structure* signal (edges survive colour, gamma
 and JPEG changes; featureless regions carry none).  That search only finds the alignment; the
-score is the *patch agreement* there (:func:`sibscan.kernels.scalematch.patch_agreement`): the
+score is the *patch agreement* there (:func:`sibscan.kernels.alignmatch.patch_agreement`): the
 aligned pair is cut into ``grid`` x ``grid`` patches, each correlated on its own, and flat
 patches count as no evidence, so a copy (every patch agrees) outscores a different photo that
 shares one strong edge with it (a dark curve against flat sky matched 0.92-0.94 globally).
@@ -147,7 +147,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
         """
         from tqdm.auto import tqdm
 
-        from ..kernels.scalematch import patch_agreement, scale_match
+        from ..kernels.alignmatch import patch_agreement
+        from ..kernels.scalematch import scale_match
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
