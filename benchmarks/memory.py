@@ -24,8 +24,11 @@ the noise of the fixed cost).  The same for the tracemalloc peak: ``traced_*`` a
 ``--quick`` checks the harness only: smaller sizes, and the scan
 against 500 test rows with fewer baseline pairs.
 
+``--tracemalloc-only`` skips the scan's peak-RSS runs (the traced runs alone, for iterating on the
+scan's memory: about half the time; the RSS keys are then absent and ``rss`` says so).
+
 Run ``python -m benchmarks.memory [--quick] [--sizes 100,400] [--rows 50000,200000,800000]
-[--parts twins,scan] [--name memory]``; results go to ``benchmarks/results/NAME.json``.
+[--parts twins,scan] [--tracemalloc-only] [--name memory]``; results go to ``benchmarks/results/NAME.json``.
 """
 from __future__ import annotations
 
@@ -122,6 +125,8 @@ def traced_peak_mb(args: List[str], scratch: Path) -> float:
 
 
 def _growth(cases: List[Dict[str, object]], key: str = "beyond_fixed_MB", noise: float = NOISE_MB) -> Optional[float]:
+    if key not in cases[0]:  # RSS not measured (--tracemalloc-only)
+        return None
     small, large = cases[0][key], cases[-1][key]
     return large / small if small > noise else None
 
@@ -132,6 +137,8 @@ def _summary(kind: str, fixed: float, cases: List[Dict[str, object]],
     out = {"fixed_MB": fixed, "fixed_cost": f"the same command with a {FIXED_ROWS:,}-row TRAIN, in the same run",
            "cases": cases, "growth_largest_over_smallest": growth,
            "growth_limit": GROWTH_LIMIT, "met": None if growth is None else growth <= GROWTH_LIMIT}
+    if fixed is None:
+        out.update(fixed_cost=None, rss="not measured (--tracemalloc-only)")
     if growth is not None and growth < 1 / GROWTH_LIMIT:  # the largest case below the smallest: noise
         out["note"] = "the largest case peaked below the smallest: this metric's noise, not evidence"
     if traced_fixed is not None:
@@ -164,7 +171,8 @@ def twins_part(tmp: Path, sizes: List[float], save: Callable[[Dict[str, object]]
     return _summary("twins", fixed, cases)
 
 
-def scan_part(tmp: Path, rows: List[int], save: Callable[[Dict[str, object]], None], quick: bool = False) -> Dict[str, object]:
+def scan_part(tmp: Path, rows: List[int], save: Callable[[Dict[str, object]], None], quick: bool = False,
+              traced_only: bool = False) -> Dict[str, object]:
     test = tmp / "scan_test.csv"
     n_test = 500 if quick else SCAN_TEST_ROWS
     write_csv(test, n_test, SCAN_COLUMNS, seed=1)
@@ -179,23 +187,24 @@ def scan_part(tmp: Path, rows: List[int], save: Callable[[Dict[str, object]], No
 
     small = tmp / "scan_small.csv"
     write_csv(small, FIXED_ROWS, SCAN_COLUMNS)
-    fixed = run(small, tmp / "scan_fixed")
+    fixed = None if traced_only else run(small, tmp / "scan_fixed")
     traced_fixed = run(small, tmp / "scan_fixed", traced=True)
     cases = []
     for n in rows:
         train = tmp / f"scan_{n}.csv"
         write_csv(train, n, SCAN_COLUMNS)
         t0 = time.perf_counter()
-        peak = run(train, tmp / f"scan_{n}")
-        seconds = time.perf_counter() - t0
+        peak = None if traced_only else run(train, tmp / f"scan_{n}")
+        seconds = None if traced_only else time.perf_counter() - t0
         t0 = time.perf_counter()
         traced = run(train, tmp / f"scan_{n}", traced=True)
+        rss = {} if traced_only else {"peak_MB": peak, "beyond_fixed_MB": peak - fixed,
+                                      "per_train_row_KB": (peak - fixed) / n * 1e3, "seconds": seconds}
         cases.append({"case": f"scan --encoder raw, {n:,} × {SCAN_COLUMNS} train, {n_test:,} test",
-                      "train_rows": n, "file_MB": train.stat().st_size / 1e6, "peak_MB": peak,
-                      "beyond_fixed_MB": peak - fixed, "per_train_row_KB": (peak - fixed) / n * 1e3,
+                      "train_rows": n, "file_MB": train.stat().st_size / 1e6, **rss,
                       "traced_peak_MB": traced, "traced_beyond_fixed_MB": traced - traced_fixed,
                       "traced_per_train_row_B": (traced - traced_fixed) / n * 2**20,
-                      "seconds": seconds, "traced_seconds": time.perf_counter() - t0})
+                      "traced_seconds": time.perf_counter() - t0})
         train.unlink()
         save(_summary("scan", fixed, cases, traced_fixed))
     return _summary("scan", fixed, cases, traced_fixed)
@@ -210,6 +219,8 @@ def main(argv=None) -> Dict[str, object]:
     ap.add_argument("--sizes", default="100,400", help="twins: train CSV sizes in MB, comma-separated")
     ap.add_argument("--rows", default="50000,200000,800000", help="scan: train rows, comma-separated")
     ap.add_argument("--parts", default="twins,scan", help="which commands to measure: twins, scan")
+    ap.add_argument("--tracemalloc-only", action="store_true",
+                    help="scan: only the tracemalloc runs, no peak-RSS runs (about half the time; for iterating)")
     ap.add_argument("--name", default=RESULTS_NAME,
                     help="results file benchmarks/results/NAME.json (a run of one part can keep the other's file)")
     args = ap.parse_args(argv)
@@ -229,15 +240,19 @@ def main(argv=None) -> Dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp:
         for name, part in (("twins", lambda: twins_part(Path(tmp), sizes, saver("twins"))),
-                           ("scan", lambda: scan_part(Path(tmp), rows, saver("scan"), args.quick))):
+                           ("scan", lambda: scan_part(Path(tmp), rows, saver("scan"), args.quick,
+                                                   args.tracemalloc_only))):
             if name not in parts:
                 continue
             payload[name] = res = part()
             print_table(res["cases"])
             g = res["growth_largest_over_smallest"]
-            print(f"{name}: fixed cost {res['fixed_MB']:.0f} MB; peak beyond it, largest / smallest case: "
-                  + (f"{g:.2f} (limit {GROWTH_LIMIT}: {'met' if res['met'] else 'not met'})" if g is not None
-                     else f"not assessed (the smallest case is within {NOISE_MB:g} MB of the fixed cost)"))
+            if res["fixed_MB"] is None:
+                print(f"{name}: peak RSS not measured (--tracemalloc-only)")
+            else:
+                print(f"{name}: fixed cost {res['fixed_MB']:.0f} MB; peak beyond it, largest / smallest case: "
+                      + (f"{g:.2f} (limit {GROWTH_LIMIT}: {'met' if res['met'] else 'not met'})" if g is not None
+                         else f"not assessed (the smallest case is within {NOISE_MB:g} MB of the fixed cost)"))
             if "traced_fixed_MB" in res:
                 tg = res["traced_growth_largest_over_smallest"]
                 print(f"{name}, tracemalloc: fixed cost {res['traced_fixed_MB']:.1f} MB; peak beyond it, largest / smallest: "

@@ -13,8 +13,10 @@ A block is committed by writing its embeddings, their checksums, then its keys, 
 run leaves whole blocks and resumes after the last one.  The keys are checked against their
 checksum when the cache is opened, the embeddings the first time a shard is read for reuse: a shard
 corrupted in place (same size, other bytes) is refused with the files to delete, never reused.
-Shards are read with plain file reads (:class:`sibscan.diskarray.NpyArray`); the key -> row index
-is rebuilt from the ``.fp.npy`` files (16 bytes per item) when the cache is opened.  Shard names
+Shards are read with plain file reads (:class:`sibscan.diskarray.NpyArray`).  :func:`embed` finds
+rows through bucket files (:mod:`sibscan.cachelookup`: memory bounded by a bucket of keys, however
+large the cache and the split); :meth:`EmbeddingCache.find` keeps a sorted index of every key (28
+bytes per item), built from the ``.fp.npy`` files when first asked.  Shard names
 are unique per process, so two runs sharing a cache never overwrite each other (a row embedded
 twice is harmless).
 
@@ -32,14 +34,16 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
 from .atomic import save_npy, write_json
+from .cachelookup import RANGE_ROWS, Located, locate, sorted_lookup
 from .diskarray import NpyArray, NpyWriter, is_disk_array
 from .errors import CompatibilityError, SibscanError
 from .items import Items
@@ -112,7 +116,8 @@ class EmbeddingCache:
         )
 
     def refresh(self) -> None:
-        """Re-read the committed shards and rebuild the key -> (shard, row) index.
+        """Re-read the committed shards (checking each one's keys); the key -> (shard, row) index of
+        :meth:`find` is rebuilt when next asked for.
 
         Raises
         ------
@@ -122,7 +127,7 @@ class EmbeddingCache:
         CompatibilityError
             A shard of another shape or dtype.
         """
-        shards, keys, shard_of, row_of, sums = [], [], [], [], []
+        shards, sums = [], []
         for fp_path in sorted(self.path.glob("*.fp.npy")):
             stem = fp_path.name[: -len(".fp.npy")]
             emb_path, sum_path = self.path / f"{stem}.emb.npy", self.path / f"{stem}.sum.json"
@@ -143,27 +148,32 @@ class EmbeddingCache:
                     f"embedding cache shard {emb_path} has shape {emb.shape} {emb.dtype}, expected "
                     f"({len(fp)}, {self.dim}) {self.dtype}; {self._fix()}"
                 )
-            keys.append(fingerprint_keys(fp))
-            shard_of.append(np.full(len(fp), len(shards), dtype=np.int32))
-            row_of.append(np.arange(len(fp), dtype=np.int64))
             shards.append(emb)
             sums.append((fp_path, checks.get("emb")))
         self._shards = shards
         self._sums = sums
         self._verified = np.zeros(len(shards), dtype=bool)
-        if keys:
+        self._index = None
+
+    def _shard_keys(self) -> Iterator[np.ndarray]:
+        """Each shard's keys, in shard order (checked against their checksum by :meth:`refresh`)."""
+        for fp_path, _ in self._sums:
+            yield np.load(fp_path, allow_pickle=False)
+
+    def _key_index(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every key sorted, with its shard and row: 28 bytes per cached item, for :meth:`find`
+        (:func:`embed` asks :meth:`locate` instead, whose memory does not grow with the cache)."""
+        if self._index is None:
+            keys = [fingerprint_keys(fp) for fp in self._shard_keys()] or [fingerprint_keys(np.zeros((0, 2), np.uint64))]
             all_keys = np.concatenate(keys)
             order = np.argsort(all_keys, kind="stable")
-            self._keys = all_keys[order]
-            self._shard_of = np.concatenate(shard_of)[order]
-            self._row_of = np.concatenate(row_of)[order]
-        else:
-            self._keys = fingerprint_keys(np.zeros((0, 2), np.uint64))
-            self._shard_of = np.zeros(0, dtype=np.int32)
-            self._row_of = np.zeros(0, dtype=np.int64)
+            self._index = (all_keys[order],
+                           np.concatenate([np.full(len(k), s, np.int32) for s, k in enumerate(keys)])[order],
+                           np.concatenate([np.arange(len(k), dtype=np.int64) for k in keys])[order])
+        return self._index
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return sum(len(s) for s in self._shards)
 
     @property
     def n_shards(self) -> int:
@@ -180,20 +190,28 @@ class EmbeddingCache:
         -------
         ndarray of shape (n,), int64
         """
-        q = fingerprint_keys(fingerprints)
-        if len(self._keys) == 0:
-            return np.full(len(q), -1, dtype=np.int64)
-        pos = np.searchsorted(self._keys, q)
-        safe = np.minimum(pos, len(self._keys) - 1)
-        hit = (pos < len(self._keys)) & (self._keys[safe] == q)
-        return np.where(hit, safe, -1).astype(np.int64)
+        hit, pos = sorted_lookup(self._key_index()[0], fingerprint_keys(fingerprints))
+        return np.where(hit, pos, -1).astype(np.int64)
 
     def get(self, positions: np.ndarray) -> np.ndarray:
         """Rows at index ``positions`` (from :meth:`find`, all >= 0): ndarray (n, dim) float32, unit rows."""
+        _, shard_of, row_of = self._key_index()
         positions = np.asarray(positions, dtype=np.int64)
-        out = np.empty((len(positions), self.dim), dtype=np.float32)
-        shard = self._shard_of[positions]
-        rows = self._row_of[positions]
+        return self.rows(shard_of[positions], row_of[positions])
+
+    def locate(self, keys, folder: Path) -> Located:
+        """Where each of ``keys`` (ndarray or NpyArray of shape (n, 2) uint64) is held: what
+        :meth:`find` answers, in memory bounded by a block of keys (:func:`sibscan.cachelookup.locate`;
+        its files go to ``folder``, which the caller removes)."""
+        n = len(keys)
+        blocks = keys.iter_blocks(RANGE_ROWS) if is_disk_array(keys) else \
+            ((s, keys[s:s + RANGE_ROWS]) for s in range(0, n, RANGE_ROWS))
+        return locate(self._shard_keys(), blocks, n, len(self), folder)
+
+    def rows(self, shard: np.ndarray, row: np.ndarray) -> np.ndarray:
+        """The embeddings at ``(shard, row)`` pairs: ndarray (n, dim) float32, unit rows."""
+        shard, row = np.asarray(shard), np.asarray(row, dtype=np.int64)
+        out = np.empty((len(shard), self.dim), dtype=np.float32)
         for s in np.unique(shard):
             if not self._verified[s]:  # a shard is checked the first time it is reused
                 fp_path, want = self._sums[s]
@@ -201,7 +219,7 @@ class EmbeddingCache:
                     raise self._corrupt(fp_path, "its embeddings fail their checksum")
                 self._verified[s] = True
             sel = np.flatnonzero(shard == s)
-            out[sel] = self._shards[s].take(rows[sel])
+            out[sel] = self._shards[s].take(row[sel])
         if self.dtype != np.float32:
             # float16 storage shifts norms by ~1e-3; exact copies must still score 1.0
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
@@ -331,36 +349,39 @@ def embed(
         from .fingerprint import content_keys
 
         fingerprints = content_keys(items)
-    fingerprints = np.asarray(fingerprints, dtype=np.uint64)
-    if fingerprints.shape != (n, 2):
+    if not is_disk_array(fingerprints):
+        fingerprints = np.asarray(fingerprints, dtype=np.uint64)
+    if tuple(fingerprints.shape) != (n, 2):
         raise ValueError(f"fingerprints have shape {fingerprints.shape}, expected ({n}, 2)")
 
     cache = EmbeddingCache(cache_dir, encoder, dtype=dtype)
-    pos = cache.find(fingerprints)
-    missing = np.flatnonzero(pos < 0)
-    # one representative row per distinct missing fingerprint
-    _, first = np.unique(fingerprint_keys(fingerprints[missing]), return_index=True)
-    todo = missing[np.sort(first)]
-    log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - len(missing), n, len(todo))
-
-    if len(todo):
-        with progress_bar(len(todo), desc, "item", enabled=progress) as bar:
-            block_rows = (todo[s:s + block_size] for s in range(0, len(todo), block_size))
-            if encode_blocks is not None:
-                results = encode_blocks(((idx, _content_rows(content, idx)) for idx in block_rows), batch_size)
-                for idx, emb in results:
-                    cache.add(fingerprints[idx], _check_dim(np.asarray(emb, np.float32), encoder, len(idx)))
-                    bar.update(len(idx))
-            else:
-                for idx in block_rows:
-                    emb = _encode_block(encoder, _content_rows(content, idx), batch_size, bar)
-                    cache.add(fingerprints[idx], _check_dim(emb, encoder, len(idx)))
-        cache.refresh()
-        pos = cache.find(fingerprints)
-        if (pos < 0).any():  # pragma: no cover - would mean a write was lost
-            raise SibscanError(f"embedding cache {cache.path} lost rows while writing; re-run the command")
-    step = max(1, _GATHER_BYTES // (4 * dim))
-    return _collect((cache.get(pos[s:s + step]) for s in range(0, n, step)), n, dim, out)
+    work = cache.path / f".lookup-{cache._prefix}.tmp"  # the lookup's files; removed however the call ends
+    try:
+        found = cache.locate(fingerprints, work / "before")
+        log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - found.n_missing, n,
+                 found.n_new)
+        if found.n_new:
+            with progress_bar(found.n_new, desc, "item", enabled=progress) as bar:
+                # each distinct missing key once, for its first row, in row order
+                block_rows = found.new_rows(block_size)
+                if encode_blocks is not None:
+                    results = encode_blocks(((idx, _content_rows(content, idx)) for idx in block_rows), batch_size)
+                    for idx, emb in results:
+                        cache.add(fingerprints[idx], _check_dim(np.asarray(emb, np.float32), encoder, len(idx)))
+                        bar.update(len(idx))
+                else:
+                    for idx in block_rows:
+                        emb = _encode_block(encoder, _content_rows(content, idx), batch_size, bar)
+                        cache.add(fingerprints[idx], _check_dim(emb, encoder, len(idx)))
+            cache.refresh()
+            found = cache.locate(fingerprints, work / "after")
+            if found.n_missing:  # pragma: no cover - would mean a write was lost
+                raise SibscanError(f"embedding cache {cache.path} lost rows while writing; re-run the command")
+        step = max(1, _GATHER_BYTES // (4 * dim))
+        return _collect((cache.rows(a["shard"][s:s + step], a["at"][s:s + step])
+                         for a in found.blocks() for s in range(0, len(a), step)), n, dim, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 _GATHER_BYTES = 8 << 20  # rows gathered from the cache at a time (a block, not the train set, when writing to ``out``)

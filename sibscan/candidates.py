@@ -208,9 +208,12 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
 
 
 def _fold_tail(blocks: Iterator[Tuple[int, np.ndarray]], small: int = 4096) -> Iterator[Tuple[int, np.ndarray]]:
-    """The same rows, with a last block shorter than ``small`` joined to the block before it (when they
-    are contiguous): a whole search runs those rows in the tile it ends with, while a call with a handful
-    of queries can take another kernel (faiss sums fewer than 20 queries without BLAS)."""
+    """The same rows, with a last block shorter than ``small`` joined to the last ``small`` rows of the
+    block before it (when they are contiguous): a whole search runs those rows in the tile it ends
+    with, while a call with a handful of queries can take another kernel (faiss sums fewer than 20
+    queries without BLAS).  Only ``small`` rows move, so no block is longer than the block size (the
+    whole previous block joined to the tail made one up to ``small`` rows longer, and the memory of
+    the train→test stream with it)."""
     it = iter(blocks)
     prev = next(it, None)
     if prev is None:
@@ -219,7 +222,10 @@ def _fold_tail(blocks: Iterator[Tuple[int, np.ndarray]], small: int = 4096) -> I
     while cur is not None:
         nxt = next(it, None)
         if nxt is None and len(cur[1]) < small and prev[0] + len(prev[1]) == cur[0]:
-            yield prev[0], np.concatenate([np.asarray(prev[1]), np.asarray(cur[1])])
+            head = max(0, len(prev[1]) - small)  # a multiple of the tile when the block size is one
+            if head:
+                yield prev[0], prev[1][:head]
+            yield prev[0] + head, np.concatenate([np.asarray(prev[1][head:]), np.asarray(cur[1])])
             return
         yield prev
         prev, cur = cur, nxt

@@ -60,9 +60,16 @@ def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
         if split == "train" and index is not None:
             out[split] = index.embeddings()
             continue
-        out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=encoding.batch_size,
-                           progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items),
-                           out=train_out if split == "train" else None)
+        target = train_out if split == "train" else None
+        keys_path = None if target is None else Path(target).with_name(f".keys-{Path(target).name}")
+        try:  # written beside the embeddings a block at a time when they are (a large train table)
+            keys = content_keys(items, out=keys_path)
+            out[split] = embed(items, encoder, cache_dir=cache_dir, fingerprints=keys, batch_size=encoding.batch_size,
+                               progress=progress, encode_blocks=_remote_encoder(encoder, encoding, search, items),
+                               out=target)
+        finally:
+            if keys_path is not None:
+                keys_path.unlink(missing_ok=True)
     for split, emb in out.items():
         if emb.shape[1] != encoder.dim:
             raise SibscanError(f"{split} embeddings have dimension {emb.shape[1]} but {encoder.name} gives {encoder.dim}")

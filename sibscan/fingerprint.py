@@ -11,6 +11,7 @@ Two items with the same fingerprint are exact copies ("twins").
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Optional, Sequence, Tuple
 
@@ -50,7 +51,7 @@ def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndar
     return np.asarray(image_fingerprints(items), dtype=np.uint64).reshape(len(items), 2)
 
 
-def content_keys(items: Items) -> np.ndarray:
+def content_keys(items: Items, out=None) -> np.ndarray:
     """What an encoder sees of each item, hashed to 128 bits: the key of the embedding cache.
 
     Not the exact fingerprint: that one is deliberately coarse (tables rounded to ``decimals``,
@@ -62,6 +63,13 @@ def content_keys(items: Items) -> np.ndarray:
     * text: the raw text (case and whitespace kept);
     * images: the decoded pixels at their own depth (``pixel_fp``).
 
+    Parameters
+    ----------
+    items : Items
+    out : path, optional
+        For a table read from disk: write the keys to this ``.npy`` file a block at a time and return
+        it as an :class:`~sibscan.diskarray.NpyArray` (memory bounded by the block, not by ``n``).
+
     Returns
     -------
     ndarray of shape (n, 2), uint64
@@ -69,7 +77,15 @@ def content_keys(items: Items) -> np.ndarray:
     if items.modality == "table":
         from .kernels.rowhash import row_fingerprints
 
-        return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=None))
+        fn = functools.partial(row_fingerprints, decimals=None)
+        if out is not None and not isinstance(items.values, np.ndarray):
+            from .diskarray import NpyWriter
+
+            with NpyWriter(out, np.uint64, (2,)) as writer:  # a block of keys at a time, never all of them
+                for _, block in _row_blocks(items.values, fn):
+                    writer.append(block)
+                return writer.close()
+        return _table_blocks(items.values, fn)
     if items.modality == "text":
         return raw_text_fingerprints(items.texts)
     return image_fingerprints(items)
@@ -80,12 +96,21 @@ def _table_blocks(values, fn) -> np.ndarray:
     block at a time, never whole (fingerprints depend on each row alone)."""
     if isinstance(values, np.ndarray):
         return fn(values)
-    n = len(values)
-    out = np.empty((n, 2), dtype=np.uint64)
-    step = max(1, (64 << 20) // (8 * max(1, values.shape[1])))
-    for start in range(0, n, step):
-        out[start:start + step] = fn(np.asarray(values[start:start + step], dtype=np.float64))
+    out = np.empty((len(values), 2), dtype=np.uint64)
+    for start, block in _row_blocks(values, fn):
+        out[start:start + len(block)] = block
     return out
+
+
+#: float64 values hashed at a time from a disk-backed table (the unit of memory of a pass over it)
+_HASH_BYTES = 4 << 20
+
+
+def _row_blocks(values, fn):
+    """``(first row, fn(rows))`` over ``values`` read :data:`_HASH_BYTES` of float64 at a time."""
+    step = max(1, _HASH_BYTES // (8 * max(1, values.shape[1])))
+    for start in range(0, len(values), step):
+        yield start, fn(np.asarray(values[start:start + step], dtype=np.float64))
 
 
 def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp: np.ndarray | None = None) -> str:
