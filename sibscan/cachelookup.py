@@ -10,14 +10,13 @@ shards are given) and row holding a key.  The files live in a folder the caller 
 """
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Tuple
 
 import numpy as np
 
+from .keybuckets import bucket_bits, bucket_of, read_file, spread
 from .kernels.rowhash import fingerprint_keys
 
 __all__ = ["ANSWER", "BUCKET_ROWS", "MISSING", "RANGE_ROWS", "Located", "locate", "sorted_lookup"]
@@ -48,7 +47,7 @@ class Located:
     def blocks(self) -> Iterator[np.ndarray]:
         """The answers (structured, fields ``row``, ``shard``, ``at``) of consecutive row ranges, in row order."""
         for r, start in enumerate(range(0, self.n, RANGE_ROWS)):
-            got = _read(_file(self.folder, "a", r), ANSWER)
+            got = read_file(self.folder, "a", r, ANSWER)
             out = np.empty(min(RANGE_ROWS, self.n - start), ANSWER)
             if len(got) != len(out):  # pragma: no cover - would mean a bucket file was lost
                 raise RuntimeError(f"cache lookup answered {len(got)} of rows {start}-{start + len(out) - 1}")
@@ -88,26 +87,23 @@ def locate(shards: Iterable[np.ndarray], asked: Iterable[Tuple[int, np.ndarray]]
         Where the bucket and answer files go (created; the caller removes it).
     """
     folder.mkdir(parents=True, exist_ok=True)
-    bits = int(np.ceil(np.log2(max(1.0, (n + n_cached) / BUCKET_ROWS))))
+    bits = bucket_bits(n + n_cached, BUCKET_ROWS)
     for s, keys in enumerate(shards):
         rec = _records(_CACHED, keys, shard=s, row=np.arange(len(keys)))
-        _spread(folder, "c", rec, _bucket(rec["hi"], bits))
+        spread(folder, "c", rec, bucket_of(rec["hi"], bits))
     for start, keys in asked:
         rec = _records(_ASKED, keys, row=np.arange(start, start + len(keys)))
-        _spread(folder, "q", rec, _bucket(rec["hi"], bits))
+        spread(folder, "q", rec, bucket_of(rec["hi"], bits))
     n_missing = n_new = 0
     for b in range(1 << bits):
-        cached, asked_b = _read(_file(folder, "c", b), _CACHED), _read(_file(folder, "q", b), _ASKED)
-        for prefix in "cq":
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(_file(folder, prefix, b))
+        cached, asked_b = read_file(folder, "c", b, _CACHED, drop=True), read_file(folder, "q", b, _ASKED, drop=True)
         if not len(asked_b):
             continue
         answer = _match(cached, asked_b)
         missing = answer["shard"] == MISSING
         n_missing += int(missing.sum())
         n_new += int((missing & (answer["at"] == answer["row"])).sum())
-        _spread(folder, "a", answer, answer["row"] // RANGE_ROWS)
+        spread(folder, "a", answer, answer["row"] // RANGE_ROWS)
     return Located(folder, n, n_missing, n_new)
 
 
@@ -152,29 +148,3 @@ def _records(dtype: np.dtype, keys: np.ndarray, **fields: np.ndarray) -> np.ndar
     for name, value in fields.items():
         rec[name] = value
     return rec
-
-
-def _bucket(hi: np.ndarray, bits: int) -> np.ndarray:
-    if bits == 0:
-        return np.zeros(len(hi), np.int64)
-    return (hi >> np.uint64(64 - bits)).astype(np.int64)
-
-
-def _spread(folder: Path, prefix: str, rec: np.ndarray, group: np.ndarray) -> None:
-    """Append each record to the file of its group (``prefix`` + group number)."""
-    order = np.argsort(group, kind="stable")
-    rec, group = rec[order], group[order]
-    bounds = [0, *(np.flatnonzero(np.diff(group)) + 1).tolist(), len(rec)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if b > a:
-            with open(_file(folder, prefix, int(group[a])), "ab") as fh:
-                rec[a:b].tofile(fh)
-
-
-def _file(folder: Path, prefix: str, number: int) -> str:
-    """A bucket's or a range's file: a plain string (pathlib interns every name it parses, for good)."""
-    return os.path.join(folder, f"{prefix}{number}")
-
-
-def _read(path: str, dtype: np.dtype) -> np.ndarray:
-    return np.fromfile(path, dtype=dtype) if os.path.exists(path) else np.zeros(0, dtype)

@@ -195,25 +195,26 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
             t0 = time.perf_counter()
             queries = np.asarray(block, dtype=np.float32)
             sims, idx = search_direction(queries, embeddings["test"], k, options, device=device, progress=False)
-            part = table_from_search("train", splits["train"], "test", splits["test"], sims, idx, fps["train"],
-                                     fps["test"], offset=start)
-            part.columns["view"] = np.full(len(part), view, dtype=object)
-            t1 = time.perf_counter()
-            part = verify_neighbours(part, verifier, splits, progress=False)
-            if timings is not None:
-                timings["search"] = timings.get("search", 0.0) + t1 - t0
-                timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1
-            yield part
+            # a folded tail makes a block longer than block_rows: searched whole (the same tiles, the same
+            # floats), its rows made, verified and handed on block_rows at a time (the memory of the stream)
+            for a in range(0, len(queries), block_rows):
+                part = table_from_search("train", splits["train"], "test", splits["test"], sims[a:a + block_rows],
+                                         idx[a:a + block_rows], fps["train"], fps["test"], offset=start + a)
+                part.columns["view"] = np.full(len(part), view, dtype=object)
+                t1 = time.perf_counter()
+                part = verify_neighbours(part, verifier, splits, progress=False)
+                if timings is not None:
+                    timings["search"] = timings.get("search", 0.0) + t1 - t0
+                    timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1
+                t0 = time.perf_counter()
+                yield part
             bar.update(len(queries))
 
 
 def _fold_tail(blocks: Iterator[Tuple[int, np.ndarray]], small: int = 4096) -> Iterator[Tuple[int, np.ndarray]]:
-    """The same rows, with a last block shorter than ``small`` joined to the last ``small`` rows of the
-    block before it (when they are contiguous): a whole search runs those rows in the tile it ends
-    with, while a call with a handful of queries can take another kernel (faiss sums fewer than 20
-    queries without BLAS).  Only ``small`` rows move, so no block is longer than the block size (the
-    whole previous block joined to the tail made one up to ``small`` rows longer, and the memory of
-    the train→test stream with it)."""
+    """The same rows, with a last block shorter than ``small`` joined to the block before it (when they
+    are contiguous): a whole search runs those rows in the tile it ends with, while a call with a handful
+    of queries can take another kernel (faiss sums fewer than 20 queries without BLAS)."""
     it = iter(blocks)
     prev = next(it, None)
     if prev is None:
@@ -222,10 +223,7 @@ def _fold_tail(blocks: Iterator[Tuple[int, np.ndarray]], small: int = 4096) -> I
     while cur is not None:
         nxt = next(it, None)
         if nxt is None and len(cur[1]) < small and prev[0] + len(prev[1]) == cur[0]:
-            head = max(0, len(prev[1]) - small)  # a multiple of the tile when the block size is one
-            if head:
-                yield prev[0], prev[1][:head]
-            yield prev[0] + head, np.concatenate([np.asarray(prev[1][head:]), np.asarray(cur[1])])
+            yield prev[0], np.concatenate([np.asarray(prev[1]), np.asarray(cur[1])])
             return
         yield prev
         prev, cur = cur, nxt

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import tempfile
+from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -133,13 +135,21 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
     """
     if fp is None:
         fp = fingerprint(items, decimals=decimals, znorm=znorm)
-    fp = np.ascontiguousarray(fp, dtype=np.uint64)
-    order = np.lexsort((fp[:, 1], fp[:, 0]))
     h = hashlib.blake2b(digest_size=16)
     params = ""
     if items.modality == "table":  # hashing parameters only change table fingerprints
         params = f"{items.values.shape[1]}|{items.shape}|{decimals}|{znorm}"
     h.update(f"sibscan-dataset/1|{items.modality}|{params}|{len(fp)}|".encode())
+    if hasattr(fp, "iter_blocks"):  # on disk (a scan's train set): sorted a bucket at a time, never whole
+        from .keybuckets import SORT_ROWS, sorted_blocks
+
+        near = Path(fp.path).parent if hasattr(fp, "path") else None  # the scan's own disk
+        with tempfile.TemporaryDirectory(prefix=".sort-", dir=near) as tmp:
+            for block in sorted_blocks(fp.iter_blocks(SORT_ROWS), len(fp), Path(tmp)):
+                h.update(block.astype("<u8").tobytes())
+        return h.hexdigest()
+    fp = np.ascontiguousarray(fp, dtype=np.uint64)
+    order = np.lexsort((fp[:, 1], fp[:, 0]))
     h.update(np.ascontiguousarray(fp[order]).astype("<u8").tobytes())
     return h.hexdigest()
 
@@ -165,7 +175,8 @@ def items_fingerprint(items: Items, fp: np.ndarray) -> str:
     ids = items.ids  # an array or RowNumberIds: id_blocks / lexicographic_order take either
     h = hashlib.blake2b(digest_size=16)
     h.update(f"sibscan-items/1|{len(ids)}|{ids.dtype.str}|".encode())
-    h.update(np.ascontiguousarray(fp, dtype="<u8").tobytes())
+    for _, block in fp.iter_blocks(1 << 16) if hasattr(fp, "iter_blocks") else [(0, fp)]:  # on disk: a block at a time
+        h.update(np.ascontiguousarray(block, dtype="<u8").tobytes())
     for block in id_blocks(ids):
         h.update(block.tobytes())
     return h.hexdigest()

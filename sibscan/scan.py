@@ -360,11 +360,9 @@ def _fingerprints(splits: Dict[str, Items], cfg: ScanConfig, index: Optional[Tra
 
 def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], encoder, verifier) -> dict:
     dfp, rows, named = {}, {}, {}
-    for s, items in splits.items():
-        fp = np.asarray(fps[s])  # a train set's, on disk, read for these three digests and let go
-        dfp[s] = dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fp)
-        rows[s], named[s] = items_fingerprint(items, fp), ids_fingerprint(items, fp)
-        del fp
+    for s, items in splits.items():  # a train set's fingerprints, on disk, are read a block at a time
+        dfp[s] = dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fps[s])
+        rows[s], named[s] = items_fingerprint(items, fps[s]), ids_fingerprint(items, fps[s])
     train, test = splits["train"], splits["test"]
     return {
         "sibscan_version": __version__,

@@ -326,3 +326,28 @@ def test_scan_of_row_numbered_csv_equals_scan_of_the_same_items_with_held_ids(ta
         _assert_same_npz(tables / "csv" / "items" / f"{split}.npz", tables / "py" / "items" / f"{split}.npz")
     summaries = [json.loads((tables / o / "manifest.json").read_text())["summary"] for o in ("csv", "py")]
     assert summaries[0] == summaries[1] and summaries[0]["exact_test_rows_with_train_twin"] == 6
+
+
+def test_manifest_digests_of_fingerprints_on_disk_are_those_of_the_array(tmp_path, monkeypatch):
+    """The scan's manifest reads the train fingerprints from disk a block at a time (the dataset
+    digest sorts them a bucket at a time): the digests are the ones the whole array gives."""
+    import sibscan.keybuckets as keybuckets
+    from sibscan.diskarray import NpyWriter
+    from sibscan.fingerprint import dataset_fingerprint, ids_fingerprint, items_fingerprint
+    from sibscan.items import Items
+
+    monkeypatch.setattr(keybuckets, "SORT_ROWS", 64)  # 16 buckets for 1,000 rows
+    rng = np.random.default_rng(7)
+    fp = rng.integers(0, 2**64, size=(1_000, 2), dtype=np.uint64)
+    fp[500:600] = fp[:100]  # repeated fingerprints
+    fp[600:650, 0] = fp[650:700, 0]  # equal first lanes: the second decides the order
+    items = Items("train", "table", ids=np.arange(1_000).astype(str), values=rng.normal(size=(1_000, 3)))
+    with NpyWriter(tmp_path / "fp.npy", np.uint64, (2,)) as writer:
+        for start in range(0, 1_000, 300):
+            writer.append(fp[start:start + 300])
+        on_disk = writer.close()
+    assert dataset_fingerprint(items, fp=on_disk) == dataset_fingerprint(items, fp=fp)
+    assert items_fingerprint(items, on_disk) == items_fingerprint(items, fp)
+    assert ids_fingerprint(items, on_disk) == ids_fingerprint(items, fp)
+    assert dataset_fingerprint(items, fp=fp[::-1].copy()) == dataset_fingerprint(items, fp=fp)  # order-free
+    assert not list(tmp_path.glob(".sort-*"))
