@@ -196,8 +196,9 @@ def test_a_failed_fingerprint_spill_removes_the_values_spill(tmp_path, monkeypat
 
 @pytest.mark.parametrize("verify", [False, True])
 def test_streamed_reverse_direction_equals_the_whole_table_search_and_verification(verify):
-    """The blocks (and a 5-row tail, joined to the block before it) give the rows one whole search of
-    the direction and one verification give: same order, ids, similarities and scores."""
+    """The blocks (and a 5-row tail, searched with the block before it, its rows handed on apart, so no
+    part holds more than a block of train rows) give the rows one whole search of the direction and one
+    verification give: same order, ids, similarities and scores."""
     from sibscan.candidates import neighbours_table, reverse_blocks, verify_neighbours
     from sibscan.fingerprint import fingerprint
     from sibscan.items import Items
@@ -219,7 +220,7 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
                                                view="raw", directions=["train-test"]), verifier, splits, progress=False)
     parts = list(reverse_blocks(emb, splits, fps, options, verifier, device="cpu", progress=False, view="raw",
                                 block_rows=block))
-    assert [len(p) for p in parts] == [block * 3, (block + 5) * 3]  # the 5-row tail joined the last block
+    assert [len(p) for p in parts] == [block * 3, block * 3, 5 * 3]  # the tail's rows: a part of their own
     cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in whole.columns}
     for name, col in whole.columns.items():
         np.testing.assert_array_equal(cols[name], col, err_msg=name)
