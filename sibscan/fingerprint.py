@@ -143,8 +143,9 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
     if hasattr(fp, "iter_blocks"):  # on disk (a scan's train set): sorted a bucket at a time, never whole
         from .keybuckets import SORT_ROWS, sorted_blocks
 
-        near = Path(fp.path).parent if hasattr(fp, "path") else None  # the scan's own disk
-        with tempfile.TemporaryDirectory(prefix=".sort-", dir=near) as tmp:
+        # in the system's temporary folder: one left in a scan directory by a kill -9 (the manifest is not
+        # written yet) would make the next run refuse the directory as not a scan
+        with tempfile.TemporaryDirectory(prefix="sibscan-sort-") as tmp:
             for block in sorted_blocks(fp.iter_blocks(SORT_ROWS), len(fp), Path(tmp)):
                 h.update(block.astype("<u8").tobytes())
         return h.hexdigest()
