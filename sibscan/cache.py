@@ -44,7 +44,7 @@ import numpy as np
 
 from .atomic import save_npy, write_json
 from .cachelookup import RANGE_ROWS, Located, locate, sorted_lookup
-from .diskarray import NpyArray, NpyWriter, is_disk_array
+from .diskarray import NpyArray, collect_rows, is_disk_array
 from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .kernels.rowhash import fingerprint_keys
@@ -343,7 +343,7 @@ def embed(
             blocks = (_check_dim(_encode_block(encoder, _content_rows(content, np.arange(s, min(s + block_size, n))),
                                                batch_size, bar), encoder, min(block_size, n - s))
                       for s in range(0, n, block_size))
-            return _collect(blocks, n, dim, out)
+            return collect_rows(blocks, n, dim, out)
 
     if fingerprints is None:
         from .fingerprint import content_keys
@@ -378,28 +378,13 @@ def embed(
             if found.n_missing:  # pragma: no cover - would mean a write was lost
                 raise SibscanError(f"embedding cache {cache.path} lost rows while writing; re-run the command")
         step = max(1, _GATHER_BYTES // (4 * dim))
-        return _collect((cache.rows(a["shard"][s:s + step], a["at"][s:s + step])
+        return collect_rows((cache.rows(a["shard"][s:s + step], a["at"][s:s + step])
                          for a in found.blocks() for s in range(0, len(a), step)), n, dim, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 _GATHER_BYTES = 8 << 20  # rows gathered from the cache at a time (a block, not the train set, when writing to ``out``)
-
-
-def _collect(blocks: Iterable[np.ndarray], n: int, dim: int, out: Optional[str | os.PathLike]):
-    """Consecutive row blocks as one in-memory array, or written to the ``.npy`` file ``out``."""
-    if out is None:
-        result = np.empty((n, dim), np.float32)
-        start = 0
-        for block in blocks:
-            result[start:start + len(block)] = block
-            start += len(block)
-        return result
-    with NpyWriter(out, np.float32, (dim,)) as writer:
-        for block in blocks:
-            writer.append(block)
-        return writer.close()
 
 
 def _check_dim(emb: np.ndarray, encoder: Any, n: int) -> np.ndarray:

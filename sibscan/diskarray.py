@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["NpyArray", "NpyWriter", "is_disk_array", "read_npy_header"]
+__all__ = ["NpyArray", "NpyWriter", "collect_rows", "is_disk_array", "read_npy_header"]
 
 _MAGIC = b"\x93NUMPY\x01\x00"
 _ROWS_WIDTH = 20  # digits reserved for the row count, so the header can be rewritten in place
@@ -253,3 +253,19 @@ class NpyWriter:
             self.abort()
         elif not self._fh.closed:
             self.close()
+
+
+def collect_rows(blocks, n: int, dim: int, out=None):
+    """Consecutive float32 row blocks of width ``dim`` (``n`` rows in all) as one in-memory array, or
+    written to the ``.npy`` file ``out`` (memory: one block) and returned as an :class:`NpyArray`."""
+    if out is None:
+        result = np.empty((n, dim), np.float32)
+        start = 0
+        for block in blocks:
+            result[start:start + len(block)] = block
+            start += len(block)
+        return result
+    with NpyWriter(out, np.float32, (dim,)) as writer:
+        for block in blocks:
+            writer.append(block)
+        return writer.close()
