@@ -269,7 +269,7 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
         block_rows = int(block_size)
     elif backend == "faiss" and dev == "cpu" and _resident_float32(db):
         # faiss reads the rows where they are and keeps only a small score tile: one block, no copy, no merge
-        block_rows, estimate = max(n, 1), n_bytes_faiss_tile(m)
+        block_rows, estimate = max(n, 1), n_bytes_faiss_tile(m, d, kk)
     level = logging.INFO if estimate > _LOG_ABOVE else logging.DEBUG
     log.log(level, "search %d x %d x %d (k=%d) on %s/%s: blocks of %d database x %d query rows, "
             "about %.0f MiB of buffers", m, n, d, k, backend, dev, block_rows, query_block, estimate / _MIB)
@@ -302,12 +302,13 @@ def _resident_float32(db) -> bool:
     return (type(db) is np.ndarray and db.dtype == np.float32 and db.flags.c_contiguous)
 
 
-def n_bytes_faiss_tile(m: int) -> int:
-    """Bytes of faiss's own score tiles (its BLAS query block x database block, one per range searched
-    at the same time, :mod:`sibscan.searchfaiss`) plus the results."""
-    from .searchfaiss import split_workers
+def n_bytes_faiss_tile(m: int, d: int, k: int) -> int:
+    """Bytes of faiss's own score tiles (a 4,096 x 1,024 float32 tile per ``faiss.knn`` call, one per
+    range searched at the same time, :func:`sibscan.searchfaiss.faiss_tile_bytes`) plus the results
+    (similarity and id per neighbour)."""
+    from .searchfaiss import faiss_tile_bytes
 
-    return 4 * min(m, 4096 * split_workers()) * 1024 + 12 * m
+    return faiss_tile_bytes(m, d) + 12 * m * k
 
 
 def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:

@@ -4,7 +4,12 @@ On the CPU the kernel is ``faiss.knn`` (what ``IndexFlatIP.search`` runs, withou
 index): an in-memory float32 database is one block, read where it is.  A large query set is cut into
 row ranges searched at the same time on one thread each (one per core faiss would use), each with
 faiss's kernel on one OpenMP thread: every query row sees the same database rows and the same
-kernel, so the answer is faiss's, and the cores never wait for each other.  faiss's own threading
+kernel, so the answer is faiss's, and the cores never wait for each other.  The kernel is the same
+only while every range is large enough for faiss's BLAS path (rows x d at least
+``faiss.cvar.distance_compute_blas_threshold``; below it faiss runs a scalar loop, 2-4x slower):
+:func:`split_bounds` never cuts a range below that.  The similarities can still differ from an
+unsplit call in the last bit (within 2e-7 at d=384): the BLAS product rounds by its shape and
+thread count, as faiss's own result does between one and two OpenMP threads.  faiss's own threading
 parallelises inside each of its 4,096 x 1,024 score tiles (a BLAS product, then a reduction over
 the queries) and synchronises its threads twice a tile; on a 2-core AMD EPYC that cost 25-35 % more
 CPU time than the same search split by rows (5,000 x 100,000 x 512, top-1 and top-5, one thread a
@@ -20,10 +25,13 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["SPLIT_MIN_ROWS", "knn_cpu", "search_faiss", "split_workers"]
+__all__ = ["FAISS_TILE_BYTES", "SPLIT_MIN_ROWS", "faiss_tile_bytes", "knn_cpu", "search_faiss", "split_bounds", "split_workers"]
 
-#: fewest query rows per range when a CPU search is split across cores (below: one faiss call)
+#: fewest query rows per range when a CPU search is split across cores (below: one faiss call); a
+#: range is also never cut below faiss's BLAS threshold (:func:`split_bounds`)
 SPLIT_MIN_ROWS = 256
+#: bytes of the score tile faiss's BLAS path allocates per ``faiss.knn`` call (4,096 x 1,024 float32)
+FAISS_TILE_BYTES = 4 * 4096 * 1024
 #: ranges per worker thread (more than one, so a core slowed by another process hands work over)
 _RANGES_PER_WORKER = 2
 
@@ -34,6 +42,26 @@ def split_workers() -> int:
     import faiss
 
     return max(1, int(faiss.omp_get_max_threads()))
+
+
+def split_bounds(m: int, d: int, workers: int) -> np.ndarray:
+    """Row bounds of the ranges a CPU search of ``m`` queries of dimension ``d`` is cut into.
+
+    Every range has at least :data:`SPLIT_MIN_ROWS` rows and at least enough rows for faiss's BLAS
+    path (rows x d >= ``faiss.cvar.distance_compute_blas_threshold``, read at run time), so a split
+    search runs faiss's own kernel; a query set too small for two such ranges is one range.
+
+    Returns
+    -------
+    bounds : ndarray of shape (ranges + 1,) int64, from 0 to ``m``
+    """
+    import faiss
+
+    blas_rows = -(-int(faiss.cvar.distance_compute_blas_threshold) // max(1, d))
+    ranges = min(workers * _RANGES_PER_WORKER, m // max(SPLIT_MIN_ROWS, blas_rows))
+    if workers < 2 or ranges < 2:
+        return np.array([0, m], np.int64)
+    return np.linspace(0, m, ranges + 1).astype(np.int64)
 
 
 def knn_cpu(q: np.ndarray, x: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -54,10 +82,10 @@ def knn_cpu(q: np.ndarray, x: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarra
 
     m = q.shape[0]
     workers = split_workers()
-    ranges = min(workers * _RANGES_PER_WORKER, m // SPLIT_MIN_ROWS)
-    if workers < 2 or ranges < 2:
+    bounds = split_bounds(m, q.shape[1], workers)
+    ranges = len(bounds) - 1
+    if ranges < 2:
         return faiss.knn(q, x, k, metric=faiss.METRIC_INNER_PRODUCT)
-    bounds = np.linspace(0, m, ranges + 1).astype(np.int64)
     sims = np.empty((m, k), np.float32)
     ids = np.empty((m, k), np.int64)
 
@@ -66,10 +94,22 @@ def knn_cpu(q: np.ndarray, x: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarra
         lo, hi = bounds[i], bounds[i + 1]
         sims[lo:hi], ids[lo:hi] = faiss.knn(q[lo:hi], x, k, metric=faiss.METRIC_INNER_PRODUCT)
 
-    with ThreadPoolExecutor(max_workers=min(workers, ranges), thread_name_prefix="sibscan-faiss") as pool:
+    pool = ThreadPoolExecutor(max_workers=min(workers, ranges), thread_name_prefix="sibscan-faiss")
+    try:
         for done in [pool.submit(one, i) for i in range(ranges)]:
             done.result()  # re-raises a worker's error here
+    except BaseException:  # an error or Ctrl-C: the ranges not started yet never run
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return sims, ids
+
+
+def faiss_tile_bytes(m: int, d: int) -> int:
+    """Bytes of the score tiles :func:`knn_cpu` makes faiss allocate for ``m`` queries of dimension
+    ``d``: one :data:`FAISS_TILE_BYTES` tile per ``faiss.knn`` call running at the same time."""
+    workers = split_workers()
+    return FAISS_TILE_BYTES * min(workers, len(split_bounds(m, d, workers)) - 1)
 
 
 def search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.ndarray, np.ndarray]:
