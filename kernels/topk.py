@@ -12,7 +12,9 @@ Selecting the top-k of a score block is done without a per-row partial sort (``a
 ~25 ns an element, five times the matrix product): the row is cut into groups, the group maxima are
 reduced (a SIMD pass), and only the ``k`` best groups are searched.  Every top-k element lies in one
 of the ``k`` groups with the largest maxima, unless the ``k``-th and ``k+1``-th group maxima tie —
-those rare rows take a full stable sort.
+those rare rows take a full stable sort.  A row of no more than ``k`` groups partitions out its
+``k + 1`` best scores directly; the numpy search makes its tiles wide enough (:func:`tile_shape`)
+that this is the exception.
 
 The same blocked search in torch (CPU or CUDA, with half-precision candidates certified in fp32) is
 :mod:`sibscan.kernels.topk_torch`.
@@ -24,7 +26,7 @@ from typing import Callable, Iterable, Iterator, Optional, Tuple
 import numpy as np
 
 __all__ = ["Blocks", "GROUP", "ResultHeap", "TILE_BYTES", "TILE_MIN_ROWS", "block_topk_numpy", "flatten_topk", "iter_array_blocks", "merge_topk",
-           "order_ties", "rank_within_groups", "search_blocks_numpy"]
+           "order_ties", "rank_within_groups", "search_blocks_numpy", "tile_shape"]
 
 #: ``(start, block)`` pairs in increasing ``start`` order; a callable returns a fresh iterator.
 Blocks = Callable[[], Iterable[Tuple[int, np.ndarray]]]
@@ -129,9 +131,12 @@ def block_topk_numpy(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray
         idx = scores.argmax(axis=1)[:, None]  # first occurrence on ties
         return np.take_along_axis(scores, idx, axis=1), idx.astype(np.int64)
     ng = b // GROUP
-    if k >= b or ng <= k:
+    if k >= b:
         idx = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         return np.take_along_axis(scores, idx, axis=1), idx.astype(np.int64)
+    if ng <= k:  # too few groups to skip any: the k + 1 best of the whole row
+        cols = np.broadcast_to(np.arange(b), (m, b))
+        return _best_of(scores, cols, scores, k, np.zeros(m, bool))
     main = ng * GROUP
     # interleaved groups: group c holds columns c, c + ng, c + 2 ng, ... (a strided max is SIMD-fast)
     gmax = scores[:, :main].reshape(m, GROUP, ng).max(axis=1)
@@ -147,15 +152,22 @@ def block_topk_numpy(scores: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray
         tail = np.broadcast_to(np.arange(main, b), (m, b - main))
         cols = np.concatenate([cols, tail], axis=1)
     cvals = np.take_along_axis(scores, cols, axis=1)
-    # the k + 1 best candidates (unordered), then an exact (value desc, column asc) sort of those alone
+    return _best_of(cvals, cols, scores, k, tied)
+
+
+def _best_of(cvals: np.ndarray, cols: np.ndarray, scores: np.ndarray, k: int,
+             tied: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Stable top-k of each row from candidate scores ``cvals`` at columns ``cols`` of ``scores``
+    (both of shape (m, c), c > k): the k + 1 best candidates (unordered), then an exact (value desc,
+    column asc) sort of those alone.  Rows marked ``tied``, and rows where the k-th and k+1-th tie (an
+    equal candidate of lower column may lie outside the k + 1), take a full stable sort of ``scores``."""
     best = np.argpartition(cvals, cvals.shape[1] - k - 1, axis=1)[:, cvals.shape[1] - k - 1:]
     bvals = np.take_along_axis(cvals, best, axis=1)
     bcols = np.take_along_axis(cols, best, axis=1)
     order = np.lexsort((bcols, -bvals), axis=1)
     bvals = np.take_along_axis(bvals, order, axis=1)
     bcols = np.take_along_axis(bcols, order, axis=1)
-    # a tie at the k-th place may hide an equal candidate of lower column outside the k + 1: redo exactly
-    tied |= bvals[:, k - 1] == bvals[:, k]
+    tied = tied | (bvals[:, k - 1] == bvals[:, k])
     vals = np.ascontiguousarray(bvals[:, :k])
     idx = bcols[:, :k].astype(np.int64)
     if tied.any():
@@ -173,18 +185,31 @@ TILE_BYTES = 16 << 20
 TILE_MIN_ROWS = 1024
 
 
+def tile_shape(m: int, k: int, query_block: int = 4096) -> Tuple[int, int]:
+    """(query rows, database rows) of one score tile of :func:`search_blocks_numpy`.
+
+    A tile has at least ``TILE_MIN_ROWS`` database rows and, for ``k > 1``, at least
+    ``4 x GROUP x (k + 1)`` (four times the k + 1 groups :func:`block_topk_numpy` searches, so it
+    skips most of the tile rather than sorting it); the query rows are cut so the tile holds at most
+    ``TILE_BYTES`` of scores (more only where one query row of the narrowest tile is larger).
+    """
+    cols = TILE_MIN_ROWS if k <= 1 else max(TILE_MIN_ROWS, 4 * GROUP * (k + 1))
+    qb = max(1, min(query_block, m, TILE_BYTES // (4 * cols)))
+    return qb, max(cols, TILE_BYTES // (4 * qb))
+
+
 def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_block: int = 4096,
                         block_rows: int = 16384,
                         on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Exact top-k of ``queries @ block.T`` over all blocks, numpy BLAS.
 
-    Each block is cut into tiles of at most ``TILE_BYTES`` of scores (``query_block`` x at least
-    ``TILE_MIN_ROWS`` rows), computed into one preallocated buffer, so the top-k reads scores still
-    in cache and no tile allocates.  Top-1 keeps a running best per query (``argmax``; a later tile
-    replaces it only on a strictly higher score, so ties keep the lower index); top-k reduces with
-    :func:`block_topk_numpy` and merges into a :class:`ResultHeap` only the rows of a tile whose
-    highest score beats their running k-th (strictly, for the same reason): after the first tiles
-    most rows skip it.
+    Each block is cut into score tiles of :func:`tile_shape` (at most ``TILE_BYTES``), computed into
+    one preallocated buffer, so the top-k reads scores still in cache and no tile allocates.  Top-1
+    keeps a running best per query (``argmax``; a later tile replaces it only on a strictly higher
+    score, so ties keep the lower index); top-k reduces with :func:`block_topk_numpy` and merges into
+    a :class:`ResultHeap` only the rows of a tile whose highest score beats their running k-th
+    (strictly, for the same reason): after the first tiles most rows skip it.  A row whose running
+    result still holds a placeholder (id -1) always takes the tile, whatever its scores.
 
     Parameters
     ----------
@@ -192,7 +217,7 @@ def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_bl
     blocks : callable returning an iterable of ``(start, ndarray of shape (b, d))``
     k : int
     query_block : int
-        Queries per matrix product.
+        Most queries per matrix product (fewer where k needs wider tiles, :func:`tile_shape`).
     block_rows : int
         Largest block the caller yields (unused beyond the tile size; kept for the callers' plan).
     on_block : callable, optional
@@ -205,8 +230,7 @@ def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_bl
     """
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     m = queries.shape[0]
-    qb = max(1, min(query_block, m))
-    tile = max(TILE_MIN_ROWS, TILE_BYTES // (4 * qb))
+    qb, tile = tile_shape(m, k, query_block)
     buf = np.empty(qb * tile, dtype=np.float32)
     heap = ResultHeap(m, k)
     rows = np.arange(qb)
@@ -223,11 +247,14 @@ def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_bl
                 if k == 1:
                     best = scores.argmax(axis=1)
                     vals = scores[rows[: q1 - q0], best]
-                    better = vals > heap.sims[q0:q1, 0]  # strict: an equal score of a later row loses
+                    # strict: an equal score of a later row loses; written ~(<=) so a NaN is never
+                    # skipped, and a row still holding the placeholder (id -1) always takes one
+                    better = ~(vals <= heap.sims[q0:q1, 0]) | (heap.ids[q0:q1, 0] < 0)
                     heap.sims[q0:q1, 0][better] = vals[better]
                     heap.ids[q0:q1, 0][better] = best[better] + (start + t0)
                 else:  # only rows whose best score here beats their running k-th enter the merge
-                    hit = np.flatnonzero(scores.max(axis=1) > heap.sims[q0:q1, k - 1])
+                    hit = np.flatnonzero(~(scores.max(axis=1) <= heap.sims[q0:q1, k - 1])
+                                         | (heap.ids[q0:q1, k - 1] < 0))
                     if hit.size == 0:
                         continue
                     sub = scores if hit.size == q1 - q0 else scores[hit]

@@ -280,6 +280,14 @@ def test_search_errors():
     for backend in BACKENDS:
         with pytest.raises(InputError, match="database row 17 contains NaN or inf"):
             search(q, xb, 2, backend=backend, block_size=5, progress=False)
+    # finite values whose squared norm overflows float32: similarities of inf - inf = NaN, which no top-k orders
+    xh = x.copy()
+    xh[11] = [3e38, 3e38, -3e38, -3e38, 0, 0, 0, 0]
+    for backend in BACKENDS:
+        with pytest.raises(InputError, match="database row 11 contains NaN or inf, or values so large its squared norm"):
+            search(q, xh, 2, backend=backend, block_size=5, progress=False)
+    with pytest.raises(InputError, match="query row 0 contains NaN or inf, or values so large"):
+        search(np.full((1, 8), 1e19, np.float32), x, 2, progress=False)  # squared norm 8e38
     with pytest.raises(SibscanError, match="unknown search backend 'fais'; available: auto, torch, faiss, numpy"):
         search(q, x, 2, backend="fais")
     with pytest.raises(SibscanError, match="k must be an integer >= 1, got 0"):
@@ -346,8 +354,12 @@ def test_nan_rows_are_found_by_the_cheap_check():
     from sibscan.search import _bad_rows
 
     x = np.ones((6, 5), np.float32)
-    x[1, 2], x[3, 0], x[4] = np.nan, np.inf, 3e38  # row 4: finite, but its sum overflows float32
-    assert _bad_rows(x).tolist() == [False, True, False, True, False, False]
+    x[1, 2], x[3, 0], x[4] = np.nan, np.inf, 3e38  # row 4: finite, but its squared norm overflows float32
+    x[5] = 1e18  # large, but its squared norm (5e36) and so its similarities fit float32
+    assert _bad_rows(x).tolist() == [False, True, False, True, True, False]
+    assert _bad_rows(x.astype(np.float64)).tolist() == [False, True, False, True, True, False]
+    half = np.full((2, 5), 300, np.float16)  # squared norm 450,000: over float16's range, not float32's
+    assert _bad_rows(half).tolist() == [False, False]
 
 
 @pytest.mark.parametrize("k", [1, 4])
@@ -362,3 +374,68 @@ def test_numpy_tiles_within_a_block_keep_the_lower_index_of_ties(k, monkeypatch)
     q, x = ties(rng, 50, 5), ties(rng, 2500, 5)
     got = topk.search_blocks_numpy(q, lambda: topk.iter_array_blocks(x, 1000), k, query_block=3)
     assert_same(*got, *brute_force_search(q, x, k), exact=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 20), st.integers(100, 3000), st.integers(13, 120), st.integers(0, 2**31 - 1))
+def test_block_topk_large_k_equals_stable_argsort(m, b, k, seed):
+    """k at or above the number of groups (b // 32 <= k) takes the k + 1 best of the whole row, not a
+    full sort; integer scores put many ties at the k-th place."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(-6, 7, size=(m, b)).astype(np.float32)
+    scores[: m // 2] += rng.standard_normal((m // 2, b)).astype(np.float32)  # and some rows without ties
+    ref = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    vals, idx = block_topk_numpy(scores, k)
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_array_equal(vals, np.take_along_axis(scores, ref, axis=1))
+
+
+@pytest.mark.parametrize("k", [2, 10, 31, 32, 50, 100, 300])
+@pytest.mark.parametrize("m", [1, 700, 4096, 20000])
+def test_numpy_tiles_have_room_to_skip_groups(k, m):
+    """A tile narrower than k + 1 groups made every row fully sorted (6x slower at k >= 32): tiles
+    widen with k, and their query rows shrink so the scores stay within TILE_BYTES."""
+    from sibscan.kernels import topk
+
+    qb, cols = topk.tile_shape(m, k, 4096)
+    assert 1 <= qb <= min(m, 4096)
+    assert cols // topk.GROUP >= 4 * (k + 1)
+    assert cols >= topk.TILE_MIN_ROWS
+    assert qb * cols * 4 <= topk.TILE_BYTES
+
+
+@pytest.mark.parametrize("k", [32, 50])
+def test_numpy_search_with_large_k_sorts_no_full_row(k, monkeypatch):
+    from sibscan.kernels import topk
+
+    widths = []
+    argsort = np.argsort
+
+    def counted(a, *args, **kw):
+        widths.append(np.shape(a)[-1])
+        return argsort(a, *args, **kw)
+
+    monkeypatch.setattr(np, "argsort", counted)
+    rng = np.random.default_rng(13)
+    q, x = unit(rng, 4096, 8), unit(rng, 6000, 8)  # continuous scores: no ties
+    got = topk.search_blocks_numpy(q, lambda: topk.iter_array_blocks(x, 6000), k)
+    assert widths and max(widths) <= k + 1  # only the k + 1 best candidates were ever sorted
+    monkeypatch.setattr(np, "argsort", argsort)
+    ref = brute_force_search(q[:300], x, k)
+    np.testing.assert_array_equal(got[1][:300], ref[1])
+
+
+def test_numpy_search_fills_placeholders_whatever_the_scores(recwarn):
+    """Scores of -inf (or NaN) defeat a strict "beats the running k-th" test: rows must still get ids."""
+    from sibscan.kernels import topk
+
+    x = np.full((3, 2), 3e38, np.float32)
+    q = np.array([[-1.0, -1.0]], np.float32)  # every score -inf
+    for k in (1, 2, 3):
+        sims, ids = topk.search_blocks_numpy(q, lambda: topk.iter_array_blocks(x, 10), k)
+        assert ids.tolist() == [list(range(k))]
+    x = np.zeros((2000, 4), np.float32)
+    x[:, 0] = np.linspace(-1, 1, 2000)
+    x[5] = [3e38, 3e38, -3e38, -3e38]  # its score is inf - inf = NaN
+    sims, ids = topk.search_blocks_numpy(np.ones((1, 4), np.float32), lambda: topk.iter_array_blocks(x, 2000), 3)
+    assert (ids >= 0).all()
