@@ -8,8 +8,9 @@ partial inverse FFT over the (2s+1)^2 shifts, the maximum, and the detail band o
 maximum chose.  :func:`prepare_queries` / :func:`prepare_database` do the first part once for every
 image of a verify call (however many pairs it is in: a scan's candidate pairs hold each test image
 about 15 times), :func:`side_pair_corr` the second, batched over pairs given as rows into both sides.
-The per-image tensors are the ones the per-pair path computed, by the same operations on the same
-shapes, so the scores are the same bits (``tests/test_verify.py`` pins that).
+The per-image tensors are the ones the per-pair path computed, by the same operations; the FFTs run
+on batches of other shapes, so the scores can differ from the per-pair path's in the last bits
+(within 3e-7 measured; ``tests/test_verify_prepared.py`` pins them within 1e-6).
 """
 from __future__ import annotations
 
@@ -103,13 +104,26 @@ def _each(fn: Callable[[int], object], starts: Iterable[int]) -> List[object]:
         return [fn(lo) for lo in starts]
 
 
-def _joined(batches: List[dict]) -> dict:
-    """The per-batch dicts of tensors concatenated along the images."""
+def _filled(fn: Callable[[int], dict], n: int, batch_size: int) -> dict:
+    """``fn(lo)`` (a dict of tensors of ``batch_size`` images from ``lo``) for every batch, written
+    into tensors of all ``n`` images preallocated at the first batch's shapes, under ``torch.no_grad``.
+    One batch is alive at a time: the peak is the side plus one batch, not twice the side (a
+    concatenation of the batches holds them and the result at once)."""
     import torch
 
-    if len(batches) == 1:
-        return batches[0]
-    return {key: torch.cat([b[key] for b in batches]) for key in batches[0]}
+    out: dict = {}
+    with torch.no_grad():
+        for lo in range(0, n, batch_size):
+            part = fn(lo)
+            for key, t in part.items():
+                if t.shape[0] == n:  # one batch: the side is the batch itself
+                    out[key] = t
+                    continue
+                if key not in out:
+                    out[key] = torch.empty((n,) + tuple(t.shape[1:]), dtype=t.dtype, device=t.device)
+                out[key][lo:lo + t.shape[0]] = t
+            del part
+    return out
 
 
 def prepare_queries(images, s: int, variants: Variants, detail: bool, batch_size: int = 256) -> QuerySide:
@@ -129,9 +143,8 @@ def prepare_queries(images, s: int, variants: Variants, detail: bool, batch_size
                 out["zoom", flipped, cq] = qz
         return out
 
-    batches = _each(batch, range(0, len(images), batch_size))
-    side, joined = QuerySide(), _joined(batches)
-    for (kind, flipped, cq), tensor in joined.items():
+    side = QuerySide()
+    for (kind, flipped, cq), tensor in _filled(batch, len(images), batch_size).items():
         {"spec": side.spectra, "norm": side.norms, "zoom": side.zoomed}[kind][flipped, cq] = tensor
     return side
 
@@ -154,9 +167,8 @@ def prepare_database(images, s: int, variants: Variants, detail: bool, batch_siz
                 out["zoom", cd] = dz
         return out
 
-    batches = _each(batch, range(0, len(images), batch_size))
-    side, joined = DatabaseSide(), _joined(batches)
-    for (kind, cd), tensor in joined.items():
+    side = DatabaseSide()
+    for (kind, cd), tensor in _filled(batch, len(images), batch_size).items():
         {"spec": side.spectra, "norm": side.norms, "zoom": side.zoomed}[kind][cd] = tensor
     return side
 

@@ -146,10 +146,66 @@ def test_imagecorr_keeps_decoded_images_between_calls(folder, tmp_path, monkeypa
     Image.fromarray(np.full((20, 20, 3), 9, np.uint8)).save(path)
     assert verifier.load_arrays([path]).max() == pytest.approx(9 / 255)
     assert calls.count(path) == 2
-    # the store keeps at most decoded_bytes (least recently used out first)
+    # the store keeps at most decoded_bytes, least recently used out first
+    verifier._decoded.clear()
     verifier.decoded_bytes = 3 * first[0].nbytes
-    verifier.load_arrays(folder[:5])
+    verifier.load_arrays(folder[:3])
+    verifier.load_arrays(folder[:1])  # folder[0] is now the most recently used
+    verifier.load_arrays(folder[3:5])  # two more: the two least recently used (1, 2) go
+    assert [key[0] for key in verifier._decoded] == [folder[0], folder[3], folder[4]]
+    # an empty call leaves the store alone
+    verifier.load_arrays([])
     assert len(verifier._decoded) == 3
+
+
+def test_imagecorr_decodes_a_file_replaced_with_the_same_size_and_old_mtime(tmp_path):
+    # cp -p, rsync -t and tar restore the modification time; BMP keeps the size: only the inode's
+    # change time (and, for a replacing rename, the inode) says the pixels are new
+    import os
+    import time
+
+    from PIL import Image
+
+    from sibscan.verify.images import ImageCorrVerifier
+
+    path = str(tmp_path / "same.bmp")
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(path)
+    verifier = ImageCorrVerifier(device="cpu", progress=False)
+    assert verifier.load_arrays([path]).max() == 0
+    before = os.stat(path)
+    time.sleep(0.01)  # a later ctime, on a file system with coarse timestamps too
+    Image.fromarray(np.full((32, 32, 3), 200, np.uint8)).save(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert verifier.load_arrays([path]).max() == pytest.approx(200 / 255)
+
+
+def test_prepared_sides_are_filled_batch_by_batch_without_concatenating(monkeypatch):
+    """The side is preallocated and each batch written into it (peak: the side plus one batch); a
+    concatenation of all batches held twice the side.  Small batches give the one-batch tensors."""
+    from sibscan.kernels import paircorr_sides
+    from sibscan.kernels.paircorr import image_variants
+
+    rng = np.random.default_rng(3)
+    images = torch.as_tensor(_images(rng, 11, size=24))
+    variants = image_variants(True, (1.0, 0.9))
+    whole_q = paircorr_sides.prepare_queries(images, 2, variants, True, batch_size=64)
+    whole_d = paircorr_sides.prepare_database(images, 2, variants, True, batch_size=64)
+
+    def no_cat(*args, **kw):
+        raise AssertionError("torch.cat holds all the batches and the side at once")
+
+    monkeypatch.setattr(torch, "cat", no_cat)
+    parts_q = paircorr_sides.prepare_queries(images, 2, variants, True, batch_size=4)
+    parts_d = paircorr_sides.prepare_database(images, 2, variants, True, batch_size=4)
+    for whole, parts in ((whole_q, parts_q), (whole_d, parts_d)):
+        for name in ("spectra", "norms", "zoomed"):
+            a, b = getattr(whole, name), getattr(parts, name)
+            assert a.keys() == b.keys() and a
+            for key in a:
+                assert b[key].shape[0] == 11
+                torch.testing.assert_close(b[key], a[key], atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("options", [{"colour": "rgb"}, {"detail": 0.0}, {"flip": False, "scales": (1.0,), "max_shift": 0}])

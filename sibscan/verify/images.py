@@ -36,13 +36,14 @@ _GRAY = np.array([0.299, 0.587, 0.114], np.float32)
 
 
 def _file_key(path) -> tuple:
-    """What a decoded image is kept under: its path, size and modification time (a rewritten file is
-    decoded again)."""
+    """What a decoded image is kept under: its path, size, modification time, inode and inode change
+    time (a rewritten file is decoded again, also one replaced with the same size and its old
+    modification time put back, as ``cp -p`` and ``rsync -t`` do: that changes the ctime)."""
     try:
         st = os.stat(path)
     except (OSError, TypeError, ValueError):
-        return (str(path), None, None)
-    return (str(path), st.st_size, st.st_mtime_ns)
+        return (str(path), None, None, None, None)
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def describe_image_transform(
@@ -171,6 +172,8 @@ class ImageCorrVerifier(Verifier):
         direction and the baseline's random pairs, the same images each time."""
         channels = 1 if self.colour == "gray" else 3
         out = np.empty((len(paths), channels, self.size, self.size), np.float32)
+        if not len(paths):  # nothing to size the store by: leave it as it is
+            return out
         keys = [_file_key(p) for p in paths]
         new = [i for i, k in enumerate(keys) if k not in self._decoded]
         if new:
@@ -182,7 +185,7 @@ class ImageCorrVerifier(Verifier):
             if i not in fresh:
                 out[i] = self._decoded[k]
                 self._decoded.move_to_end(k)
-        limit = max(self.decoded_bytes // max(out[:1].nbytes, 1), 0) if len(out) else 0
+        limit = max(self.decoded_bytes // max(out[:1].nbytes, 1), 0)
         for i in new:
             self._decoded[keys[i]] = out[i].copy()
         while len(self._decoded) > limit:
