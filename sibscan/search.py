@@ -112,7 +112,8 @@ def _checked_blocks(database, block_rows: int, start: int = 0,
             if type(block).__module__.startswith("torch"):  # a tensor (possibly on the GPU) stays one
                 import torch
 
-                norm = torch.linalg.vector_norm(block, dim=1, dtype=torch.float32)
+                v = block if block.is_floating_point() else block.double()
+                norm = torch.linalg.vector_norm(v, dim=1, dtype=None if v.dtype == torch.float64 else torch.float32)
                 bad = (~(norm <= _F32_MAX ** 0.5)).cpu().numpy()  # NaN, inf or a squared norm over float32
             else:
                 block = np.asarray(block)

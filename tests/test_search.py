@@ -439,3 +439,19 @@ def test_numpy_search_fills_placeholders_whatever_the_scores(recwarn):
     x[5] = [3e38, 3e38, -3e38, -3e38]  # its score is inf - inf = NaN
     sims, ids = topk.search_blocks_numpy(np.ones((1, 4), np.float32), lambda: topk.iter_array_blocks(x, 2000), 3)
     assert (ids >= 0).all()
+
+
+def test_tensor_databases_reject_rows_whose_squared_norm_overflows_float32():
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")
+    rng = np.random.default_rng(14)
+    q, x = unit(rng, 3, 8), unit(rng, 20, 8)
+    for row in ([3e38, 3e38, -3e38, -3e38, 0, 0, 0, 0], [1e19] * 8):
+        xb = x.astype(np.float64)
+        xb[11] = row
+        for dtype in (torch.float32, torch.float64):
+            with pytest.raises(InputError, match="database row 11 contains NaN or inf, or values so large"):
+                search(q, torch.tensor(xb, dtype=dtype), 2, backend="torch", progress=False)
+    # large but fine: float16 values whose squared norm only float16 cannot hold, and integers
+    half = torch.full((20, 8), 300.0, dtype=torch.float16)
+    assert search(q, half, 2, backend="torch", progress=False)[1].shape == (3, 2)
+    assert search(q, torch.ones((20, 8), dtype=torch.int64), 2, backend="torch", progress=False)[1].shape == (3, 2)
