@@ -399,7 +399,7 @@ def test_numpy_tiles_have_room_to_skip_groups(k, m):
 
     qb, cols = topk.tile_shape(m, k, 4096)
     assert 1 <= qb <= min(m, 4096)
-    assert cols // topk.GROUP >= 4 * (k + 1)
+    assert cols // topk.GROUP >= topk.TILE_GROUPS_PER_K * (k + 1) >= 4 * (k + 1)
     assert cols >= topk.TILE_MIN_ROWS
     assert qb * cols * 4 <= topk.TILE_BYTES
 
