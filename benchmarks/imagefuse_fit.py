@@ -8,7 +8,8 @@ benchmarks.quality --sets crops,small32 --photos heldout`` evaluates on the othe
 or pair of the fit occurs there),
 each test item's candidates are the union a scan verifies, wider (effnet's top ``--k``, the
 ``windows`` and ``pixels`` views' top ``--k``); ``imagematch``'s search scores every candidate pair
-and :meth:`sibscan.verify.imagefuse.ImageFuseVerifier.pair_features` gives the model's inputs.
+and :meth:`sibscan.verify.imagefuse.ImageFuseVerifier.pair_features` gives the model's inputs, measured
+at the alignment the search prefers (:data:`sibscan.verify.imagefuse.SIZE_POWER`, ``ROTATION_COST``).
 A pair is positive when the test item is planted and the train item its source.  A logistic
 regression (scikit-learn, L2, ``C=1``: its default) is fitted on all pairs of both sets together;
 the coefficients go into ``benchmarks/results/imagefuse_fit.json`` and, by hand, into
@@ -59,7 +60,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     args = ap.parse_args(argv)
     from sklearn.linear_model import LogisticRegression
 
-    from sibscan.verify.imagefuse import FEATURES
+    from sibscan.verify.imagefuse import FEATURES, ROTATION_COST, SIZE_POWER
 
     t0 = time.perf_counter()
     n_train, per, n_clean = SIZES["default"][crop_size_key(args.photos)]
@@ -80,6 +81,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     photos = sorted({p for s in sets.values() for p in s["photos"]})
     payload = {"seed": args.seed, "photo_half": args.photos, "photos": photos, "k": args.k, "features": list(FEATURES),
                "coef": coef, "intercept": intercept,
+               # the alignment the inputs were measured at: the search's ranking of variants (imagefuse-v4)
+               "search": {"size_power": SIZE_POWER, "rotation_cost": ROTATION_COST},
                "sets": sets, "regularisation": "L2, C=1 (scikit-learn LogisticRegression default)",
                "seconds": time.perf_counter() - t0}
     path = write_results(args.name, payload)

@@ -30,7 +30,7 @@ from typing import List, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "scale_match", "scale_match_reference",
+__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "preference", "scale_match", "scale_match_reference",
            "structure", "template"]
 
 #: a template whose band-pass RMS is below this (grey levels in [0, 1]) holds no structure
@@ -261,9 +261,26 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
     return val, pos
 
 
-def _as_match(val: np.ndarray, pos: np.ndarray, N: int, variants: Sequence[MatchVariant]) -> ScaleMatch:
-    """The first best variant of each pair (variant order breaks ties), as a :class:`ScaleMatch`."""
-    best = np.argmax(val, axis=1)
+def preference(val: np.ndarray, N: int, variants: Sequence[MatchVariant], size_power: float = 0.0,
+               rotation_cost: float = 0.0) -> np.ndarray:
+    """What the search ranks each pair's variants by: their NCC ``val`` (m, V) itself when both weights
+    are 0; else ``atanh(val) * (T / N) ** size_power - rotation_cost * (angle != 0)``, T the template side.
+
+    ``atanh`` times the template's side is the NCC's evidence in standard errors (Fisher; the
+    correlated pixels grow as ``T ** 2``): the best of many positions of a half-side template reaches a
+    high NCC by chance more easily than a full one, so a sibling was found "the other way round" at
+    half the side, or rotated, where its true alignment scored a little lower."""
+    if not size_power and not rotation_cost:
+        return val
+    side = np.array([_side(N, v) for v in variants], np.float64) / N
+    rotated = np.array([v.angle != 0.0 for v in variants], np.float64)
+    return np.arctanh(np.clip(val, -0.999, 0.999)) * side ** size_power - rotation_cost * rotated
+
+
+def _as_match(val: np.ndarray, pos: np.ndarray, N: int, variants: Sequence[MatchVariant], **prefer) -> ScaleMatch:
+    """The first most preferred variant of each pair (:func:`preference`; variant order breaks ties), as a
+    :class:`ScaleMatch` whose score is its NCC."""
+    best = np.argmax(preference(val, N, variants, **prefer), axis=1)
     rows = np.arange(len(val))
     p = pos[rows, best]
     n_best = N - np.array([_side(N, v) for v in variants], np.int64)[best] + 1
@@ -272,7 +289,8 @@ def _as_match(val: np.ndarray, pos: np.ndarray, N: int, variants: Sequence[Match
 
 
 def scale_match(query, database, query_index, database_index, variants: Sequence[MatchVariant], *,
-                device: str = "cpu", batch_size: int = 1024, coarse: int = 0, keep: int = 4) -> ScaleMatch:
+                device: str = "cpu", batch_size: int = 1024, coarse: int = 0, keep: int = 4,
+                size_power: float = 0.0, rotation_cost: float = 0.0) -> ScaleMatch:
     """Best NCC of each pair's structure signals over ``variants`` and all positions.
 
     Every image is filtered, transformed and Fourier-transformed once per variant however many
@@ -303,6 +321,8 @@ def scale_match(query, database, query_index, database_index, variants: Sequence
         Side of the coarse search; 0 searches every variant at N.
     keep : int
         Variants per pair refined at N after the coarse search.
+    size_power, rotation_cost : float
+        How the variants are ranked (:func:`preference`; both 0: by NCC alone).
 
     Returns
     -------
@@ -326,23 +346,24 @@ def scale_match(query, database, query_index, database_index, variants: Sequence
     qi = torch.as_tensor(np.asarray(query_index, np.int64), device=device)
     di = torch.as_tensor(np.asarray(database_index, np.int64), device=device)
     everyone = np.arange(m)
+    prefer = dict(size_power=size_power, rotation_cost=rotation_cost)
     with torch.no_grad():
         q = torch.as_tensor(query, dtype=torch.float32).to(device)
         d = torch.as_tensor(database, dtype=torch.float32).to(device)
         if not coarse or keep >= V:
             val, pos = _variant_search(q, d, qi, di, variants, [everyone] * V, device=device, batch_size=batch_size)
-            return _as_match(val, pos, N, variants)
+            return _as_match(val, pos, N, variants, **prefer)
         small = [F.interpolate(x, size=(coarse, coarse), mode="area") for x in (q, d)]
         cval, _ = _variant_search(*small, qi, di, variants, [everyone] * V, device=device, batch_size=batch_size)
         # stable sort: among equal coarse scores the earlier variant is kept, as the exhaustive search would
-        chosen = np.argsort(-cval, axis=1, kind="stable")[:, :keep]
+        chosen = np.argsort(-preference(cval, coarse, variants, **prefer), axis=1, kind="stable")[:, :keep]
         todo = [np.flatnonzero((chosen == j).any(axis=1)) for j in range(V)]
         val, pos = _variant_search(q, d, qi, di, variants, todo, device=device, batch_size=batch_size)
-        return _as_match(val, pos, N, variants)
+        return _as_match(val, pos, N, variants, **prefer)
 
 
 def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
-                          variants: Sequence[MatchVariant]) -> ScaleMatch:
+                          variants: Sequence[MatchVariant], **prefer) -> ScaleMatch:
     """:func:`scale_match` by plain loops over positions (numpy NCC), for the tests.
 
     The templates and structure signals come from the same torch helpers; only the search over
@@ -356,24 +377,25 @@ def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, 
     imgs = {"query": torch.as_tensor(query, dtype=torch.float32), "database": torch.as_tensor(database, dtype=torch.float32)}
     sig = {k: structure(v).numpy()[:, 0].astype(np.float64) for k, v in imgs.items()}
     for i in range(m):
-        top = -2.0
+        top = -np.inf
         for j, v in enumerate(variants):
             outer = sig["database" if v.inner == "query" else "query"][i]
             t = structure(template(imgs[v.inner][i:i + 1], v, N)).numpy()[0, 0].astype(np.float64)
             T = t.shape[0]
             t = t - t.mean()
-            if np.sqrt((t * t).sum()) / T < FLAT_RMS:
-                val, y, x = 0.0, 0, 0
-                if val > top:
-                    top, out.score[i], out.variant[i], out.y[i], out.x[i] = val, val, j, y, x
-                continue
-            t /= np.sqrt((t * t).sum())
-            for y in range(N - T + 1):
-                for x in range(N - T + 1):
-                    w = outer[y:y + T, x:x + T]
-                    w = w - w.mean()
-                    den = np.sqrt((w * w).sum())
-                    val = 0.0 if den < FLAT_RMS * T else float((w * t).sum() / den)
-                    if val > top + 1e-6:
-                        top, out.score[i], out.variant[i], out.y[i], out.x[i] = val, val, j, y, x
+            best, by, bx = 0.0, 0, 0  # a flat template scores 0 at (0, 0)
+            if np.sqrt((t * t).sum()) / T >= FLAT_RMS:
+                t /= np.sqrt((t * t).sum())
+                best = -2.0
+                for y in range(N - T + 1):
+                    for x in range(N - T + 1):
+                        w = outer[y:y + T, x:x + T]
+                        w = w - w.mean()
+                        den = np.sqrt((w * w).sum())
+                        val = 0.0 if den < FLAT_RMS * T else float((w * t).sum() / den)
+                        if val > best + 1e-6:
+                            best, by, bx = val, y, x
+            rank = float(preference(np.array([[best]]), N, [v], **prefer)[0, 0])
+            if rank > top + 1e-6:
+                top, out.score[i], out.variant[i], out.y[i], out.x[i] = rank, best, j, by, bx
     return out

@@ -56,7 +56,8 @@ def test_features_and_scores_follow_the_variant_found():
     same[1, 5:] = same[0, 5:]  # the same agreement at the alignment ...
     z = same @ np.asarray(COEF) + INTERCEPT
     assert z[0] > z[1]  # ... reached by the most permissive variant counts for less
-    assert ver.identity.startswith("imagefuse-v3(imagematch-v3(") and "coef=" in ver.identity
+    assert ver.identity.startswith("imagefuse-v4(imagematch-v3(") and "coef=" in ver.identity
+    assert "size_power=0.5,rotation_cost=0.2" in ver.identity  # the search ranks its variants by evidence
 
 
 def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):  # noqa: F811

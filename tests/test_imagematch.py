@@ -12,7 +12,7 @@ from PIL import Image  # noqa: E402
 from sibscan.errors import SibscanError  # noqa: E402
 from sibscan.items import Items  # noqa: E402
 from sibscan.kernels.alignmatch import patch_agreement, patch_agreement_reference  # noqa: E402
-from sibscan.kernels.scalematch import MatchVariant, match_variants, scale_match, scale_match_reference  # noqa: E402
+from sibscan.kernels.scalematch import MatchVariant, match_variants, preference, scale_match, scale_match_reference  # noqa: E402
 from sibscan.verify import get_verifier, list_verifiers  # noqa: E402
 
 
@@ -28,12 +28,26 @@ def test_scale_match_equals_brute_force_reference():
     qi, di = np.array([0, 1, 2, 1]), np.array([0, 2, 3, 1])
     variants = [MatchVariant("query", 1.0, 0.0, False), MatchVariant("query", 0.6, 0.0, False),
                 MatchVariant("database", 0.8, 4.0, False), MatchVariant("query", 0.7, 0.0, True)]
-    fast = scale_match(q, d, qi, di, variants)
-    ref = scale_match_reference(q, d, qi, di, variants)
-    np.testing.assert_allclose(fast.score, ref.score, atol=2e-4)
-    np.testing.assert_array_equal(fast.variant, ref.variant)
-    np.testing.assert_array_equal(fast.y, ref.y)
-    np.testing.assert_array_equal(fast.x, ref.x)
+    chosen = []
+    for prefer in ({}, {"size_power": 0.5, "rotation_cost": 0.2}, {"size_power": 3.0, "rotation_cost": 1.0}):
+        fast = scale_match(q, d, qi, di, variants, **prefer)
+        ref = scale_match_reference(q, d, qi, di, variants, **prefer)
+        np.testing.assert_allclose(fast.score, ref.score, atol=2e-4)
+        np.testing.assert_array_equal(fast.variant, ref.variant)
+        np.testing.assert_array_equal(fast.y, ref.y)
+        np.testing.assert_array_equal(fast.x, ref.x)
+        chosen.append(fast.variant.tolist())
+    assert chosen[2] != chosen[0]  # a strong enough preference for large, unrotated templates changes the choice
+
+
+def test_preference_ranks_by_ncc_or_by_evidence_with_a_rotation_cost():
+    variants = [MatchVariant("query", 1.0, 0.0, False), MatchVariant("database", 0.5, 0.0, False),
+                MatchVariant("query", 1.0, 8.0, False)]
+    val = np.array([[0.90, 0.95, 0.93]], np.float32)
+    assert preference(val, 64, variants) is val  # no weights: the NCC itself
+    ranked = preference(val, 64, variants, size_power=0.5, rotation_cost=0.2)
+    assert ranked.argmax() == 0  # the half-side and the rotated template scored higher by NCC alone
+    np.testing.assert_allclose(ranked[0, 1], np.arctanh(0.95) * (32 / 64) ** 0.5, rtol=1e-6)
 
 
 def test_patch_agreement_equals_brute_force_reference():

@@ -68,6 +68,10 @@ class ImageMatchVerifier(ImageCorrVerifier):
         on ``crops`` (0 with the full search), so it is not the default.
     keep : int
         Variants per pair searched again at ``size`` after the coarse search.
+    size_power, rotation_cost : float
+        How the search ranks the variants of a pair (:func:`sibscan.kernels.scalematch.preference`):
+        0 and 0 (the default) by NCC alone; else by its evidence, ``atanh(NCC) * (T / size) **
+        size_power`` for a template of side T, less ``rotation_cost`` for a rotated one.
     threads : int
         torch CPU threads for the search (restored after each call).  The search is many small
         batched operations, which ran 3-8x slower on torch's default threads than on one on a shared
@@ -93,6 +97,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
         grid: int = 4,
         coarse: int = 0,
         keep: int = 6,
+        size_power: float = 0.0,
+        rotation_cost: float = 0.0,
         threads: int = 1,
         device: str = "auto",
         batch_size: int = 1024,
@@ -115,9 +121,15 @@ class ImageMatchVerifier(ImageCorrVerifier):
             raise SibscanError(f"imagematch keep must be at least 1, got {keep}")
         self.scales, self.angles, self.grid = scales, angles, int(grid)
         self.coarse, self.keep = int(coarse), int(keep)
+        if not (0 <= float(size_power) <= 4 and 0 <= float(rotation_cost) <= 2):
+            raise SibscanError(f"imagematch size_power must lie in [0, 4] and rotation_cost in [0, 2], "
+                               f"got {size_power} and {rotation_cost}")
+        self.prefer = {"size_power": float(size_power), "rotation_cost": float(rotation_cost)}
         self.variants = self._variants()
         # v3: coarse-to-fine search (the best of the ``keep`` coarse favourites, not always of all variants)
         search = f",coarse={self.coarse},keep={self.keep}" if self.coarse and self.keep < len(self.variants) else ""
+        if size_power or rotation_cost:  # the variants ranked by evidence, not by NCC (another alignment)
+            search += f",size_power={float(size_power):g},rotation_cost={float(rotation_cost):g}"
         self.identity = (
             f"imagematch-v3(size={self.size},scales={','.join(f'{s:g}' for s in scales)},"
             f"angles={','.join(f'{a:g}' for a in angles)},flip={int(self.flip)},variants={len(self.variants)},"
@@ -170,7 +182,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 qarr, darr = np.stack([qstore[p] for p in used.tolist()]), np.stack(dstore)
                 with self.torch_threads():
                     res = scale_match(qarr, darr, qpos, dpos, self.variants, device=self.device,
-                                      batch_size=self.batch_size, coarse=self.coarse, keep=self.keep)
+                                      batch_size=self.batch_size, coarse=self.coarse, keep=self.keep, **self.prefer)
                     local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid,
                                             device=self.device)
                     out = self.pair_scores(local, res, (qarr, darr, qpos, dpos))
