@@ -39,8 +39,8 @@ from sibscan.items import Items
 
 from benchmarks.planted import PlantedSet, _photo_arrays
 
-__all__ = ["CROP_TRANSFORMS", "FEATURELESS", "PHOTO_SPLIT", "TEXTURED", "crops_set", "photo_cells", "photo_names",
-           "small_set", "structure"]
+__all__ = ["CROP_TRANSFORMS", "FEATURELESS", "PHOTO_SPLIT", "TEXTURED", "alignment_accuracy", "alignment_matches",
+           "crops_set", "photo_cells", "photo_names", "small_set", "structure"]
 
 #: how each planted sibling is made from its train cell
 CROP_TRANSFORMS = ("crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg")
@@ -317,3 +317,38 @@ def small_set(root: Path, *, n_train: int = 240, per_transform: int = 20, n_clea
     """:func:`crops_set` at 32 x 32 px: photos shrunk by ``cell / 32`` first (area filter)."""
     return crops_set(root, n_train=n_train, per_transform=per_transform, n_clean=n_clean, seed=seed, cell=cell,
                      shrink_to=32, name="small32", photos=photos)
+
+
+def alignment_matches(kind: str, planted: str, found: str) -> bool:
+    """Whether the transform a verifier reports for a planted pair (``found``, as
+    :func:`sibscan.verify.imagematch.describe_match` writes it with splits test and train) is the one
+    planted (``kind`` of :data:`CROP_TRANSFORMS` and its ``transform_details`` entry ``planted``): the
+    same side inside the other (test inside train, but train inside test for a zoom-out), the scale
+    within 0.1 of the planted share of the side, the mirror, and no rotation, or for ``rotate`` one
+    that undoes the planted one (the opposite sign).
+    """
+    import re
+
+    share = float(re.search(r"(?:crop|zoom out) ([0-9.]+)", planted).group(1))
+    m = re.search(r"crop ([0-9.]+) \((\w+) inside", found)
+    scale, inner = (float(m.group(1)), m.group(2)) if m else (1.0, "")
+    if scale < 1.0 and inner != ("train" if kind == "zoom-out" else "test"):
+        return False
+    if abs(scale - share) > 0.1 + 1e-9 or ("flipped" in found) != (kind == "crop-flip-jpeg"):
+        return False
+    angle = re.search(r"rotated ([-+0-9.]+) deg", found)
+    if kind != "rotate":
+        return angle is None
+    return angle is not None and float(angle.group(1)) * float(re.search(r"rotate ([-+0-9.]+)", planted).group(1)) < 0
+
+
+def alignment_accuracy(ps: PlantedSet, verifier) -> dict:
+    """Share of the planted pairs (test item, its source) for which ``verifier`` (one that reports the
+    transform it found, as ``imagematch`` and ``imagefuse`` do) finds the planted transform, overall and
+    per transform."""
+    idx = np.flatnonzero(ps.planted)
+    found = verifier.verify(ps.test, idx, ps.train, ps.source[idx]).details
+    ok = np.array([alignment_matches(ps.transform[i], ps.notes["transform_details"][i], f) for i, f in zip(idx, found)])
+    kinds = ps.transform[idx]
+    return {"pairs": int(len(idx)), "accuracy": float(ok.mean()) if len(ok) else None,
+            "per_transform": {k: float(ok[kinds == k].mean()) for k in CROP_TRANSFORMS if (kinds == k).any()}}

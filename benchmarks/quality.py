@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
-from benchmarks.planted_crops import PHOTO_SPLIT, crops_set, small_set
+from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -533,6 +533,10 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
         out["cascade"] = {"union_pairs": _distinct_pairs(cand), "cascade_pairs": _distinct_pairs(ccand),
                           "cascade_seconds": cascade_info["cascade_seconds"]}
     out["default_encoder"] = default
+    if "transform_details" in ps.notes:  # the planted crop sets: is the transform found the one planted?
+        out["alignment_accuracy"] = {n: alignment_accuracy(ps, p.verifier) for n, p in more.items()}
+        print("alignment found = planted: " + ", ".join(f"{n} {a['accuracy']:.3f}" for n, a in
+                                                         out["alignment_accuracy"].items()), flush=True)
     out["difficulty"] = difficulty(ps, *embeddings[default], seed=seed)
     out["time_share"] = _time_share(out, default, pairs, more, len(ps.test) * k)
     if "cascade" in out:  # the pairs a scan verifies: the union's, or the cascade's plus its windows scoring

@@ -220,10 +220,34 @@ def test_photo_halves_are_disjoint_cover_every_photo_and_each_has_textured_and_f
     assert ps.notes["clean"]["textured"] > 0
     names = {n for n in ps.test.labels.tolist() + ps.train.labels.tolist() if n.startswith("photo:")}
     assert names and {n[6:] for n in names} <= held
+    # the verifier's reported transforms read back as the planted ones for most planted pairs
+    from sibscan.verify import get_verifier
+
+    found = pc.alignment_accuracy(ps, get_verifier("imagefuse", device="cpu", progress=False))
+    assert found["pairs"] == int(ps.planted.sum()) and set(found["per_transform"]) == set(ps.transform[ps.planted])
+    assert found["accuracy"] >= 0.5, found
     with pytest.raises(ValueError, match="unknown photo half"):
         pc.photo_names("train")
     fitted = json.loads((_common.RESULTS / "imagefuse_fit.json").read_text())["photos"]
     assert fitted and set(fitted) <= fit  # imagefuse's coefficients saw none of the held-out photographs
+
+
+def test_alignment_matches_reads_the_planted_and_the_found_transform():
+    from benchmarks.planted_crops import alignment_matches
+
+    assert alignment_matches("crop", "crop 0.62", "crop 0.6 (test inside train) at x 3 y 9")
+    assert not alignment_matches("crop", "crop 0.62", "crop 0.5 (train inside test) at x 3 y 9")  # other way round
+    assert not alignment_matches("crop", "crop 0.62", "crop 0.6 (test inside train) at x 3 y 9, rotated +4 deg")
+    assert not alignment_matches("crop", "crop 0.52", "crop 0.7 (test inside train) at x 3 y 9")  # scale off by 0.18
+    assert alignment_matches("zoom-out", "zoom out 0.71", "crop 0.7 (train inside test) at x 0 y 1")
+    assert alignment_matches("colour", "crop 0.93, colour", "aligned")
+    flip = "crop 0.66, flip, jpeg 36"
+    assert alignment_matches("crop-flip-jpeg", flip, "crop 0.7 (test inside train) at x 1 y 1, flipped")
+    assert not alignment_matches("crop-flip-jpeg", flip, "crop 0.7 (test inside train) at x 1 y 1")
+    # the search rotates the test item back: the opposite sign undoes the planted rotation
+    rot, found = "rotate +8.6 deg, crop 0.85", "crop 0.8 (test inside train) at x 5 y 5, rotated {} deg"
+    assert alignment_matches("rotate", rot, found.format("-8"))
+    assert not alignment_matches("rotate", rot, found.format("+8"))
 
 
 def test_quality_rejects_unknown_set(capsys):
