@@ -11,12 +11,13 @@ verifier.
 
 Views:
 
-* ``windows`` — each image as 136 square windows (6 scales from the whole image to half its side,
-  at 1-49 positions each), 12 x 12 grey cells, pixel-correlation normalised
-  (:mod:`sibscan.kernels.windows`); a pair scores its best window match in either direction, mirrors
-  included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan and kept as
+* ``windows`` — each image as 293 square windows (6 scales from the whole image to half its side,
+  at 1-121 positions each, about one 8 x 8 cell apart), 8 x 8 grey cells, pixel-correlation normalised
+  (:mod:`sibscan.kernels.windows`, ``VIEW_SCALES``); a pair scores its best window match in either
+  direction, mirrors included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan and kept as
   8-bit grey; window vectors are made block by block).
-  The same score of given pairs (:func:`pair_window_scores`) is the cheap first stage of the
+  The same kind of score of given pairs, on the cascade's own grid (136 windows of 12 x 12 cells,
+  the grid its bands were measured on; :func:`pair_window_scores`), is the cheap first stage of the
   verification cascade (``--cascade``, :func:`cascade_candidates`, :mod:`sibscan.verify.cascade`).
 * any registered encoder of the data's modality (``pixels``, ``phash``, ``clip``, …), embedded
   through the scan's embedding cache.
@@ -29,7 +30,11 @@ benchmarks.quality --sets crops,small32 --candidates-only --k 10 --name quality_
 for 0.98 / 0.93, effnet's top 10 joined with the top 5 of windows and pixels for 1.00 / 0.97.  The
 cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the windows view took
 6.3 s / 4.2 s beside effnet's 39 s / 56 s of embedding for ~470 images (2 shared cores, load
-~8).
+~8).  That run was on the grid of the cascade (136 windows of 12 x 12 cells); the view's grid since
+(``VIEW_SCALES``, positions about a cell apart; the same floats per image) ranks first the source
+of the four small32 crop+flip+JPEG items (seeds 0 and 2) the old grid ranked 6th to 25th, and one
+other (a line of text among text cells) 8th instead of 2nd; a re-grade whose hue rotation changes
+the grey levels stays out of reach of any grey view.  See the README's candidates paragraph.
 """
 from __future__ import annotations
 
@@ -49,11 +54,12 @@ from .verify.cascade import Cascade, cascade_keep
 __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
            "view_candidates", "view_topk", "windows_topk_gray"]
 
-#: the windows view: grey side the images are shrunk to, cells per window side
+#: the windows view: grey side the images are shrunk to; cells per window side of the cascade's pair
+#: scores (:func:`pair_window_scores`; the view's top-k uses ``VIEW_SCALES`` / ``VIEW_CELLS``)
 _WINDOW_SIDE, _WINDOW_CELLS = 64, 12
-#: images cut into windows at once, on each side (a block's windows: 1024 x 136 x 144 floats, 80 MB)
+#: images cut into windows at once, on each side (a block's windows: 1024 x 293 x 64 floats, 77 MB)
 _WINDOW_BLOCK = 1024
-#: test images whose window vectors are held while the train blocks stream past (320 MB): each
+#: test images whose window vectors are held while the train blocks stream past (300 MB): each
 #: train block is cut into windows once per 4,096 test images instead of once per block of 1,024
 _WINDOW_HOLD = 4096
 
@@ -123,7 +129,8 @@ def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np
 
 
 def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k train images of each test image by the windows score; window vectors (78 KiB an image)
+    """Top-k train images of each test image by the windows score on the view's grid
+    (:data:`sibscan.kernels.windows.VIEW_SCALES`, 8 x 8 cells); window vectors (73 KiB an image)
     made block by block, up to :data:`_WINDOW_HOLD` test images' held at once while the train
     blocks stream past, so memory stays at a few hundred MB.
 
@@ -137,20 +144,20 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.n
     sims : ndarray of shape (n_test, k), float32 (-inf where none)
     idx : ndarray of shape (n_test, k), int64 (-1 where none)
     """
-    from .kernels.windows import window_boxes, window_topk, window_vectors
+    from .kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes, window_topk, window_vectors
 
-    boxes = window_boxes()
+    boxes = window_boxes(VIEW_SCALES)
     k = min(k, len(train))
     sims = np.full((len(test), k), -np.inf, np.float32)
     idx = np.full((len(test), k), -1, np.int64)
 
     def vectors(gray: np.ndarray, a: int) -> np.ndarray:
-        return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, _WINDOW_CELLS)
+        return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, VIEW_CELLS)
 
     for a in range(0, len(test), _WINDOW_HOLD):
-        q = window_vectors(test[a:a + _WINDOW_HOLD], boxes, _WINDOW_CELLS)  # cut 64 images at a time inside
+        q = window_vectors(test[a:a + _WINDOW_HOLD], boxes, VIEW_CELLS)  # cut 64 images at a time inside
         blocks = ((b, vectors(train, b)) for b in range(0, len(train), _WINDOW_BLOCK))
-        s, i = window_topk(q, blocks, k, _WINDOW_CELLS)
+        s, i = window_topk(q, blocks, k, VIEW_CELLS)
         sims[a:a + _WINDOW_HOLD], idx[a:a + _WINDOW_HOLD] = s, i
     return sims, idx
 

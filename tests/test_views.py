@@ -8,7 +8,8 @@ import pytest
 from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
-from sibscan.kernels.windows import mirror, window_boxes, window_pair_scores, window_topk, window_vectors
+from sibscan.kernels.windows import (VIEW_CELLS, VIEW_SCALES, WINDOW_SCALES, mirror, window_boxes, window_pair_scores,
+                                     window_topk, window_vectors)
 from sibscan.options import SearchOptions
 from sibscan.scandir import Neighbours
 from sibscan.views import add_view_candidates, default_views, resolve_views
@@ -94,11 +95,47 @@ def test_window_scores_and_topk_against_brute_force():
 def _reference_windows_topk(train, test, k):
     """The windows view's top-k as it was before test blocks were held: every pair scored at once,
     stable argsort (ties: lower index first)."""
-    boxes = window_boxes()
+    boxes = window_boxes(VIEW_SCALES)
     k = min(k, len(train))
-    s = window_pair_scores(window_vectors(test, boxes, 12), window_vectors(train, boxes, 12), 12)
+    s = window_pair_scores(window_vectors(test, boxes, VIEW_CELLS), window_vectors(train, boxes, VIEW_CELLS), VIEW_CELLS)
     order = np.argsort(-s, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(s, order, axis=1), order
+
+
+def _tiny_texture_case(seed=2, n_train=60, n_query=12):
+    """Heavy crops of 32-px cells of one fine texture (every train image a look-alike of every other):
+    each query is a 17-px square cut half-way between two of the old grid's positions at half the side,
+    blown up to 32 px, mirrored and noised; all shown at the view's 64 px."""
+    from scipy.ndimage import gaussian_filter, zoom
+
+    rng = np.random.default_rng(seed)
+    field = gaussian_filter(rng.normal(size=(320, 192)), 0.6)
+    field = (field - field.mean()) / field.std()
+    cells = [field[y:y + 32, x:x + 32] for y in range(0, 320, 32) for x in range(0, 192, 32)][:n_train]
+    up = lambda a: zoom(a, 64 / a.shape[0], order=3)[:64, :64]  # noqa: E731
+    train = np.stack([np.clip(128 + 40 * up(c), 0, 255) for c in cells]).astype(np.uint8)
+    queries, sources = [], []
+    for _ in range(n_query):
+        s = int(rng.integers(n_train))
+        o = int((1 / 24 + rng.integers(0, 5) / 12) * 32)
+        q = up(zoom(cells[s][o:o + 17, o:o + 17], 2, order=3)[:32, :32])[:, ::-1]
+        queries.append(np.clip(128 + 40 * q + rng.normal(0, 15, q.shape), 0, 255))
+        sources.append(s)
+    return train, np.stack(queries).astype(np.uint8), np.array(sources)
+
+
+def test_the_view_finds_heavy_crops_of_tiny_images_between_the_old_grid_positions():
+    """The view's grid (positions about a cell apart) puts the source of every heavy crop of a 32-px
+    texture cell in the top 5; the grid it replaced (136 windows of 12 x 12, positions two cells apart
+    at half the side) left some below look-alike cells (issue 14: small32's crop-flip-jpeg misses)."""
+    from sibscan.views import windows_topk_gray
+
+    train, test, sources = _tiny_texture_case()
+    old = window_boxes(WINDOW_SCALES)
+    old_idx = window_topk(window_vectors(test, old, 12), [(0, window_vectors(train, old, 12))], 5, 12)[1]
+    assert (old_idx != sources[:, None]).all(axis=1).sum() >= 3  # the case is hard for the old grid
+    idx = windows_topk_gray(train, test, 5)[1]
+    assert (idx == sources[:, None]).any(axis=1).all()
 
 
 @pytest.mark.parametrize("n_train", [13, 3])
@@ -126,7 +163,7 @@ def test_windows_topk_gray_is_the_all_pairs_ranking(n_train, monkeypatch):
     if n_train > 3:  # the duplicate pair 2 / 7 ranks together, 2 first (row 4 holds both)
         both = np.isin(idx, [2, 7]).sum(axis=1) == 2
         assert both.sum() >= 1 and all(list(r[np.isin(r, [2, 7])]) == [2, 7] for r in idx[both])
-    assert window_vectors(test[:2], window_boxes(), 12).flags.c_contiguous  # no 80 MB copy per query slice
+    assert window_vectors(test[:2], window_boxes(VIEW_SCALES), VIEW_CELLS).flags.c_contiguous  # no 77 MB copy per query slice
 
 
 def _items(split, n):
