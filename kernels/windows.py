@@ -26,12 +26,14 @@ WINDOW_SCALES: Tuple[Tuple[float, int], ...] = ((1.0, 1), (0.9, 3), (0.8, 4), (0
 
 #: the windows *view*'s grid (its top-k candidates, :func:`sibscan.views.windows_topk_gray`): 293
 #: windows of ``VIEW_CELLS`` x ``VIEW_CELLS`` cells, about the same floats per image as 136 of 12 x 12
-#: (18,752 against 19,584), so the same time and memory.  On the grid above, positions at half the
-#: side step two cells apart, so a heavy crop of a 32-px image lies up to a cell off every window and
-#: its source can rank below look-alike textures; here the step is at most 0.8 of a (coarser) cell.
-#: Measured (``benchmarks.quality --sets crops,small32 --candidates-only``, all photos): the source in
-#: the view's own top 5 for small32 seeds 0-3 0.94/0.97/0.96/0.96 (the grid above: 0.90/0.85/0.91/0.93),
-#: crops 0.99/0.94/0.98/1.00 (0.97/0.93/0.91/0.95)
+#: (18,752 against 19,584): the same memory and multiply-adds, but 2.2x the scores to take the best
+#: of (1,500 x 300 images, five alternating runs at load 6-8: 0.95-1.5x the wall time, 1.2-1.5x the
+#: CPU time of the grid above).  On the grid above, positions at half the side step two cells apart,
+#: so a heavy crop of a 32-px image lies up to a cell off every window and its source can rank below
+#: look-alike textures; here the step is at most 0.8 of a (coarser) cell.  Measured on the planted
+#: sets of :mod:`benchmarks.planted_crops` as ``benchmarks.quality`` cuts them (all photos): the source
+#: in the view's own top 5 for small32 seeds 0-3 0.94/0.97/0.96/0.96 (the grid above:
+#: 0.90/0.85/0.91/0.93), crops 0.99/0.94/0.98/1.00 (0.97/0.93/0.91/0.95)
 VIEW_SCALES: Tuple[Tuple[float, int], ...] = ((1.0, 1), (0.9, 4), (0.8, 5), (0.7, 7), (0.6, 9), (0.5, 11))
 VIEW_CELLS = 8
 
