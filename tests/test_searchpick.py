@@ -132,3 +132,15 @@ def test_a_backend_failing_on_the_full_tile_is_left_out_and_a_failed_measurement
     monkeypatch.setattr(searchpick, "candidates", lambda: ["faiss", "torch"])
     monkeypatch.setattr(searchpick, "measure", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("broken")))
     assert searchpick.cpu_backend(*BIG, _measured_run) == searchpick.fallback_backend()
+
+
+def test_the_fallback_keeps_its_place_in_a_tie_within_the_margin(monkeypatch):
+    # medians 2 % apart: faiss (the fallback, the reference kernel) stays; 10 % apart: the faster wins
+    monkeypatch.setattr(searchpick, "fallback_backend", lambda: "faiss")
+    assert searchpick._fastest({"faiss": [1.00, 1.01, 0.99], "numpy": [0.98, 0.98, 0.98]}) == "faiss"
+    assert searchpick._fastest({"faiss": [1.00, 1.01, 0.99], "numpy": [0.90, 0.90, 0.89]}) == "numpy"
+    assert searchpick._fastest({"faiss": [0.90], "numpy": [1.00]}) == "faiss"
+    # without the fallback among the measured, the lowest median wins
+    assert searchpick._fastest({"torch": [1.0], "numpy": [0.99]}) == "numpy"
+    monkeypatch.setattr(searchpick, "fallback_backend", lambda: "numpy")
+    assert searchpick._fastest({}) == "numpy"
