@@ -48,7 +48,7 @@ from .scandir import Neighbours, ScanDir
 from .spill import RowSpill
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
-from .views import cascade_candidates, resolve_views, view_candidates
+from .views import cascade_candidates, resolve_views, view_candidates, view_identities
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
 
@@ -156,6 +156,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     views = resolve_views(cfg.search, splits["train"].modality, verifier is not None, encoder.name)
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
     manifest["views"] = [encoder.name, *views]
+    manifest["view_identities"] = view_identities(views)
     out = cfg.output  # a calibration for other data is refused here, before anything is written
     cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
@@ -393,7 +394,8 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
     the run record) and the items.  Returns the stages already done and the run record."""
     previous = _previous(sd, cfg.output.force, manifest)
     same = previous is not None and all(
-        previous.get(key) == json.loads(dumps_json(manifest[key])) for key in ("dataset_fingerprint", "verifier", "parameters")
+        previous.get(key) == json.loads(dumps_json(manifest[key]))
+        for key in ("dataset_fingerprint", "verifier", "parameters", "view_identities")
     ) and previous.get("encoder", {}).get("identity") == manifest["encoder"]["identity"]
     resumable = same and previous.get("items_fingerprint") == manifest["items_fingerprint"]
     if same and not resumable:

@@ -87,6 +87,16 @@ def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder
     return tuple(out)
 
 
+def view_identities(views: Sequence[str]) -> Dict[str, str]:
+    """What each extra view computes, for the scan's manifest (a resume compares it): the windows
+    view's grid is part of its answer (its grid changed once: 136 windows of 12 x 12 cells, then 293 of
+    8 x 8), so a scan made on one grid is not resumed on another; an encoder view is named only."""
+    from .kernels.windows import VIEW_CELLS, VIEW_SCALES
+
+    grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
+    return {v: (f"windows-v2(cells={VIEW_CELLS},scales={grid})" if v == "windows" else v) for v in views}
+
+
 def _encoder_modality(name: str) -> str:
     from .encoders import encoder_class
 

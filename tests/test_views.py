@@ -230,3 +230,26 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
     assert "windows" in row[("crop3.png", "3.png")][0]
     top = ScanDir(tmp_path / "out").neighbours().top1()
     assert dict(zip(top["query_id"], top["neighbour_id"])) == {"flip5.png": "5.png", "crop3.png": "3.png"}
+
+
+def test_a_scan_made_on_another_windows_grid_is_not_resumed(flip_and_crop_folders):
+    # the windows view's grid changed once (136 windows of 12 x 12 cells → 293 of 8 x 8): a scan folder
+    # whose candidates came from the old grid must not be resumed onto (its manifest carried no grid)
+    import json
+
+    from sibscan.scan import run_scan
+
+    tmp_path = flip_and_crop_folders
+    cfg = dict(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
+               encoder="pixels", k=2, progress=False)
+    res = run_scan(ScanConfig(**cfg))
+    assert res.manifest["view_identities"]["windows"].startswith("windows-v2(cells=8,")
+    manifest = tmp_path / "out" / "manifest.json"
+    old = json.loads(manifest.read_text())
+    old.pop("view_identities")  # as a scan written before the grid changed
+    old["stages"] = [s for s in old["stages"] if s != "report"]
+    manifest.write_text(json.dumps(old))
+    with pytest.raises(SibscanError, match="other data or with other options; pass --force"):
+        run_scan(ScanConfig(**cfg))
+    again = run_scan(ScanConfig(**cfg, force=True))
+    assert again.manifest["view_identities"] == res.manifest["view_identities"]
