@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -355,7 +356,9 @@ def embed(
         raise ValueError(f"fingerprints have shape {fingerprints.shape}, expected ({n}, 2)")
 
     cache = EmbeddingCache(cache_dir, encoder, dtype=dtype)
-    work = cache.path / f".lookup-{cache._prefix}.tmp"  # the lookup's files; removed however the call ends
+    # the lookup's files live in the system temp folder (a read-only or shared cache stays untouched, and
+    # a killed run leaves nothing in the cache); removed however the call ends
+    work = Path(tempfile.mkdtemp(prefix="sibscan-lookup-"))
     try:
         found = cache.locate(fingerprints, work / "before")
         log.info("embedding cache %s: %d of %d items cached, %d to embed", cache.path, n - found.n_missing, n,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -143,3 +144,24 @@ def test_no_streamed_part_holds_more_train_rows_than_the_block_size(n, block, mo
     whole = candidates.neighbours_table(emb, splits, fps, options, directions=["train-test"], progress=False)
     for name in ("query_index", "neighbour_index", "rank", "similarity", "exact"):
         np.testing.assert_array_equal(np.concatenate([p[name] for p in parts]), whole[name], err_msg=name)
+
+
+def test_a_fully_cached_embed_writes_nothing_into_the_cache(tmp_path, monkeypatch):
+    # a read-only or shared cache must stay usable: the lookup's bucket files go to the system temp
+    # folder (they were made inside the cache folder, where a kill -9 also left them behind)
+    import sibscan.cache as cache_mod
+
+    rng = np.random.default_rng(9)
+    values = rng.standard_normal((60, 4))
+    items = Items("train", "table", ids=[f"r{i}" for i in range(len(values))], values=values)
+    embed(items, _Projection(), cache_dir=tmp_path / "c", fingerprints=_keys_of(values), progress=False)
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "c").rglob("*"))
+    seen = []
+    real = cache_mod.EmbeddingCache.locate
+    monkeypatch.setattr(cache_mod.EmbeddingCache, "locate",
+                        lambda self, keys, work: (seen.append(Path(work)), real(self, keys, work))[1])
+    enc = _Projection()
+    embed(items, enc, cache_dir=tmp_path / "c", fingerprints=_keys_of(values), progress=False)
+    assert enc.encoded == 0 and seen
+    assert all(tmp_path / "c" not in w.parents for w in seen) and not any(w.exists() for w in seen)
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "c").rglob("*")) == before
