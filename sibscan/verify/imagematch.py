@@ -129,7 +129,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
         # v3: coarse-to-fine search (the best of the ``keep`` coarse favourites, not always of all variants)
         search = f",coarse={self.coarse},keep={self.keep}" if self.coarse and self.keep < len(self.variants) else ""
         if size_power or rotation_cost:  # the variants ranked by evidence, not by NCC (another alignment)
-            search += f",size_power={float(size_power):g},rotation_cost={float(rotation_cost):g}"
+            # repr, not :g: 0.5 and 0.5000001 rank variants apart, so their identities differ too
+            search += f",size_power={float(size_power)!r},rotation_cost={float(rotation_cost)!r}"
         self.identity = (
             f"imagematch-v3(size={self.size},scales={','.join(f'{s:g}' for s in scales)},"
             f"angles={','.join(f'{a:g}' for a in angles)},flip={int(self.flip)},variants={len(self.variants)},"
