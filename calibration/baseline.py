@@ -250,11 +250,14 @@ def streamed_pair_member(blocks: Callable[[], Iterable[Tuple[np.ndarray, np.ndar
     the streamed counterpart of :func:`neighbour_pair_keys`' train→test keys."""
     def member(keys: np.ndarray) -> np.ndarray:
         keys = np.asarray(keys, np.int64)
-        hit = np.zeros(len(keys), bool)
-        if len(keys):
+        wanted = np.unique(keys)  # sorted once; each block is looked up in it, not the keys re-sorted per block
+        hit = np.zeros(len(wanted), bool)
+        if len(wanted):
             for train_index, test_index in blocks():
-                hit |= np.isin(keys, pair_keys(test_index, train_index, n_train))
-        return hit
+                found = pair_keys(test_index, train_index, n_train)
+                pos = np.minimum(np.searchsorted(wanted, found), len(wanted) - 1)
+                hit[pos[wanted[pos] == found]] = True
+        return hit[np.searchsorted(wanted, keys)]
 
     return member
 

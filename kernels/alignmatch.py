@@ -45,6 +45,12 @@ __all__ = ["ALIGNMENT_FEATURES", "aligned_signals", "alignment_features", "align
 ALIGNMENT_FEATURES = ("patches8", "consistent", "energy_spread")
 
 
+def _patch_rms(x, grid: int):
+    """Each patch's RMS about its own mean (edge strength), shape (..., grid * grid)."""
+    p = _patches(x, grid)
+    return (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt()
+
+
 def _patches(x, grid: int):
     """(m, 1, T, T) -> (m, grid * grid, P * P) with P = T // grid (the last T % grid rows/columns dropped)."""
     m, T = x.shape[0], x.shape[-1]
@@ -96,12 +102,11 @@ def alignment_features(query, database, query_index, database_index, variants: S
             at = w[..., reach:reach + T, reach:reach + T]
             r8, both8 = _patch_ncc(t, at, 8)
             out[rows, 0] = ((r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)).cpu().numpy()
-            r4 = torch.stack([_patch_ncc(t, w[..., reach + dy:reach + dy + T, reach + dx:reach + dx + T], 4)[0]
-                              for dy, dx in shifts], -1)
-            _, both4 = _patch_ncc(t, at, 4)
+            per = [_patch_ncc(t, w[..., reach + dy:reach + dy + T, reach + dx:reach + dx + T], 4) for dy, dx in shifts]
+            r4 = torch.stack([r for r, _ in per], -1)
+            both4 = per[shifts.index((0, 0))][1]  # the unshifted window is ``at``
             out[rows, 1] = ((near[r4.argmax(-1)] & both4).sum(-1) / 16.0).cpu().numpy()
-            ea = (lambda p: (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt())(_patches(t, 8))
-            eb = (lambda p: (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt())(_patches(at, 8))
+            ea, eb = _patch_rms(t, 8), _patch_rms(at, 8)
             lr = torch.log(ea + FLAT_RMS / 2) - torch.log(eb + FLAT_RMS / 2)
             some = (torch.maximum(ea, eb) >= FLAT_RMS).to(lr.dtype)
             n = some.sum(-1).clamp_min(1)

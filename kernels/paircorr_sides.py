@@ -15,7 +15,7 @@ on batches of other shapes, so the scores can differ from the per-pair path's in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Callable, Dict, Sequence, Tuple
 
 import numpy as np
 
@@ -94,14 +94,6 @@ def side_bytes(channels: int, size: int, max_shift: int, variants: Variants, det
     per_q = q_keys * (spectrum + 4 * channels + (4 * channels * (size * size + h * h) if detail else 0))
     per_d = d_keys * (spectrum + 4 * channels * n * n + (4 * channels * size * size if detail else 0))
     return per_q, per_d
-
-
-def _each(fn: Callable[[int], object], starts: Iterable[int]) -> List[object]:
-    """``[fn(lo) for lo in starts]`` under ``torch.no_grad``."""
-    import torch
-
-    with torch.no_grad():
-        return [fn(lo) for lo in starts]
 
 
 def _filled(fn: Callable[[int], dict], n: int, batch_size: int) -> dict:
@@ -213,7 +205,9 @@ def side_pair_corr(qside: QuerySide, qpos, dside: DatabaseSide, dpos, s: int, va
         if detail:
             band[lo:lo + len(qp)] = _detail_ncc(qside, qp, dside, dp, a, s, variants, sigma).cpu().numpy()
 
-    _each(batch, range(0, m, batch_size))
+    with torch.no_grad():
+        for lo in range(0, m, batch_size):
+            batch(lo)
     return best, arg, band
 
 

@@ -184,7 +184,8 @@ TILE_BYTES = 16 << 20
 #: fewest database rows per tile (a thinner product loses BLAS speed)
 TILE_MIN_ROWS = 1024
 #: groups of a top-k tile per group searched (k + 1): 8 ran 10-30 % faster than 4 (4,096 queries,
-#: d=64 to 512, k=10 to 100, 2 cores loaded by other jobs); at or under 1 every row is sorted whole
+#: d=64 to 512, k=10 to 100, 2 cores loaded by other jobs); at or under 1 a row's k + 1 best are
+#: partitioned out of the whole row
 TILE_GROUPS_PER_K = 8
 
 
@@ -203,7 +204,6 @@ def tile_shape(m: int, k: int, query_block: int = 4096) -> Tuple[int, int]:
 
 
 def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_block: int = 4096,
-                        block_rows: int = 16384,
                         on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Exact top-k of ``queries @ block.T`` over all blocks, numpy BLAS.
 
@@ -222,8 +222,6 @@ def search_blocks_numpy(queries: np.ndarray, blocks: Blocks, k: int, *, query_bl
     k : int
     query_block : int
         Most queries per matrix product (fewer where k needs wider tiles, :func:`tile_shape`).
-    block_rows : int
-        Largest block the caller yields (unused beyond the tile size; kept for the callers' plan).
     on_block : callable, optional
         Called with the number of database rows after each block (progress).
 

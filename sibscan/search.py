@@ -216,7 +216,7 @@ def search(queries, database, k: int, *, backend: str = "auto", device: str = "a
     with _progress(plan.n, progress) as bar:
         sims, ids = _run_backend(q, blocks, plan.search_k, backend=plan.backend, device=plan.device,
                                  half=plan.half, margin=margin, query_block=plan.query_block,
-                                 block_rows=plan.block_rows, on_block=bar.update)
+                                 on_block=bar.update)
     if exclude_self:
         sims, ids = _drop_self(sims, ids, k)
     return sims, ids
@@ -280,15 +280,14 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
 
 
 def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, half: Optional[str],
-                 margin: int, query_block: int, block_rows: int,
+                 margin: int, query_block: int,
                  on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """One resolved backend over one stream of blocks (also the body of a Ray task)."""
     on_block = on_block or (lambda rows: None)
     if backend == "numpy":
         from .kernels.topk import search_blocks_numpy
 
-        return search_blocks_numpy(q, blocks, k, query_block=query_block, block_rows=block_rows,
-                                   on_block=on_block)
+        return search_blocks_numpy(q, blocks, k, query_block=query_block, on_block=on_block)
     if backend == "torch":
         from .kernels.topk_torch import search_blocks_torch
 

@@ -98,10 +98,8 @@ def knn_cpu(q: np.ndarray, x: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarra
     try:
         for done in [pool.submit(one, i) for i in range(ranges)]:
             done.result()  # re-raises a worker's error here
-    except BaseException:  # an error or Ctrl-C: the ranges not started yet never run
+    finally:  # after an error or Ctrl-C the ranges not started yet never run (on success none is left)
         pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
     return sims, ids
 
 

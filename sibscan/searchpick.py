@@ -180,11 +180,11 @@ def _fastest(times: Dict[str, list]) -> str:
     unless another is at least :data:`SWITCH_MARGIN` faster, so that a tie inside the rounds' noise
     does not swap the kernel (measured on a 2-core AMD EPYC: numpy's top-1 median 0.3 % below
     faiss's in the pick, 1.3 % slower than raw faiss in the search that followed)."""
+    keep = fallback_backend()
     if not times:
-        return fallback_backend()
+        return keep
     median = {b: float(np.median(t)) for b, t in times.items()}
     best = min(median, key=median.get)
-    keep = fallback_backend()
     if keep in median and median[best] > median[keep] * (1.0 - SWITCH_MARGIN):
         return keep
     return best

@@ -24,6 +24,7 @@ from typing import Iterator, List, Optional, Tuple
 import numpy as np
 
 from .atomic import save_npy, write_json
+from .diskarray import read_npy_header
 from .errors import InputError, SibscanError
 
 __all__ = ["ShardedEmbeddings"]
@@ -169,10 +170,7 @@ class ShardedEmbeddings:
         path = self._shard_path(i)
         try:
             with open(path, "rb") as fh:
-                version = np.lib.format.read_magic(fh)
-                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                               else np.lib.format.read_array_header_2_0)
-                shape, fortran, dt = read_header(fh)
+                shape, fortran, dt = read_npy_header(fh)
                 if fortran or len(shape) != 2 or shape[1] != self.dim or shape[0] != self._shards[i]["rows"]:
                     raise SibscanError(f"{path}: shard shape {shape} does not match the index; rebuild the shards")
                 fh.seek(fh.tell() + a * self.dim * dt.itemsize)

@@ -52,7 +52,7 @@ from .scandir import Neighbours
 from .verify.cascade import Cascade, cascade_keep
 
 __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
-           "view_candidates", "view_topk", "windows_topk_gray"]
+           "view_candidates", "view_identities", "view_topk", "windows_topk_gray"]
 
 #: the windows view: grey side the images are shrunk to; cells per window side of the cascade's pair
 #: scores (:func:`pair_window_scores`; the view's top-k uses ``VIEW_SCALES`` / ``VIEW_CELLS``)

@@ -41,13 +41,13 @@ def pair_tiles(qi: np.ndarray, di: np.ndarray, per_query: int, per_database: int
     qi, di = np.asarray(qi, np.int64), np.asarray(di, np.int64)
     if not len(qi):
         return
-    uq, ud = np.unique(qi), np.unique(di)
+    (uq, q_inv), (ud, d_inv) = (np.unique(x, return_inverse=True) for x in (qi, di))
     hold_queries = len(uq) * per_query <= len(ud) * per_database
     held, streamed = (qi, di) if hold_queries else (di, qi)
     per_held, per_streamed = (per_query, per_database) if hold_queries else (per_database, per_query)
     held_block = max(1, int(budget * 3 // 4 // max(per_held, 1)))
     streamed_block = max(1, int(budget // 4 // max(per_streamed, 1)))
-    uh, h_inv = np.unique(held, return_inverse=True)
+    uh, h_inv = (uq, q_inv) if hold_queries else (ud, d_inv)
     block = h_inv.reshape(-1) // held_block
     order = np.lexsort((streamed, block))
     cuts = np.flatnonzero(np.diff(block[order])) + 1
