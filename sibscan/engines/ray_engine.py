@@ -42,8 +42,7 @@ def _search_range(queries: np.ndarray, database, start: int, stop: int, plan_fie
         database = ShardedEmbeddings(database)
     blocks = _checked_blocks(database, plan_fields["block_rows"], start, stop)
     return _run_backend(queries, blocks, plan_fields["search_k"], backend=plan_fields["backend"],
-                        device="cpu", half=None, margin=0, query_block=plan_fields["query_block"],
-                        block_rows=plan_fields["block_rows"])
+                        device="cpu", half=None, margin=0, query_block=plan_fields["query_block"])
 
 
 def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cpus: Optional[int] = None,
