@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
-from sibscan.atomic import write_json
+from sibscan.atomic import write_json, write_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -46,14 +46,19 @@ def machine() -> Dict[str, object]:
     return info
 
 
-def write_results(name: str, payload: Dict[str, object]) -> Path:
+def write_results(name: str, payload: Dict[str, object], *, compact: bool = False) -> Path:
     """Write ``benchmarks/results/<name>.json`` atomically, with the machine description.
 
     ``$SIBSCAN_BENCH_RESULTS`` names another folder (``benchmarks/gpu_check.sh --dry-run`` keeps its
-    CPU stand-in figures out of ``benchmarks/results/`` with it).
+    CPU stand-in figures out of ``benchmarks/results/`` with it).  ``compact``: one line, no
+    indentation (long lists of per-item scores, not meant to be read by eye).
     """
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
     folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
+    if compact:
+        import json
+
+        return write_text(folder / f"{name}.json", json.dumps(payload, separators=(",", ":")) + "\n")
     return write_json(folder / f"{name}.json", payload)
 
 

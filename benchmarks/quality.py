@@ -12,7 +12,10 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
 * the cutoff is calibrated as a user would: the random-pair baseline's 99th percentile bounds the
   range, 60 nearest-neighbour pairs are drawn across it (:func:`sibscan.calibration.sampling.make_draw`),
   an oracle answers "same" exactly for planted pairs, and :func:`sibscan.calibration.fit.fit` sets
-  the cutoff where the answers flip;
+  the cutoff by ``sibscan calibrate``'s default rule (the lowest score from which the answers say
+  "same" with 95 % confidence; not ``--target-precision``: 0.95 below is the oracle's R@P95 only);
+  the scores it calibrated on go to ``NAME_pairs.json``, and ``--calibration-only NAME_pairs.json``
+  simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
 * at that cutoff: recall (planted test items flagged with their true source), precision (of the
   flagged pile), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
   ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``, and its pessimistic end with FPR at its upper 95 % bound:
@@ -42,6 +45,7 @@ import numpy as np
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
+from benchmarks.quality_pairs import POPULATION_KEY, flag_counts, population, recalibrate_file, split_pairs, truth
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -341,16 +345,24 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
     correct = ps.planted & (nb == ps.source)
     cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
     flagged = score >= cal["cutoff"]
-    featureless = np.asarray(ps.notes.get("featureless", np.zeros(len(ps.test), bool)), bool)
+    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps))
     return {
         "calibration": cal,
         "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
-        "hard_negatives_flagged": int((flagged & ps.hard).sum()),
-        "featureless_flagged": int((flagged & featureless & ~ps.planted).sum()),
+        "hard_negatives_flagged": counts["hard_negatives_flagged"],
+        "featureless_flagged": counts["featureless_flagged"],
         "metrics": detection_metrics(ps, flagged, correct, score),
         "nn_is_source": float(correct.sum() / max(ps.planted.sum(), 1)),
         "per_transform": per_transform(ps, flagged, correct, score),
+        POPULATION_KEY: population(score, nb, random_scores),
     }
+
+
+def _featureless(ps: PlantedSet) -> np.ndarray:
+    return np.asarray(ps.notes.get("featureless", np.zeros(len(ps.test), bool)), bool)
+
+
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -676,9 +688,17 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                          "benchmarks.planted_crops.PHOTO_SPLIT (imagefuse is fitted on 'fit'; 'heldout' evaluates it "
                          "on photographs it never saw, at smaller sizes)")
     ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
+    ap.add_argument("--calibration-only", default=None, metavar="PAIRS_JSON",
+                    help="no verification: simulate the calibration again on the scores a run saved in "
+                         "NAME_pairs.json (benchmarks.quality_pairs); writes NAME_recalibrated.json unless --name")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     size = SIZES["quick" if args.quick else "default"]
+    if args.calibration_only:
+        if not args.calibration_only.endswith("_pairs.json") or not Path(args.calibration_only).exists():
+            ap.error(f"--calibration-only takes a NAME_pairs.json a run wrote, got {args.calibration_only}")
+        return recalibrate_file(Path(args.calibration_only), None if args.name == "quality" else args.name,
+                                size["labels"])
     scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
     wanted = {s.strip() for s in args.sets.split(",") if s.strip()}
     bad = wanted - {"images", "text", "rows", "crops", "small32"}
@@ -707,6 +727,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             sets += row_sets(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed, datasets=size["rows"])
         for ps in sets:
             results[ps.name] = run_set(ps, **common)
+        pairs = split_pairs(results, {ps.name: truth(ps, _featureless(ps)) for ps in sets})
     verdict = None if args.candidates_only else image_encoder_verdict(results)
     if verdict:
         print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
@@ -717,6 +738,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0,
                "load_average_1_5_15": list(os.getloadavg())}
     path = write_results(args.name, _finite(payload))
+    if pairs["sets"]:
+        side = write_results(f"{args.name}_pairs", {"results": path.name, "seed": args.seed, "photos": args.photos, **pairs},
+                             compact=True)
+        print(f"wrote {side} (the scores the calibration saw, for --calibration-only)")
     print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
     return payload
 

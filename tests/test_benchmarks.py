@@ -637,3 +637,37 @@ def test_imagematch_speed_quick_writes_results(tmp_path, monkeypatch):
     assert all(r["pairs"] > r["true_pairs"] > 0 and r["seconds"] > 0 for r in rows)
     assert rows[0]["same_variant"] == 1.0 and rows[0]["true_max_abs_change"] == 0.0  # the reference against itself
     assert (tmp_path / "imagematch_speed_quick.json").exists()
+
+
+def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypatch, capsys):
+    # the side file a run writes (benchmarks.quality_pairs), made by hand: 40 planted pairs high, 60 clean low
+    from benchmarks import quality_pairs
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(_common, "machine", lambda: {})  # not torch's import time
+    rng = np.random.default_rng(4)
+    source = np.r_[np.arange(40), np.full(60, -1)]
+    score = np.r_[rng.uniform(0.6, 1.0, 40), rng.uniform(0.0, 0.5, 60)]
+    score[45] = 0.9  # one clean item among the siblings: a hard negative above any cutoff the labels allow
+    hard = np.r_[np.zeros(40, bool), np.ones(60, bool)]
+    evaluated = {"calibration": {"cutoff": 0.123}, "hard_negatives_flagged": 7, "metrics": {"recall": 0.5},
+                 quality_pairs.POPULATION_KEY: quality_pairs.population(score, np.arange(100), rng.uniform(0, 0.3, 500))}
+    results = {"crops": {"encoders": {"enc": {"verified:v": evaluated}}}}
+    truth = {"crops": {"source": source.tolist(), "hard": hard.tolist(), "featureless": [False] * 100}}
+    side = quality_pairs.split_pairs(results, truth)
+    assert quality_pairs.POPULATION_KEY not in evaluated and list(side["sets"]["crops"]["methods"]) == ["enc|verified:v"]
+    _common.write_results("run", {"sets": results})
+    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
+    assert pairs_path.read_text().count("\n") == 1  # one line
+    out = quality.main(["--calibration-only", str(pairs_path)])
+    r = out["sets"]["crops"]["enc|verified:v"]
+    assert r["before"] == {"cutoff": 0.123, "hard_negatives_flagged": 7, "recall": 0.5}  # as recorded in run.json
+    cal = quality.calibrate(score, np.arange(100), source >= 0, np.asarray(side["sets"]["crops"]["methods"]["enc|verified:v"]
+                                                                          ["random_scores"]), 60, seed=1)
+    assert r["now"]["calibration"]["cutoff"] == pytest.approx(cal["cutoff"])
+    assert r["now"]["hard_negatives_flagged"] == int(((score >= cal["cutoff"]) & hard).sum()) == 1
+    assert r["now"]["recall"] == pytest.approx(((score >= cal["cutoff"]) & (source >= 0)).mean() / 0.4)
+    assert json.loads((tmp_path / "run_recalibrated.json").read_text())["sets"]["crops"]["enc|verified:v"]["now"]
+    assert "cutoff now" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        quality.main(["--calibration-only", str(tmp_path / "run.json")])

@@ -1,0 +1,130 @@
+"""The per-pair scores of a :mod:`benchmarks.quality` run, and its calibration simulated again from them.
+
+A quality run spends minutes verifying candidates; the calibration it simulates (a draw of 60
+pairs, oracle labels, :func:`sibscan.calibration.fit.fit`) takes a fraction of a second.  Every run
+writes beside ``NAME.json`` the scores the calibration saw (``NAME_pairs.json``: per set the planted
+truth, per encoder and mode each test item's best score, its nearest train item and the verified
+random pairs), so a change to the calibration can be measured on the same scores without verifying
+again::
+
+    python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_seed2_pairs.json
+
+prints, per set and method, the cutoff, the hard negatives and featureless items above it, and the
+recall and precision there, before (as recorded in ``NAME.json``) and now, and writes them to
+``NAME_recalibrated.json`` (``--name`` to choose).  Figures quoted in the README still come from full
+runs; this is for looking.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+__all__ = ["POPULATION_KEY", "calibration_only", "flag_counts", "population", "recalibrate_file", "split_pairs", "truth"]
+
+#: where :func:`benchmarks.quality.evaluate` leaves the scores it calibrated on (moved out by :func:`split_pairs`)
+POPULATION_KEY = "_population"
+
+
+def population(score: np.ndarray, nb: np.ndarray, random_scores: np.ndarray) -> dict:
+    """What one evaluation calibrated on, as JSON lists; scores to 9 significant digits (a float32's
+    precision, which is what the verifiers give: a cutoff, a midpoint between two scores, flags the same)."""
+    digits = lambda a: [float(f"{v:.9g}") for v in np.asarray(a, np.float64)]  # noqa: E731
+    return {"score": digits(score), "nb": [int(v) for v in nb], "random_scores": digits(random_scores)}
+
+
+def truth(ps, featureless: np.ndarray) -> dict:
+    """What the side file needs to count flagged items again: a planted set's truth and its items' labels."""
+    labels = lambda items: None if items.labels is None else [str(v) for v in items.labels]  # noqa: E731
+    return {"source": ps.source.tolist(), "hard": ps.hard.tolist(), "featureless": np.asarray(featureless, bool).tolist(),
+            "transform": ps.transform.tolist(), "test_ids": [str(v) for v in ps.test.ids],
+            "test_labels": labels(ps.test), "train_labels": labels(ps.train)}
+
+
+def flag_counts(score: np.ndarray, cutoff: float, correct: np.ndarray, planted: np.ndarray, hard: np.ndarray,
+                featureless: np.ndarray) -> dict:
+    """At ``cutoff``: hard negatives and featureless clean items flagged, recall, precision, items flagged."""
+    flagged = np.asarray(score) >= cutoff
+    return {"hard_negatives_flagged": int((flagged & hard).sum()),
+            "featureless_flagged": int((flagged & featureless & ~planted).sum()),
+            "recall": float((flagged & correct).sum() / max(planted.sum(), 1)),
+            "precision": float((flagged & correct).sum() / flagged.sum()) if flagged.any() else None,
+            "flagged": int(flagged.sum())}
+
+
+def split_pairs(results: dict, truth: Dict[str, dict]) -> dict:
+    """Move every evaluation's population out of ``results`` (in place) into the side file's form.
+
+    ``truth``: per set name ``{source, hard, featureless, test_labels, train_labels}`` (lists).
+    """
+    out = {"sets": {}}
+    for set_name, entry in results.items():
+        methods = {}
+        for enc, modes in (entry.get("encoders") or {}).items():
+            for mode, r in modes.items():
+                if isinstance(r, dict) and POPULATION_KEY in r:
+                    methods[f"{enc}|{mode}"] = r.pop(POPULATION_KEY)
+        if methods:
+            out["sets"][set_name] = {**truth.get(set_name, {}), "methods": methods}
+    return out
+
+
+def _recorded(results: Optional[dict], set_name: str, method: str) -> Optional[dict]:
+    if results is None:
+        return None
+    enc, mode = method.split("|", 1)
+    try:
+        r = results["sets"][set_name]["encoders"][enc][mode]
+    except KeyError:
+        return None
+    return {"cutoff": r["calibration"]["cutoff"], "hard_negatives_flagged": r["hard_negatives_flagged"],
+            "recall": r["metrics"]["recall"]}
+
+
+def calibration_only(pairs_path: Path, n_labels: int, seed: int, methods: Optional[List[str]] = None) -> dict:
+    """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring)."""
+    from benchmarks.quality import calibrate
+
+    pairs_path = Path(pairs_path)
+    side = json.loads(pairs_path.read_text())
+    recorded_path = pairs_path.with_name(pairs_path.name.replace("_pairs.json", ".json"))
+    recorded = json.loads(recorded_path.read_text()) if recorded_path.exists() else None
+    out: Dict[str, dict] = {}
+    for set_name, s in side["sets"].items():
+        source = np.asarray(s["source"], np.int64)
+        planted, hard = source >= 0, np.asarray(s["hard"], bool)
+        featureless = np.asarray(s["featureless"], bool)
+        for method, p in s["methods"].items():
+            if methods and method not in methods:
+                continue
+            score, nb = np.asarray(p["score"], np.float64), np.asarray(p["nb"], np.int64)
+            correct = planted & (nb == source)
+            cal = calibrate(score, nb, correct, np.asarray(p["random_scores"], np.float64), n_labels, seed=seed)
+            out.setdefault(set_name, {})[method] = {
+                "before": _recorded(recorded, set_name, method),
+                "now": {"calibration": cal, **flag_counts(score, cal["cutoff"], correct, planted, hard, featureless)}}
+    return {"pairs_file": str(pairs_path), "n_labels": n_labels, "seed": seed, "sets": out}
+
+
+def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int) -> dict:
+    """``--calibration-only``: :func:`calibration_only` with the run's own seed, a table, and
+    ``NAME_recalibrated.json`` (or ``name``) in the results folder."""
+    from benchmarks._common import print_table, write_results
+    from benchmarks.quality import _finite
+
+    side = json.loads(Path(pairs_path).read_text())
+    out = calibration_only(pairs_path, n_labels, int(side.get("seed", 0)))
+    rows = []
+    for set_name, methods in out["sets"].items():
+        for method, r in methods.items():
+            b, n = r["before"] or {}, r["now"]
+            rows.append({"set": set_name, "method": method, "cutoff before": b.get("cutoff", ""),
+                         "cutoff now": n["calibration"]["cutoff"], "hard before": b.get("hard_negatives_flagged", ""),
+                         "hard now": n["hard_negatives_flagged"], "recall before": b.get("recall", ""),
+                         "recall now": n["recall"], "status": n["calibration"]["status"]})
+    print_table(rows)
+    path = write_results(name or Path(pairs_path).name[: -len("_pairs.json")] + "_recalibrated", _finite(out))
+    print(f"\nwrote {path}")
+    return out
