@@ -1,24 +1,106 @@
-"""Fit the cutoff from labelled pairs: where a person's answers flip from "different" to "same".
+"""Fit the cutoff from labelled pairs: the lowest score from which the answers say "same" with confidence.
 
 ``P(same | score)`` is fitted monotone non-decreasing by isotonic regression (pool adjacent
-violators, :func:`pava`).  The cutoff is where the answers flip — the midpoint between the last
-labelled score with ``P < 0.5`` and the first with ``P >= 0.5`` — or, with a target precision, the
-lowest cutoff whose model precision among nearest-neighbour pairs (the mean of ``P`` over the
-pairs it flags) reaches the target.  A bootstrap over the labels gives its interval.
+violators, :func:`pava`).  Each pooled block of answers gets its one-sided 95 % (Jeffreys) lower
+bound (:func:`same_lower_bound`); since ``P`` does not fall as the score rises, a block's bound holds
+for every score above it too, so the curve's lower bound at a score is the largest bound of the blocks
+at or below it.  The cutoff (:data:`RULE`) is the lowest score at which that lower bound reaches
+0.5 — the midpoint between the last labelled score below it and the first at it — or, with a target
+precision, the lowest cutoff at which the flagged nearest-neighbour pairs' mean lower-bound ``P``
+reaches the target.  Both need a run of answers that is mostly "same": with none 'different' among
+them, at least :func:`min_same_run` (3 at 95 %).  The point estimate alone put the cutoff under
+pairs a person had answered "different" (a pooled block of three "same" and one "different" is
+``P = 0.75``; two and two is ``P = 0.5``, which flagged).  Design weights are not needed: the draw
+chose pairs by their score alone, so ``P(same | score)`` is the same among drawn and undrawn pairs.
+A bootstrap over the labels gives the cutoff's interval.
 
 The sibling rate and its interval are not estimated here: :func:`sibscan.rate.estimate_rate` is the
 one estimator (``calibration.flow`` calls both).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import List, Optional
 
 import numpy as np
 
 from sibscan import fmt
 
-__all__ = ["pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit"]
+__all__ = ["CONFIDENCE", "RULE", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
+           "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
+
+#: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read
+CONFIDENCE = 0.95
+#: the default rule, as cutoff.json and the reports name it
+RULE = "P(same) >= 0.5 at 95 % confidence"
+
+
+def precision_rule(target_precision: float) -> str:
+    """The name of the target-precision rule in cutoff.json and the reports."""
+    return f"precision >= {target_precision:g} at 95 % confidence"
+
+
+def _beta_cf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (modified Lentz; converges for x < (a + 1) / (a + b + 2))."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def beta_cdf(x: float, a: float, b: float) -> float:
+    """The regularised incomplete beta function ``I_x(a, b)``: the Beta(a, b) distribution function."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_cf(a, b, x) / a
+    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
+
+
+@lru_cache(maxsize=65536)
+def same_lower_bound(k: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided Jeffreys lower bound of a share from ``k`` "same" of ``n`` answers.
+
+    The ``1 - confidence`` quantile of Beta(k + 1/2, n - k + 1/2), the share's posterior under the
+    Jeffreys prior: its coverage stays near the nominal level where Clopper-Pearson's is well above it
+    (Brown, Cai & DasGupta 2001).  0 when none of them (or no answer) is "same", as there.
+    """
+    if n <= 0 or k <= 0:
+        return 0.0
+    a, b, alpha = k + 0.5, n - k + 0.5, 1.0 - confidence
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # the distribution function rises with x: bisect for the alpha quantile
+        mid = (lo + hi) / 2
+        if beta_cdf(mid, a, b) < alpha:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def min_same_run(target: float = 0.5, confidence: float = CONFIDENCE) -> int:
+    """"same" answers with none 'different' among them whose lower bound reaches ``target``: 3 for 0.5
+    at 95 %, 38 for 0.95."""
+    n = 1
+    while same_lower_bound(n, n, confidence) < target:
+        n += 1
+    return n
 
 
 def pava(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
@@ -55,46 +137,60 @@ def pava(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
 
 @dataclass
 class Curve:
-    """A fitted step function ``P(same | score)``: value ``p[i]`` from ``x[i]`` up to ``x[i+1]``."""
+    """A fitted step function ``P(same | score)``: value ``p[i]`` from ``x[i]`` up to ``x[i+1]``, and
+    its lower bound ``lower[i]`` there (non-decreasing; see the module docstring)."""
 
     x: np.ndarray
     p: np.ndarray
+    lower: Optional[np.ndarray] = None
 
     def __call__(self, s: np.ndarray) -> np.ndarray:
         i = np.searchsorted(self.x, np.asarray(s, dtype=np.float64), side="right") - 1
         return self.p[np.clip(i, 0, len(self.p) - 1)]
 
 
-def fit_curve(scores: np.ndarray, same: np.ndarray) -> Curve:
-    """Isotonic ``P(same | score)`` from labelled pairs (ties in score pooled first)."""
+def fit_curve(scores: np.ndarray, same: np.ndarray, confidence: float = CONFIDENCE) -> Curve:
+    """Isotonic ``P(same | score)`` from labelled pairs (ties in score pooled first), with its lower bound.
+
+    A block is a run of labelled scores with one fitted value (two adjacent pooled blocks that
+    happen to fit the same value count as one: the same value from more answers).
+    """
     scores = np.asarray(scores, dtype=np.float64)
     same = np.asarray(same, dtype=np.float64)
     x, inv = np.unique(scores, return_inverse=True)
     w = np.bincount(inv, minlength=len(x)).astype(np.float64)
-    y = np.bincount(inv, weights=same, minlength=len(x)) / w
-    return Curve(x=x, p=pava(y, w))
+    k = np.bincount(inv, weights=same, minlength=len(x))
+    p = pava(k / w, w)
+    block = np.concatenate([[0], np.cumsum(p[1:] != p[:-1])]) if len(p) else np.zeros(0, np.int64)
+    kb = np.rint(np.bincount(block, weights=k)).astype(np.int64)
+    nb = np.rint(np.bincount(block, weights=w)).astype(np.int64)
+    bound = np.array([same_lower_bound(int(a), int(b), confidence) for a, b in zip(kb, nb)])
+    # P does not fall as the score rises: a block's bound holds above it too
+    lower = np.maximum.accumulate(bound[block]) if len(p) else np.zeros(0)
+    return Curve(x=x, p=p, lower=lower)
 
 
 def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_precision: Optional[float] = None) -> Optional[float]:
-    """The cutoff of one fitted curve, or None when the answers never flip.
+    """The cutoff of one fitted curve by its lower bound, or None when the labels cannot support one.
 
-    With ``target_precision`` the lowest cutoff (a labelled score or a midpoint) at which the mean of
-    ``P(same)`` over the population pairs scoring at or above it reaches the target.
+    Without ``target_precision``: the midpoint between the last labelled score whose lower bound is
+    under 0.5 and the first at or above it (None when there is none, or when it is the lowest labelled
+    score: no answer below it says where the flip is).  With ``target_precision``: the lowest cutoff (a
+    labelled score or a midpoint) at which the mean lower bound over the population pairs scoring at or
+    above it reaches the target.
     """
-    x, p = curve.x, curve.p
+    x, p, lower = curve.x, curve.p, curve.lower
+    up = np.flatnonzero(lower >= 0.5)
+    if len(up) == 0 or up[0] == 0 or not (p < 0.5).any():
+        return None
     if target_precision is None:
-        up = np.flatnonzero(p >= 0.5)
-        if len(up) == 0 or up[0] == 0:
-            return None
         i = up[0]
         return float((x[i - 1] + x[i]) / 2)
     if pop_scores is None or len(pop_scores) == 0:
         return None
-    if not (p >= 0.5).any() or not (p < 0.5).any():
-        return None
     cand = np.unique(np.concatenate([x, (x[1:] + x[:-1]) / 2]))
     s = np.sort(np.asarray(pop_scores, dtype=np.float64))
-    ps = curve(s)
+    ps = Curve(x, lower)(s)
     # precision(c) = mean of P over s >= c: suffix sums over the sorted population
     suffix = np.cumsum(ps[::-1])[::-1]
     start = np.searchsorted(s, cand, side="left")
@@ -157,7 +253,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     """
     scores = np.asarray(scores, dtype=np.float64)
     same = np.asarray(same, dtype=bool)
-    rule = "P(same) = 0.5" if target_precision is None else f"precision >= {target_precision:g}"
+    rule = RULE if target_precision is None else precision_rule(target_precision)
     n_same, n_diff = int(same.sum()), int((~same).sum())
     if n_same + n_diff == 0:
         return FitResult(None, None, rule, "no labels yet",
@@ -176,9 +272,16 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
         status = msg if status == "ok" else f"{status}; {msg}"
         advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring between {fmt.span(lo, low_same)}")
     if cutoff is None:
-        if target_precision is not None and (curve.p >= 0.5).any() and (curve.p < 0.5).any():
-            why = f"no cutoff reaches precision {target_precision:g}"
-            advice.append(f"label more pairs scoring above {fmt.score(low_same)} to tell whether higher scores reach the target")
+        if (curve.p >= 0.5).any() and (curve.p < 0.5).any() and not (curve.lower >= 0.5).any():
+            run = min_same_run()
+            why = (f"not enough labels: no score where the answers say 'same' with 95 % confidence (a run of at least "
+                   f"{run} 'same' answers with few 'different' among them; above the highest 'different', at "
+                   f"{fmt.score(top_diff)}, there are {int((same & (scores > top_diff)).sum())})")
+            advice.append(f"label about 10 more pairs scoring between {fmt.span(top_diff, 1.0)}")
+        elif target_precision is not None and (curve.p >= 0.5).any() and (curve.p < 0.5).any():
+            why = (f"not enough labels: no cutoff reaches precision {target_precision:g} at 95 % confidence (with no "
+                   f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff are needed)")
+            advice.append(f"label more pairs scoring above {fmt.score(low_same)}, or lower --target-precision")
         elif (curve.p >= 0.5).all():
             why = f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'"
             advice.append(f"label pairs scoring between {fmt.span(lo, low_same)}")

@@ -178,7 +178,8 @@ def calibrate(
     n_pairs : int
         Pairs to label.
     target_precision : float, optional
-        Put the cutoff at the lowest score reaching this precision instead of at P(same) = 0.5.
+        Put the cutoff at the lowest score at which the flagged pairs reach this precision (P(same) at its
+        95 % lower bound) instead of where that lower bound reaches 0.5 (:mod:`.fit`).
     definition : str, optional
         The written definition of "same" (default: the one this calibration already uses, else
         :data:`DEFINITIONS` of the modality); stored with every answer and printed in the report.
@@ -317,7 +318,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         n_labels=store.counts(), estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
         extra={"definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
                "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
-               "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist()} if res.curve is not None else None,
+               "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}
+               if res.curve is not None else None,
                "n_labelled_outside_population": int(n_outside), "n_labels_used": int(len(rows_a))},
     )
 

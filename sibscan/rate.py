@@ -150,8 +150,12 @@ def narrow_enough(estimate: Optional[float], lo: Optional[float], hi: Optional[f
 
 
 def _rule_phrase(rule: Optional[str]) -> str:
+    """How the cutoff was chosen, in words (cutoff.json's ``rule``; "P(same) = 0.5" is the point-estimate
+    rule of calibrations fitted before the 95 % lower bound, kept readable)."""
     if not rule or rule == "P(same) = 0.5":
         return "where hand labels flip from different to same"
+    if rule.startswith("P(same) >= 0.5"):
+        return "the lowest score from which hand labels say same with 95 % confidence"
     return f"the lowest reaching {rule}" if rule.startswith("precision") else rule
 
 

@@ -1,5 +1,6 @@
-"""The README's demo data calibrate to "ok" with the default number of pairs, labelled by an oracle
-that knows which test items were planted (the first 20 test rows copy the first 20 train rows)."""
+"""The README's demo data calibrate to "ok" with the default number of pairs and the ones its advice
+asks for, labelled by an oracle that knows which test items were planted (the first 20 test rows copy
+the first 20 train rows)."""
 from __future__ import annotations
 
 import json
@@ -45,6 +46,13 @@ def _calibrates_ok(demo: Path, tmp_path: Path, train: str, test: str) -> None:
     cal_dir = scan / "calibration"
     calibrate(scan, ui="none")  # the default number of pairs
     cal = calibrate(scan, ui="none", labels=_oracle_file(scan, cal_dir, tmp_path / "oracle.jsonl"))
+    if cal.status != "ok":
+        # the prior draw of 60 can hold as few as 4 of the 10 near copies (the series demo does): the
+        # answers then flip in too few bootstrap resamples (a resample needs 3 'same' above the last
+        # 'different'), and the advice asks for about 10 more pairs, drawn where they help
+        assert any(a.startswith("label about 10 more pairs") for a in cal.advice), (cal.status, cal.advice)
+        calibrate(scan, ui="none", n_pairs=70)
+        cal = calibrate(scan, ui="none", n_pairs=70, labels=_oracle_file(scan, cal_dir, tmp_path / "oracle70.jsonl"))
     assert cal.status == "ok", (cal.status, cal.advice)
     n_test = len(ScanDir(scan).items("test"))
     lo, mid, hi = cal.estimates["sibling_rate"]

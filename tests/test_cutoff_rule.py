@@ -1,0 +1,114 @@
+"""The cutoff rule: the lowest score from which the answers say "same" with 95 % confidence.
+
+The label sets below are the shapes seen in the quality benchmark's crop sets (seed 2, all photos):
+a pooled block of 3 'same' + 1 'different' (point estimate 0.75) or 2 + 2 (0.5) just under a long
+run of 'same'.  The point-estimate rule put the cutoff under those blocks and flagged pairs a person
+had answered "different"; the lower bound puts it above them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sibscan.calibration.fit import RULE, find_cutoff, fit, fit_curve, min_same_run, precision_rule, same_lower_bound
+
+LOW_DIFF = [0.0, 0.004, 0.01, 0.014, 0.02, 0.027, 0.045, 0.053, 0.07, 0.08, 0.113, 0.126]
+HIGH_SAME = [0.357, 0.365, 0.374, 0.507, 0.544, 0.589, 0.624, 0.67, 0.704, 0.785, 0.832, 0.874, 0.921, 0.957, 0.98]
+
+
+def _labels(*groups):
+    """(scores, same) from (scores, answer) groups."""
+    s = np.concatenate([np.asarray(g, float) for g, _ in groups])
+    y = np.concatenate([np.full(len(g), a, bool) for g, a in groups])
+    return s, y
+
+
+def _point_flip(scores, same):
+    """The previous rule: midpoint below the first labelled score whose point estimate is >= 0.5."""
+    c = fit_curve(scores, same)
+    i = int(np.flatnonzero(c.p >= 0.5)[0])
+    return (c.x[i - 1] + c.x[i]) / 2
+
+
+def test_jeffreys_lower_bound_matches_scipy():
+    beta = pytest.importorskip("scipy.stats").beta
+    rng = np.random.default_rng(0)
+    for n in [1, 2, 3, 5, 10, 38, 60]:
+        for k in {1, n // 2, n - 1, n} | set(rng.integers(1, n + 1, 2).tolist()):
+            k = max(1, min(int(k), n))
+            assert same_lower_bound(k, n) == pytest.approx(beta.ppf(0.05, k + 0.5, n - k + 0.5), abs=1e-9), (k, n)
+    assert same_lower_bound(0, 0) == 0.0 == same_lower_bound(0, 40)  # no 'same': 0, as Brown, Cai & DasGupta set it
+    # 'same' answers in a row needed for 0.5 and for 0.95
+    assert min_same_run() == 3 and same_lower_bound(2, 2) < 0.5 <= same_lower_bound(3, 3)
+    assert min_same_run(0.95) == 38
+
+
+def test_a_mixed_block_under_the_same_run_is_not_flagged():
+    # 3 same + 1 different pooled at P = 0.75 (crops, seed 2): the point rule flagged the 'different' at 0.319
+    s, y = _labels((LOW_DIFF, False), ([0.075], True), ([0.255, 0.262, 0.268], True), ([0.319], False), (HIGH_SAME, True))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert _point_flip(s, y) == pytest.approx((0.126 + 0.255) / 2)  # the old cutoff, 0.19: under the 0.319 'different'
+    assert res.status == "ok" and res.rule == RULE == "P(same) >= 0.5 at 95 % confidence"
+    assert res.cutoff == pytest.approx((0.319 + 0.357) / 2)
+    assert not (s[~y] >= res.cutoff).any()  # no pair answered 'different' is flagged
+
+
+def test_two_and_two_is_not_enough():
+    # 2 same + 2 different pooled at P = 0.5 (small32, seed 2): the point rule flagged at P >= 0.5
+    s, y = _labels((LOW_DIFF, False), ([0.258], False), ([0.261], True), ([0.297], False), ([0.319], True),
+                   ([0.367], False), ([0.48, 0.497] + HIGH_SAME[3:], True))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert _point_flip(s, y) == pytest.approx((0.258 + 0.261) / 2)
+    assert res.cutoff == pytest.approx((0.367 + 0.48) / 2) and not (s[~y] >= res.cutoff).any()
+
+
+def test_one_wrong_answer_high_up_does_not_move_the_cutoff_above_it():
+    # a labeller's slip at 0.95 pools with the 'same' run below it (29 of 30): P stays high there, and the
+    # bound of that block holds above it (P does not fall as the score rises) though the 3 answers above are few
+    high = np.linspace(0.4, 0.94, 29).tolist()
+    s, y = _labels((LOW_DIFF, False), (high, True), ([0.95], False), ([0.96, 0.97, 0.98], True))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert res.cutoff == pytest.approx((0.126 + 0.4) / 2) and res.status == "ok"
+
+
+def test_not_enough_same_answers_says_so_and_what_to_label():
+    s, y = _labels((LOW_DIFF, False), ([0.3], True), ([0.5], False), ([0.9, 0.95], True))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert res.cutoff is None and res.interval is None
+    assert res.status.startswith("not enough labels: no score where the answers say 'same' with 95 % confidence")
+    assert "at least 3 'same' answers" in res.status and "there are 2" in res.status
+    assert res.advice == ["label about 10 more pairs scoring between 0.5000 to 1.0000"]
+    # one more 'same' up there is enough (with 3 'different' and 3 'same', min_per_side holds too)
+    s2, y2 = np.append(s, 0.97), np.append(y, True)
+    assert fit(s2, y2, s2, lo=0.0, seed=0).cutoff == pytest.approx(0.7)
+
+
+def test_target_precision_reads_the_lower_bound():
+    s, y = _labels((LOW_DIFF, False), ([0.3], False), (np.linspace(0.4, 0.99, 30), True))
+    pop = np.concatenate([s, np.linspace(0.4, 0.99, 200)])
+    res = fit(s, y, pop, lo=0.0, target_precision=0.95, seed=0)
+    # 30 'same' in a row bound P at 0.94: no cutoff reaches 0.95 at 95 % confidence; 38 are needed
+    assert res.cutoff is None and res.rule == precision_rule(0.95)
+    assert res.status.startswith("not enough labels: no cutoff reaches precision 0.95 at 95 % confidence")
+    assert "38 'same' answers" in res.status
+    res = fit(s, y, pop, lo=0.0, target_precision=0.9, seed=0)
+    # brute force: the lowest candidate (a labelled score or a midpoint) whose flagged pairs' mean bound reaches 0.9
+    c = fit_curve(s, y)
+    bound = c.lower[np.clip(np.searchsorted(c.x, pop, side="right") - 1, 0, None)]
+    cands = np.unique(np.concatenate([c.x, (c.x[1:] + c.x[:-1]) / 2]))
+    want = next(v for v in cands if bound[pop >= v].mean() >= 0.9)
+    assert res.status == "ok" and res.cutoff == pytest.approx(want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.booleans()), min_size=2, max_size=40))
+def test_the_bound_never_flags_more_than_the_point_estimate(pairs):
+    s = np.array([p[0] for p in pairs])
+    y = np.array([p[1] for p in pairs])
+    c = fit_curve(s, y)
+    assert (c.lower <= c.p + 1e-12).all() and (np.diff(c.lower) >= 0).all()
+    cut = find_cutoff(c)
+    if cut is not None:
+        assert cut >= _point_flip(s, y) - 1e-12
