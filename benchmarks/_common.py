@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
-from sibscan.atomic import write_json, write_text
+from sibscan.atomic import write_bytes, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,16 +50,28 @@ def write_results(name: str, payload: Dict[str, object], *, compact: bool = Fals
     """Write ``benchmarks/results/<name>.json`` atomically, with the machine description.
 
     ``$SIBSCAN_BENCH_RESULTS`` names another folder (``benchmarks/gpu_check.sh --dry-run`` keeps its
-    CPU stand-in figures out of ``benchmarks/results/`` with it).  ``compact``: one line, no
-    indentation (long lists of per-item scores, not meant to be read by eye).
+    CPU stand-in figures out of ``benchmarks/results/`` with it).  ``compact``: ``<name>.json.gz``,
+    one gzipped line (long lists of per-item scores, not meant to be read by eye; :func:`read_results`).
     """
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
     folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
     if compact:
+        import gzip
         import json
 
-        return write_text(folder / f"{name}.json", json.dumps(payload, separators=(",", ":")) + "\n")
+        data = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
+        return write_bytes(folder / f"{name}.json.gz", gzip.compress(data, compresslevel=9, mtime=0))
     return write_json(folder / f"{name}.json", payload)
+
+
+def read_results(path: Path) -> Dict[str, object]:
+    """A results file back, gzipped (``compact``) or not."""
+    import gzip
+    import json
+
+    path = Path(path)
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.name.endswith(".gz") else raw)
 
 
 def print_table(rows: List[Dict[str, object]], columns: Sequence[str] | None = None) -> str:

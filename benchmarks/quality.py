@@ -14,8 +14,8 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
   an oracle answers "same" exactly for planted pairs, and :func:`sibscan.calibration.fit.fit` sets
   the cutoff by ``sibscan calibrate``'s default rule (the lowest score from which the answers say
   "same" with 95 % confidence; not ``--target-precision``: 0.95 below is the oracle's R@P95 only);
-  the scores it calibrated on go to ``NAME_pairs.json``, and ``--calibration-only NAME_pairs.json``
-  simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
+  the scores it calibrated on go to ``NAME_pairs.json.gz``, and ``--calibration-only
+  NAME_pairs.json.gz`` simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
 * at that cutoff: recall (planted test items flagged with their true source), precision (of the
   flagged pile), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
   ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``, and its pessimistic end with FPR at its upper 95 % bound:
@@ -45,7 +45,8 @@ import numpy as np
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
-from benchmarks.quality_pairs import POPULATION_KEY, flag_counts, population, recalibrate_file, split_pairs, truth
+from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, population, recalibrate_file,
+                                      split_pairs, truth)
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -690,13 +691,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
     ap.add_argument("--calibration-only", default=None, metavar="PAIRS_JSON",
                     help="no verification: simulate the calibration again on the scores a run saved in "
-                         "NAME_pairs.json (benchmarks.quality_pairs); writes NAME_recalibrated.json unless --name")
+                         "NAME_pairs.json.gz (benchmarks.quality_pairs); writes NAME_recalibrated.json unless --name")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     size = SIZES["quick" if args.quick else "default"]
     if args.calibration_only:
-        if not args.calibration_only.endswith("_pairs.json") or not Path(args.calibration_only).exists():
-            ap.error(f"--calibration-only takes a NAME_pairs.json a run wrote, got {args.calibration_only}")
+        if not args.calibration_only.endswith(PAIRS_SUFFIX) or not Path(args.calibration_only).exists():
+            ap.error(f"--calibration-only takes a NAME{PAIRS_SUFFIX} a run wrote, got {args.calibration_only}")
         return recalibrate_file(Path(args.calibration_only), None if args.name == "quality" else args.name,
                                 size["labels"])
     scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731

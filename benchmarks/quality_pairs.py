@@ -2,12 +2,12 @@
 
 A quality run spends minutes verifying candidates; the calibration it simulates (a draw of 60
 pairs, oracle labels, :func:`sibscan.calibration.fit.fit`) takes a fraction of a second.  Every run
-writes beside ``NAME.json`` the scores the calibration saw (``NAME_pairs.json``: per set the planted
+writes beside ``NAME.json`` the scores the calibration saw (``NAME_pairs.json.gz``: per set the planted
 truth, per encoder and mode each test item's best score, its nearest train item and the verified
 random pairs), so a change to the calibration can be measured on the same scores without verifying
 again::
 
-    python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_seed2_pairs.json
+    python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_14c_seed2_pairs.json.gz
 
 prints, per set and method, the cutoff, the hard negatives and featureless items above it, and the
 recall and precision there, before (as recorded in ``NAME.json``) and now, and writes them to
@@ -16,14 +16,15 @@ runs; this is for looking.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
 
-__all__ = ["POPULATION_KEY", "calibration_only", "flag_counts", "population", "recalibrate_file", "split_pairs", "truth"]
+__all__ = ["PAIRS_SUFFIX", "POPULATION_KEY", "calibration_only", "flag_counts", "population", "recalibrate_file", "split_pairs", "truth"]
 
+#: how a run's side file ends (``NAME`` + this; written compact, gzipped)
+PAIRS_SUFFIX = "_pairs.json.gz"
 #: where :func:`benchmarks.quality.evaluate` leaves the scores it calibrated on (moved out by :func:`split_pairs`)
 POPULATION_KEY = "_population"
 
@@ -87,10 +88,12 @@ def calibration_only(pairs_path: Path, n_labels: int, seed: int, methods: Option
     """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring)."""
     from benchmarks.quality import calibrate
 
+    from benchmarks._common import read_results
+
     pairs_path = Path(pairs_path)
-    side = json.loads(pairs_path.read_text())
-    recorded_path = pairs_path.with_name(pairs_path.name.replace("_pairs.json", ".json"))
-    recorded = json.loads(recorded_path.read_text()) if recorded_path.exists() else None
+    side = read_results(pairs_path)
+    recorded_path = pairs_path.with_name(pairs_path.name[: -len(PAIRS_SUFFIX)] + ".json")
+    recorded = read_results(recorded_path) if recorded_path.exists() else None
     out: Dict[str, dict] = {}
     for set_name, s in side["sets"].items():
         source = np.asarray(s["source"], np.int64)
@@ -111,10 +114,10 @@ def calibration_only(pairs_path: Path, n_labels: int, seed: int, methods: Option
 def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int) -> dict:
     """``--calibration-only``: :func:`calibration_only` with the run's own seed, a table, and
     ``NAME_recalibrated.json`` (or ``name``) in the results folder."""
-    from benchmarks._common import print_table, write_results
+    from benchmarks._common import print_table, read_results, write_results
     from benchmarks.quality import _finite
 
-    side = json.loads(Path(pairs_path).read_text())
+    side = read_results(Path(pairs_path))
     out = calibration_only(pairs_path, n_labels, int(side.get("seed", 0)))
     rows = []
     for set_name, methods in out["sets"].items():
@@ -125,6 +128,6 @@ def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int) -> di
                          "hard now": n["hard_negatives_flagged"], "recall before": b.get("recall", ""),
                          "recall now": n["recall"], "status": n["calibration"]["status"]})
     print_table(rows)
-    path = write_results(name or Path(pairs_path).name[: -len("_pairs.json")] + "_recalibrated", _finite(out))
+    path = write_results(name or Path(pairs_path).name[: -len(PAIRS_SUFFIX)] + "_recalibrated", _finite(out))
     print(f"\nwrote {path}")
     return out

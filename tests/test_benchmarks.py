@@ -658,7 +658,7 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     assert quality_pairs.POPULATION_KEY not in evaluated and list(side["sets"]["crops"]["methods"]) == ["enc|verified:v"]
     _common.write_results("run", {"sets": results})
     pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
-    assert pairs_path.read_text().count("\n") == 1  # one line
+    assert pairs_path.name == "run_pairs.json.gz" and _common.read_results(pairs_path)["seed"] == 1  # gzipped
     out = quality.main(["--calibration-only", str(pairs_path)])
     r = out["sets"]["crops"]["enc|verified:v"]
     assert r["before"] == {"cutoff": 0.123, "hard_negatives_flagged": 7, "recall": 0.5}  # as recorded in run.json
