@@ -247,7 +247,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     min_per_side : int
         'same' and 'different' answers needed at least.
     min_flip_share : float
-        The answers must flip in at least this share of bootstrap resamples.  (A wide interval in
+        The rule must find a cutoff in at least this share of bootstrap resamples.  (A wide interval in
         score units is no reason to refuse a cutoff: a gap with no pairs in it is wide and harmless;
         the rate's interval says how much the uncertainty matters.)
     """
@@ -292,7 +292,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
         return FitResult(None, None, rule, status, advice, curve)
     interval, flip_share = bootstrap_cutoff(scores, same, pop_scores, target_precision, n_boot=n_boot, seed=seed)
     if status == "ok" and flip_share < min_flip_share:
-        status = f"the answers flip in only {flip_share:.0%} of bootstrap resamples"
+        status = f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples (the answers flip too seldom)"
         if interval is not None:
             advice.append(f"label about 10 more pairs scoring between {fmt.span(*interval)}")
     return FitResult(cutoff, interval, rule, status, advice, curve, flip_share)
