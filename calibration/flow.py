@@ -344,7 +344,7 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
         iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
         lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")
     else:
-        lines.append("cutoff: none")
+        lines.append(f"cutoff: none (rule {cal.rule})" if cal.rule else "cutoff: none")
     e = cal.estimates or {}
     if e.get("precision") is not None or e.get("recall") is not None:
         f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731

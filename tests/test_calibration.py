@@ -324,7 +324,8 @@ def test_cli_calibrate(planted, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir)])
     assert res.exit_code == 0, res.output
-    assert "cutoff: none" in res.output and "cannot support a cutoff yet: no labels yet" in res.output
+    assert "cutoff: none (rule P(same) >= 0.5 at 95 % confidence)" in res.output
+    assert "cannot support a cutoff yet: no labels yet" in res.output
     labels = _oracle_file(tmp_path, planted, cal_dir)
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels", str(labels)])
     assert res.exit_code == 0, res.output
