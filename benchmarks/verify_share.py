@@ -12,12 +12,15 @@ scanned by :func:`sibscan.scan.run_scan`, exactly as the CLI does, once per ``--
 
 * ``default`` — the default verifier (``imagecorr``) on every candidate of the union of views;
 * ``imagematch`` — ``--verifier imagematch`` on the same candidates;
-* ``cascade`` — ``--cascade --verifier imagematch``.
+* ``cascade`` — ``--cascade --verifier imagematch``;
+* ``imagefuse`` — ``--verifier imagefuse`` (the verifier that meets the quality targets) on every candidate.
 
 Reported per configuration, from the scan's own clock (``manifest["timings"]``): embedding
 (``encode``), the extra views, verification (``verify``: the cascade's windows scoring included) and
 the baseline (it verifies random pairs), the pairs verified (rows of the neighbours table with a
-verified score, plus the baseline's verified random pairs), and the shares verify / (verify +
+verified score, plus the baseline's verified random pairs), the pairs handed to the verifier (the
+manifest's ``pairs_verified``: each pair once, see :mod:`sibscan.pairverify`; a train→test pair counts
+only when no test→train row holds it), and the shares verify / (verify +
 encode) and (verify + baseline) / total.  Every scan embeds its own items (its own cache).
 Results: ``benchmarks/results/verify_share.json``.
 """
@@ -39,6 +42,7 @@ CONFIGS: Dict[str, dict] = {
     "default": {},
     "imagematch": {"verifier": "imagematch"},
     "cascade": {"verifier": "imagematch", "cascade": True},
+    "imagefuse": {"verifier": "imagefuse"},
 }
 
 
@@ -73,6 +77,7 @@ def run_config(name: str, case: dict, out: Path, extra: dict) -> dict:
     return {"config": name, "options": {**CONFIGS[name], **extra}, "verifier": (man.get("verifier") or {}).get("identity"),
             "encoder": man["encoder"]["identity"], "n_train": man["inputs"]["train"]["n_items"],
             "n_test": man["inputs"]["test"]["n_items"], "seconds": wall, "timings": tm, "pairs_verified": pairs,
+            "pairs_to_verifier": {**man.get("pairs_verified", {}), "baseline": pairs["baseline"]},
             "share_verify_of_verify_and_encode": verify / (verify + encode) if verify + encode else None,
             "share_verify_and_baseline_of_total": (verify + base) / tm["total"] if tm.get("total") else None,
             "load_average_before": load_before, "load_average_after": os.getloadavg()}
@@ -115,7 +120,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             tm = r["timings"]
             print_table([{"config": config, "scan s": r["seconds"], "encode s": tm.get("encode", 0.0),
                           "views s": tm.get("views", 0.0), "verify s": tm.get("verify", 0.0),
-                          "baseline s": tm.get("baseline", 0.0), "pairs verified": sum(r["pairs_verified"].values()),
+                          "baseline s": tm.get("baseline", 0.0), "rows verified": sum(r["pairs_verified"].values()),
+                          "pairs to verifier": sum(r["pairs_to_verifier"].values()),
                           "verify/(verify+encode)": f"{r['share_verify_of_verify_and_encode']:.0%}",
                           "(verify+baseline)/total": f"{r['share_verify_and_baseline_of_total']:.0%}",
                           "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"}])

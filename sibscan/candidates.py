@@ -19,6 +19,7 @@ from .chunks import aggregate_chunks, chunk_details
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups
 from .options import DIRECTIONS, SearchOptions
+from .pairverify import VerifiedPairs, verify_pairs
 from .progress import bar as progress_bar, task
 from .scandir import Neighbours
 
@@ -132,18 +133,17 @@ def rerank(nb: Neighbours) -> Neighbours:
     return out
 
 
-def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progress: bool = True) -> Neighbours:
-    """Fill ``verified``/``detail``/``score`` of every row with the verifier, then re-rank."""
+def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progress: bool = True, *,
+                      known: Optional[VerifiedPairs] = None, counts: Optional[Dict[str, int]] = None) -> Neighbours:
+    """Fill ``verified``/``detail``/``score`` of every row with the verifier, then re-rank.
+
+    Each distinct pair is verified once, in its canonical orientation, and all its rows carry that
+    score (:mod:`sibscan.pairverify`); pairs in ``known`` are not verified again; ``counts`` adds up
+    the pairs handed to the verifier per direction (see :func:`~sibscan.pairverify.verify_pairs`).
+    """
     if verifier is None or len(nb) == 0:
         return nb
-    verified = np.full(len(nb), np.nan, np.float32)
-    detail = np.full(len(nb), "", dtype=object)
-    for (qs, ns) in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist()))):
-        rows = np.flatnonzero(nb.mask(qs, ns))
-        with task(f"{qs} → {ns}"):
-            res = verifier.verify(splits[qs], nb["query_index"][rows], splits[ns], nb["neighbour_index"][rows])
-        verified[rows] = np.asarray(res.scores, np.float32)
-        detail[rows] = np.asarray(res.details, dtype=object)
+    verified, detail = verify_pairs(nb, verifier, splits, known=known, counts=counts)
     cols = dict(nb.columns)
     cols["verified"] = verified
     previous = np.asarray(nb["detail"], dtype=object)
@@ -154,7 +154,8 @@ def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progre
 
 def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                    options: SearchOptions, verifier, *, device: str = "auto", progress: bool = True, view: str = "",
-                   block_rows: Optional[int] = None, timings: Optional[Dict[str, float]] = None) -> Iterator[Neighbours]:
+                   block_rows: Optional[int] = None, timings: Optional[Dict[str, float]] = None,
+                   held: Optional[Neighbours] = None, counts: Optional[Dict[str, int]] = None) -> Iterator[Neighbours]:
     """The train→test direction a block of train rows at a time: searched, verified and ranked.
 
     The parts, in order, are the rows :func:`neighbours_table` + :func:`verify_neighbours` give that
@@ -170,6 +171,12 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
         Train rows per block (default :data:`REVERSE_BLOCK`).
     timings : dict, optional
         Seconds spent searching and verifying are added to its ``"search"`` and ``"verify"``.
+    held : Neighbours, optional
+        The table's other directions, verified: a train→test row whose pair is a test→train row there
+        carries that row's score and detail, not verified again (:mod:`sibscan.pairverify`; the pairs
+        looked up are the held table's, bounded by the test side, not by ``n_train``).
+    counts : dict, optional
+        Pairs handed to the verifier are added to its ``"train>test"``.
 
     Yields
     ------
@@ -177,6 +184,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
         One block's rows (``view`` = ``view``), verified when ``verifier`` is given.
     """
     train, n_train = embeddings["train"], len(splits["train"])
+    known = VerifiedPairs.of(held, n_train) if held is not None and verifier is not None else None
     k = options.k_of("train-test")
     block_rows = max(1, int(block_rows or REVERSE_BLOCK))
     if options.backend == "auto" and options.engine != "ray" and n_train:
@@ -202,7 +210,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
                                          idx[a:a + block_rows], fps["train"], fps["test"], offset=start + a)
                 part.columns["view"] = np.full(len(part), view, dtype=object)
                 t1 = time.perf_counter()
-                part = verify_neighbours(part, verifier, splits, progress=False)
+                part = verify_neighbours(part, verifier, splits, progress=False, known=known, counts=counts)
                 if timings is not None:
                     timings["search"] = timings.get("search", 0.0) + t1 - t0
                     timings["verify"] = timings.get("verify", 0.0) + time.perf_counter() - t1

@@ -42,6 +42,7 @@ from .loaders.memory import is_path
 from .lock import LOCK_NAME, DirLock
 from .neighbourfile import NeighboursWriter
 from .options import DIRECTIONS
+from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import Neighbours, ScanDir
@@ -157,6 +158,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
     manifest["views"] = [encoder.name, *views]
     manifest["view_identities"] = view_identities(views)
+    manifest["pairing"] = PAIRING if verifier is not None else None  # which orientation a pair is verified in
     out = cfg.output  # a calibration for other data is refused here, before anything is written
     cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
@@ -177,7 +179,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         nb = sd.neighbours(skip=[_REVERSE])
     else:
         nb = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
-                         clock, timings, echo)
+                         clock, timings, echo, manifest.setdefault("pairs_verified", {}))  # pairverify.verify_pairs
         _mark(sd, manifest, "search")
     on_disk = "baseline" not in done and "train-test" in cfg.search.directions
     reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
@@ -208,7 +210,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
 
 def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
-                echo: Callable[[str], None]) -> Neighbours:
+                echo: Callable[[str], None], counts: Dict[str, int]) -> Neighbours:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
     when those were streamed (they are in the files only: the baseline reads them back, see
     :func:`_on_disk_pairs`).
@@ -232,15 +234,13 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
             nb = view_candidates(nb, views, embeddings, splits, fps, search, main_view=view, device=device,
                                  cache_dir=cache_dir_of(cfg.encoding, sd.path), batch_size=cfg.encoding.batch_size,
                                  progress=progress, echo=echo)
-    n_reverse = len(splits["train"]) * min(search.k_of("train-test"), len(splits["test"])) if stream else 0
     with clock("verify"):
         if cascade:
-            n_candidates = len(nb)
-            nb = cascade_candidates(nb, splits, IMAGE_CASCADE)
+            n_candidates, nb = len(nb), cascade_candidates(nb, splits, IMAGE_CASCADE)
             echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
-        if verifier is not None:
-            echo(f"verifying {len(nb) + n_reverse:,} candidate pairs with {verifier.name}")
-        nb = verify_neighbours(nb, verifier, splits, progress=progress)
+        if verifier is not None:  # each pair once (sibscan.pairverify); train→test's new pairs a block at a time
+            echo(f"verifying the pairs of {len(nb):,} candidate rows{' and the train → test rows' * stream} with {verifier.name}")
+        nb = verify_neighbours(nb, verifier, splits, progress=progress, counts=counts)
     with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv") as writer:
         for pair in _table_order(search.directions, verifier is not None, bool(views)) if stream else [None]:
             if pair != _REVERSE:
@@ -250,7 +250,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                  f"{'verified and ' if verifier is not None else ''}written a block of train rows at a time")
             with progress_stage(_STAGE_LINES["reverse"]):
                 for part in reverse_blocks(embeddings, splits, fps, search, verifier, device=device,
-                                           progress=progress, view=view, timings=timings):
+                                           progress=progress, view=view, timings=timings, held=nb, counts=counts):
                     writer.append(part)
     return nb
 
@@ -395,7 +395,7 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
     previous = _previous(sd, cfg.output.force, manifest)
     same = previous is not None and all(
         previous.get(key) == json.loads(dumps_json(manifest[key]))
-        for key in ("dataset_fingerprint", "verifier", "parameters", "view_identities")
+        for key in ("dataset_fingerprint", "verifier", "parameters", "view_identities", "pairing")
     ) and previous.get("encoder", {}).get("identity") == manifest["encoder"]["identity"]
     resumable = same and previous.get("items_fingerprint") == manifest["items_fingerprint"]
     if same and not resumable:

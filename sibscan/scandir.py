@@ -33,7 +33,9 @@ view               str        the view(s) that proposed the row, "+"-joined ("ef
 
 The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train")`` is the sibling
 question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates within the test set
-(self-matches removed).
+(self-matches removed).  ``verified`` and ``detail`` belong to the pair, not the row: a pair is
+verified once, in its canonical orientation (the test item as the query across splits, the lower row
+within a split; :mod:`sibscan.pairverify`), and every row of the pair carries that score and detail.
 
 manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 
@@ -48,6 +50,11 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
+    view_identities: {view: identity} of the extra views (a resume compares it),
+    pairing: the rule a pair is verified under (sibscan.pairverify.PAIRING; null without a verifier;
+        a resume compares it),
+    pairs_verified: {direction: pairs handed to the verifier} ("test>train", "test>test", "train>test":
+        a pair counted under the first of these holding it; absent when the search stage was resumed),
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
     cutoff: the record of sibscan.cutoff.Cutoff: {value (float or null),
              source ("calibrated" | "uncalibrated" | "none"), interval ([lo, hi] or null),

@@ -205,6 +205,9 @@ def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
     # the cascade verifies fewer of the candidates than the default does (every one)
     assert rows["cascade"]["pairs_verified"]["test>train"] < rows["default"]["pairs_verified"]["test>train"]
     assert rows["cascade"]["verifier"].startswith("imagematch") and rows["default"]["verifier"].startswith("imagecorr")
+    # each pair goes to the verifier once: a train→test row of a test→train pair is not verified again
+    calls, rows_ = rows["default"]["pairs_to_verifier"], rows["default"]["pairs_verified"]
+    assert calls["test>train"] >= rows_["test>train"] and calls["train>test"] < rows_["train>test"]  # NaN rows: unscored
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
