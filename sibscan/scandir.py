@@ -50,11 +50,9 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
-    view_identities: {view: identity} of the extra views (a resume compares it),
-    pairing: the rule a pair is verified under (sibscan.pairverify.PAIRING; null without a verifier;
-        a resume compares it),
-    pairs_verified: {direction: pairs handed to the verifier} ("test>train", "test>test", "train>test":
-        a pair counted under the first of these holding it; absent when the search stage was resumed),
+    view_identities: {view: identity}; pairing: sibscan.pairverify.PAIRING or null (a resume compares both),
+    pairs_verified: {"test>train", "test>test", "train>test": pairs handed to the verifier, each under
+        the first of these directions holding it},
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
     cutoff: the record of sibscan.cutoff.Cutoff: {value (float or null),
              source ("calibrated" | "uncalibrated" | "none"), interval ([lo, hi] or null),
