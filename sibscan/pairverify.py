@@ -3,9 +3,10 @@
 The neighbours table can hold a pair twice: (test i, train j) as a test→train row and again as a
 train→test row, (test i, test j) as i→j and as j→i.  Whether two items are the same photo is a
 property of the pair, but an image verifier searches the query inside the database image, so the two
-orientations give two close, unequal scores (measured on ``python -m benchmarks.verify_share``'s
-3,000 x 600 case with imagecorr: 4,120 of the 9,000 train→test rows were test→train rows too, their
-two scores 0.023 apart on average, up to 0.29; 482 test pairs in both orders, up to 0.16 apart).
+orientations give two unequal scores (``python -m benchmarks.pair_once``, on ``benchmarks.verify_share``'s
+3,000 x 600 case: 4,120 of the 9,000 train→test rows are test→train rows too, and 482 test pairs
+rows in both orders; with imagecorr their two scores are 0.023 apart on average, up to 0.29; with
+imagefuse equal for most, 85 of the 4,120 more than 0.01 apart, up to 0.60).
 So the scan verifies each pair once, in its **canonical orientation** (:data:`PAIRING`):
 
 * across splits, the test item is the query and the train item the database (the sibling question's

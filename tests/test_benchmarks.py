@@ -211,6 +211,19 @@ def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
+@pytest.mark.slow  # a whole image scan of 60 images, then its pairs verified three more times
+def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, monkeypatch):
+    import benchmarks.pair_once as bench
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    d = bench.main(["--quick", "--repeats", "1"])
+    cross, test = d["train_test_rows_that_are_test_train_rows"], d["test_pairs_in_both_orders"]
+    assert cross > 0 and d["pairs_once"] == d["pairs_per_row"] - cross - test
+    assert sum(d["scan_pairs_verified"].values()) == d["pairs_once"]  # the scan verified each pair once too
+    assert d["orientation_gap"]["cross"]["pairs"] == cross and d["orientation_gap"]["cross"]["max"] > 0
+    assert (tmp_path / "pair_once_quick.json").exists()
+
+
 def test_photo_halves_are_disjoint_cover_every_photo_and_each_has_textured_and_featureless_cells(tmp_path):
     from benchmarks import planted_crops as pc
 
