@@ -38,7 +38,7 @@ import numpy as np
 
 from .scalematch import FLAT_RMS, MatchVariant, ScaleMatch, _side, structure, template
 
-__all__ = ["ALIGNMENT_FEATURES", "aligned_signals", "alignment_features", "alignment_features_reference",
+__all__ = ["ALIGNMENT_FEATURES", "aligned_measures", "aligned_signals", "alignment_features", "alignment_features_reference",
            "patch_agreement", "patch_agreement_reference", "reference_signals"]
 
 #: the columns :func:`alignment_features` returns, in order
@@ -70,6 +70,87 @@ def _patch_ncc(a, b, grid: int):
     return (a * b).sum(-1) / (na * nb).clamp_min(1e-12), (na >= FLAT_RMS * P) & (nb >= FLAT_RMS * P)
 
 
+def _shifted_patch_ncc(t, w, reach: int, grid: int = 4):
+    """:func:`_patch_ncc` of ``t`` (g, 1, T, T) against the window of ``w`` (g, 1, T + 2 reach, T + 2 reach)
+    at every offset within ``reach``, in one pass: (g, (2 reach + 1) ** 2, grid ** 2) NCCs, offsets in
+    row-major order from (-reach, -reach), and which patches hold structure in both at offset 0 (g, grid ** 2).
+
+    The same arithmetic as :func:`_patch_ncc` per offset (the same values), without its 49 passes: the
+    template's patches are centred once and every offset's patches are one strided view of ``w``."""
+    g, T, k = t.shape[0], t.shape[-1], 2 * reach + 1
+    P = T // grid
+    a = _patches(t, grid)
+    a = a - a.mean(-1, keepdim=True)
+    na = a.square().sum(-1).sqrt()
+    wc = w[:, 0].contiguous()
+    s0, s1, s2 = wc.stride()
+    b = wc.as_strided((g, k, k, grid, grid, P, P), (s0, s1, s2, P * s1, P * s2, s1, s2)).reshape(g, k * k, grid * grid, P * P)
+    b = b - b.mean(-1, keepdim=True)
+    nb = b.square().sum(-1).sqrt()
+    r = (a[:, None] * b).sum(-1) / (na[:, None] * nb).clamp_min(1e-12)
+    return r, (na >= FLAT_RMS * P) & (nb[:, (k * k) // 2] >= FLAT_RMS * P)
+
+
+def _features_at(t, w, reach: int, near):
+    """:data:`ALIGNMENT_FEATURES` of template signals ``t`` (g, 1, T, T) against outer windows ``w`` with
+    ``reach`` px around (g, 1, T + 2 reach, T + 2 reach), T >= 8: (g, 3) tensor, and the unshifted 4 x 4
+    patch NCCs and which of them hold structure in both, (g, 16) each."""
+    import torch
+
+    T = t.shape[-1]
+    at = w[..., reach:reach + T, reach:reach + T]
+    r8, both8 = _patch_ncc(t, at, 8)
+    patches8 = (r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)
+    r4, both4 = _shifted_patch_ncc(t, w, reach)
+    consistent = (near[r4.argmax(1)] & both4).sum(-1) / 16.0
+    ea, eb = _patch_rms(t, 8), _patch_rms(at, 8)
+    lr = torch.log(ea + FLAT_RMS / 2) - torch.log(eb + FLAT_RMS / 2)
+    some = (torch.maximum(ea, eb) >= FLAT_RMS).to(lr.dtype)
+    n = some.sum(-1).clamp_min(1)
+    mu = (lr * some).sum(-1) / n
+    spread = (((lr - mu[:, None]).square() * some).sum(-1) / n).sqrt()
+    return torch.stack([patches8, consistent.to(patches8.dtype), spread], 1), r4[:, (r4.shape[1]) // 2], both4
+
+
+#: pairs per pass of :func:`_features_at` (its shifted patches hold (2 reach + 1) ** 2 windows of each pair)
+_FEATURE_ROWS = 64
+
+
+def aligned_measures(query, database, query_index, database_index, variants: Sequence[MatchVariant],
+                     match: ScaleMatch, *, grid: int = 4, reach: int = 3, device: str = "cpu"):
+    """:func:`patch_agreement` and :func:`alignment_features` of each pair from one pass over the aligned
+    structure signals (each template made once, not once per measure), with the same values.
+
+    Returns
+    -------
+    patches : ndarray of shape (m,), float32
+    features : ndarray of shape (m, 3), float64
+    """
+    import torch
+
+    if grid < 1:
+        raise ValueError(f"grid must be at least 1, got {grid}")
+    m = len(match.score)
+    local, out = np.zeros(m, np.float32), np.zeros((m, len(ALIGNMENT_FEATURES)))
+    shifts = [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)]
+    near = torch.tensor([max(abs(dy), abs(dx)) <= 1 for dy, dx in shifts], device=device)
+    with torch.no_grad():
+        for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
+                                          min_side=min(grid, 8), margin=reach, device=device):
+            T = t.shape[-1]
+            for lo in range(0, len(rows), _FEATURE_ROWS):
+                part, tp, wp = rows[lo:lo + _FEATURE_ROWS], t[lo:lo + _FEATURE_ROWS], w[lo:lo + _FEATURE_ROWS]
+                r = counted = None
+                if T >= 8:
+                    f, r, counted = _features_at(tp, wp, reach, near)
+                    out[part] = f.cpu().numpy()
+                if T >= grid:
+                    if grid != 4 or r is None:  # the unshifted 4 x 4 NCCs serve the default grid
+                        r, counted = _patch_ncc(tp, wp[..., reach:reach + T, reach:reach + T], grid)
+                    local[part] = (r.clamp_min(0) * counted).sum(-1).div(grid * grid).cpu().numpy()
+    return local, out
+
+
 def alignment_features(query, database, query_index, database_index, variants: Sequence[MatchVariant],
                        match: ScaleMatch, *, reach: int = 3, device: str = "cpu") -> np.ndarray:
     """``patches8``, ``consistent`` and ``energy_spread`` (:data:`ALIGNMENT_FEATURES`) of each pair
@@ -90,29 +171,8 @@ def alignment_features(query, database, query_index, database_index, variants: S
     ndarray of shape (m, 3), float64
         Zeros for a pair whose template is smaller than 8 px.
     """
-    import torch
-
-    out = np.zeros((len(match.score), len(ALIGNMENT_FEATURES)))
-    shifts = [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)]
-    near = torch.tensor([max(abs(dy), abs(dx)) <= 1 for dy, dx in shifts], device=device)
-    with torch.no_grad():
-        for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
-                                          min_side=8, margin=reach, device=device):
-            T = t.shape[-1]
-            at = w[..., reach:reach + T, reach:reach + T]
-            r8, both8 = _patch_ncc(t, at, 8)
-            out[rows, 0] = ((r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)).cpu().numpy()
-            per = [_patch_ncc(t, w[..., reach + dy:reach + dy + T, reach + dx:reach + dx + T], 4) for dy, dx in shifts]
-            r4 = torch.stack([r for r, _ in per], -1)
-            both4 = per[shifts.index((0, 0))][1]  # the unshifted window is ``at``
-            out[rows, 1] = ((near[r4.argmax(-1)] & both4).sum(-1) / 16.0).cpu().numpy()
-            ea, eb = _patch_rms(t, 8), _patch_rms(at, 8)
-            lr = torch.log(ea + FLAT_RMS / 2) - torch.log(eb + FLAT_RMS / 2)
-            some = (torch.maximum(ea, eb) >= FLAT_RMS).to(lr.dtype)
-            n = some.sum(-1).clamp_min(1)
-            mu = (lr * some).sum(-1) / n
-            out[rows, 2] = (((lr - mu[:, None]).square() * some).sum(-1) / n).sqrt().cpu().numpy()
-    return out
+    return aligned_measures(query, database, query_index, database_index, variants, match, reach=reach,
+                            device=device)[1]
 
 
 def alignment_features_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,

@@ -37,6 +37,9 @@ __all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "preferen
 FLAT_RMS = 0.004
 #: the difference of Gaussians that makes the structure signal (working pixels)
 SIGMAS = (1.0, 3.0)
+#: most pairs per inverse-FFT batch on the CPU: a batch's temporaries (33 x 64 complex per pair) stay in
+#: cache; 128 ran the search 1.3-1.9x faster than 1,024 on the planted crops (the same values)
+CPU_FFT_ROWS = 128
 
 
 class MatchVariant(NamedTuple):
@@ -201,11 +204,15 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
     import torch
 
     m, N, V = len(qi), query.shape[-1], len(variants)
+    if query.device.type == "cpu":
+        batch_size = min(batch_size, CPU_FFT_ROWS)
     val = np.full((m, V), -np.inf, np.float32)
     pos = np.zeros((m, V), np.int64)
     imgs = {"query": query, "database": database}
     sig = {k: structure(v) for k, v in imgs.items()}
-    spec = {k: torch.fft.rfft2(v)[:, 0] for k, v in sig.items()}
+    # spectra held transposed, (n, N // 2 + 1, N): the inverse over rows then runs along contiguous memory
+    # (2-3x faster than over the strided axis, and the same values)
+    spec = {k: torch.fft.rfft2(v)[:, 0].transpose(-1, -2).contiguous() for k, v in sig.items()}
     integrals = {k: _integrals(v) for k, v in sig.items()}  # window sums of every side T come from these
     index = {"query": qi, "database": di}
     pair_spec = {}  # each pair's outer spectrum, gathered once for all its variants (exhaustive search)
@@ -244,7 +251,7 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
             inv = inverse_norms(tuple(z[oneed] for z in integrals[outer]), T)
             src = antialias(imgs[v.inner][need], v.scale)
         t, flat = _normalise(structure(template(src, v, N, blurred=src)))
-        tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0])
+        tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0]).transpose(-1, -2).contiguous()
         for lo in range(0, len(rows), batch_size):
             r, ii = rows[lo:lo + batch_size], local[lo:lo + batch_size]
             oi = oall[r]
@@ -252,7 +259,8 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
             # the inverse 2-D FFT of only the n x n positions a template fits at: the inverse over rows,
             # the first n rows kept, then the real inverse over columns (irfft2's own two passes, the
             # same values, on n of the N rows in the second)
-            corr = torch.fft.irfft(torch.fft.ifft(ospec * tspec[ii], dim=-2)[:, :n], n=N, dim=-1)[:, :, :n]
+            prod = tspec.index_select(0, ii).mul_(ospec)  # in place: one temporary fewer
+            corr = torch.fft.irfft(torch.fft.ifft(prod, dim=-1)[..., :n].transpose(-1, -2), n=N, dim=-1)[:, :, :n]
             b, p = (corr * inv[oi]).reshape(len(r), -1).max(dim=1)
             b = torch.where(flat[ii], torch.zeros_like(b), b)
             rn = r.cpu().numpy()
@@ -316,7 +324,7 @@ def scale_match(query, database, query_index, database_index, variants: Sequence
     device : str
         torch device resolved by the caller.
     batch_size : int
-        Pairs per inverse-FFT batch.
+        Pairs per inverse-FFT batch (at most :data:`CPU_FFT_ROWS` on the CPU).
     coarse : int
         Side of the coarse search; 0 searches every variant at N.
     keep : int

@@ -69,3 +69,56 @@ def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene)
     assert res.scores.shape == (5,) and res.scores.dtype == np.float32
     assert res.scores[:3].min() > 0.5, (res.scores, res.details)
     assert res.scores[3:].max() < 0.1, (res.scores, res.details)
+
+
+def test_one_pass_measures_equal_the_code_before_them():
+    """The faster search (spectra held transposed, small inverse-FFT batches) and the one pass over the
+    aligned signals (patch agreement and alignment features together, every offset's 4 x 4 patches at
+    once) change no value: :func:`test_imagematch._pinned_case` scored as imagefuse equals the outputs
+    of the code before them (commit 931a6ea, one torch thread), kept in tests/data."""
+    from test_imagematch import _pinned_case
+
+    from sibscan.kernels.alignmatch import aligned_measures, patch_agreement
+    from sibscan.kernels.scalematch import scale_match
+
+    pinned = np.load(Path(__file__).parent / "data" / "imagefuse_v4_931a6ea.npz")
+    q, d, qi, di = _pinned_case()
+    ver = get_verifier("imagefuse", device="cpu", progress=False)
+    with ver.torch_threads():
+        match = scale_match(q, d, qi, di, ver.variants, batch_size=7, **ver.prefer)
+        local, measured = ver.measure((q, d, qi, di), match)
+        fused = ver.pair_scores(local, match, (q, d, qi, di), measured)
+        features = ver.pair_features(local, match, (q, d, qi, di), measured)
+        for grid in (3, 4, 8):  # the 4 x 4 patches come from the shifted ones; other grids are measured apart
+            np.testing.assert_array_equal(aligned_measures(q, d, qi, di, ver.variants, match, grid=grid)[0],
+                                          patch_agreement(q, d, qi, di, ver.variants, match, grid=grid))
+    for key in ("variant", "y", "x"):
+        np.testing.assert_array_equal(getattr(match, key), pinned[key])
+    np.testing.assert_allclose(match.score, pinned["score"], atol=1e-6)
+    np.testing.assert_allclose(local, pinned["patches"], atol=1e-6)
+    np.testing.assert_allclose(features, pinned["features"], atol=1e-6)
+    np.testing.assert_allclose(fused, pinned["fused"], atol=1e-6)
+    assert fused.max() > 0.99 and len(set(match.variant.tolist())) > 5  # a sibling among many variants
+
+
+def test_verify_measures_once_what_the_separate_kernels_measure(scene):  # noqa: F811
+    from sibscan.kernels.alignmatch import alignment_features, patch_agreement
+
+    class Inputs(get_verifier("imagefuse").__class__):
+        pair_scores = get_verifier("imagefuse").__class__.pair_features  # verify returns the model's inputs
+
+    train = Items("train", "image", ids=["src", "flat_a"], paths=[str(scene["train"]), str(scene["flat_a"])])
+    test = Items("test", "image", ids=["crop", "zoom", "rotate", "flat_b"],
+                 paths=[str(scene[k]) for k in ("crop", "zoom", "rotate", "flat_b")])
+    qi, di = np.array([0, 1, 2, 3, 0]), np.array([0, 0, 0, 1, 1])
+    ver = Inputs(device="cpu", progress=False)
+    got = np.asarray(ver.verify(test, qi, train, di).scores)
+    q, d = ver.load_arrays(test.paths), ver.load_arrays(train.paths)
+    with ver.torch_threads():
+        from sibscan.kernels.scalematch import scale_match
+
+        match = scale_match(q, d, qi, di, ver.variants, **ver.prefer)
+        local = patch_agreement(q, d, qi, di, ver.variants, match, grid=ver.grid)
+        at = alignment_features(q, d, qi, di, ver.variants, match)
+    np.testing.assert_allclose(got[:, 0], local, atol=1e-6)
+    np.testing.assert_allclose(got[:, 5:], at, atol=1e-6)

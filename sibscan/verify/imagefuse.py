@@ -89,18 +89,26 @@ class ImageFuseVerifier(ImageMatchVerifier):
         self.identity = (f"imagefuse-v4({self.identity},"
                          f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
 
-    def pair_features(self, local: np.ndarray, match, images) -> np.ndarray:
-        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64; ``images`` as
-        :meth:`sibscan.verify.imagematch.ImageMatchVerifier.pair_scores` passes them."""
+    def measure(self, images, match):
+        """The patch agreement and :data:`sibscan.kernels.alignmatch.ALIGNMENT_FEATURES` (m, 3), from one
+        pass over the aligned structure signals (:func:`sibscan.kernels.alignmatch.aligned_measures`)."""
+        from ..kernels.alignmatch import aligned_measures
+
+        return aligned_measures(*images, self.variants, match, grid=self.grid, device=self.device)
+
+    def pair_features(self, local: np.ndarray, match, images, measured=None) -> np.ndarray:
+        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64; ``images`` and
+        ``measured`` (the alignment features, measured on ``images`` when not given) as
+        :meth:`sibscan.verify.imagematch.ImageMatchVerifier.pair_scores` takes them."""
         from ..kernels.alignmatch import alignment_features
 
         found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
-        at = alignment_features(*images, self.variants, match, device=self.device)
+        at = alignment_features(*images, self.variants, match, device=self.device) if measured is None else measured
         return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)], at], 1)
 
-    def pair_scores(self, local: np.ndarray, match, images=None) -> np.ndarray:
+    def pair_scores(self, local: np.ndarray, match, images=None, measured=None) -> np.ndarray:
         """The model's probability that the pair is a sibling, (m,) float32 in [0, 1]; 0 where the
         search found no structure."""
-        z = self.pair_features(local, match, images) @ np.asarray(COEF) + INTERCEPT
+        z = self.pair_features(local, match, images, measured) @ np.asarray(COEF) + INTERCEPT
         p = 1.0 / (1.0 + np.exp(-z))
         return np.where(np.asarray(match.score) > 0, p, 0.0).astype(np.float32)

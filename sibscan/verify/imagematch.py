@@ -160,7 +160,6 @@ class ImageMatchVerifier(ImageCorrVerifier):
         """
         from tqdm.auto import tqdm
 
-        from ..kernels.alignmatch import patch_agreement
         from ..kernels.scalematch import scale_match
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
@@ -184,9 +183,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 with self.torch_threads():
                     res = scale_match(qarr, darr, qpos, dpos, self.variants, device=self.device,
                                       batch_size=self.batch_size, coarse=self.coarse, keep=self.keep, **self.prefer)
-                    local = patch_agreement(qarr, darr, qpos, dpos, self.variants, res, grid=self.grid,
-                                            device=self.device)
-                    out = self.pair_scores(local, res, (qarr, darr, qpos, dpos))
+                    local, measured = self.measure((qarr, darr, qpos, dpos), res)
+                    out = self.pair_scores(local, res, (qarr, darr, qpos, dpos), measured)
                 if scores is None:
                     scores = np.empty((m,) + out.shape[1:], np.float32)
                 scores[rows] = out
@@ -198,12 +196,19 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 bar.update(len(rows))
         return VerifyResult(scores=np.empty(0, np.float32) if scores is None else scores, details=details)
 
-    def pair_scores(self, local: np.ndarray, match, images=None) -> np.ndarray:
+    def measure(self, images, match):
+        """What is measured at the alignment ``match`` found on ``images`` (the chunk's ``(query arrays,
+        database arrays, query positions, database positions)``, as the search was given them): the
+        patch agreement (m,) float32, and whatever else :meth:`pair_scores` takes (nothing here)."""
+        from ..kernels.alignmatch import patch_agreement
+
+        return patch_agreement(*images, self.variants, match, grid=self.grid, device=self.device), None
+
+    def pair_scores(self, local: np.ndarray, match, images=None, measured=None) -> np.ndarray:
         """The score of each pair of a chunk from what the search found: here its patch agreement
         ``local`` (m,); :class:`sibscan.verify.imagefuse.ImageFuseVerifier` combines it with ``match``
         (:class:`sibscan.kernels.scalematch.ScaleMatch`: the global correlation and the variant) and
-        measures more at that alignment on ``images`` (the chunk's ``(query arrays, database arrays,
-        query positions, database positions)``, as the search was given them).
+        what :meth:`measure` found at that alignment on ``images`` (``measured``).
 
         Returns ndarray of shape (m,), or (m, f) rows that :meth:`verify` returns as they are
         (``benchmarks/imagefuse_fit.py`` collects the model's inputs that way)."""
