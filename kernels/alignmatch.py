@@ -112,8 +112,9 @@ def _features_at(t, w, reach: int, near):
     return torch.stack([patches8, consistent.to(patches8.dtype), spread], 1), r4[:, (r4.shape[1]) // 2], both4
 
 
-#: pairs per pass of :func:`_features_at` (its shifted patches hold (2 reach + 1) ** 2 windows of each pair)
-_FEATURE_ROWS = 64
+#: values per pass of :func:`_features_at` (its shifted patches hold (2 reach + 1) ** 2 windows of T x T per
+#: pair): passes of 4 MB ran the 49 offsets 3x faster than the loop over offsets, passes of 64 MB slower
+_FEATURE_VALUES = 1 << 20
 
 
 def aligned_measures(query, database, query_index, database_index, variants: Sequence[MatchVariant],
@@ -138,8 +139,9 @@ def aligned_measures(query, database, query_index, database_index, variants: Seq
         for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
                                           min_side=min(grid, 8), margin=reach, device=device):
             T = t.shape[-1]
-            for lo in range(0, len(rows), _FEATURE_ROWS):
-                part, tp, wp = rows[lo:lo + _FEATURE_ROWS], t[lo:lo + _FEATURE_ROWS], w[lo:lo + _FEATURE_ROWS]
+            step = max(1, _FEATURE_VALUES // ((2 * reach + 1) ** 2 * T * T))
+            for lo in range(0, len(rows), step):
+                part, tp, wp = rows[lo:lo + step], t[lo:lo + step], w[lo:lo + step]
                 r = counted = None
                 if T >= 8:
                     f, r, counted = _features_at(tp, wp, reach, near)
