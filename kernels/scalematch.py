@@ -233,23 +233,17 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
         # only the images some pair needs are transformed (all of them in an exhaustive search)
         need, local = torch.unique(index[v.inner][rows], return_inverse=True)
         everyone = len(rows) == m
-        if everyone:
-            if (outer, T) not in inv_den:
-                inv_den = {k: w for k, w in inv_den.items() if k[1] == T}  # variants come grouped by size
-                inv_den[outer, T] = inverse_norms(integrals[outer], T)
-            inv, oall = inv_den[outer, T], index[outer]
-            if (v.inner, v.scale) not in blurred:  # the anti-aliasing is shared by a scale's rotations
-                blurred = {(v.inner, v.scale): antialias(imgs[v.inner], v.scale)}
-            src = blurred[v.inner, v.scale][need]
-            if outer not in pair_spec:
-                pair_spec[outer] = spec[outer][index[outer]]
-        else:
-            keep_o = torch.zeros(len(sig[outer]), dtype=torch.bool, device=device)
-            keep_o[index[outer][rows]] = True
-            oneed = torch.nonzero(keep_o).view(-1)
-            oall = torch.cumsum(keep_o.long(), 0)[index[outer]] - 1  # row of each outer image in oneed
-            inv = inverse_norms(tuple(z[oneed] for z in integrals[outer]), T)
-            src = antialias(imgs[v.inner][need], v.scale)
+        # every outer image's window norms for side T, and every inner image anti-aliased for the scale, once
+        # (a refinement after the coarse search needs most images for most variants too)
+        if (outer, T) not in inv_den:
+            inv_den = {k: w for k, w in inv_den.items() if k[1] == T}  # variants come grouped by size
+            inv_den[outer, T] = inverse_norms(integrals[outer], T)
+        inv, oall = inv_den[outer, T], index[outer]
+        if (v.inner, v.scale) not in blurred:  # the anti-aliasing is shared by a scale's rotations
+            blurred = {(v.inner, v.scale): antialias(imgs[v.inner], v.scale)}
+        src = blurred[v.inner, v.scale][need]
+        if everyone and outer not in pair_spec:
+            pair_spec[outer] = spec[outer][index[outer]]
         t, flat = _normalise(structure(template(src, v, N, blurred=src)))
         tspec = torch.conj(torch.fft.rfft2(t, s=(N, N))[:, 0]).transpose(-1, -2).contiguous()
         for lo in range(0, len(rows), batch_size):
