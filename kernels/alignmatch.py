@@ -293,7 +293,9 @@ def aligned_signals(query, database, query_index, database_index, variants: Sequ
             T = _side(N, v)
             if T < min_side:
                 continue
-            t = structure(template(imgs[v.inner][index[v.inner][rows]], v, N))
+            # each inner image's template once, however many of these pairs it is in
+            need, inner = np.unique(index[v.inner][rows], return_inverse=True)
+            t = structure(template(imgs[v.inner][need], v, N))[torch.as_tensor(inner.reshape(-1), device=device)]
             # the outer windows: gather rows y-margin..y+T+margin, the same columns, of each pair's outer signal
             o = sig[outer][index[outer][rows]]
             ar = torch.arange(-margin, T + margin, device=device)
