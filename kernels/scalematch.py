@@ -16,7 +16,8 @@ survive colour, gamma and JPEG changes.  A template with almost no structure lef
 below :data:`FLAT_RMS`) scores 0: it holds nothing that could tell a copy from another flat image.
 
 The correlation over all positions is a batched FFT (torch, CPU or CUDA); window statistics come
-from integral images.  :func:`scale_match_reference` is the plain numpy loop the tests hold it to.
+from integral images.  :func:`sibscan.kernels.scalematch_reference.scale_match_reference` is the plain
+numpy loop the tests hold it to.
 
 What agrees at the alignment found (the patch agreement ``imagematch`` scores by, and the inputs
 ``imagefuse`` adds) is measured in :mod:`sibscan.kernels.alignmatch`.
@@ -30,7 +31,7 @@ from typing import List, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "preference", "scale_match", "scale_match_reference",
+__all__ = ["FLAT_RMS", "MatchVariant", "ScaleMatch", "match_variants", "preference", "scale_match",
            "structure", "template"]
 
 #: a template whose band-pass RMS is below this (grey levels in [0, 1]) holds no structure
@@ -371,42 +372,3 @@ def scale_match(query, database, query_index, database_index, variants: Sequence
         todo = [np.flatnonzero((chosen == j).any(axis=1)) for j in range(V)]
         val, pos = _variant_search(q, d, qi, di, variants, todo, device=device, batch_size=batch_size)
         return _as_match(val, pos, N, variants, **prefer)
-
-
-def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,
-                          variants: Sequence[MatchVariant], **prefer) -> ScaleMatch:
-    """:func:`scale_match` by plain loops over positions (numpy NCC), for the tests.
-
-    The templates and structure signals come from the same torch helpers; only the search over
-    positions and its normalisation are recomputed here.
-    """
-    import torch
-
-    query, database = np.asarray(query)[np.asarray(query_index)], np.asarray(database)[np.asarray(database_index)]
-    m, N = query.shape[0], query.shape[-1]
-    out = ScaleMatch(np.zeros(m, np.float32), np.zeros(m, np.int64), np.zeros(m, np.int32), np.zeros(m, np.int32))
-    imgs = {"query": torch.as_tensor(query, dtype=torch.float32), "database": torch.as_tensor(database, dtype=torch.float32)}
-    sig = {k: structure(v).numpy()[:, 0].astype(np.float64) for k, v in imgs.items()}
-    for i in range(m):
-        top = -np.inf
-        for j, v in enumerate(variants):
-            outer = sig["database" if v.inner == "query" else "query"][i]
-            t = structure(template(imgs[v.inner][i:i + 1], v, N)).numpy()[0, 0].astype(np.float64)
-            T = t.shape[0]
-            t = t - t.mean()
-            best, by, bx = 0.0, 0, 0  # a flat template scores 0 at (0, 0)
-            if np.sqrt((t * t).sum()) / T >= FLAT_RMS:
-                t /= np.sqrt((t * t).sum())
-                best = -2.0
-                for y in range(N - T + 1):
-                    for x in range(N - T + 1):
-                        w = outer[y:y + T, x:x + T]
-                        w = w - w.mean()
-                        den = np.sqrt((w * w).sum())
-                        val = 0.0 if den < FLAT_RMS * T else float((w * t).sum() / den)
-                        if val > best + 1e-6:
-                            best, by, bx = val, y, x
-            rank = float(preference(np.array([[best]]), N, [v], **prefer)[0, 0])
-            if rank > top + 1e-6:
-                top, out.score[i], out.variant[i], out.y[i], out.x[i] = rank, best, j, by, bx
-    return out

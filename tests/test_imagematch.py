@@ -12,7 +12,8 @@ from PIL import Image  # noqa: E402
 from sibscan.errors import SibscanError  # noqa: E402
 from sibscan.items import Items  # noqa: E402
 from sibscan.kernels.alignmatch import patch_agreement, patch_agreement_reference  # noqa: E402
-from sibscan.kernels.scalematch import MatchVariant, match_variants, preference, scale_match, scale_match_reference  # noqa: E402
+from sibscan.kernels.scalematch import MatchVariant, match_variants, preference, scale_match  # noqa: E402
+from sibscan.kernels.scalematch_reference import scale_match_reference  # noqa: E402
 from sibscan.verify import get_verifier, list_verifiers  # noqa: E402
 
 

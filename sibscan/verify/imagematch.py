@@ -78,7 +78,9 @@ class ImageMatchVerifier(ImageCorrVerifier):
         2-core machine (``benchmarks/imagematch_speed.py``).
     device : {"auto", "cpu", "cuda"}
     batch_size : int
-        Pairs per inverse-FFT batch.
+        Pairs per inverse-FFT batch (at most :data:`sibscan.kernels.scalematch.CPU_FFT_ROWS` on the CPU,
+        where smaller batches stay in cache); each chunk of ``4 * batch_size`` pairs prepares its images'
+        templates and spectra once.
     workers : int, optional
         Threads decoding images.
     progress : bool
