@@ -5,7 +5,7 @@
   through.
 * :func:`calibrate` — draw nearest-neighbour pairs (adaptively, where the rate's interval shrinks
   most), let a person label them (web page or terminal) under a written definition of "same", fit
-  the cutoff at the lowest score from which the answers say "same" with 95 % confidence, estimate the sibling rate (:func:`sibscan.rate.estimate_rate`),
+  the cutoff at the lowest score from which P(same)'s 95 % lower bound per run of answers reaches 0.5, estimate the sibling rate (:func:`sibscan.rate.estimate_rate`),
   precision and recall, and write ``cutoff.json`` beside the append-only ``labels.jsonl``.
 * :func:`load_calibration`, :func:`resolve` — read a calibration back (by path, or by the name of a
   ``calibration/<name>/`` record kept in the repository) and check it against a scan.

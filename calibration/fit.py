@@ -1,4 +1,4 @@
-"""Fit the cutoff from labelled pairs: the lowest score from which the answers say "same" with confidence.
+"""Fit the cutoff from labelled pairs: the lowest score from which P(same)'s lower bound per run of answers reaches 0.5.
 
 ``P(same | score)`` is fitted monotone non-decreasing by isotonic regression (pool adjacent
 violators, :func:`pava`).  Each pooled block of answers gets its one-sided 95 % (Jeffreys) lower
@@ -7,7 +7,9 @@ for every score above it too, so the curve's lower bound at a score is the large
 at or below it.  The cutoff (:data:`RULE`) is the lowest score at which that lower bound reaches
 0.5 — the midpoint between the last labelled score below it and the first at it — or, with a target
 precision, the lowest cutoff at which the flagged nearest-neighbour pairs' mean lower-bound ``P``
-reaches the target.  Both need a run of answers that is mostly "same": with none 'different' among
+reaches the target.  The confidence (:data:`CONFIDENCE`) holds for each run of answers, not for
+the cutoff as a whole: in simulations the first flagged labelled pair had a true ``P(same) < 0.5``
+in 6-15 % of draws.  Both need a run of answers that is mostly "same": with none 'different' among
 them, at least :func:`min_same_run` (3 at 95 %).  The point estimate alone put the cutoff under
 pairs a person had answered "different" (a pooled block of three "same" and one "different" is
 ``P = 0.75``; two and two is ``P = 0.5``, which flagged).  Design weights are not needed: the draw
@@ -27,19 +29,22 @@ from typing import List, Optional
 import numpy as np
 
 from sibscan import fmt
+from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
-__all__ = ["CONFIDENCE", "RULE", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
+__all__ = ["BOUND", "CONFIDENCE", "RULE", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
            "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
 
-#: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read
-CONFIDENCE = 0.95
+#: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read, and how
+#: the texts name it: one constant below everything that prints it (:data:`sibscan.stats.CUTOFF_CONFIDENCE`)
+CONFIDENCE = CUTOFF_CONFIDENCE
+BOUND = CUTOFF_BOUND
 #: the default rule, as cutoff.json and the reports name it
-RULE = "P(same) >= 0.5 at 95 % confidence"
+RULE = f"P(same) >= 0.5 by its {BOUND}"
 
 
 def precision_rule(target_precision: float) -> str:
     """The name of the target-precision rule in cutoff.json and the reports."""
-    return f"precision >= {target_precision:g} at 95 % confidence"
+    return f"precision >= {target_precision:g} by the {BOUND}"
 
 
 def _beta_cf(a: float, b: float, x: float) -> float:
@@ -96,11 +101,24 @@ def same_lower_bound(k: int, n: int, confidence: float = CONFIDENCE) -> float:
 
 def min_same_run(target: float = 0.5, confidence: float = CONFIDENCE) -> int:
     """"same" answers with none 'different' among them whose lower bound reaches ``target``: 3 for 0.5
-    at 95 %, 38 for 0.95."""
-    n = 1
-    while same_lower_bound(n, n, confidence) < target:
-        n += 1
-    return n
+    at 95 %, 38 for 0.95.
+
+    The bound of an all-'same' run rises with its length: doubling, then bisection (a few dozen
+    bounds, where stepping one at a time took seconds for 0.999).
+    """
+    if not 0.0 < target < 1.0:
+        raise ValueError(f"target is a share in (0, 1), got {target}")
+    hi = 1
+    while same_lower_bound(hi, hi, confidence) < target:
+        hi *= 2
+    lo = hi // 2  # its bound is under the target (or lo is 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if same_lower_bound(mid, mid, confidence) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def pava(y: np.ndarray, w: Optional[np.ndarray] = None) -> np.ndarray:
@@ -144,12 +162,16 @@ class Curve:
     p: np.ndarray
     lower: Optional[np.ndarray] = None
 
+    def __post_init__(self) -> None:
+        if self.lower is None:  # a curve given without its bound: read at its point estimate
+            self.lower = np.asarray(self.p, dtype=np.float64)
+
     def __call__(self, s: np.ndarray) -> np.ndarray:
         i = np.searchsorted(self.x, np.asarray(s, dtype=np.float64), side="right") - 1
         return self.p[np.clip(i, 0, len(self.p) - 1)]
 
 
-def fit_curve(scores: np.ndarray, same: np.ndarray, confidence: float = CONFIDENCE) -> Curve:
+def fit_curve(scores: np.ndarray, same: np.ndarray) -> Curve:
     """Isotonic ``P(same | score)`` from labelled pairs (ties in score pooled first), with its lower bound.
 
     A block is a run of labelled scores with one fitted value (two adjacent pooled blocks that
@@ -164,7 +186,7 @@ def fit_curve(scores: np.ndarray, same: np.ndarray, confidence: float = CONFIDEN
     block = np.concatenate([[0], np.cumsum(p[1:] != p[:-1])]) if len(p) else np.zeros(0, np.int64)
     kb = np.rint(np.bincount(block, weights=k)).astype(np.int64)
     nb = np.rint(np.bincount(block, weights=w)).astype(np.int64)
-    bound = np.array([same_lower_bound(int(a), int(b), confidence) for a, b in zip(kb, nb)])
+    bound = np.array([same_lower_bound(int(a), int(b)) for a, b in zip(kb, nb)])
     # P does not fall as the score rises: a block's bound holds above it too
     lower = np.maximum.accumulate(bound[block]) if len(p) else np.zeros(0)
     return Curve(x=x, p=p, lower=lower)
@@ -179,9 +201,10 @@ def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_pr
     labelled score or a midpoint) at which the mean lower bound over the population pairs scoring at or
     above it reaches the target.
     """
-    x, p, lower = curve.x, curve.p, curve.lower
+    x, lower = curve.x, curve.lower
     up = np.flatnonzero(lower >= 0.5)
-    if len(up) == 0 or up[0] == 0 or not (p < 0.5).any():
+    # the lower bound must be under 0.5 somewhere below (the point estimate may be 0.5 or more there)
+    if len(up) == 0 or up[0] == 0:
         return None
     if target_precision is None:
         i = up[0]
@@ -260,38 +283,52 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                          [f"label pairs (sibscan calibrate --ui web or --ui terminal); the candidate range starts at {fmt.score(lo)}"])
     curve = fit_curve(scores, same)
     cutoff = find_cutoff(curve, pop_scores, target_precision)
+    problems: List[str] = []
     advice: List[str] = []
-    status = "ok"
     top_diff = float(scores[~same].max()) if n_diff else lo
     low_same = float(scores[same].min()) if n_same else 1.0
+    run = min_same_run()
     if n_same < min_per_side:
-        status = f"too few 'same' labels ({n_same}; need at least {min_per_side})"
-        advice.append(f"label about {2 * (min_per_side - n_same) + 5} more pairs scoring between {fmt.span(top_diff, 1.0)}")
+        problems.append(f"too few 'same' labels ({n_same}; need at least {min_per_side})")
+        if n_same and n_diff:  # the normal case of a clean set: its few siblings may be all there are
+            advice.append(f"the labels found only {n_same} sibling{'s' if n_same > 1 else ''} ('same' answers, scoring "
+                          f"{fmt.span(low_same, float(scores[same].max()))}), and a cutoff needs a run of at least {run} "
+                          f"'same' answers: label about {2 * (min_per_side - n_same) + 5} more pairs scoring between "
+                          f"{fmt.span(top_diff, 1.0)} to find more; if the scan holds no more siblings there, no cutoff "
+                          "can be fitted (the sibling rate is still estimated from the labels)")
     if n_diff < min_per_side:
-        msg = f"too few 'different' labels ({n_diff}; need at least {min_per_side})"
-        status = msg if status == "ok" else f"{status}; {msg}"
+        problems.append(f"too few 'different' labels ({n_diff}; need at least {min_per_side})")
         advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring between {fmt.span(lo, low_same)}")
     if cutoff is None:
-        if (curve.p >= 0.5).any() and (curve.p < 0.5).any() and not (curve.lower >= 0.5).any():
-            run = min_same_run()
-            why = (f"not enough labels: no score where the answers say 'same' with 95 % confidence (a run of at least "
-                   f"{run} 'same' answers with few 'different' among them; above the highest 'different', at "
-                   f"{fmt.score(top_diff)}, there are {int((same & (scores > top_diff)).sum())})")
-            advice.append(f"label about 10 more pairs scoring between {fmt.span(top_diff, 1.0)}")
-        elif target_precision is not None and (curve.p >= 0.5).any() and (curve.p < 0.5).any():
-            why = (f"not enough labels: no cutoff reaches precision {target_precision:g} at 95 % confidence (with no "
-                   f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff are needed)")
+        if n_diff == 0:
+            # the advice for too few 'different' answers says where to label
+            problems.append(f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'")
+        elif n_same == 0:
+            problems.append(f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'")
+            advice.append(f"label about {2 * max(min_per_side - n_same, 1) + 5} more pairs scoring between "
+                          f"{fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
+        elif target_precision is not None and (curve.lower >= 0.5).any():
+            problems.append(f"not enough labels: no cutoff reaches precision {target_precision:g} by the {BOUND} (with no "
+                            f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff "
+                            "are needed)")
             advice.append(f"label more pairs scoring above {fmt.score(low_same)}, or lower --target-precision")
-        elif (curve.p >= 0.5).all():
-            why = f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'"
-            advice.append(f"label pairs scoring between {fmt.span(lo, low_same)}")
         else:
-            why = f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'"
-            advice.append(f"label pairs scoring between {fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
-        status = why if status == "ok" else f"{status}; {why}"
+            need = min_same_run(max(0.5, target_precision or 0.5))
+            top = curve.p == curve.p[-1]  # the run of answers with the highest P(same): more answers there tighten its bound
+            a, b = float(curve.x[top][0]), float(curve.x[top][-1])
+            in_top = (scores >= a) & (scores <= b)
+            problems.append(f"not enough labels: no score from which P(same)'s {BOUND} reaches "
+                            f"{0.5 if target_precision is None else target_precision:g} (that needs a run of at least {need} "
+                            f"'same' answers with few 'different' among them; the run with the highest P(same), scoring "
+                            f"{fmt.span(a, b)}, holds {int(same[in_top].sum())} 'same' of {int(in_top.sum())} answers)")
+            if n_same >= min_per_side:  # with fewer, the advice above says where to look
+                # from the highest 'different' up, or from the run's start when that 'different' is inside it
+                advice.append(f"label about 10 more pairs scoring between {fmt.span(min(a, top_diff), 1.0)}")
+    status = "; ".join(problems) if problems else "ok"
+    if cutoff is None:
         return FitResult(None, None, rule, status, advice, curve)
     interval, flip_share = bootstrap_cutoff(scores, same, pop_scores, target_precision, n_boot=n_boot, seed=seed)
-    if status == "ok" and flip_share < min_flip_share:
+    if not problems and flip_share < min_flip_share:
         status = f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples (the answers flip too seldom)"
         if interval is not None:
             advice.append(f"label about 10 more pairs scoring between {fmt.span(*interval)}")

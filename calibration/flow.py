@@ -1,7 +1,7 @@
 """The whole calibration of one scan: baseline, draw, labels, fit, ``cutoff.json``.
 
-The cutoff is fitted at the lowest score from which the answers say "same" with 95 % confidence
-(:mod:`.fit`); the sibling rate and its interval come
+The cutoff is fitted at the lowest score from which P(same)'s 95 % lower bound per run of answers
+reaches 0.5 (:mod:`.fit`); the sibling rate and its interval come
 from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
 :func:`sibscan.rate.headline` (:func:`headline_of` gives a calibration's).
 """

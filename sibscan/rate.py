@@ -54,7 +54,7 @@ import numpy as np
 
 from . import fmt
 from .cutoff import Cutoff
-from .stats import finite_or_none
+from .stats import CUTOFF_BOUND, finite_or_none
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
            "narrow_enough", "scan_headline", "sentence", "test_scores"]
@@ -151,11 +151,11 @@ def narrow_enough(estimate: Optional[float], lo: Optional[float], hi: Optional[f
 
 def _rule_phrase(rule: Optional[str]) -> str:
     """How the cutoff was chosen, in words (cutoff.json's ``rule``; "P(same) = 0.5" is the point-estimate
-    rule of calibrations fitted before the 95 % lower bound, kept readable)."""
+    rule of calibrations fitted before the lower bound, kept readable)."""
     if not rule or rule == "P(same) = 0.5":
         return "where hand labels flip from different to same"
     if rule.startswith("P(same) >= 0.5"):
-        return "the lowest score from which hand labels say same with 95 % confidence"
+        return f"the lowest score from which P(same) of the hand labels, by its {CUTOFF_BOUND}, is 0.5 or more"
     return f"the lowest reaching {rule}" if rule.startswith("precision") else rule
 
 

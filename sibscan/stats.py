@@ -8,7 +8,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
+__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
            "wilson_interval"]
 
 #: the most decimal places a rounding may keep: a float64 of order 1 has no digits beyond about 17
@@ -16,6 +16,12 @@ MAX_DECIMALS = 20
 
 #: two-sided 95 % normal quantile
 Z95 = 1.959963984540054
+
+#: one-sided confidence of the lower bound on P(same | score) that the calibration's cutoff rules read
+#: (:mod:`sibscan.calibration.fit`); it holds per pooled run of answers, not for the cutoff as a whole
+CUTOFF_CONFIDENCE = 0.95
+#: how every text names that bound (the rules in cutoff.json, the messages, the headline, --help)
+CUTOFF_BOUND = f"{CUTOFF_CONFIDENCE * 100:g} % lower bound per run of answers"
 
 
 def wilson_interval(k: int, n: int, z: float = Z95) -> Optional[list]:

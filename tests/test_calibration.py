@@ -201,8 +201,8 @@ def test_target_precision_rule(planted, tmp_path):
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
     labels = _oracle_file(tmp_path, planted, cal_dir)
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", target_precision=0.9)
-    assert cal.rule == precision_rule(0.9) == "precision >= 0.9 at 95 % confidence" and cal.cutoff is None
-    assert cal.status.startswith("not enough labels: no cutoff reaches precision 0.9 at 95 % confidence")
+    assert cal.rule == precision_rule(0.9) == "precision >= 0.9 by the 95 % lower bound per run of answers" and cal.cutoff is None
+    assert cal.status.startswith("not enough labels: no cutoff reaches precision 0.9 by the 95 % lower bound per run of answers")
     assert f"{min_same_run(0.9)} 'same' answers" in cal.status and any("--target-precision" in a for a in cal.advice)
     # every pair labelled (the population is 300 test items, 30 of them siblings): it is reached
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=300)
@@ -324,7 +324,7 @@ def test_cli_calibrate(planted, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir)])
     assert res.exit_code == 0, res.output
-    assert "cutoff: none (rule P(same) >= 0.5 at 95 % confidence)" in res.output
+    assert "cutoff: none (rule P(same) >= 0.5 by its 95 % lower bound per run of answers)" in res.output
     assert "cannot support a cutoff yet: no labels yet" in res.output
     labels = _oracle_file(tmp_path, planted, cal_dir)
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels", str(labels)])
@@ -332,7 +332,7 @@ def test_cli_calibrate(planted, tmp_path):
     assert "imported 60 new label records" in res.output and "60 of its 60 pairs are pairs this scan scores" in res.output
     assert "sibling rate " in res.output.splitlines()[1] and "calibrated with 60 hand labels" in res.output
     assert "cutoff: 0." in res.output and "expected chance siblings at this cutoff" in res.output
-    assert "rule P(same) >= 0.5 at 95 % confidence" in res.output  # the rule is named with the cutoff
+    assert "rule P(same) >= 0.5 by its 95 % lower bound per run of answers" in res.output  # the rule is named with the cutoff
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "paper", "--out", str(cal_dir)])
     assert res.exit_code == 1 and "unknown --ui 'paper'; available: web, terminal, none" in res.output
     res = runner.invoke(app, ["calibrate", str(tmp_path / "missing"), "--ui", "none"])

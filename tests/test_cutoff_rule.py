@@ -1,4 +1,4 @@
-"""The cutoff rule: the lowest score from which the answers say "same" with 95 % confidence.
+"""The cutoff rule: the lowest score from which P(same)'s 95 % lower bound per run of answers reaches 0.5.
 
 The label sets below are the shapes seen in the quality benchmark's crop sets (seed 2, all photos):
 a pooled block of 3 'same' + 1 'different' (point estimate 0.75) or 2 + 2 (0.5) just under a long
@@ -12,7 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sibscan.calibration.fit import RULE, find_cutoff, fit, fit_curve, min_same_run, precision_rule, same_lower_bound
+import time
+
+from sibscan.calibration.fit import (BOUND, CONFIDENCE, RULE, Curve, find_cutoff, fit, fit_curve, min_same_run, precision_rule,
+                                     same_lower_bound)
 
 LOW_DIFF = [0.0, 0.004, 0.01, 0.014, 0.02, 0.027, 0.045, 0.053, 0.07, 0.08, 0.113, 0.126]
 HIGH_SAME = [0.357, 0.365, 0.374, 0.507, 0.544, 0.589, 0.624, 0.67, 0.704, 0.785, 0.832, 0.874, 0.921, 0.957, 0.98]
@@ -50,7 +53,7 @@ def test_a_mixed_block_under_the_same_run_is_not_flagged():
     s, y = _labels((LOW_DIFF, False), ([0.075], True), ([0.255, 0.262, 0.268], True), ([0.319], False), (HIGH_SAME, True))
     res = fit(s, y, s, lo=0.0, seed=0)
     assert _point_flip(s, y) == pytest.approx((0.126 + 0.255) / 2)  # the old cutoff, 0.19: under the 0.319 'different'
-    assert res.status == "ok" and res.rule == RULE == "P(same) >= 0.5 at 95 % confidence"
+    assert res.status == "ok" and res.rule == RULE == "P(same) >= 0.5 by its 95 % lower bound per run of answers"
     assert res.cutoff == pytest.approx((0.319 + 0.357) / 2)
     assert not (s[~y] >= res.cutoff).any()  # no pair answered 'different' is flagged
 
@@ -77,8 +80,9 @@ def test_not_enough_same_answers_says_so_and_what_to_label():
     s, y = _labels((LOW_DIFF, False), ([0.3], True), ([0.5], False), ([0.9, 0.95], True))
     res = fit(s, y, s, lo=0.0, seed=0)
     assert res.cutoff is None and res.interval is None
-    assert res.status.startswith("not enough labels: no score where the answers say 'same' with 95 % confidence")
-    assert "at least 3 'same' answers" in res.status and "there are 2" in res.status
+    assert res.status.startswith("not enough labels: no score from which P(same)'s 95 % lower bound per run of answers "
+                                 "reaches 0.5")
+    assert "at least 3 'same' answers" in res.status and "scoring 0.9000 to 0.9500, holds 2 'same' of 2" in res.status
     assert res.advice == ["label about 10 more pairs scoring between 0.5000 to 1.0000"]
     # one more 'same' up there is enough (with 3 'different' and 3 'same', min_per_side holds too)
     s2, y2 = np.append(s, 0.97), np.append(y, True)
@@ -91,7 +95,7 @@ def test_target_precision_reads_the_lower_bound():
     res = fit(s, y, pop, lo=0.0, target_precision=0.95, seed=0)
     # 30 'same' in a row bound P at 0.94: no cutoff reaches 0.95 at 95 % confidence; 38 are needed
     assert res.cutoff is None and res.rule == precision_rule(0.95)
-    assert res.status.startswith("not enough labels: no cutoff reaches precision 0.95 at 95 % confidence")
+    assert res.status.startswith("not enough labels: no cutoff reaches precision 0.95 by the 95 % lower bound per run")
     assert "38 'same' answers" in res.status
     res = fit(s, y, pop, lo=0.0, target_precision=0.9, seed=0)
     # brute force: the lowest candidate (a labelled score or a midpoint) whose flagged pairs' mean bound reaches 0.9
@@ -112,3 +116,73 @@ def test_the_bound_never_flags_more_than_the_point_estimate(pairs):
     cut = find_cutoff(c)
     if cut is not None:
         assert cut >= _point_flip(s, y) - 1e-12
+
+
+def test_the_bound_crossing_above_a_pooled_half_gives_a_cutoff():
+    # the lowest answers pool to P = 0.5 (3 of 6) but bound it at 0.2: the bound crosses 0.5 at the 'same' run
+    # above, so the rule gives a cutoff (the point-estimate guard refused it as "every pair was 'same'")
+    s, y = _labels(([0.10, 0.11, 0.12, 0.13, 0.14, 0.15], None), (np.linspace(0.6, 0.99, 30), True))
+    y[:6] = [True, False, True, False, True, False]
+    c = fit_curve(s, y)
+    assert c.p[0] == 0.5 and c.lower[0] < 0.5
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert res.cutoff == pytest.approx((0.15 + 0.6) / 2)
+    # 'every labelled pair was same' only when it is
+    s2 = np.linspace(0.6, 0.99, 30)
+    res2 = fit(s2, np.ones(30, bool), s2, lo=0.0, seed=0)
+    assert res2.cutoff is None and "every labelled pair down to score 0.6000 was 'same'" in res2.status
+    # answers whose P stays under 0.5 everywhere are not 'every pair was different' when some are 'same'
+    s3, y3 = _labels((LOW_DIFF, False), ([0.5], True), ([0.6, 0.7], False))
+    res3 = fit(s3, y3, s3, lo=0.0, seed=0)
+    assert res3.cutoff is None and "was 'different'" not in res3.status and "not enough labels" in res3.status
+
+
+def test_a_curve_without_its_bound_reads_the_point_estimate():
+    c = Curve(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.0, 0.0, 1.0, 1.0]))
+    assert find_cutoff(c) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_clean_set_with_few_siblings_says_so_once(k):
+    # 60 'different' below 0.5 and k perfectly separated 'same' above 0.9: no cutoff, and one plain advice
+    rng = np.random.default_rng(k)
+    s, y = _labels((rng.uniform(0.0, 0.5, 60), False), (np.linspace(0.92, 0.98, k), True))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert res.cutoff is None and len(res.advice) == 1
+    assert f"the labels found only {k} sibling" in res.advice[0] and "needs a run of at least 3 'same' answers" in res.advice[0]
+    assert "no cutoff can be fitted" in res.advice[0]
+
+
+def test_not_enough_labels_points_at_the_mixed_run_when_a_different_is_on_top():
+    # the highest labelled pair is 'different' inside the top run: the range above it holds no labelled pair
+    s, y = _labels((LOW_DIFF, False), ([0.6, 0.7], True), ([0.75], False), ([0.8, 0.85], True), ([0.9], False))
+    res = fit(s, y, s, lo=0.0, seed=0)
+    assert res.cutoff is None and res.status.startswith("not enough labels")
+    c = fit_curve(s, y)
+    a = c.x[c.p == c.p[-1]][0]
+    assert a < 0.9 and res.advice == [f"label about 10 more pairs scoring between {a:.4f} to 1.0000"]
+
+
+def test_target_precision_quotes_the_run_its_target_needs():
+    # no run reaches the bound at all: the message quotes the 38 'same' answers 0.95 needs, not the 3 of 0.5
+    s, y = _labels((LOW_DIFF, False), ([0.3], True), ([0.5], False), ([0.9, 0.95], True))
+    res = fit(s, y, s, lo=0.0, target_precision=0.95, seed=0)
+    assert res.cutoff is None and "at least 38 'same' answers" in res.status and "reaches 0.95" in res.status
+
+
+def test_the_level_is_named_from_one_constant():
+    assert CONFIDENCE == 0.95 and BOUND == "95 % lower bound per run of answers"
+    assert BOUND in RULE and BOUND in precision_rule(0.9)
+
+
+def test_min_same_run_bisects_to_the_stepping_answer():
+    def stepping(target):
+        n = 1
+        while same_lower_bound(n, n) < target:
+            n += 1
+        return n
+    assert [min_same_run(t) for t in (0.5, 0.8, 0.9, 0.95)] == [stepping(t) for t in (0.5, 0.8, 0.9, 0.95)] == [3, 9, 18, 38]
+    t = time.perf_counter()
+    n = min_same_run(0.9999)
+    assert time.perf_counter() - t < 1.0
+    assert same_lower_bound(n - 1, n - 1) < 0.9999 <= same_lower_bound(n, n)

@@ -98,7 +98,7 @@ def test_every_output_states_the_same_estimate_and_interval(calibrated, tmp_path
     assert res.exit_code == 0 and head["text"] in res.output
     res = runner.invoke(app, ["check", str(p.path), "--max-rate", "0.01"])
     assert res.exit_code == 1 and f"sibling rate {figures[0]} (95% interval {figures[1]} to {figures[2]}" in res.output
-    assert "the lowest score from which hand labels say same with 95 % confidence" in head["text"] and fmt.score(head["cutoff"]) in head["text"]
+    assert "the lowest score from which P(same) of the hand labels, by its 95 % lower bound per run of answers, is 0.5 or more" in head["text"] and fmt.score(head["cutoff"]) in head["text"]
 
 
 def test_nothing_assessed_prints_no_rate(tmp_path):

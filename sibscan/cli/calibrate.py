@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from ..stats import CUTOFF_BOUND
 from ._common import Command, flag, user_errors
 
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
         labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere (labels.jsonl form) before fitting (default: none)."),
         n_pairs: int = typer.Option(60, "--n-pairs", help="Nearest-neighbour pairs to label; raise it to extend an earlier draw."),
         seed: int = typer.Option(0, "--seed", help="Seed of the pair draw and the bootstrap."),
-        target_precision: Optional[float] = typer.Option(None, "--target-precision", help="Cutoff at the lowest score where the flagged pairs reach this precision at 95 % confidence (default: the lowest score where P(same) >= 0.5 at 95 % confidence)."),
+        target_precision: Optional[float] = typer.Option(None, "--target-precision", help=f"Cutoff at the lowest score where the flagged pairs reach this precision by the {CUTOFF_BOUND} (default: the lowest score from which P(same) by its {CUTOFF_BOUND} is 0.5 or more)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Calibration directory (default: SCAN_DIR/calibration)."),
         force: bool = flag("--force", help="Use labels made under another encoder, verifier or dataset anyway."),
         port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
