@@ -45,8 +45,8 @@ import numpy as np
 from benchmarks._common import print_table, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
-from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, population, recalibrate_file,
-                                      split_pairs, truth)
+from benchmarks.quality_pairs import (NOT_ASSESSED, PAIRS_SUFFIX, POPULATION_KEY, flag_counts, not_assessed, population,
+                                      recalibrate_file, split_pairs, truth)
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -133,7 +133,11 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
     -------
     dict
         ``cutoff``, ``status`` (the fit's, or how a no-flip case was resolved), ``lo``, ``labelled``,
-        ``labelled_same``, ``interval``.
+        ``labelled_same``, ``interval``.  ``cutoff`` is None where a user gets none: the fit refused
+        (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
+        figures at the cutoff are then not assessed (:func:`benchmarks.quality_pairs.not_assessed`).
+        Only a true no-flip gets a convention: every labelled pair 'same' flags down to the
+        baseline's 99th percentile, every one 'different' flags nothing.
     """
     from sibscan.calibration.fit import fit
     from sibscan.calibration.sampling import Population, make_draw
@@ -157,9 +161,12 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
     elif y.all():
         # every labelled pair down to the baseline's tail was a sibling: a user flags all of them
         out.update(cutoff=lo, status="no flip, all labelled pairs same: cutoff at the baseline's 99th percentile")
+    elif not y.any():
+        # every labelled pair was 'different': a user gets no cutoff, and flags nothing
+        out.update(cutoff=float(pop.score.max()) + 1e-6, status=f"no flip: {res.status}")
     else:
-        out.update(cutoff=float(s[y].min()) if y.any() else float(pop.score.max()) + 1e-6,
-                   status=f"no flip: {res.status}")
+        # the labels hold both answers and the fit refused: a user gets no cutoff, so there are no figures at it
+        out.update(cutoff=None, status=f"no cutoff (not assessed): {res.status}")
     return out
 
 
@@ -345,9 +352,10 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
         random_scores = _fallback(pairs(ti, tj), test_emb, train_emb, ti, tj)
     correct = ps.planted & (nb == ps.source)
     cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
-    flagged = score >= cal["cutoff"]
+    # no calibrated cutoff: the threshold-free figures are measured, those at a cutoff blanked below
+    flagged = score >= (np.inf if cal["cutoff"] is None else cal["cutoff"])
     counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps))
-    return {
+    entry = {
         "calibration": cal,
         "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
         "hard_negatives_flagged": counts["hard_negatives_flagged"],
@@ -357,13 +365,11 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
         "per_transform": per_transform(ps, flagged, correct, score),
         POPULATION_KEY: population(score, nb, random_scores),
     }
+    return entry if cal["cutoff"] is not None else not_assessed(entry)
 
 
 def _featureless(ps: PlantedSet) -> np.ndarray:
     return np.asarray(ps.notes.get("featureless", np.zeros(len(ps.test), bool)), bool)
-
-
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -599,16 +605,18 @@ def _mode_name(ps: PlantedSet, mode: str) -> str:
 
 def _print_set(ps: PlantedSet, out: dict) -> None:
     rows = []
+    shown = lambda v: NOT_ASSESSED if v is None else v  # noqa: E731
     for name, entry in out["encoders"].items():
         for mode in _modes(entry):
             r = entry[mode]
-            m = r["metrics"]
+            m = {k: shown(v) for k, v in r["metrics"].items()}
+            cut = r["calibration"]["cutoff"]
             rows.append({"method": f"{name}{_mode_name(ps, mode)}",
-                         "cutoff": f"calibrated {r['calibration']['cutoff']:.4f}", "precision": m["precision"],
+                         "cutoff": "none (refused)" if cut is None else f"calibrated {cut:.4f}", "precision": m["precision"],
                          "recall": m["recall"], "P@1%": m["precision_at_1pct"],
                          "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m["auc"],
                          "R@P95": m["recall_at_p95"], "flagged": m["flagged"],
-                         "src in cand": r["source_in_candidates"], "hard flagged": r["hard_negatives_flagged"]})
+                         "src in cand": r["source_in_candidates"], "hard flagged": shown(r["hard_negatives_flagged"])})
     for name, m in out["fixed_defaults"].items():
         rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
                      "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
@@ -623,7 +631,7 @@ def _print_set(ps: PlantedSet, out: dict) -> None:
         for mode in _modes(entry):
             row = {"method": f"{name}{_mode_name(ps, mode)}"}
             for t, v in entry[mode]["per_transform"].items():
-                row[t] = f"{v['recall']:.2f} / {v['auc']:.2f}"
+                row[t] = f"{NOT_ASSESSED if v['recall'] is None else format(v['recall'], '.2f')} / {v['auc']:.2f}"
             rows.append(row)
     print("recall at the calibrated cutoff / ROC AUC, per transform:")
     print_table(rows)
@@ -692,6 +700,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--calibration-only", default=None, metavar="PAIRS_JSON",
                     help="no verification: simulate the calibration again on the scores a run saved in "
                          "NAME_pairs.json.gz (benchmarks.quality_pairs); writes NAME_recalibrated.json unless --name")
+    ap.add_argument("--write-back", action="store_true",
+                    help="with --calibration-only: also rewrite the run's NAME.json for the methods whose calibration now "
+                         "gives no cutoff (their figures at the cutoff become None: not assessed); refused when a cutoff moved")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     size = SIZES["quick" if args.quick else "default"]
@@ -699,7 +710,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         if not args.calibration_only.endswith(PAIRS_SUFFIX) or not Path(args.calibration_only).exists():
             ap.error(f"--calibration-only takes a NAME{PAIRS_SUFFIX} a run wrote, got {args.calibration_only}")
         return recalibrate_file(Path(args.calibration_only), None if args.name == "quality" else args.name,
-                                size["labels"])
+                                size["labels"], write=args.write_back)
+    if args.write_back:
+        ap.error("--write-back goes with --calibration-only NAME_pairs.json.gz")
     scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
     wanted = {s.strip() for s in args.sets.split(",") if s.strip()}
     bad = wanted - {"images", "text", "rows", "crops", "small32"}
@@ -740,7 +753,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                "load_average_1_5_15": list(os.getloadavg())}
     path = write_results(args.name, _finite(payload))
     if pairs["sets"]:
-        side = write_results(f"{args.name}_pairs", {"results": path.name, "seed": args.seed, "photos": args.photos, **pairs},
+        side = write_results(f"{args.name}_pairs", {"results": path.name, "seed": args.seed, "photos": args.photos,
+                                                     "n_labels": size["labels"], **pairs},
                              compact=True)
         print(f"wrote {side} (the scores the calibration saw, for --calibration-only)")
     print(f"\nwrote {path} ({payload['seconds']:.0f} s)")

@@ -12,7 +12,9 @@ again::
 prints, per set and method, the cutoff, the hard negatives and featureless items above it, and the
 recall and precision there, before (as recorded in ``NAME.json``) and now, and writes them to
 ``NAME_recalibrated.json`` (``--name`` to choose).  Figures quoted in the README still come from full
-runs; this is for looking.
+runs; this is for looking.  With ``--write-back`` it also rewrites ``NAME.json`` where a method's
+calibration now refuses a cutoff (its figures at the cutoff become None: :func:`write_back`), the one
+change that needs no verification.
 """
 from __future__ import annotations
 
@@ -21,12 +23,28 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-__all__ = ["PAIRS_SUFFIX", "POPULATION_KEY", "calibration_only", "flag_counts", "population", "recalibrate_file", "split_pairs", "truth"]
+__all__ = ["AT_CUTOFF", "NOT_ASSESSED", "PAIRS_SUFFIX", "POPULATION_KEY", "calibration_only", "flag_counts", "not_assessed",
+           "population", "recalibrate_file", "split_pairs", "truth", "write_back"]
 
 #: how a run's side file ends (``NAME`` + this; written compact, gzipped)
 PAIRS_SUFFIX = "_pairs.json.gz"
 #: where :func:`benchmarks.quality.evaluate` leaves the scores it calibrated on (moved out by :func:`split_pairs`)
 POPULATION_KEY = "_population"
+#: the figures of an evaluation that exist only at a cutoff (``metrics`` keys; per transform: recall, precision at 1 %)
+AT_CUTOFF = ("recall", "precision", "fpr", "fpr_upper95", "precision_at_1pct", "precision_at_1pct_lower95", "flagged")
+#: how tables print a figure that was not assessed (None in the results)
+NOT_ASSESSED = "not assessed"
+
+
+def not_assessed(entry: dict) -> dict:
+    """``entry`` (an evaluation of :func:`benchmarks.quality.evaluate`) with every figure at the cutoff set
+    to None, in place: its calibration gave no cutoff, as a user would get none.  The threshold-free
+    figures (AUC, recall at precision 0.95, source among the candidates) stay."""
+    entry["hard_negatives_flagged"] = entry["featureless_flagged"] = None
+    entry["metrics"].update({k: None for k in AT_CUTOFF})
+    for t in (entry.get("per_transform") or {}).values():
+        t.update(recall=None, precision_at_1pct=None)
+    return entry
 
 
 def population(score: np.ndarray, nb: np.ndarray, random_scores: np.ndarray) -> dict:
@@ -46,7 +64,10 @@ def truth(ps, featureless: np.ndarray) -> dict:
 
 def flag_counts(score: np.ndarray, cutoff: float, correct: np.ndarray, planted: np.ndarray, hard: np.ndarray,
                 featureless: np.ndarray) -> dict:
-    """At ``cutoff``: hard negatives and featureless clean items flagged, recall, precision, items flagged."""
+    """At ``cutoff``: hard negatives and featureless clean items flagged, recall, precision, items flagged
+    (all None when there is no cutoff: not assessed)."""
+    if cutoff is None:
+        return dict.fromkeys(("hard_negatives_flagged", "featureless_flagged", "recall", "precision", "flagged"))
     flagged = np.asarray(score) >= cutoff
     return {"hard_negatives_flagged": int((flagged & hard).sum()),
             "featureless_flagged": int((flagged & featureless & ~planted).sum()),
@@ -84,16 +105,32 @@ def _recorded(results: Optional[dict], set_name: str, method: str) -> Optional[d
             "recall": r["metrics"]["recall"]}
 
 
-def calibration_only(pairs_path: Path, n_labels: int, seed: int, methods: Optional[List[str]] = None) -> dict:
-    """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring)."""
+def _recorded_path(pairs_path: Path) -> Path:
+    """``NAME.json`` beside ``NAME_pairs.json.gz``: the run that wrote the side file."""
+    return pairs_path.with_name(pairs_path.name[: -len(PAIRS_SUFFIX)] + ".json")
+
+
+def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, methods: Optional[List[str]] = None) -> dict:
+    """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring).
+
+    The labels drawn are the run's: the side file's ``n_labels``, else (side files written before it
+    was recorded) ``NAME.json``'s, else ``n_labels``.
+    """
     from benchmarks.quality import calibrate
 
     from benchmarks._common import read_results
 
     pairs_path = Path(pairs_path)
     side = read_results(pairs_path)
-    recorded_path = pairs_path.with_name(pairs_path.name[: -len(PAIRS_SUFFIX)] + ".json")
+    recorded_path = _recorded_path(pairs_path)
     recorded = read_results(recorded_path) if recorded_path.exists() else None
+    for source, value in (("side file", side.get("n_labels")), ("NAME.json", (recorded or {}).get("n_labels")),
+                          ("the sizes of this run's flags", n_labels)):
+        if value is not None:
+            n_labels, n_labels_from = int(value), source
+            break
+    else:
+        raise ValueError(f"{pairs_path} records no n_labels and none was given")
     out: Dict[str, dict] = {}
     for set_name, s in side["sets"].items():
         source = np.asarray(s["source"], np.int64)
@@ -108,12 +145,58 @@ def calibration_only(pairs_path: Path, n_labels: int, seed: int, methods: Option
             out.setdefault(set_name, {})[method] = {
                 "before": _recorded(recorded, set_name, method),
                 "now": {"calibration": cal, **flag_counts(score, cal["cutoff"], correct, planted, hard, featureless)}}
-    return {"pairs_file": str(pairs_path), "n_labels": n_labels, "seed": seed, "sets": out}
+    return {"pairs_file": str(pairs_path), "n_labels": n_labels, "n_labels_from": n_labels_from, "seed": seed, "sets": out}
 
 
-def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int) -> dict:
-    """``--calibration-only``: :func:`calibration_only` with the run's own seed, a table, and
-    ``NAME_recalibrated.json`` (or ``name``) in the results folder."""
+def write_back(pairs_path: Path, out: dict) -> List[str]:
+    """Write into the run's ``NAME.json`` what :func:`calibration_only` found for the methods whose
+    calibration now gives no cutoff: that calibration, and None for every figure at the cutoff
+    (:func:`not_assessed`); the threshold-free figures stay as the run measured them.  Every other
+    method must have kept its cutoff and counts (else it needs a full run: refused, nothing written).
+    Returns the methods rewritten (``"SET METHOD"``) and records them, with the command, in ``recalibrated``.
+    """
+    import time
+
+    from benchmarks._common import read_results
+    from sibscan.atomic import write_json
+    from sibscan.calibration.fit import RULE
+
+    pairs_path = Path(pairs_path)
+    recorded_path = _recorded_path(pairs_path)
+    if not recorded_path.exists():
+        raise SystemExit(f"--write-back needs the run's {recorded_path.name} beside {pairs_path.name}")
+    rec = read_results(recorded_path)
+    todo, moved = [], []
+    for set_name, methods in out["sets"].items():
+        for method, r in methods.items():
+            b, now = r["before"], r["now"]
+            enc, mode = method.split("|", 1)
+            if now["calibration"]["cutoff"] is None:
+                todo.append((set_name, method, rec["sets"][set_name]["encoders"][enc][mode], now["calibration"]))
+            elif (b is None or b["cutoff"] is None or abs(b["cutoff"] - now["calibration"]["cutoff"]) > 1e-6
+                  or b["hard_negatives_flagged"] != now["hard_negatives_flagged"]):
+                moved.append(f"{set_name} {method}")
+    if moved:
+        raise SystemExit(f"--write-back: the cutoff or its counts moved for {', '.join(moved)}; their figures need a full run "
+                         f"(python -m benchmarks.quality ... --name {recorded_path.stem}); nothing written")
+    done = []
+    for set_name, method, entry, cal in todo:
+        entry["calibration"] = cal
+        not_assessed(entry)
+        done.append(f"{set_name} {method}")
+    if done:
+        rec["recalibrated"] = {
+            "command": f"python -m benchmarks.quality --calibration-only {pairs_path.as_posix()} --write-back",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "rule": RULE, "methods": done,
+            "note": "these methods' calibration gives no cutoff on the run's saved scores (a user gets none): "
+                    "their figures at the cutoff are None (not assessed); every other field is as the run wrote it"}
+        write_json(recorded_path, rec)
+    return done
+
+
+def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write: bool = False) -> dict:
+    """``--calibration-only``: :func:`calibration_only` with the run's own seed and label count, a table, and
+    ``NAME_recalibrated.json`` (or ``name``) in the results folder; ``write``: also :func:`write_back`."""
     from benchmarks._common import print_table, read_results, write_results
     from benchmarks.quality import _finite
 
@@ -129,5 +212,9 @@ def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int) -> di
                          "recall now": n["recall"], "status": n["calibration"]["status"]})
     print_table(rows)
     path = write_results(name or Path(pairs_path).name[: -len(PAIRS_SUFFIX)] + "_recalibrated", _finite(out))
-    print(f"\nwrote {path}")
+    print(f"\nwrote {path} (labels drawn: {out['n_labels']}, from {out['n_labels_from']})")
+    if write:
+        done = write_back(Path(pairs_path), out)
+        print(f"rewrote {_recorded_path(Path(pairs_path)).name}: {len(done)} methods now without a cutoff (not assessed)"
+              + "".join(f"\n  {m}" for m in done))
     return out

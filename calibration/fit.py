@@ -31,7 +31,7 @@ import numpy as np
 from sibscan import fmt
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
-__all__ = ["BOUND", "CONFIDENCE", "RULE", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
+__all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
            "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
 
 #: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read, and how
@@ -45,6 +45,21 @@ RULE = f"P(same) >= 0.5 by its {BOUND}"
 def precision_rule(target_precision: float) -> str:
     """The name of the target-precision rule in cutoff.json and the reports."""
     return f"precision >= {target_precision:g} by the {BOUND}"
+
+
+#: the rule of calibrations fitted before the lower bound (the point estimate; cutoff.json without a rule had it)
+POINT_RULE = "P(same) = 0.5"
+
+
+def same_rule(a: Optional[str], b: Optional[str]) -> bool:
+    """Whether two of cutoff.json's rule names name one rule (the lower-bound rules were first named
+    '... at 95 % confidence'; no name is the point-estimate rule)."""
+    def norm(rule: Optional[str]) -> str:
+        rule = rule or POINT_RULE
+        for name in (" at 95 % confidence", f" by its {BOUND}", f" by the {BOUND}"):
+            rule = rule.replace(name, "")
+        return rule
+    return norm(a) == norm(b)
 
 
 def _beta_cf(a: float, b: float, x: float) -> float:

@@ -21,9 +21,9 @@ from sibscan.scandir import ScanDir
 from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
-from .fit import fit
+from .fit import POINT_RULE, fit, same_rule
 from .labels import Identity, LabelStore
-from .record import LABELS_FILE, Calibration, write_calibration
+from .record import CUTOFF_FILE, LABELS_FILE, Calibration, load_calibration, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 
@@ -255,10 +255,25 @@ def calibrate(
                 from .terminal import run_terminal
 
                 run_terminal(session, stdin=stdin, stdout=stdout)
+    before = _previous_fit(cal_dir)
     cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
                           definition=definition)
+    if before is not None and not same_rule(before.rule, cal.rule):
+        cut = lambda c: "none" if c is None else fmt.score(c)  # noqa: E731
+        echo(f"the rule changed: {cal_dir / CUTOFF_FILE} was fitted by '{before.rule or POINT_RULE}' (cutoff "
+             f"{cut(before.cutoff)}); refitted by '{cal.rule}': cutoff {cut(cal.cutoff)}")
     write_calibration(cal_dir, cal)
     return cal
+
+
+def _previous_fit(cal_dir: Path) -> Optional[Calibration]:
+    """The cutoff.json this calibration replaces (None when there is none, or it cannot be read: it is rewritten)."""
+    if not (cal_dir / CUTOFF_FILE).exists():
+        return None
+    try:
+        return load_calibration(cal_dir)
+    except SibscanError:
+        return None
 
 
 def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: dict, identity: Identity, manifest: dict,

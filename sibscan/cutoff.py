@@ -8,7 +8,9 @@ Precedence, first that applies:
    or verifier, unless ``force``;
 3. the scan's own ``SCAN_DIR/calibration`` when it holds a fitted cutoff (what ``sibscan calibrate
    SCAN_DIR`` writes; only where a ``scan_dir`` is passed): ``"calibrated"``;
-4. the cutoff the scan recorded in its manifest (whatever kind it was);
+4. the cutoff the scan recorded in its manifest (whatever kind it was); when the scan's own
+   calibration exists but gave no cutoff, its evidence carries a ``note`` saying so and why (the
+   headline's ``note``: report and check print it, never a silent fallback);
 5. none (kind ``"none"``): only exact twins count.
 
 Giving both a value and a calibration is refused.  A hand-given cutoff is a similarity in [-1, 1]
@@ -96,14 +98,13 @@ def score_kind(manifest: dict) -> str:
 
 
 def _own_calibration(scan_dir):
-    """``SCAN_DIR/calibration`` when it holds a fitted cutoff, else None."""
+    """``SCAN_DIR/calibration`` when it holds a ``cutoff.json`` (with or without a cutoff), else None."""
     from .calibration.record import CUTOFF_FILE, load_calibration
 
     own = Path(scan_dir) / "calibration"
     if not (own / CUTOFF_FILE).exists():
         return None
-    cal = load_calibration(own)
-    return cal if cal.cutoff is not None else None
+    return load_calibration(own)
 
 
 def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
@@ -152,8 +153,11 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
         cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
         return _from_calibration(cal, manifest, force)
     own = None if scan_dir is None else _own_calibration(scan_dir)
-    if own is not None:
+    if own is not None and own.cutoff is not None:
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))
-    return replace(recorded, evidence={**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest),
-                                       "forced": bool(force)})
+    evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest), "forced": bool(force)}
+    if own is not None:
+        used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
+        evidence["note"] = f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}"
+    return replace(recorded, evidence=evidence)

@@ -196,7 +196,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
          "cutoff": finite_or_none(cutoff.value), "definition": ev.get("definition") or definition,
          "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
          "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
-         "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": None}
+         "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note")}
     if cutoff.value is not None:
         flagged = _count(flagged_mask(scores.score, scores.exact, cutoff.value))
         h["flagged"] = flagged

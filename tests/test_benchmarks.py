@@ -144,8 +144,12 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
             for mode in modes:
                 m = entry[mode]["metrics"]
                 assert {"recall", "precision", "precision_at_1pct", "auc", "recall_at_p95"} <= set(m), (name, enc)
-                assert 0.0 <= m["recall"] <= 1.0 and 0.0 <= entry[mode]["source_in_candidates"] <= 1.0
-                assert entry[mode]["calibration"]["cutoff"] is not None
+                assert m["recall"] is None or 0.0 <= m["recall"] <= 1.0
+                assert 0.0 <= entry[mode]["source_in_candidates"] <= 1.0
+                # a calibration that refuses gives no cutoff, as a user gets none (its figures at the cutoff: None)
+                cal = entry[mode]["calibration"]
+                assert cal["cutoff"] is not None or (cal["status"].startswith("no cutoff (not assessed)")
+                                                     and m["recall"] is None), (name, enc, mode)
                 assert set(entry[mode]["per_transform"]) == set(s["encoders"]["pixels" if joined else enc]
                                                                 ["embedding"]["per_transform"])
     images = data["sets"]["images"]
@@ -687,3 +691,77 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     assert "cutoff now" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         quality.main(["--calibration-only", str(tmp_path / "run.json")])
+
+
+def _mixed_answers():
+    """Scores where every fifth pair and the one three after it are siblings: the answers never make a run
+    the cutoff rule accepts, so the calibration refuses (as it would for a user)."""
+    n = 100
+    score = np.linspace(0.31, 1.0, n)
+    same = np.array([i % 5 in (0, 3) for i in range(n)])
+    return score, same, np.random.default_rng(0).uniform(0.0, 0.3, 2000)
+
+
+def test_calibrate_that_refuses_gives_no_cutoff_not_the_lowest_same():
+    # the old fallback put the cutoff at the lowest 'same' answer and flagged every 'different' above it
+    score, same, random_scores = _mixed_answers()
+    cal = quality.calibrate(score, np.arange(100), same, random_scores, n_labels=60, seed=1)
+    assert cal["cutoff"] is None and cal["status"].startswith("no cutoff (not assessed): not enough labels")
+    # a true no-flip keeps its convention: every labelled pair 'same' flags down to the baseline's q99
+    allsame = quality.calibrate(score, np.arange(100), np.ones(100, bool), random_scores, n_labels=60, seed=1)
+    assert allsame["cutoff"] == pytest.approx(allsame["lo"])
+    from benchmarks import quality_pairs
+
+    assert set(quality_pairs.flag_counts(score, None, same, same, ~same, np.zeros(100, bool)).values()) == {None}
+
+
+def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkeypatch, capsys):
+    from benchmarks import quality_pairs
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(_common, "machine", lambda: {})
+    score, same, random_scores = _mixed_answers()
+    source = np.where(same, np.arange(100), -1)
+    evaluated = {"calibration": {"cutoff": 0.31}, "hard_negatives_flagged": 60, "featureless_flagged": 0,
+                 "metrics": {**dict.fromkeys(quality_pairs.AT_CUTOFF, 0.5), "auc": 0.5, "recall_at_p95": 0.1},
+                 "per_transform": {"crop": {"n": 40, "recall": 1.0, "auc": 0.5, "precision_at_1pct": 0.01}},
+                 quality_pairs.POPULATION_KEY: quality_pairs.population(score, np.arange(100), random_scores)}
+    results = {"crops": {"encoders": {"enc": {"embedding": evaluated}}}}
+    side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": (~same).tolist(),
+                                                         "featureless": [False] * 100}})
+    _common.write_results("run", {"n_labels": 60, "sets": results})
+    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)  # no n_labels: NAME.json's
+    out = quality.main(["--calibration-only", str(pairs_path), "--write-back"])
+    assert out["n_labels_from"] == "NAME.json"
+    r = out["sets"]["crops"]["enc|embedding"]["now"]
+    assert r["calibration"]["cutoff"] is None and r["hard_negatives_flagged"] is None and r["recall"] is None
+    entry = json.loads((tmp_path / "run.json").read_text())
+    rec = entry["recalibrated"]
+    entry = entry["sets"]["crops"]["encoders"]["enc"]["embedding"]
+    assert entry["calibration"]["cutoff"] is None and entry["calibration"]["status"].startswith("no cutoff (not assessed)")
+    assert entry["hard_negatives_flagged"] is None and entry["featureless_flagged"] is None
+    assert all(entry["metrics"][k] is None for k in quality_pairs.AT_CUTOFF)
+    assert entry["metrics"]["auc"] == 0.5 and entry["metrics"]["recall_at_p95"] == 0.1  # threshold-free: kept
+    assert entry["per_transform"]["crop"] == {"n": 40, "recall": None, "auc": 0.5, "precision_at_1pct": None}
+    assert rec["methods"] == ["crops enc|embedding"] and "--write-back" in rec["command"]
+    assert "rewrote run.json: 1 methods" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        quality.main(["--write-back"])
+
+
+def test_calibration_only_draws_the_labels_of_the_run_it_replays(tmp_path, monkeypatch):
+    from benchmarks import quality_pairs
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(_common, "machine", lambda: {})
+    rng = np.random.default_rng(4)
+    score = np.r_[rng.uniform(0.6, 1.0, 40), rng.uniform(0.0, 0.5, 60)]
+    evaluated = {quality_pairs.POPULATION_KEY: quality_pairs.population(score, np.arange(100), rng.uniform(0, 0.3, 500))}
+    results = {"crops": {"encoders": {"enc": {"verified": evaluated}}}}
+    side = quality_pairs.split_pairs(results, {"crops": {"source": np.r_[np.arange(40), np.full(60, -1)].tolist(),
+                                                         "hard": [False] * 100, "featureless": [False] * 100}})
+    # a run made with 30 labels: the side file says so, whatever the flags of the replay say (60)
+    pairs_path = _common.write_results("run30_pairs", {"seed": 0, "n_labels": 30, **side}, compact=True)
+    out = quality_pairs.calibration_only(pairs_path, 60, 0)
+    assert out["n_labels"] == 30 and out["n_labels_from"] == "side file"
+    assert out["sets"]["crops"]["enc|verified"]["now"]["calibration"]["labelled"] == 30

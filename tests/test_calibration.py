@@ -371,3 +371,47 @@ def test_calibrate_computes_the_scans_own_baseline_when_the_scan_stopped_before_
     (out / "baseline.json").unlink()
     calibrate(out, ui="none")
     assert json.loads((out / "baseline.json").read_text()) == written
+
+
+def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(tmp_path):
+    # the scan's own calibration gave no cutoff: report and check say so and which cutoff they use, never silently
+    from sibscan.check import check as run_check
+    from sibscan.cutoff import resolve_cutoff
+    from sibscan.report import build_report
+    from sibscan.scandir import ScanDir
+
+    planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
+    own = planted.path / "calibration"
+    calibrate(planted.path, ui="none")
+    cal = calibrate(planted.path, labels=_oracle_file(tmp_path, planted, own, label="different"), ui="none")
+    assert cal.cutoff is None
+    note = build_report(planted.path)["headline"]["note"]
+    assert note.startswith(f"the calibration in {own} gives no cutoff (") and note.endswith("so no cutoff is used")
+    manifest = {**ScanDir(planted.path).manifest(), "cutoff": {"value": 0.8, "source": "uncalibrated"}}
+    at = resolve_cutoff(manifest, scan_dir=planted.path)
+    assert at.value == 0.8 and at.evidence["note"].endswith("so the scan's recorded cutoff is used")
+    assert note in run_check(planted.path, max_exact=1.0).message
+    res = CliRunner().invoke(app, ["report", str(planted.path), "--format", "md"])
+    assert res.exit_code == 0, res.output
+    assert f"note: {note}" in res.output
+
+
+def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(planted, tmp_path):
+    from sibscan.calibration.fit import RULE
+
+    cal_dir = tmp_path / "cal"
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none")
+    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, planted, cal_dir), ui="none")
+    assert cal.cutoff is not None
+    old = json.loads((cal_dir / "cutoff.json").read_text())
+    (cal_dir / "cutoff.json").write_text(json.dumps({**old, "rule": "P(same) = 0.5", "cutoff": 0.123}))
+    said: list = []
+    cal2 = calibrate(planted.path, calibration_dir=cal_dir, ui="none", echo=said.append)
+    changed = [s for s in said if s.startswith("the rule changed")]
+    assert changed == [f"the rule changed: {cal_dir / 'cutoff.json'} was fitted by 'P(same) = 0.5' (cutoff 0.1230); "
+                       f"refitted by '{RULE}': cutoff {cal2.cutoff:.4f}"]
+    # the same rule under its first name is not a change; nor is a second run
+    (cal_dir / "cutoff.json").write_text(json.dumps({**old, "rule": "P(same) >= 0.5 at 95 % confidence"}))
+    said.clear()
+    calibrate(planted.path, calibration_dir=cal_dir, ui="none", echo=said.append)
+    assert not [s for s in said if s.startswith("the rule changed")]

@@ -39,5 +39,7 @@ def register(app: typer.Typer) -> None:
                                    "written": {fmt: str(path) for fmt, path in written.items()}}))
             return
         typer.echo(headline(rep) + ".")
+        if rep["headline"].get("note"):
+            typer.echo(f"note: {rep['headline']['note']}")
         for fmt, path in written.items():
             typer.echo(f"wrote {path}")
