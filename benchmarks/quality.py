@@ -12,8 +12,9 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
 * the cutoff is calibrated as a user would: the random-pair baseline's 99th percentile bounds the
   range, 60 nearest-neighbour pairs are drawn across it (:func:`sibscan.calibration.sampling.make_draw`),
   an oracle answers "same" exactly for planted pairs, and :func:`sibscan.calibration.fit.fit` sets
-  the cutoff by ``sibscan calibrate``'s default rule (the lowest score from which the answers say
-  "same" with 95 % confidence; not ``--target-precision``: 0.95 below is the oracle's R@P95 only);
+  the cutoff by ``sibscan calibrate``'s default rule (the lowest score from which P(same)'s 95 % lower
+  bound per run of answers reaches 0.5; not ``--target-precision``: 0.95 below is the oracle's R@P95
+  only); where it refuses one, a user gets none and the figures at the cutoff are not assessed (None);
   the scores it calibrated on go to ``NAME_pairs.json.gz``, and ``--calibration-only
   NAME_pairs.json.gz`` simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
 * at that cutoff: recall (planted test items flagged with their true source), precision (of the
