@@ -8,8 +8,8 @@ at or below it.  The cutoff (:data:`RULE`) is the lowest score at which that low
 0.5 — the midpoint between the last labelled score below it and the first at it — or, with a target
 precision, the lowest cutoff at which the flagged nearest-neighbour pairs' mean lower-bound ``P``
 reaches the target.  The confidence (:data:`CONFIDENCE`) holds for each run of answers, not for
-the cutoff as a whole: in simulations the first flagged labelled pair had a true ``P(same) < 0.5``
-in 6-15 % of draws.  Both need a run of answers that is mostly "same": with none 'different' among
+the cutoff as a whole: in simulations (``python -m benchmarks.cutoff_rule_sim``) the first
+flagged labelled pair had a true ``P(same) < 0.5`` in 6-16 % of draws (the point estimate: 40-59 %).  Both need a run of answers that is mostly "same": with none 'different' among
 them, at least :func:`min_same_run` (3 at 95 %).  The point estimate alone put the cutoff under
 pairs a person had answered "different" (a pooled block of three "same" and one "different" is
 ``P = 0.75``; two and two is ``P = 0.5``, which flagged).  Design weights are not needed: the draw

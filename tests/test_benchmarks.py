@@ -765,3 +765,16 @@ def test_calibration_only_draws_the_labels_of_the_run_it_replays(tmp_path, monke
     out = quality_pairs.calibration_only(pairs_path, 60, 0)
     assert out["n_labels"] == 30 and out["n_labels_from"] == "side file"
     assert out["sets"]["crops"]["enc|verified"]["now"]["calibration"]["labelled"] == 30
+
+
+def test_cutoff_rule_sim_quick_bound_rule_flags_fewer_pairs_below_half(tmp_path, monkeypatch):
+    import benchmarks.cutoff_rule_sim as bench
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    payload = bench.main(["--quick"])
+    assert (tmp_path / "cutoff_rule_sim_quick.json").exists()
+    rows = payload["rows"]
+    assert len(rows) == 2 * len(bench.SIZES) * len(bench.WIDTHS)
+    share = {r: np.mean([x["share_first_flagged_below_half"] for x in rows if x["rule"] == r]) for r in ("bound", "point")}
+    # the point estimate puts its cutoff where P(same) is about one half; the bound stays above it
+    assert share["bound"] < share["point"] / 2, share
