@@ -113,8 +113,11 @@ def _features_at(t, w, reach: int, near):
 
 
 #: values per pass of :func:`_features_at` (its shifted patches hold (2 reach + 1) ** 2 windows of T x T per
-#: pair): passes of 4 MB ran the 49 offsets 3x faster than the loop over offsets, passes of 64 MB slower
+#: pair): on the CPU passes of 4 MB ran the 49 offsets 3x faster than the loop over offsets, passes of 64 MB
+#: slower (cache); on CUDA a pass of 5 pairs would be ~40 small kernels and two host syncs, so passes there
+#: are 64 MB (not measured: no GPU was lent to this project's sessions)
 _FEATURE_VALUES = 1 << 20
+_FEATURE_VALUES_CUDA = 1 << 24
 
 
 def aligned_measures(query, database, query_index, database_index, variants: Sequence[MatchVariant],
@@ -139,7 +142,8 @@ def aligned_measures(query, database, query_index, database_index, variants: Seq
         for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
                                           min_side=min(grid, 8), margin=reach, device=device):
             T = t.shape[-1]
-            step = max(1, _FEATURE_VALUES // ((2 * reach + 1) ** 2 * T * T))
+            per_pass = _FEATURE_VALUES_CUDA if str(device).startswith("cuda") else _FEATURE_VALUES
+            step = max(1, per_pass // ((2 * reach + 1) ** 2 * T * T))
             for lo in range(0, len(rows), step):
                 part, tp, wp = rows[lo:lo + step], t[lo:lo + step], w[lo:lo + step]
                 r = counted = None

@@ -388,15 +388,22 @@ def _manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarr
     }
 
 
+#: what a resumed scan must share with the folder's scan, and how a refusal names a difference
+_RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifier", "parameters": "other options",
+                "view_identities": "other candidate views",
+                "pairing": "another pairing of verified scores (made by an earlier sibscan)"}
+
+
 def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
            echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
     """Start over (``force``) or resume a scan of the same data and options; write the manifest (with
     the run record) and the items.  Returns the stages already done and the run record."""
     previous = _previous(sd, cfg.output.force, manifest)
-    same = previous is not None and all(
-        previous.get(key) == json.loads(dumps_json(manifest[key]))
-        for key in ("dataset_fingerprint", "verifier", "parameters", "view_identities", "pairing")
-    ) and previous.get("encoder", {}).get("identity") == manifest["encoder"]["identity"]
+    differs = [] if previous is None else [what for key, what in _RESUME_KEYS.items()
+                                           if previous.get(key) != json.loads(dumps_json(manifest[key]))]
+    if previous is not None and previous.get("encoder", {}).get("identity") != manifest["encoder"]["identity"]:
+        differs.append("another encoder")
+    same = previous is not None and not differs
     resumable = same and previous.get("items_fingerprint") == manifest["items_fingerprint"]
     if same and not resumable:
         raise SibscanError(
@@ -406,10 +413,13 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
         )
     if previous is not None and not resumable:
         raise SibscanError(
-            f"{sd.path} holds a scan of other data or with other options; pass --force to start over "
+            f"{sd.path} holds a scan of other data or with other options ({', '.join(differs) or 'other items'}); "
+            "pass --force to start over "
             "there (labels under calibration/ are kept) or choose another --out"
         )
     done = set(previous.get("stages", [])) if resumable else set()
+    if "search" in done and "pairs_verified" in previous:  # counted when the search ran, not again on resume
+        manifest["pairs_verified"] = previous["pairs_verified"]
     if resumable:
         echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
     manifest["stages"] = sorted(done)

@@ -122,3 +122,27 @@ def test_verify_measures_once_what_the_separate_kernels_measure(scene):  # noqa:
         at = alignment_features(q, d, qi, di, ver.variants, match)
     np.testing.assert_allclose(got[:, 0], local, atol=1e-6)
     np.testing.assert_allclose(got[:, 5:], at, atol=1e-6)
+
+
+@pytest.mark.cuda
+def test_imagefuse_search_and_measures_on_cuda_match_the_cpu():
+    """The transposed spectra, the in-place product, the aligned passes (64 MB on CUDA) and the fused score
+    on the GPU agree with the CPU on the pinned case (float32 on both; tolerances for FFT rounding)."""
+    from test_imagematch import _pinned_case
+
+    from sibscan.kernels.scalematch import scale_match
+
+    q, d, qi, di = _pinned_case()
+    out = {}
+    for device in ("cpu", "cuda"):
+        ver = get_verifier("imagefuse", device=device, progress=False)
+        with ver.torch_threads():
+            match = scale_match(q, d, qi, di, ver.variants, device=device, batch_size=7, **ver.prefer)
+            local, measured = ver.measure((q, d, qi, di), match)
+            out[device] = (match, local, ver.pair_scores(local, match, (q, d, qi, di), measured))
+    (mc, lc, fc), (mg, lg, fg) = out["cpu"], out["cuda"]
+    assert (mc.variant == mg.variant).mean() > 0.95  # near-ties may pick another variant in the last bit
+    same = mc.variant == mg.variant
+    np.testing.assert_allclose(mc.score[same], mg.score[same], atol=1e-4)
+    np.testing.assert_allclose(lc[same], lg[same], atol=1e-4)
+    np.testing.assert_allclose(fc[same], fg[same], atol=1e-3)

@@ -186,5 +186,9 @@ def test_a_scan_gives_both_rows_of_a_pair_one_score_and_refuses_a_folder_of_the_
     old.pop("pairing")  # as a scan that verified each direction's rows in their own orientation
     old["stages"] = [s for s in old["stages"] if s != "baseline"]
     manifest.write_text(json.dumps(old))
-    with pytest.raises(SibscanError, match="other data or with other options; pass --force"):
+    with pytest.raises(SibscanError, match=r"other options \(another pairing of verified scores .*\); pass --force"):
         run_scan(ScanConfig(**cfg))
+    old["pairing"] = PAIRING  # the same pairing, interrupted after the search: resumed, its counts carried over
+    manifest.write_text(json.dumps(old))
+    again = run_scan(ScanConfig(**cfg))
+    assert "search" in old["stages"] and again.manifest["pairs_verified"] == counts
