@@ -53,12 +53,17 @@ POINT_RULE = "P(same) = 0.5"
 
 def same_rule(a: Optional[str], b: Optional[str]) -> bool:
     """Whether two of cutoff.json's rule names name one rule (the lower-bound rules were first named
-    '... at 95 % confidence'; no name is the point-estimate rule)."""
-    def norm(rule: Optional[str]) -> str:
+    '... at 95 % confidence'; no name is the point-estimate rule).
+
+    A name without a bound suffix is a point-estimate rule (``"P(same) = 0.5"``, and ``"precision >= 0.9"``
+    of ``--target-precision`` before the bound): it never names the bound rule of the same target.
+    """
+    def norm(rule: Optional[str]) -> tuple:
         rule = rule or POINT_RULE
         for name in (" at 95 % confidence", f" by its {BOUND}", f" by the {BOUND}"):
-            rule = rule.replace(name, "")
-        return rule
+            if rule.endswith(name):
+                return True, rule[: -len(name)]
+        return False, rule
     return norm(a) == norm(b)
 
 
@@ -322,6 +327,21 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
             problems.append(f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'")
             advice.append(f"label about {2 * max(min_per_side - n_same, 1) + 5} more pairs scoring between "
                           f"{fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
+        elif curve.lower[0] >= 0.5:
+            # the lowest run of answers already bounds P(same) at 0.5 or more: the flip lies below every
+            # labelled score, so only answers below the lowest one can place it (more above never can)
+            x0 = float(curve.x[0])
+            first = curve.p == curve.p[0]
+            a, b = float(curve.x[first][0]), float(curve.x[first][-1])
+            in_first = (scores >= a) & (scores <= b)
+            problems.append(f"no flip observed at or below the lowest labelled score {fmt.score(x0)}: P(same) is high "
+                            f"already there (its {BOUND} is {curve.lower[0]:.2f}; the lowest run of answers, scoring "
+                            f"{fmt.span(a, b)}, holds {int(same[in_first].sum())} 'same' of {int(in_first.sum())}), so "
+                            "no answer below it says where P(same) falls under 0.5")
+            if n_diff >= min_per_side:  # with fewer, the advice above already points below the lowest 'same'
+                where = f"between {fmt.span(lo, x0)}" if lo < x0 else f"under {fmt.score(x0)}"
+                advice.append(f"label about 10 more pairs scoring {where} (below the lowest labelled one; pairs above "
+                              "it cannot place the cutoff)")
         elif target_precision is not None and (curve.lower >= 0.5).any():
             problems.append(f"not enough labels: no cutoff reaches precision {target_precision:g} by the {BOUND} (with no "
                             f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff "

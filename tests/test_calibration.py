@@ -397,7 +397,7 @@ def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(
 
 
 def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(planted, tmp_path):
-    from sibscan.calibration.fit import RULE
+    from sibscan.calibration.fit import RULE, precision_rule
 
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
@@ -415,3 +415,12 @@ def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(plante
     said.clear()
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", echo=said.append)
     assert not [s for s in said if s.startswith("the rule changed")]
+    # a point-estimate --target-precision calibration ("precision >= 0.9", no bound in its name) refitted by the
+    # bound rule of the same target is a change (the names differ only by the bound)
+    (cal_dir / "cutoff.json").write_text(json.dumps({**old, "rule": "precision >= 0.9", "cutoff": 0.456}))
+    said.clear()
+    cal3 = calibrate(planted.path, calibration_dir=cal_dir, ui="none", echo=said.append, target_precision=0.9)
+    cut3 = "none" if cal3.cutoff is None else f"{cal3.cutoff:.4f}"
+    assert [s for s in said if s.startswith("the rule changed")] == [
+        f"the rule changed: {cal_dir / 'cutoff.json'} was fitted by 'precision >= 0.9' (cutoff 0.4560); "
+        f"refitted by '{precision_rule(0.9)}': cutoff {cut3}"]

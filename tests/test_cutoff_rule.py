@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import time
 
-from sibscan.calibration.fit import (BOUND, CONFIDENCE, RULE, Curve, find_cutoff, fit, fit_curve, min_same_run, precision_rule,
-                                     same_lower_bound)
+from sibscan.calibration.fit import (BOUND, CONFIDENCE, POINT_RULE, RULE, Curve, find_cutoff, fit, fit_curve, min_same_run,
+                                     precision_rule, same_lower_bound, same_rule)
 
 LOW_DIFF = [0.0, 0.004, 0.01, 0.014, 0.02, 0.027, 0.045, 0.053, 0.07, 0.08, 0.113, 0.126]
 HIGH_SAME = [0.357, 0.365, 0.374, 0.507, 0.544, 0.589, 0.624, 0.67, 0.704, 0.785, 0.832, 0.874, 0.921, 0.957, 0.98]
@@ -189,3 +189,44 @@ def test_min_same_run_bisects_to_the_stepping_answer():
     n = min_same_run(0.9999)
     assert time.perf_counter() - t < 1.0
     assert same_lower_bound(n - 1, n - 1) < 0.9999 <= same_lower_bound(n, n)
+
+
+@pytest.mark.parametrize("target", [None, 0.9])
+def test_labels_high_from_the_lowest_score_point_below_it(target):
+    # every answer 'same' but three in the middle: the lowest run already bounds P(same) at 0.84, so the flip lies
+    # below the lowest labelled score; the message said "not enough labels ... no score ... reaches 0.5" and
+    # advised labelling 0.74-1.0 (and "18 'same' answers above the cutoff" with a target), which never helps
+    s = np.linspace(0.3, 0.95, 60)
+    y = np.ones(60, bool)
+    y[[30, 35, 40]] = False
+    c = fit_curve(s, y)
+    assert c.lower[0] >= 0.5 and find_cutoff(c, s, target) is None
+    res = fit(s, y, s, lo=0.2, target_precision=target, seed=0)
+    assert res.cutoff is None and not res.status.startswith("not enough labels") and "'same' answers above" not in res.status
+    assert res.status.startswith("no flip observed at or below the lowest labelled score 0.3000: P(same) is high already "
+                                 f"there (its {BOUND} is 0.84")
+    assert res.advice == ["label about 10 more pairs scoring between 0.2000 to 0.3000 (below the lowest labelled one; "
+                          "pairs above it cannot place the cutoff)"]
+    # following the advice: 'different' answers between lo and the lowest labelled score place the cutoff there
+    below = np.linspace(0.2, 0.29, 5)
+    s2, y2 = np.concatenate([below, s]), np.concatenate([np.zeros(5, bool), y])
+    res2 = fit(s2, y2, s2, lo=0.2, target_precision=target, seed=0)
+    assert res2.cutoff is not None
+    if target is None:
+        assert res2.cutoff == pytest.approx((0.29 + 0.3) / 2) and res2.status == "ok"
+    # labels that start below lo point under the lowest one, not at an empty range
+    assert fit(s, y, s, lo=0.5, target_precision=target, seed=0).advice[0].startswith("label about 10 more pairs scoring "
+                                                                                      "under 0.3000")
+
+
+def test_a_rule_name_without_the_bound_is_the_point_estimate():
+    bound, first_bound = precision_rule(0.9), "precision >= 0.9 at 95 % confidence"
+    # the point-estimate target-precision rule was stored as "precision >= 0.9": never the bound rule
+    assert not same_rule("precision >= 0.9", bound) and not same_rule(bound, "precision >= 0.9")
+    assert not same_rule("precision >= 0.9", first_bound)
+    assert not same_rule(None, RULE) and not same_rule(POINT_RULE, RULE) and not same_rule("P(same) >= 0.5", RULE)
+    # one rule under its names: the bound rules' first name, no name for the point estimate, the same name twice
+    assert same_rule(first_bound, bound) and same_rule("P(same) >= 0.5 at 95 % confidence", RULE)
+    assert same_rule(None, POINT_RULE) and same_rule("precision >= 0.9", "precision >= 0.9")
+    assert same_rule(RULE, RULE) and same_rule(bound, bound)
+    assert not same_rule(bound, precision_rule(0.95)) and not same_rule(RULE, bound)
