@@ -188,7 +188,7 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     if max_exact is not None:
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
-    if head.get("note") and cut.get("source") != "calibrated":  # a calibration that gave no cutoff: say which one is used
+    if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
         parts.append(head["note"])
     passed = not (fail_rate or fail_exact)
     offending: List[dict] = []

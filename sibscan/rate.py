@@ -204,9 +204,12 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
             h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
             h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
         if cutoff.kind == "calibrated" and ev.get("mismatches"):
+            which = f"the calibration in {ev['calibration']}" if ev.get("calibration") else "the calibration"
+            forced = (f"{which} was made for {'; '.join(ev['mismatches'])} and applied with --force: "
+                      "its cutoff is used, its rate estimate is not this data's")
+            # added to the evidence's note (why the scan's own calibration is not used), never in its place
             h.update(state="baseline_only", estimate=flagged["rate"], cutoff_rule="calibrated on other data",
-                     note=f"the calibration was made for {'; '.join(ev['mismatches'])} and applied with --force: "
-                          "its cutoff is used, its rate estimate is not this data's")
+                     note="; ".join(n for n in (ev.get("note"), forced) if n))
         elif cutoff.kind == "calibrated" and n_labels:
             triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
             lo, mid, hi = triple if triple else (None, None, None)

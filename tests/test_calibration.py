@@ -373,6 +373,16 @@ def test_calibrate_computes_the_scans_own_baseline_when_the_scan_stopped_before_
     assert json.loads((out / "baseline.json").read_text()) == written
 
 
+def _scan_whose_calibration_gives_no_cutoff(tmp_path: Path):
+    """A planted scan whose own calibration (every pair answered 'different') gives no cutoff, and that calibration."""
+    planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
+    own = planted.path / "calibration"
+    calibrate(planted.path, ui="none")
+    cal = calibrate(planted.path, labels=_oracle_file(tmp_path, planted, own, label="different"), ui="none")
+    assert cal.cutoff is None
+    return planted, own
+
+
 def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(tmp_path):
     # the scan's own calibration gave no cutoff: report and check say so and which cutoff they use, never silently
     from sibscan.check import check as run_check
@@ -380,11 +390,7 @@ def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(
     from sibscan.report import build_report
     from sibscan.scandir import ScanDir
 
-    planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
-    own = planted.path / "calibration"
-    calibrate(planted.path, ui="none")
-    cal = calibrate(planted.path, labels=_oracle_file(tmp_path, planted, own, label="different"), ui="none")
-    assert cal.cutoff is None
+    planted, own = _scan_whose_calibration_gives_no_cutoff(tmp_path)
     note = build_report(planted.path)["headline"]["note"]
     assert note.startswith(f"the calibration in {own} gives no cutoff (") and note.endswith("so no cutoff is used")
     manifest = {**ScanDir(planted.path).manifest(), "cutoff": {"value": 0.8, "source": "uncalibrated"}}
@@ -394,6 +400,37 @@ def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(
     res = CliRunner().invoke(app, ["report", str(planted.path), "--format", "md"])
     assert res.exit_code == 0, res.output
     assert f"note: {note}" in res.output
+
+
+def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tmp_path):
+    # the scan ran with --calibration OTHER (recorded kind "calibrated"), then 'sibscan calibrate SCAN_DIR' gave no
+    # cutoff: check used OTHER's cutoff and rate without the note report printed, and a forced OTHER's mismatch
+    # note replaced it in the headline
+    from sibscan.calibration.fit import RULE
+    from sibscan.check import check as run_check
+    from sibscan.report import build_report
+    from sibscan.scandir import ScanDir
+
+    planted, own = _scan_whose_calibration_gives_no_cutoff(tmp_path)
+    sd = ScanDir(planted.path)
+    other = str(tmp_path / "other")
+    recorded = {"value": 0.8, "source": "calibrated", "calibration": other, "score": "similarity",
+                "n_labels": {"same": 12, "different": 48}, "status": "ok", "rule": RULE,
+                "estimates": {"rate": {"estimate": 0.1, "lo": 0.06, "hi": 0.15}}}
+    sd.write_manifest({**sd.manifest(), "cutoff": recorded})
+    said = f"the calibration in {own} gives no cutoff ("
+    head = build_report(planted.path)["headline"]
+    assert head["state"] == "calibrated" and head["note"].startswith(said)
+    assert head["note"].endswith("so the scan's recorded cutoff is used")
+    msg = run_check(planted.path, max_rate=1.0).message
+    assert "calibrated with 60 labels" in msg and head["note"] in msg
+    # applied with --force to other data: both notes, the scan's own calibration's first
+    sd.write_manifest({**sd.manifest(), "cutoff": {**recorded, "forced": True, "mismatches": ["another encoder"]}})
+    head = build_report(planted.path)["headline"]
+    assert head["state"] == "baseline_only" and head["note"].startswith(said)
+    assert head["note"].endswith(f"; the calibration in {other} was made for another encoder and applied with --force: its "
+                                 "cutoff is used, its rate estimate is not this data's")
+    assert head["note"] in run_check(planted.path, max_rate=1.0).message
 
 
 def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(planted, tmp_path):
