@@ -56,8 +56,7 @@ def test_features_and_scores_follow_the_variant_found():
     same[1, 5:] = same[0, 5:]  # the same agreement at the alignment ...
     z = same @ np.asarray(COEF) + INTERCEPT
     assert z[0] > z[1]  # ... reached by the most permissive variant counts for less
-    assert ver.identity.startswith("imagefuse-v5(imagematch-v3(") and "coef=" in ver.identity
-    assert ",coarse=32,keep=10," in ver.identity  # v5: the search is coarse to fine
+    assert ver.identity.startswith("imagefuse-v4(imagematch-v3(") and "coef=" in ver.identity
     assert "size_power=0.5,rotation_cost=0.2" in ver.identity  # the search ranks its variants by evidence
 
 
@@ -86,8 +85,7 @@ def test_one_pass_measures_equal_the_code_before_them():
     q, d, qi, di = _pinned_case()
     ver = get_verifier("imagefuse", device="cpu", progress=False)
     with ver.torch_threads():
-        # the exhaustive search (coarse=0), whatever the default: its speed-ups must keep v4's values bitwise
-        match = scale_match(q, d, qi, di, ver.variants, batch_size=7, coarse=0, **ver.prefer)
+        match = scale_match(q, d, qi, di, ver.variants, batch_size=7, **ver.prefer)
         local, measured = ver.measure((q, d, qi, di), match)
         fused = ver.pair_scores(local, match, (q, d, qi, di), measured)
         features = ver.pair_features(local, match, (q, d, qi, di), measured)
@@ -119,7 +117,7 @@ def test_verify_measures_once_what_the_separate_kernels_measure(scene):  # noqa:
     with ver.torch_threads():
         from sibscan.kernels.scalematch import scale_match
 
-        match = scale_match(q, d, qi, di, ver.variants, coarse=ver.coarse, keep=ver.keep, **ver.prefer)
+        match = scale_match(q, d, qi, di, ver.variants, **ver.prefer)
         local = patch_agreement(q, d, qi, di, ver.variants, match, grid=ver.grid)
         at = alignment_features(q, d, qi, di, ver.variants, match)
     np.testing.assert_allclose(got[:, 0], local, atol=1e-6)

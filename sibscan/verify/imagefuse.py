@@ -47,7 +47,7 @@ from ..kernels.alignmatch import ALIGNMENT_FEATURES
 from .base import register_verifier
 from .imagematch import ImageMatchVerifier
 
-__all__ = ["COARSE", "COEF", "FEATURES", "INTERCEPT", "KEEP", "ROTATION_COST", "SIZE_POWER", "ImageFuseVerifier"]
+__all__ = ["COEF", "FEATURES", "INTERCEPT", "ROTATION_COST", "SIZE_POWER", "ImageFuseVerifier"]
 
 #: how the search ranks a pair's variants (:func:`sibscan.kernels.scalematch.preference`): by the
 #: evidence ``atanh(NCC) * (T / size) ** SIZE_POWER``, less ``ROTATION_COST`` for a rotated template.
@@ -57,12 +57,6 @@ __all__ = ["COARSE", "COEF", "FEATURES", "INTERCEPT", "KEEP", "ROTATION_COST", "
 #: refitting, then the alignment accuracy (README, crops section)
 SIZE_POWER = 0.5
 ROTATION_COST = 0.2
-#: v5: the search is coarse to fine (:func:`sibscan.kernels.scalematch.scale_match`): every variant at
-#: ``COARSE`` x ``COARSE`` px, the ``KEEP`` the search prefers there again at the working size.  On the
-#: planted crop sets' pairs it found the exhaustive search's alignment for every planted sibling (README,
-#: crops section) at about half its cost
-COARSE = 32
-KEEP = 10
 
 #: the model's inputs, in the order of :data:`COEF`
 FEATURES = ("patches", "global", "scale", "angle", "mirror", *ALIGNMENT_FEATURES)
@@ -89,12 +83,10 @@ class ImageFuseVerifier(ImageMatchVerifier):
     def __init__(self, **options):
         options.setdefault("size_power", SIZE_POWER)
         options.setdefault("rotation_cost", ROTATION_COST)
-        options.setdefault("coarse", COARSE)
-        options.setdefault("keep", KEEP)
         super().__init__(**options)
         # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
         self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
-        self.identity = (f"imagefuse-v5({self.identity},"
+        self.identity = (f"imagefuse-v4({self.identity},"
                          f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
 
     def measure(self, images, match):
