@@ -1,0 +1,144 @@
+"""Starting a scan over, or resuming one, in its directory: what a resumed scan must share with the
+folder's scan, what ``force`` removes, the labels it must keep, and what a directory may hold before
+a scan writes into it.
+
+:func:`sibscan.scan.run_scan` calls :func:`_begin` once its manifest is known, and
+:func:`_refuse_foreign` before anything is written.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from .atomic import dumps_json
+from .config import ScanConfig
+from .errors import SibscanError
+from .items import Items
+from .loaders.memory import is_path
+from .lock import LOCK_NAME
+from .runrecord import RECORD_KEY, RunRecord, begin_run
+from .scandir import ScanDir
+
+#: in-memory images of the Python API, stored as files named by their content hash (never removed by
+#: ``force``: a file there only ever holds the bytes its name says)
+_INPUTS = "inputs"
+#: the name of the train values and fingerprints moved to disk while the scan runs (see
+#: :func:`sibscan.scan._train_to_disk`)
+_SPILL = ".values-"
+#: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
+_OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
+          "report.json", "report.md", "report.html", "flagged.csv", "cache")
+
+#: what a resumed scan must share with the folder's scan, and how a refusal names a difference
+_RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifier", "parameters": "other options",
+                "view_identities": "other candidate views",
+                "pairing": "another pairing of verified scores (made by an earlier sibscan)"}
+
+
+def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+           echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
+    """Start over (``force``) or resume a scan of the same data and options; write the manifest (with
+    the run record) and the items.  Returns the stages already done and the run record."""
+    previous = _previous(sd, cfg.output.force, manifest)
+    differs = [] if previous is None else [what for key, what in _RESUME_KEYS.items()
+                                           if previous.get(key) != json.loads(dumps_json(manifest[key]))]
+    if previous is not None and previous.get("encoder", {}).get("identity") != manifest["encoder"]["identity"]:
+        differs.append("another encoder")
+    same = previous is not None and not differs
+    resumable = same and previous.get("items_fingerprint") == manifest["items_fingerprint"]
+    if same and not resumable:
+        raise SibscanError(
+            f"{sd.path} holds a scan of the same items in another row order or under other ids (its neighbours "
+            "table points at rows by position, so it cannot be resumed on these rows); pass --force to start over "
+            "there (labels under calibration/ are kept) or choose another --out"
+        )
+    if previous is not None and not resumable:
+        raise SibscanError(
+            f"{sd.path} holds a scan of other data or with other options ({', '.join(differs) or 'other items'}); "
+            "pass --force to start over "
+            "there (labels under calibration/ are kept) or choose another --out"
+        )
+    done = set(previous.get("stages", [])) if resumable else set()
+    if "search" in done and "pairs_verified" in previous:  # counted when the search ran, not again on resume
+        manifest["pairs_verified"] = previous["pairs_verified"]
+    if resumable:
+        echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
+    manifest["stages"] = sorted(done)
+    run = _begin_record(cfg, previous if resumable else None, manifest, resumable)
+    sd.write_manifest(manifest)
+    for split, items in splits.items():
+        sd.write_items(items, fps[split])
+    return done, run
+
+
+def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:
+    """The run record (hashes of every input file, environment, start time) in ``manifest[RECORD_KEY]``;
+    resumed exactly when the scan resumes (decided above from content fingerprints and options).
+    In-memory data (from Python) has no file to hash: the manifest's dataset fingerprint names its content."""
+    load = cfg.load
+    inputs = [(role, p) for role, p in (("train", load.index or load.train), ("test", load.test),
+                                        ("labels_train", load.labels_train), ("labels_test", load.labels_test))
+              if p is not None and is_path(p)]
+    run = begin_run((previous or {}).get(RECORD_KEY), inputs=inputs, parameters=manifest["parameters"],
+                    resumed=resumed)
+    manifest[RECORD_KEY] = run.to_dict()
+    return run
+
+
+def _previous(sd: ScanDir, force: bool, manifest: dict) -> Optional[dict]:
+    """Start over when forced; otherwise the previous manifest (for resuming) or None."""
+    if force:
+        _check_kept_labels(sd, manifest)
+        for name in _OWNED:
+            p = sd.path / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+        return None
+    if sd.exists():
+        return sd.manifest()
+    _refuse_foreign(sd)
+    return None
+
+
+def _spill_files(folder: Path) -> List[Path]:
+    """The train spill files in ``folder``, finished (``.values-…``) or still being written (the
+    writer's temporary, ``..values-…``): a scan killed while loading leaves the latter."""
+    return [p for p in folder.glob(f"*{_SPILL}*") if p.name.startswith((_SPILL, "." + _SPILL))]
+
+
+def _refuse_foreign(sd: ScanDir) -> None:
+    """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
+    spills = set(_spill_files(sd.path)) if sd.path.is_dir() else set()
+    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS, LOCK_NAME)
+                                                    and p not in spills for p in sd.path.iterdir()):
+        raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
+
+
+def _check_kept_labels(sd: ScanDir, manifest: dict) -> None:
+    """Refuse to start over under labels whose ids now name other items.
+
+    ``--force`` keeps ``OUT/calibration``, whose labels name pairs by id; when the ids of the new
+    inputs name other content than before (rows reordered in a file whose ids are row numbers),
+    those labels would silently describe other pairs.
+    """
+    labels = sd.path / "calibration" / "labels.jsonl"
+    if not labels.exists() or not sd.manifest_path.exists():
+        return
+    try:
+        before = sd.manifest().get("inputs") or {}
+    except SibscanError:  # an unreadable manifest: nothing to compare with
+        return
+    for split in ("train", "test"):
+        old = (before.get(split) or {}).get("ids_fingerprint")
+        if old is not None and old != manifest["inputs"][split]["ids_fingerprint"]:
+            raise SibscanError(
+                f"{labels} holds labels given to pairs by id, and the {split} ids now name other items (rows "
+                "reordered in a file whose ids are row numbers?); move "
+                f"{sd.path / 'calibration'} elsewhere before starting over, or give this scan another --out"
+            )
