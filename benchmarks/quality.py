@@ -28,26 +28,35 @@ Side by side on the same items, each at its fixed default: plain exact hashing (
 bytes), imagededup's PHash (Hamming distance <= 10), cleanlab Datalab's ``near_duplicate``
 (threshold 0.13 of the median NN distance, on the default encoder's embeddings), datasketch
 MinHashLSH (threshold 0.5, 128 permutations, word sets).  Results: ``benchmarks/results/quality.json``.
+
+This module is the run; the candidates are made in :mod:`benchmarks.quality_candidates`, calibrated
+and scored in :mod:`benchmarks.quality_metrics`, the fixed-default methods run in
+:mod:`benchmarks.quality_baselines` and the tables printed by :mod:`benchmarks.quality_print`.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
-from benchmarks.quality_pairs import (NOT_ASSESSED, PAIRS_SUFFIX, POPULATION_KEY, flag_counts, not_assessed, population,
+from benchmarks.quality_baselines import cleanlab_near_duplicate, datasketch_lsh, exact_hashing, imagededup_phash
+from benchmarks.quality_candidates import (_distinct_pairs, _fallback, cascade_candidates, candidate_recall, top_k,
+                                           union_candidates, view_candidates)
+# _auc and recall_at_precision are not used here: they stay importable from benchmarks.quality
+from benchmarks.quality_metrics import (PREVALENCE, TARGET_PRECISION, _auc, calibrate,  # noqa: F401
+                                        detection_metrics, per_transform, recall_at_precision)
+from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, not_assessed, population,
                                       recalibrate_file, split_pairs, truth)
+from benchmarks.quality_print import _print_candidates, _print_set
 
 log = logging.getLogger("benchmarks.quality")
 
@@ -59,8 +68,6 @@ MORE_VERIFIERS = {"image": ("imagematch", "imagefuse")}
 #: the extra candidate views whose top-k joins the default encoder's, as in a scan (sibscan.views;
 #: results key "union:ENC+VIEW+..."; per view and per union without verification: "candidate_recall")
 EXTRA_VIEWS = {"image": ("windows", "pixels")}
-PREVALENCE = 0.01
-TARGET_PRECISION = 0.95
 
 def crop_size_key(photos: str) -> str:
     """The SIZES entry of the crop sets cut from ``photos`` ("all", or one half: fewer cells)."""
@@ -80,16 +87,6 @@ SIZES = {
 # ------------------------------------------------------------------------------------------------
 # scoring
 # ------------------------------------------------------------------------------------------------
-def top_k(test_emb: np.ndarray, train_emb: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Exact top-k by cosine (brute force: these sets are small). Returns sims, idx of shape (n_test, k)."""
-    sims = test_emb @ train_emb.T
-    k = min(k, sims.shape[1])
-    idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    part = np.take_along_axis(sims, idx, axis=1)
-    order = np.argsort(-part, axis=1, kind="stable")
-    return np.take_along_axis(part, order, axis=1), np.take_along_axis(idx, order, axis=1)
-
-
 class PairScores:
     """Verifier scores of (test, train) pairs, each pair verified once however many encoders propose it."""
 
@@ -111,221 +108,6 @@ class PairScores:
             self.pairs += len(todo)
             self.cache.update(zip(todo, np.asarray(res.scores, np.float64).tolist()))
         return np.array([self.cache[k] for k in keys], dtype=np.float64)
-
-
-def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores: np.ndarray, n_labels: int,
-              seed: int = 0) -> Dict[str, object]:
-    """Calibrate a cutoff as a user would, with an oracle answering for the drawn pairs.
-
-    Parameters
-    ----------
-    score : ndarray of shape (n_test,)
-        Deciding score of each test item's nearest train item.
-    nb : ndarray of shape (n_test,), int
-        That nearest train item.
-    same : ndarray of shape (n_test,), bool
-        The oracle: whether the pair is a planted sibling.
-    random_scores : ndarray of shape (m,)
-        Scores of random (test, train) pairs: the baseline whose 99th percentile bounds the draw.
-    n_labels : int
-        Pairs the oracle labels.
-
-    Returns
-    -------
-    dict
-        ``cutoff``, ``status`` (the fit's, or how a no-flip case was resolved), ``lo``, ``labelled``,
-        ``labelled_same``, ``interval``.  ``cutoff`` is None where a user gets none: the fit refused
-        (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
-        figures at the cutoff are then not assessed (:func:`benchmarks.quality_pairs.not_assessed`).
-        Only a true no-flip gets a convention: every labelled pair 'same' flags down to the
-        baseline's 99th percentile, every one 'different' flags nothing.
-    """
-    from sibscan.calibration.fit import fit
-    from sibscan.calibration.sampling import Population, make_draw
-
-    n = len(score)
-    lo = float(np.quantile(random_scores, 0.99))
-    pop = Population(query_id=np.array([f"te{i}" for i in range(n)]), neighbour_id=np.asarray(nb).astype(str),
-                     query_index=np.arange(n, dtype=np.int64), neighbour_index=np.asarray(nb, np.int64),
-                     score=np.asarray(score, np.float64), exact=np.zeros(n, bool), score_kind="similarity")
-    out: Dict[str, object] = {"lo": lo, "labelled": 0, "labelled_same": 0, "interval": None}
-    if not (pop.score >= lo).any():
-        out.update(cutoff=float(pop.score.max()) + 1e-6, status="no pair above the baseline's 99th percentile")
-        return out
-    rows = make_draw(pop, lo, n_labels, seed=seed).rows
-    s, y = pop.score[rows], np.asarray(same, bool)[rows]
-    out.update(labelled=int(len(rows)), labelled_same=int(y.sum()))
-    res = fit(s, y, pop.score, lo=lo, n_boot=100, seed=seed)
-    if res.cutoff is not None:
-        out.update(cutoff=float(res.cutoff), status=res.status,
-                   interval=None if res.interval is None else [float(v) for v in res.interval])
-    elif y.all():
-        # every labelled pair down to the baseline's tail was a sibling: a user flags all of them
-        out.update(cutoff=lo, status="no flip, all labelled pairs same: cutoff at the baseline's 99th percentile")
-    elif not y.any():
-        # every labelled pair was 'different': a user gets no cutoff, and flags nothing
-        out.update(cutoff=float(pop.score.max()) + 1e-6, status=f"no flip: {res.status}")
-    else:
-        # the labels hold both answers and the fit refused: a user gets no cutoff, so there are no figures at it
-        out.update(cutoff=None, status=f"no cutoff (not assessed): {res.status}")
-    return out
-
-
-def _auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """ROC AUC of positive vs negative scores (ties count a half)."""
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    from scipy.stats import rankdata
-
-    r = rankdata(np.concatenate([pos, neg]))
-    return float((r[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
-
-
-def _precision_at(tpr: float, flag_pos: float, fpr: float, prevalence: float = PREVALENCE) -> float:
-    den = prevalence * flag_pos + (1 - prevalence) * fpr
-    return float(prevalence * tpr / den) if den > 0 else float("nan")
-
-
-def recall_at_precision(score: np.ndarray, correct: np.ndarray, planted: np.ndarray, target: float) -> float:
-    """Best recall over all cutoffs whose flagged pile has precision >= ``target`` (oracle cutoff)."""
-    order = np.argsort(-score, kind="stable")
-    tp = np.cumsum(correct[order])
-    prec = tp / np.arange(1, len(order) + 1)
-    # a cutoff sits between distinct scores: evaluate only at the last index of each tie group
-    s = score[order]
-    last = np.r_[s[1:] != s[:-1], True]
-    ok = last & (prec >= target)
-    return float(tp[ok].max() / max(planted.sum(), 1)) if ok.any() else 0.0
-
-
-def detection_metrics(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray,
-                      score: Optional[np.ndarray] = None) -> Dict[str, float]:
-    """Recall, precision and precision at 1 % prevalence of a flagged set (and AUC when scores exist).
-
-    ``flagged``, ``correct`` : bool arrays of shape (n_test,); ``correct`` = planted and paired with its source.
-    """
-    from scipy.stats import beta
-
-    planted, clean = ps.planted, ~ps.planted
-    tp = flagged & correct
-    tpr = tp.sum() / max(planted.sum(), 1)
-    fp, n_clean = int((flagged & clean).sum()), int(clean.sum())
-    fpr = fp / max(n_clean, 1)
-    # the benchmark holds a few hundred clean items: the false-alarm rate is known only to about
-    # 1/n_clean, so the precision at 1 % prevalence also gets its pessimistic end (FPR's upper 95 % bound)
-    fpr_hi = float(beta.ppf(0.975, fp + 1, n_clean - fp)) if fp < n_clean else 1.0
-    flag_pos = (flagged & planted).sum() / max(planted.sum(), 1)
-    out = {
-        "recall": float(tpr),
-        "precision": float(tp.sum() / flagged.sum()) if flagged.any() else float("nan"),
-        "fpr": float(fpr),
-        "fpr_upper95": fpr_hi,
-        "precision_at_1pct": _precision_at(tpr, flag_pos, fpr),
-        "precision_at_1pct_lower95": _precision_at(tpr, flag_pos, fpr_hi),
-        "flagged": int(flagged.sum()),
-    }
-    if score is not None:
-        out["auc"] = _auc(score[planted], score[clean])
-        out["recall_at_p95"] = recall_at_precision(score, correct, planted, TARGET_PRECISION)
-    return out
-
-
-def per_transform(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray, score: np.ndarray) -> Dict[str, dict]:
-    clean = ~ps.planted
-    fpr = (flagged & clean).sum() / max(clean.sum(), 1)
-    out = {}
-    for t in dict.fromkeys(ps.transform[ps.planted].tolist()):
-        m = ps.transform == t
-        tpr = (flagged & correct & m).sum() / m.sum()
-        out[t] = {"n": int(m.sum()), "recall": float(tpr), "auc": _auc(score[m], score[clean]),
-                  "precision_at_1pct": _precision_at(tpr, (flagged & m).sum() / m.sum(), fpr)}
-    return out
-
-
-def union_candidates(*idx: np.ndarray) -> np.ndarray:
-    """Row-wise union of candidate lists (each of shape (n_test, k_i)), first occurrence first;
-    shorter rows are padded with their first candidate: (n_test, max union size)."""
-    rows = [list(dict.fromkeys(np.concatenate([i[r] for i in idx]).tolist())) for r in range(len(idx[0]))]
-    width = max(len(r) for r in rows)
-    return np.array([r + r[:1] * (width - len(r)) for r in rows], dtype=np.int64)
-
-
-def view_candidates(ps: PlantedSet, embeddings: Dict[str, Tuple[np.ndarray, np.ndarray]], views: Sequence[str],
-                    k: int) -> Tuple[Dict[str, np.ndarray], Dict[str, float]]:
-    """Each view's top-k train items per test item (n_test, k), and its seconds: the encoders'
-    (already embedded: their encode time) and the scan's built-in views (:func:`sibscan.views.view_topk`)."""
-    from sibscan.options import SearchOptions
-    from sibscan.views import view_topk
-
-    found, seconds = {}, {}
-    for name, (train_emb, test_emb) in embeddings.items():
-        found[name] = top_k(test_emb, train_emb, k)[1]
-    for v in views:
-        if v not in found:
-            t = time.perf_counter()
-            found[v] = view_topk(v, {"train": ps.train, "test": ps.test}, k, SearchOptions(), progress=False)[1]
-            seconds[v] = time.perf_counter() - t
-    return found, seconds
-
-
-def candidate_recall(ps: PlantedSet, found: Dict[str, np.ndarray], default: str, views: Sequence[str], k: int,
-                     k_view: int, view_seconds: Dict[str, float]) -> dict:
-    """Share of planted test items whose true source is among the candidates (before any verification),
-    overall and per transform, with the candidates per item: each view alone (its top-k) and the
-    unions a scan makes (the default encoder's top-k joined with each extra view's top-k_view)."""
-    def recall(idx: np.ndarray) -> dict:
-        hit = (idx == ps.source[:, None]).any(axis=1)
-        per = {t: float(hit[ps.planted & (ps.transform == t)].mean()) for t in dict.fromkeys(ps.transform[ps.planted].tolist())}
-        return {"all": float(hit[ps.planted].mean()), "per_transform": per,
-                "candidates_per_item": float(np.mean([len(set(r[r >= 0].tolist())) for r in idx]))}
-
-    unions = {}
-    for names in [(default, *views[:i]) for i in range(1, len(views) + 1)] + [views]:
-        names = tuple(dict.fromkeys(names))
-        if len(names) > 1:
-            unions["+".join(names)] = recall(union_candidates(
-                *(found[n][:, :k] if n == default else found[n][:, :k_view] for n in names)))
-    return {"k": k, "k_view": k_view, "views": {n: recall(idx[:, :k]) for n, idx in found.items()}, "unions": unions,
-            "view_seconds": view_seconds}
-
-
-def _fallback(verified: np.ndarray, test_emb: np.ndarray, train_emb: np.ndarray, qi: np.ndarray,
-              ni: np.ndarray) -> np.ndarray:
-    """Verified scores with an undefined one (NaN: a flat image) replaced by the embedding
-    similarity of the pair, as the scan does (:func:`sibscan.candidates.verify_neighbours`)."""
-    bad = np.isnan(verified)
-    if not bad.any():
-        return verified
-    out = verified.copy()
-    out[bad] = np.einsum("ij,ij->i", test_emb[qi[bad]], train_emb[ni[bad]])
-    return out
-
-
-def _distinct_pairs(cand: np.ndarray) -> int:
-    """Distinct (test, train) pairs in a padded candidate matrix (n_test, c)."""
-    return int(sum(len(set(r.tolist())) for r in cand))
-
-
-def cascade_candidates(ps: PlantedSet, cand: np.ndarray, train_emb: np.ndarray,
-                       test_emb: np.ndarray) -> Tuple[np.ndarray, dict]:
-    """The candidates a scan with ``--cascade`` verifies (:func:`sibscan.views.cascade_candidates`'s
-    selection on the same signals), as a padded matrix, with the windows scoring's seconds."""
-    from sibscan.verify.cascade import IMAGE_CASCADE, cascade_keep
-    from sibscan.views import pair_window_scores
-
-    rows = [list(dict.fromkeys(r.tolist())) for r in cand]
-    qi = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
-    ni = np.array([j for r in rows for j in r], dtype=np.int64)
-    t = time.perf_counter()
-    win = pair_window_scores(ps.test, qi, ps.train, ni)
-    seconds = time.perf_counter() - t
-    sim = np.einsum("ij,ij->i", test_emb[qi], train_emb[ni])
-    keep = cascade_keep(qi, [(win, IMAGE_CASCADE.window_band), (sim, IMAGE_CASCADE.similarity_band)])
-    kept = [ni[(qi == i) & keep].tolist() for i in range(len(rows))]
-    width = max(len(r) for r in kept)
-    out = np.array([r + r[:1] * (width - len(r)) for r in kept], dtype=np.int64)
-    src = (out == ps.source[:, None]).any(axis=1)[ps.planted].mean() if ps.planted.any() else float("nan")
-    return out, {"cascade_seconds": seconds, "cascade": IMAGE_CASCADE.describe(), "source_kept": float(src)}
 
 
 def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs: Optional[PairScores], *, k: int,
@@ -371,86 +153,6 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
 
 def _featureless(ps: PlantedSet) -> np.ndarray:
     return np.asarray(ps.notes.get("featureless", np.zeros(len(ps.test), bool)), bool)
-
-
-# ------------------------------------------------------------------------------------------------
-# the fixed-default methods, side by side
-# ------------------------------------------------------------------------------------------------
-def exact_hashing(ps: PlantedSet) -> dict:
-    """blake2b of the raw bytes: a test item is flagged when its digest occurs in train."""
-    digest = lambda b: hashlib.blake2b(b, digest_size=16).hexdigest()  # noqa: E731
-    train = {}
-    for j, b in enumerate(ps.content_bytes("train")):
-        train.setdefault(digest(b), j)
-    hit = np.array([train.get(digest(b), -1) for b in ps.content_bytes("test")])
-    return detection_metrics(ps, hit >= 0, ps.planted & (hit == ps.source))
-
-
-def imagededup_phash(ps: PlantedSet, max_distance: int = 10) -> Optional[dict]:
-    """imagededup's PHash at its default ``max_distance_threshold`` (10 bits of 64)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from imagededup.methods import PHash
-    except ImportError:
-        return None
-    logging.getLogger("imagededup").setLevel(logging.ERROR)
-    ph = PHash(verbose=False)
-
-    def codes(paths: Sequence[str]) -> np.ndarray:
-        return np.array([int(ph.encode_image(image_file=p), 16) for p in paths], dtype=np.uint64)
-
-    a, b = codes(ps.train.paths), codes(ps.test.paths)
-    dist = np.bitwise_count(b[:, None] ^ a[None, :]).astype(np.int64)
-    nb = dist.argmin(axis=1)
-    d = dist[np.arange(len(b)), nb]
-    return detection_metrics(ps, d <= max_distance, ps.planted & (nb == ps.source), -d.astype(np.float64))
-
-
-def cleanlab_near_duplicate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray) -> Optional[dict]:
-    """cleanlab Datalab ``near_duplicate`` at its defaults, on train + test embeddings together."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from cleanlab import Datalab
-    except ImportError:
-        return None
-    n_train = len(train_emb)
-    feats = np.concatenate([train_emb, test_emb]).astype(np.float32)
-    lab = Datalab(data={"id": np.arange(len(feats))}, verbosity=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lab.find_issues(features=feats, issue_types={"near_duplicate": {}})
-    issues = lab.get_issues("near_duplicate")
-    sets = issues["near_duplicate_sets"].to_numpy()[n_train:]
-    flagged = np.array([bool(len(s)) and bool((np.asarray(s) < n_train).any()) for s in sets])
-    correct = np.array([src >= 0 and src in set(np.asarray(s).tolist()) for s, src in zip(sets, ps.source)])
-    return detection_metrics(ps, flagged, correct)
-
-
-def datasketch_lsh(ps: PlantedSet, threshold: float = 0.5, num_perm: int = 128) -> Optional[dict]:
-    """datasketch MinHashLSH at its default threshold, on each text's set of (lower-cased) words."""
-    try:
-        from datasketch import MinHash, MinHashLSH
-    except ImportError:
-        return None
-
-    def mh(text: str) -> "MinHash":
-        m = MinHash(num_perm=num_perm, seed=1)
-        m.update_batch([w.encode("utf-8") for w in set(text.lower().split())])
-        return m
-
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-    train_mh = [mh(t) for t in ps.train.texts]
-    for j, m in enumerate(train_mh):
-        lsh.insert(j, m)
-    flagged = np.zeros(len(ps.test), bool)
-    correct = np.zeros(len(ps.test), bool)
-    for i, t in enumerate(ps.test.texts):
-        hits = lsh.query(mh(t))
-        flagged[i] = bool(hits)
-        correct[i] = ps.source[i] >= 0 and int(ps.source[i]) in hits
-    return detection_metrics(ps, flagged, correct)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -574,7 +276,7 @@ def run_set(ps: PlantedSet, *, neural: bool, k: int, n_labels: int, n_verified_r
     fixed[f"cleanlab near_duplicate ({default})"] = cleanlab_near_duplicate(ps, *embeddings[default])
     out["fixed_defaults"] = {k: v for k, v in fixed.items() if v is not None}
     out["skipped_methods"] = [k for k, v in fixed.items() if v is None]
-    _print_set(ps, out)
+    _print_set(out, VERIFIERS[ps.modality])
     return out
 
 
@@ -592,68 +294,6 @@ def _time_share(out: dict, default: str, pairs: PairScores, more: Dict[str, Pair
             v = n_pairs * p.seconds / p.pairs + extra_seconds
             share["verifiers"][p.verifier.name] = {"seconds": v, "share_of_scan": v / (v + enc)}
     return share
-
-
-def _modes(entry: dict) -> List[str]:
-    return [m for m in entry if m == "embedding" or m.startswith("verified")]
-
-
-def _mode_name(ps: PlantedSet, mode: str) -> str:
-    if mode == "embedding":
-        return ""
-    return " + " + (VERIFIERS[ps.modality] if mode == "verified" else mode.split(":", 1)[1])
-
-
-def _print_set(ps: PlantedSet, out: dict) -> None:
-    rows = []
-    shown = lambda v: NOT_ASSESSED if v is None else v  # noqa: E731
-    for name, entry in out["encoders"].items():
-        for mode in _modes(entry):
-            r = entry[mode]
-            m = {k: shown(v) for k, v in r["metrics"].items()}
-            cut = r["calibration"]["cutoff"]
-            rows.append({"method": f"{name}{_mode_name(ps, mode)}",
-                         "cutoff": "none (refused)" if cut is None else f"calibrated {cut:.4f}", "precision": m["precision"],
-                         "recall": m["recall"], "P@1%": m["precision_at_1pct"],
-                         "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m["auc"],
-                         "R@P95": m["recall_at_p95"], "flagged": m["flagged"],
-                         "src in cand": r["source_in_candidates"], "hard flagged": shown(r["hard_negatives_flagged"])})
-    for name, m in out["fixed_defaults"].items():
-        rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
-                     "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
-                     "flagged": m["flagged"]})
-    print_table(rows)
-    d = out["difficulty"]
-    print(f"difficulty under {out['default_encoder']}: best negative {d['best_negative']:.4f} > random-pair median "
-          f"{d['random_median']:.4f}; {d['share_negatives_above_random_q99']:.0%} of clean items score above the "
-          f"random q99 {d['random_q99']:.4f}")
-    rows = []
-    for name, entry in out["encoders"].items():
-        for mode in _modes(entry):
-            row = {"method": f"{name}{_mode_name(ps, mode)}"}
-            for t, v in entry[mode]["per_transform"].items():
-                row[t] = f"{NOT_ASSESSED if v['recall'] is None else format(v['recall'], '.2f')} / {v['auc']:.2f}"
-            rows.append(row)
-    print("recall at the calibrated cutoff / ROC AUC, per transform:")
-    print_table(rows)
-    _print_candidates(out)
-    shares = [(what, out.get(key)) for what, key in (("encoder's top-k", "time_share"), ("union", "time_share_union"),
-                                                      ("cascade", "time_share_cascade"))]
-    print(f"verification beside embedding ({out['default_encoder']}: {out['time_share']['encode_seconds']:.1f} s):")
-    print_table([{"candidates": what, "pairs": t["candidate_pairs"],
-                  **{f"{n} s (share)": f"{v['seconds']:.1f} ({v['share_of_scan']:.0%})"
-                     for n, v in t["verifiers"].items()}}
-                 for what, t in shares if t])
-
-
-def _print_candidates(out: dict) -> None:
-    cr = out.get("candidate_recall")
-    if cr:
-        print(f"true source among the candidates before verification (a view alone: its top-{cr['k']}; a union: the "
-              f"encoder's top-{cr['k']} and each extra view's top-{cr['k_view']}), all / per transform:")
-        print_table([{"view": name, "all": r["all"], "per item": r["candidates_per_item"],
-                      **{t: f"{v:.2f}" for t, v in r["per_transform"].items()}}
-                     for name, r in [*cr["views"].items(), *((f"union {n}", r) for n, r in cr["unions"].items())]])
 
 
 def image_encoder_verdict(results: dict) -> Optional[dict]:

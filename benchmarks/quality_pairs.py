@@ -116,7 +116,7 @@ def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, metho
     The labels drawn are the run's: the side file's ``n_labels``, else (side files written before it
     was recorded) ``NAME.json``'s, else ``n_labels``.
     """
-    from benchmarks.quality import calibrate
+    from benchmarks.quality_metrics import calibrate
 
     from benchmarks._common import read_results
 
