@@ -4,8 +4,8 @@
 whole; :class:`NeighboursWriter` takes it in parts (the train→test direction of a large train set is
 searched, verified and appended a block of train rows at a time), so the writer holds one part, never
 the table.  The files are the same: the CSV text is :meth:`Neighbours.iter_csv
-<sibscan.scandir.Neighbours.iter_csv>`'s, row for row; the ``.npz`` holds the same arrays as
-:meth:`Neighbours.save <sibscan.scandir.Neighbours.save>` (a text column as one fixed-width unicode
+<sibscan.neighbourtable.Neighbours.iter_csv>`'s, row for row; the ``.npz`` holds the same arrays as
+:meth:`Neighbours.save <sibscan.neighbourtable.Neighbours.save>` (a text column as one fixed-width unicode
 array, as wide as its longest cell).  That width is known only at the end, so every column is first
 spooled to a raw file beside the output (text cells at their part's width) and copied into the
 archive on :meth:`NeighboursWriter.close`, a part at a time.
@@ -26,13 +26,13 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .atomic import atomic_path
-from .scandir import NEIGHBOUR_COLUMNS, Neighbours
+from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours
 
 __all__ = ["NeighboursWriter"]
 
 
 class NeighboursWriter:
-    """Append :class:`~sibscan.scandir.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
+    """Append :class:`~sibscan.neighbourtable.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
 
     Parameters
     ----------

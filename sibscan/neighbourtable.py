@@ -1,0 +1,177 @@
+"""The neighbours table in memory, column-wise: its columns and their types, filtering by direction
+and rank, and saving it as ``neighbours.npz`` / reading it back and writing it as CSV.  Where it
+sits in a scan directory, and what each column means: :mod:`sibscan.scandir`; written block by
+block while a scan streams: :mod:`sibscan.neighbourfile`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from .atomic import atomic_path, save_npz
+from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _corrupt
+
+NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
+    "query_split": np.dtype("U5"),
+    "query_id": np.dtype(object),
+    "query_index": np.dtype(np.int64),
+    "rank": np.dtype(np.int32),
+    "embedding_rank": np.dtype(np.int32),
+    "neighbour_split": np.dtype("U5"),
+    "neighbour_id": np.dtype(object),
+    "neighbour_index": np.dtype(np.int64),
+    "similarity": np.dtype(np.float32),
+    "verified": np.dtype(np.float32),
+    "score": np.dtype(np.float32),
+    "exact": np.dtype(bool),
+    "detail": np.dtype(object),
+    "view": np.dtype(object),
+}
+
+
+@dataclass
+class Neighbours:
+    """The neighbours table, column-wise (its columns: see :mod:`sibscan.scandir`)."""
+
+    columns: Dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = None
+        for name, dtype in NEIGHBOUR_COLUMNS.items():
+            col = self.columns.get(name)
+            if col is None:
+                if name == "verified":
+                    col = np.full(0 if n is None else n, np.nan, dtype=np.float32)
+                elif name == "score" and "similarity" in self.columns:
+                    sim = np.asarray(self.columns["similarity"], np.float32)
+                    ver = self.columns.get("verified")
+                    col = sim.copy() if ver is None else np.where(np.isnan(ver), sim, ver).astype(np.float32)
+                elif name == "embedding_rank" and "rank" in self.columns:
+                    col = np.asarray(self.columns["rank"]).copy()  # unverified: the search's rank
+                elif name in ("detail", "view"):
+                    col = np.full(0 if n is None else n, "", dtype=object)
+                else:
+                    raise ValueError(f"neighbours table needs column {name!r}")
+            col = np.asarray(col)
+            if dtype == np.dtype(object):
+                col = col.astype(str).astype(object)
+            else:
+                col = col.astype(dtype)
+            if n is None:
+                n = len(col)
+            elif len(col) != n:
+                raise ValueError(f"column {name!r} has {len(col)} rows, expected {n}")
+            self.columns[name] = col
+
+    def __len__(self) -> int:
+        return len(self.columns["rank"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def mask(self, query_split: str, neighbour_split: str, rank: Optional[int] = None) -> np.ndarray:
+        m = (self.columns["query_split"] == query_split) & (self.columns["neighbour_split"] == neighbour_split)
+        if rank is not None:
+            m &= self.columns["rank"] == rank
+        return m
+
+    def select(self, mask: np.ndarray) -> "Neighbours":
+        return Neighbours({k: v[mask] for k, v in self.columns.items()})
+
+    def direction(self, query_split: str, neighbour_split: str) -> "Neighbours":
+        return self.select(self.mask(query_split, neighbour_split))
+
+    def top1(self, query_split: str = "test", neighbour_split: str = "train") -> "Neighbours":
+        """Each query's nearest neighbour by the deciding ``score`` (ties: lower rank)."""
+        sub = self.direction(query_split, neighbour_split)
+        if len(sub) == 0:
+            return sub
+        order = np.lexsort((sub["rank"], -sub["score"], sub["query_index"]))
+        q = sub["query_index"][order]
+        first = np.ones(len(q), bool)
+        first[1:] = q[1:] != q[:-1]
+        return sub.select(order[first])
+
+    @staticmethod
+    def concat(parts: Iterable["Neighbours"]) -> "Neighbours":
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return Neighbours.empty()
+        return Neighbours({k: np.concatenate([p.columns[k] for p in parts]) for k in NEIGHBOUR_COLUMNS})
+
+    @staticmethod
+    def empty() -> "Neighbours":
+        return Neighbours({k: np.zeros(0, dtype=d if d != np.dtype(object) else "U1") for k, d in NEIGHBOUR_COLUMNS.items()})
+
+    def save(self, path: Path) -> None:
+        arrays = {}
+        for k, v in self.columns.items():
+            arrays[k] = v.astype(str) if v.dtype == object else v
+        save_npz(path, **arrays)
+
+    @staticmethod
+    def load(path: Path, skip: Iterable[Tuple[str, str]] = ()) -> "Neighbours":
+        """Read a table :meth:`save` wrote; ``skip``: directions ``(query_split, neighbour_split)`` left
+        out (read column by column, so their rows are never all held at once)."""
+        skip = list(skip)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if not skip:
+                    return Neighbours({k: z[k] for k in z.files})
+                qs, ns = z["query_split"], z["neighbour_split"]
+                keep = np.ones(len(qs), bool)
+                for q, n in skip:
+                    keep &= ~((qs == q) & (ns == n))
+                del qs, ns
+                return Neighbours({k: z[k][keep] for k in z.files})
+        except _READ_ERRORS as exc:
+            raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
+
+    def to_csv(self) -> str:
+        """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1."""
+        return "".join(self.iter_csv())
+
+    def iter_csv(self, block: int = 65536) -> Iterator[str]:
+        """:meth:`to_csv`'s text in pieces of ``block`` rows (the header first), so a writer holds one
+        block's cells, not the whole table's (a cell is a Python string: ~60 bytes each).
+
+        Column-wise within a block (no per-cell type dispatch), so a table of millions of rows takes seconds.
+        """
+        names = list(NEIGHBOUR_COLUMNS)
+        yield ",".join(names) + "\n"
+        for start in range(0, len(self), block):
+            cells = [_csv_cells(self.columns[name][start:start + block]) for name in names]
+            yield "\n".join(",".join(row) for row in zip(*cells)) + "\n"
+
+    def write_csv(self, path: Path) -> None:
+        """Write :meth:`to_csv`'s text to ``path`` atomically, block by block."""
+        with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for piece in self.iter_csv():
+                fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _csv_cells(col: np.ndarray) -> List[str]:
+    """One column's cells as CSV text: floats with 6 decimals (NaN empty), bools 0/1."""
+    if col.dtype.kind == "f":
+        text = [f"{x:.6f}" for x in col.tolist()]
+        if np.isnan(col).any():
+            text = ["" if bad else t for t, bad in zip(text, np.isnan(col).tolist())]
+        return text
+    if col.dtype.kind == "b":
+        return np.where(col, "1", "0").tolist()
+    if col.dtype.kind in "iu":
+        return col.astype(str).tolist()
+    return [_csv_cell(str(x)) for x in col.tolist()]
+
+
+def _csv_cell(text: str) -> str:
+    """Quote a CSV cell the way the csv module does (only when it holds a comma, quote or newline)."""
+    if "," in text or '"' in text or "\n" in text or "\r" in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
