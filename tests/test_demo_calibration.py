@@ -4,6 +4,7 @@ the first 20 train rows)."""
 from __future__ import annotations
 
 import json
+import math
 import runpy
 from pathlib import Path
 
@@ -56,8 +57,11 @@ def _calibrates_ok(demo: Path, tmp_path: Path, train: str, test: str, *, known_m
     assert cal.status == "ok", (cal.status, cal.advice)
     n_test = len(ScanDir(scan).items("test"))
     lo, mid, hi = cal.estimates["sibling_rate"]
-    if known_miss and not lo <= N_PLANTED / n_test <= hi:
-        pytest.xfail(f"{known_miss} (interval {lo:.4f}-{hi:.4f}, planted {N_PLANTED / n_test:.4f})")
+    planted = N_PLANTED / n_test
+    # only the known miss: a finite interval just under the planted rate (by less than 2 points); any
+    # other miss — an over-estimate, a far one, NaN bounds — fails below
+    if known_miss and math.isfinite(lo) and math.isfinite(hi) and lo <= hi and planted - 0.02 <= hi < planted:
+        pytest.xfail(f"{known_miss} (interval {lo:.4f}-{hi:.4f}, planted {planted:.4f})")
     assert lo <= N_PLANTED / n_test <= hi, (lo, mid, hi)
 
 
