@@ -5,7 +5,7 @@
 
 A simulated labeller answers ``n`` pairs whose scores are uniform on [0, 1]; the true
 ``P(same | score)`` is logistic with its half-way point at 0.5 and width ``w``.  Each draw is fitted
-by the current rule (:data:`calibration.fit.RULE`: isotonic P(same) read at its lower bound per
+by the current rule (:data:`sibscan.calibration.fit.RULE`: isotonic P(same) read at its lower bound per
 run of answers) and by the earlier point-estimate rule (the same curve read at its point estimate,
 the midpoint convention unchanged).  Reported per rule and setting, over the draws that give a
 cutoff: the share whose *first labelled pair at or above the cutoff* has true P(same) < 0.5 (the
@@ -33,7 +33,7 @@ def true_p(s: np.ndarray, width: float) -> np.ndarray:
 
 def one_setting(n: int, width: float, draws: int, seed: int) -> Dict[str, Dict[str, object]]:
     """Both rules over ``draws`` simulated label sets of ``n`` pairs."""
-    from calibration.fit import Curve, find_cutoff, fit_curve
+    from sibscan.calibration.fit import Curve, find_cutoff, fit_curve
 
     rng = np.random.default_rng(seed)
     out: Dict[str, Dict[str, List[bool]]] = {r: {"first": [], "at": [], "none": []} for r in ("bound", "point")}
@@ -76,7 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
             res = one_setting(n, w, draws, args.seed + int(n * 1000 + w * 1000))
             for rule, r in res.items():
                 rows.append({"n_labels": n, "width": w, "rule": rule, **r})
-    from calibration.fit import POINT_RULE, RULE
+    from sibscan.calibration.fit import POINT_RULE, RULE
 
     payload = {"quick": args.quick, "seed": args.seed, "rules": {"bound": RULE, "point": POINT_RULE}, "rows": rows}
     write_results(args.name or ("cutoff_rule_sim_quick" if args.quick else "cutoff_rule_sim"), payload)

@@ -77,11 +77,13 @@ if [ "$DRY" -eq 0 ] && ! "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.i
   DRY=1
 fi
 
+# the CUDA tests, named once for the run and for the dry run
+CUDA_TESTS="tests/test_search_cuda.py tests/test_verify.py tests/test_imagefuse.py tests/test_encoders_neural.py"
 if [ "$DRY" -eq 1 ]; then
   RESULTS="$OUT"
   export SIBSCAN_BENCH_RESULTS="$OUT"  # CPU stand-in figures never land in benchmarks/results/
   say "DRY RUN: CUDA steps are skipped; the pipeline benchmark runs tiny on the CPU to exercise its code"
-  skip cuda_tests "pytest -m cuda tests/test_search_cuda.py tests/test_verify.py tests/test_imagefuse.py tests/test_encoders_neural.py"
+  skip cuda_tests "pytest -m cuda $CUDA_TESTS"
   skip search_cuda "python -m benchmarks.search --device cuda"
   step gpu_pipeline 900 "$PY" -m benchmarks.gpu_pipeline --device cpu --quick --encoders "${DRY_ENCODERS:-effnet,clip}"
 else
@@ -90,7 +92,7 @@ else
   nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv >>"$LOG" 2>&1 || true
   "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" 2>&1 | tee -a "$LOG"
   step cuda_tests 180 "$PY" -m pytest -q -m cuda -p no:cacheprovider --continue-on-collection-errors \
-    tests/test_search_cuda.py tests/test_verify.py tests/test_imagefuse.py tests/test_encoders_neural.py --junitxml="$OUT/cuda_tests.xml"
+    $CUDA_TESTS --junitxml="$OUT/cuda_tests.xml"
   step search_cuda 240 "$PY" -m benchmarks.search --device cuda
   step gpu_pipeline 180 "$PY" -m benchmarks.gpu_pipeline --device cuda
   cp "$RESULTS"/search_cuda.json "$RESULTS"/gpu_pipeline.json "$OUT/" 2>/dev/null || true

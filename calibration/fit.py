@@ -206,7 +206,7 @@ def fit_curve(scores: np.ndarray, same: np.ndarray) -> Curve:
     block = np.concatenate([[0], np.cumsum(p[1:] != p[:-1])]) if len(p) else np.zeros(0, np.int64)
     kb = np.rint(np.bincount(block, weights=k)).astype(np.int64)
     nb = np.rint(np.bincount(block, weights=w)).astype(np.int64)
-    bound = np.array([same_lower_bound(int(a), int(b)) for a, b in zip(kb, nb)])
+    bound = np.array([same_lower_bound(int(a), int(b), CONFIDENCE) for a, b in zip(kb, nb)])  # one cache key with min_same_run
     # P does not fall as the score rises: a block's bound holds above it too
     lower = np.maximum.accumulate(bound[block]) if len(p) else np.zeros(0)
     return Curve(x=x, p=p, lower=lower)
@@ -221,6 +221,12 @@ def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_pr
     labelled score or a midpoint) at which the mean lower bound over the population pairs scoring at or
     above it reaches the target.
     """
+    s = None if pop_scores is None else np.sort(np.asarray(pop_scores, dtype=np.float64))
+    return _cutoff(curve, s, target_precision)
+
+
+def _cutoff(curve: Curve, s: Optional[np.ndarray], target_precision: Optional[float]) -> Optional[float]:
+    """:func:`find_cutoff` with the population's scores ``s`` sorted already (a bootstrap sorts them once)."""
     x, lower = curve.x, curve.lower
     up = np.flatnonzero(lower >= 0.5)
     # the lower bound must be under 0.5 somewhere below (the point estimate may be 0.5 or more there)
@@ -229,10 +235,9 @@ def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_pr
     if target_precision is None:
         i = up[0]
         return float((x[i - 1] + x[i]) / 2)
-    if pop_scores is None or len(pop_scores) == 0:
+    if s is None or len(s) == 0:
         return None
     cand = np.unique(np.concatenate([x, (x[1:] + x[:-1]) / 2]))
-    s = np.sort(np.asarray(pop_scores, dtype=np.float64))
     ps = Curve(x, lower)(s)
     # precision(c) = mean of P over s >= c: suffix sums over the sorted population
     suffix = np.cumsum(ps[::-1])[::-1]
@@ -244,6 +249,14 @@ def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_pr
     return float(cand[ok[0]]) if len(ok) else None
 
 
+def _run_at(curve: Curve, scores: np.ndarray, same: np.ndarray, value: float) -> tuple:
+    """Ends of the run of labelled scores fitted at ``value``, its 'same' answers and all its answers."""
+    on = curve.p == value
+    a, b = float(curve.x[on][0]), float(curve.x[on][-1])
+    inside = (scores >= a) & (scores <= b)
+    return a, b, int(same[inside].sum()), int(inside.sum())
+
+
 def bootstrap_cutoff(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, target_precision: Optional[float],
                      n_boot: int = 300, seed: int = 0) -> tuple:
     """Percentile interval (2.5 %, 97.5 %) of the cutoff over label resamples, and the share that flipped."""
@@ -251,8 +264,9 @@ def bootstrap_cutoff(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarra
     n = len(scores)
     idx = rng.integers(0, n, size=(n_boot, n))
     cuts = []
+    s = None if pop_scores is None else np.sort(np.asarray(pop_scores, dtype=np.float64))
     for row in idx:
-        c = find_cutoff(fit_curve(scores[row], same[row]), pop_scores, target_precision)
+        c = _cutoff(fit_curve(scores[row], same[row]), s, target_precision)
         if c is not None:
             cuts.append(c)
     if not cuts:
@@ -330,13 +344,10 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
         elif curve.lower[0] >= 0.5:
             # the lowest run of answers already bounds P(same) at 0.5 or more: the flip lies below every
             # labelled score, so only answers below the lowest one can place it (more above never can)
-            x0 = float(curve.x[0])
-            first = curve.p == curve.p[0]
-            a, b = float(curve.x[first][0]), float(curve.x[first][-1])
-            in_first = (scores >= a) & (scores <= b)
+            x0, b, k, m = _run_at(curve, scores, same, curve.p[0])  # the run starts at the lowest labelled score
             problems.append(f"no flip observed at or below the lowest labelled score {fmt.score(x0)}: P(same) is high "
                             f"already there (its {BOUND} is {curve.lower[0]:.2f}; the lowest run of answers, scoring "
-                            f"{fmt.span(a, b)}, holds {int(same[in_first].sum())} 'same' of {int(in_first.sum())}), so "
+                            f"{fmt.span(x0, b)}, holds {k} 'same' of {m}), so "
                             "no answer below it says where P(same) falls under 0.5")
             if n_diff >= min_per_side:  # with fewer, the advice above already points below the lowest 'same'
                 where = f"between {fmt.span(lo, x0)}" if lo < x0 else f"under {fmt.score(x0)}"
@@ -349,13 +360,12 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
             advice.append(f"label more pairs scoring above {fmt.score(low_same)}, or lower --target-precision")
         else:
             need = min_same_run(max(0.5, target_precision or 0.5))
-            top = curve.p == curve.p[-1]  # the run of answers with the highest P(same): more answers there tighten its bound
-            a, b = float(curve.x[top][0]), float(curve.x[top][-1])
-            in_top = (scores >= a) & (scores <= b)
+            # the run of answers with the highest P(same): more answers there tighten its bound
+            a, b, k, m = _run_at(curve, scores, same, curve.p[-1])
             problems.append(f"not enough labels: no score from which P(same)'s {BOUND} reaches "
                             f"{0.5 if target_precision is None else target_precision:g} (that needs a run of at least {need} "
                             f"'same' answers with few 'different' among them; the run with the highest P(same), scoring "
-                            f"{fmt.span(a, b)}, holds {int(same[in_top].sum())} 'same' of {int(in_top.sum())} answers)")
+                            f"{fmt.span(a, b)}, holds {k} 'same' of {m} answers)")
             if n_same >= min_per_side:  # with fewer, the advice above says where to look
                 # from the highest 'different' up, or from the run's start when that 'different' is inside it
                 advice.append(f"label about 10 more pairs scoring between {fmt.span(min(a, top_diff), 1.0)}")

@@ -45,12 +45,6 @@ __all__ = ["ALIGNMENT_FEATURES", "aligned_measures", "aligned_signals", "alignme
 ALIGNMENT_FEATURES = ("patches8", "consistent", "energy_spread")
 
 
-def _patch_rms(x, grid: int):
-    """Each patch's RMS about its own mean (edge strength), shape (..., grid * grid)."""
-    p = _patches(x, grid)
-    return (p - p.mean(-1, keepdim=True)).square().mean(-1).sqrt()
-
-
 def _patches(x, grid: int):
     """(m, 1, T, T) -> (m, grid * grid, P * P) with P = T // grid (the last T % grid rows/columns dropped)."""
     m, T = x.shape[0], x.shape[-1]
@@ -59,15 +53,27 @@ def _patches(x, grid: int):
     return x.permute(0, 1, 3, 2, 4).reshape(m, grid * grid, P * P)
 
 
+def _centred(x, grid: int):
+    """:func:`_patches` of ``x``, each patch less its own mean."""
+    p = _patches(x, grid)
+    return p - p.mean(-1, keepdim=True)
+
+
+def _ncc_of(a, b, P: int):
+    """Per-patch NCC of centred patches ``a``, ``b`` (..., P * P), and which hold structure in both."""
+    na, nb = a.square().sum(-1).sqrt(), b.square().sum(-1).sqrt()
+    return (a * b).sum(-1) / (na * nb).clamp_min(1e-12), (na >= FLAT_RMS * P) & (nb >= FLAT_RMS * P)
+
+
 def _patch_ncc(a, b, grid: int):
     """Per-patch NCC of (m, 1, T, T) signals cut into ``grid x grid`` patches, and which patches hold
     structure in both: two (m, grid**2) tensors."""
-    P = a.shape[-1] // grid
-    a, b = _patches(a, grid), _patches(b, grid)
-    a = a - a.mean(-1, keepdim=True)
-    b = b - b.mean(-1, keepdim=True)
-    na, nb = a.square().sum(-1).sqrt(), b.square().sum(-1).sqrt()
-    return (a * b).sum(-1) / (na * nb).clamp_min(1e-12), (na >= FLAT_RMS * P) & (nb >= FLAT_RMS * P)
+    return _ncc_of(_centred(a, grid), _centred(b, grid), a.shape[-1] // grid)
+
+
+def _agreement(r, counted, grid: int):
+    """Patch agreement from per-patch NCCs ``r`` and the patches ``counted``: (m,) tensor."""
+    return (r.clamp_min(0) * counted).sum(-1).div(grid * grid)
 
 
 def _shifted_patch_ncc(t, w, reach: int, grid: int = 4):
@@ -79,8 +85,7 @@ def _shifted_patch_ncc(t, w, reach: int, grid: int = 4):
     template's patches are centred once and every offset's patches are one strided view of ``w``."""
     g, T, k = t.shape[0], t.shape[-1], 2 * reach + 1
     P = T // grid
-    a = _patches(t, grid)
-    a = a - a.mean(-1, keepdim=True)
+    a = _centred(t, grid)
     na = a.square().sum(-1).sqrt()
     wc = w[:, 0].contiguous()
     s0, s1, s2 = wc.stride()
@@ -99,11 +104,12 @@ def _features_at(t, w, reach: int, near):
 
     T = t.shape[-1]
     at = w[..., reach:reach + T, reach:reach + T]
-    r8, both8 = _patch_ncc(t, at, 8)
+    a8, b8 = _centred(t, 8), _centred(at, 8)
+    r8, both8 = _ncc_of(a8, b8, T // 8)
     patches8 = (r8.clamp_min(0) * both8).sum(-1) / both8.sum(-1).clamp_min(1)
     r4, both4 = _shifted_patch_ncc(t, w, reach)
     consistent = (near[r4.argmax(1)] & both4).sum(-1) / 16.0
-    ea, eb = _patch_rms(t, 8), _patch_rms(at, 8)
+    ea, eb = a8.square().mean(-1).sqrt(), b8.square().mean(-1).sqrt()
     lr = torch.log(ea + FLAT_RMS / 2) - torch.log(eb + FLAT_RMS / 2)
     some = (torch.maximum(ea, eb) >= FLAT_RMS).to(lr.dtype)
     n = some.sum(-1).clamp_min(1)
@@ -138,11 +144,11 @@ def aligned_measures(query, database, query_index, database_index, variants: Seq
     local, out = np.zeros(m, np.float32), np.zeros((m, len(ALIGNMENT_FEATURES)))
     shifts = [(dy, dx) for dy in range(-reach, reach + 1) for dx in range(-reach, reach + 1)]
     near = torch.tensor([max(abs(dy), abs(dx)) <= 1 for dy, dx in shifts], device=device)
+    per_pass = _FEATURE_VALUES_CUDA if str(device).startswith("cuda") else _FEATURE_VALUES
     with torch.no_grad():
         for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
                                           min_side=min(grid, 8), margin=reach, device=device):
             T = t.shape[-1]
-            per_pass = _FEATURE_VALUES_CUDA if str(device).startswith("cuda") else _FEATURE_VALUES
             step = max(1, per_pass // ((2 * reach + 1) ** 2 * T * T))
             for lo in range(0, len(rows), step):
                 part, tp, wp = rows[lo:lo + step], t[lo:lo + step], w[lo:lo + step]
@@ -153,7 +159,7 @@ def aligned_measures(query, database, query_index, database_index, variants: Seq
                 if T >= grid:
                     if grid != 4 or r is None:  # the unshifted 4 x 4 NCCs serve the default grid
                         r, counted = _patch_ncc(tp, wp[..., reach:reach + T, reach:reach + T], grid)
-                    local[part] = (r.clamp_min(0) * counted).sum(-1).div(grid * grid).cpu().numpy()
+                    local[part] = _agreement(r, counted, grid).cpu().numpy()
     return local, out
 
 
@@ -267,7 +273,7 @@ def patch_agreement(query, database, query_index, database_index, variants: Sequ
     for rows, t, w in aligned_signals(query, database, query_index, database_index, variants, match,
                                       min_side=grid, device=device):
         r, counted = _patch_ncc(t, w, grid)
-        out[rows] = (r.clamp_min(0) * counted).sum(-1).div(grid * grid).cpu().numpy()
+        out[rows] = _agreement(r, counted, grid).cpu().numpy()
     return out
 
 

@@ -248,7 +248,7 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
         if (outer, T) not in inv_den:
             inv_den = {k: w for k, w in inv_den.items() if k[1] == T}  # variants come grouped by size
             inv_den[outer, T] = inverse_norms(integrals[outer], T)
-        inv, oall = inv_den[outer, T], index[outer]
+        inv = inv_den[outer, T]
         if (v.inner, v.scale) not in blurred:  # the anti-aliasing is shared by a scale's rotations
             blurred = {(v.inner, v.scale): antialias(imgs[v.inner], v.scale)}
         src = blurred[v.inner, v.scale][need]
@@ -258,8 +258,8 @@ def _variant_search(query, database, qi, di, variants: Sequence[MatchVariant], t
         tspec = torch.conj(_spectra(t, N))
         for lo in range(0, len(rows), batch_size):
             r, ii = rows[lo:lo + batch_size], local[lo:lo + batch_size]
-            oi = oall[r]
-            ospec = pair_spec[outer][lo:lo + batch_size] if everyone else spec[outer][index[outer][r]]
+            oi = index[outer][r]
+            ospec = pair_spec[outer][lo:lo + batch_size] if everyone else spec[outer][oi]
             # the inverse 2-D FFT of only the n x n positions a template fits at: the inverse over rows,
             # the first n rows kept, then the real inverse over columns (irfft2's own two passes, the
             # same values, on n of the N rows in the second)

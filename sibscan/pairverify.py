@@ -27,9 +27,10 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from .calibration.baseline import pair_keys
 from .items import Items
 from .progress import task
-from .scandir import Neighbours
+from .neighbourtable import Neighbours
 
 __all__ = ["PAIRING", "VerifiedPairs", "canonical_pairs", "verify_pairs"]
 
@@ -83,7 +84,7 @@ class VerifiedPairs:
         for qs, ns in (("test", "train"), ("train", "test")):
             m = nb.mask(qs, ns)
             _, ti, _, tri = canonical_pairs(qs, nb["query_index"][m], ns, nb["neighbour_index"][m])
-            keys.append(ti * int(n_train) + tri)
+            keys.append(pair_keys(ti, tri, n_train))
             verified.append(nb["verified"][m])
             detail.append(nb["detail"][m])
         keys_all = np.concatenate(keys)
@@ -96,7 +97,7 @@ class VerifiedPairs:
     def lookup(self, test_index: np.ndarray, train_index: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(found, verified, detail)`` of each (test, train) pair, ndarrays of shape (m,): bool, float32
         (NaN where not found, or where the verifier gave none), object ("" where not found)."""
-        keys = np.asarray(test_index, np.int64) * self.n_train + np.asarray(train_index, np.int64)
+        keys = pair_keys(test_index, train_index, self.n_train)
         if not len(self.keys):
             return np.zeros(len(keys), bool), np.full(len(keys), np.nan, np.float32), np.full(len(keys), "", object)
         pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
