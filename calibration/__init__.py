@@ -38,6 +38,7 @@ _API = {
     "pava": "fit",
     "resolve": "record",
     "scan_baseline": "baseline",
+    "scan_headline": "flow",
     "tail_probability": "baseline",
     "write_calibration": "record",
 }

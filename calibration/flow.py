@@ -16,18 +16,20 @@ import numpy as np
 
 from sibscan import fmt
 from sibscan.errors import CompatibilityError, SibscanError
-from sibscan.rate import TestScores, estimate_rate, flagged_mask, narrow_enough, scan_headline, test_scores
+from sibscan.cutoff import resolve_cutoff
+from sibscan.pairdecision import PairLabels, labels_phrase
+from sibscan.rate import TestScores, estimate_rate, headline, narrow_enough, test_scores
 from sibscan.scandir import ScanDir
 from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
 from .fit import POINT_RULE, fit, same_rule
-from .labels import Identity, LabelStore
+from .labels import Identity, LabelStore, scan_labels
 from .record import CUTOFF_FILE, LABELS_FILE, Calibration, load_calibration, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 
-__all__ = ["calibrate", "describe", "headline_of", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
+__all__ = ["calibrate", "describe", "headline_of", "default_definition", "scan_headline", "DEFINITIONS", "UIS", "DRAW_FILE"]
 
 log = logging.getLogger("sibscan.calibration")
 
@@ -319,8 +321,12 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                               "same": int((below[rows_a] & same_a).sum())}
     n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or baseline.get("n_train") or 0)
     if res.cutoff is not None:
-        flagged = flagged_mask(ts.score, ts.exact, res.cutoff)
-        est["flagged"] = int(flagged.sum())
+        # what the report will flag at this cutoff: the pairs answered here decided by their answers
+        labelled = TestScores(ts.score, ts.exact, ts.top, ts.rows,
+                              PairLabels.from_records(store.current().values(), identity.dataset_fingerprint))
+        fl = labelled.flags(res.cutoff)
+        est["flagged"] = int(fl.flagged.sum())
+        est["decided_by_labels"] = fl.decided()
         est["flagged_rate"] = est["flagged"] / n_test if n_test else None
         est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, n_test)
         est["chance_extrapolated"] = extrapolated(baseline, res.cutoff)
@@ -338,6 +344,20 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                if res.curve is not None else None,
                "n_labelled_outside_population": int(n_outside), "n_labels_used": int(len(rows_a))},
     )
+
+
+def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
+                  definition: Optional[str] = None) -> dict:
+    """The headline of a scan directory, with the cutoff resolved as every command resolves it
+    (:func:`sibscan.cutoff.resolve_cutoff`) and the hand labels behind it deciding the pairs they
+    answer (:func:`.labels.scan_labels`): what ``report.json``'s ``headline`` holds."""
+    sd = ScanDir(scan_dir)
+    manifest = sd.manifest()
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
+    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
+    labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
+    return headline(at, test_scores(sd.path, labels=labels), baseline=sd.baseline(), n_train=n_train,
+                    definition=definition)
 
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
@@ -363,8 +383,9 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     e = cal.estimates or {}
     if e.get("precision") is not None or e.get("recall") is not None:
         f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates), "
-                     f"{e.get('flagged')} test items flagged")
+        said = labels_phrase(e.get("decided_by_labels"))
+        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates, "
+                     f"by score), {e.get('flagged')} test items flagged" + (f" ({said})" if said else ""))
     b = e.get("below_range")
     if b:
         lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")

@@ -28,8 +28,11 @@ from typing import Dict, List, Optional, Tuple
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
 from sibscan.loaders.records import json_objects
+from sibscan.pairdecision import PairLabels
 
-__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
+from .record import LABELS_FILE
+
+__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file", "scan_labels"]
 
 LABELS = ("same", "different", "skip")
 _ALL_LABELS = LABELS + ("undo",)
@@ -230,3 +233,23 @@ def _default_labeller() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no login name in some containers
         return "unknown"
+
+
+def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLabels:
+    """The answers that decide a scan's pairs: the ``labels.jsonl`` of the calibration behind its cutoff
+    (``cutoff.evidence["calibration"]``), else of the scan's own ``calibration/``; none without a cutoff.
+
+    Parameters
+    ----------
+    scan_dir : path
+    cutoff : sibscan.cutoff.Cutoff
+    dataset_fingerprint : str or None
+        The scan's; answers recorded for other data are left out.
+    """
+    if cutoff.value is None:
+        return PairLabels.empty()
+    where = (cutoff.evidence or {}).get("calibration") if cutoff.kind == "calibrated" else None
+    path = Path(where if where else Path(scan_dir) / "calibration") / LABELS_FILE
+    if not path.exists():
+        return PairLabels.empty()
+    return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path))

@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import SibscanError
 from .loaders import as_items
+from .pairdecision import labels_phrase
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
@@ -44,7 +45,8 @@ class CheckResult:
     required : dict
         Each ``--require``d audit check: ``"passed"``, ``"failed"``, ``"not assessed"`` or ``"stale"``.
     offending : list of dict
-        The first offending pairs (report pair records).
+        The first offending test items (records of the report's ``flagged`` list: each item and the
+        training item that flagged it).
     report : dict
         The report the check was computed from.
     """
@@ -188,6 +190,9 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     if max_exact is not None:
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
+    said = labels_phrase(head.get("decided_by_labels"))
+    if said and max_rate is not None:
+        parts.append(said)
     if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
         parts.append(head["note"])
     passed = not (fail_rate or fail_exact)
@@ -195,14 +200,9 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     if passed:
         message = "OK: " + "; ".join(parts) + "."
     else:
-        c = cut["value"]
-        pairs = report["closest_pairs"]
-        if fail_rate:
-            offending = [p for p in pairs if p["exact"] or (c is not None and p["score"] is not None
-                                                          and np.float32(p["score"]) >= np.float32(c))]
-        else:
-            offending = [p for p in pairs if p["exact"]]
-        offending = offending[:n_pairs]
+        # the flagged items as the report lists them (hand labels decide the pairs they answer)
+        flagged = report["flagged"]
+        offending = (flagged if fail_rate else [p for p in flagged if p["exact"]])[:n_pairs]
         message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
                    "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
                    "'sibscan report SCAN_DIR --predictions FILE'): remove or replace them (`sibscan split SCAN_DIR --out "

@@ -1,8 +1,9 @@
 """The sibling graph of a scan and its sibling groups.
 
 The graph joins every pair of items (over train and test together) that are exact twins (same
-fingerprint), siblings at the cutoff (a neighbours-table row with ``score >= cutoff``, in any
-direction) or, with ``sources=True``, share a group/source value (patient, user, page).  The
+fingerprint), siblings at the cutoff (a neighbours-table row that is a sibling pair by
+:func:`sibscan.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
+unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with ``sources=True``, share a group/source value (patient, user, page).  The
 report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
 a new split.
 
@@ -34,6 +35,8 @@ from typing import Optional
 import numpy as np
 
 from .cutoff import Cutoff, resolve_cutoff
+from .calibration.labels import scan_labels
+from .pairdecision import pair_is_sibling
 from .errors import SibscanError
 from .scandir import ScanDir, load_items
 
@@ -285,6 +288,17 @@ def check_linkage(linkage: str) -> None:
         raise SibscanError(f"unknown --linkage {linkage!r}; available: {', '.join(LINKAGES)}")
 
 
+def _row_labels(nb, labels) -> np.ndarray:
+    """The hand label of each neighbours row's pair (test -> train or train -> test; none within a split)."""
+    out = np.zeros(len(nb), np.int8)
+    for q, other in (("test", "train"), ("train", "test")):
+        m = (nb["query_split"] == q) & (nb["neighbour_split"] == other)
+        if m.any():
+            t, r = (nb["query_id"][m], nb["neighbour_id"][m]) if q == "test" else (nb["neighbour_id"][m], nb["query_id"][m])
+            out[m] = labels.lookup(t, r)
+    return out
+
+
 def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete") -> GroupTable:
     """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports)."""
     check_linkage(linkage)
@@ -319,7 +333,8 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         exact = nb["exact"].astype(bool)
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
-            near = (nb["score"] >= cutoff.value) & ~exact
+            near = pair_is_sibling(nb["score"], _row_labels(nb, scan_labels(scan.path, cutoff, scan.manifest().get(
+                "dataset_fingerprint"))), cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:
         ea, eb = _same_value_edges(srcs, valid=(srcs != ""))

@@ -54,10 +54,11 @@ import numpy as np
 
 from . import fmt
 from .cutoff import Cutoff
+from .pairdecision import NONE, flag_items, labels_phrase, pair_is_sibling
 from .stats import CUTOFF_BOUND, finite_or_none
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
-           "narrow_enough", "scan_headline", "sentence", "test_scores"]
+           "narrow_enough", "sentence", "test_scores"]
 
 STATES = ("not_assessed", "baseline_only", "calibrated")
 LEVEL = 0.95
@@ -78,14 +79,31 @@ class TestScores:
         Same fingerprint as a train item, or a test->train neighbours row marked exact.
     top : Neighbours
         The top-1 test->train rows (one per test item that has a neighbour).
+    rows : Neighbours, optional
+        Every test->train row: the pairs :meth:`flags` decides (None: each item's best score alone).
+    labels : PairLabels, optional
+        People's answers about pairs (:func:`sibscan.pairdecision.scan_labels`).
     """
 
     score: np.ndarray
     exact: np.ndarray
     top: object
+    rows: object = None
+    labels: object = None
 
     def __len__(self) -> int:
         return len(self.score)
+
+    def flags(self, cutoff: Optional[float]):
+        """The items flagged at ``cutoff`` by :func:`sibscan.pairdecision.flag_items` (labelled pairs by
+        their labels, the rest by score): a :class:`sibscan.pairdecision.Flags`."""
+        if self.rows is None:  # one pair per item: its best score
+            qi = np.flatnonzero(np.isfinite(self.score))
+            return flag_items(qi, self.score[qi], np.full(len(qi), NONE, np.int8), self.exact, cutoff)
+        r = self.rows
+        label = (self.labels.lookup(r["query_id"], r["neighbour_id"]) if self.labels is not None
+                 else np.zeros(len(r), np.int8))
+        return flag_items(r["query_index"], r["score"], label, self.exact, cutoff)
 
 
 def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:
@@ -108,8 +126,9 @@ def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:
 
 
 def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Optional[np.ndarray] = None,
-                neighbours=None, n_test: Optional[int] = None) -> TestScores:
-    """The test->train :class:`TestScores` of a scan directory (what is not given is read from it)."""
+                neighbours=None, n_test: Optional[int] = None, labels=None) -> TestScores:
+    """The test->train :class:`TestScores` of a scan directory (what is not given is read from it);
+    ``labels`` (:class:`sibscan.pairdecision.PairLabels`) decide the pairs they answer."""
     from .kernels.rowhash import fingerprint_membership
     from .scandir import ScanDir, load_items
 
@@ -122,16 +141,15 @@ def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Option
     score, exact, top, _ = best_scores(nb, "test", "train", n_test)
     if fp_train is not None and fp_test is not None:
         exact |= fingerprint_membership(fp_test, fp_train)
-    return TestScores(score, exact, top)
+    return TestScores(score, exact, top, rows=nb.direction("test", "train"), labels=labels)
 
 
 def flagged_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> np.ndarray:
-    """Items flagged at ``cutoff``: exact twins, and items whose score is at or above it (compared in
-    the score's dtype, float32 for a scan).  Without a cutoff only exact twins."""
-    exact = np.asarray(exact, bool)
-    if cutoff is None:
-        return exact.copy()
-    return exact | (np.nan_to_num(score, nan=-np.inf) >= cutoff)
+    """Items at ``cutoff`` by score alone: exact twins, and items whose score is at or above it (compared
+    in the score's dtype, float32 for a scan); without a cutoff only exact twins.  What the outputs flag
+    is :meth:`TestScores.flags` (labelled pairs decided by their labels); this is its unlabelled case."""
+    score = np.asarray(score)
+    return np.asarray(exact, bool) | pair_is_sibling(score, np.full(score.shape, NONE, np.int8), cutoff)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,10 +214,13 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
          "cutoff": finite_or_none(cutoff.value), "definition": ev.get("definition") or definition,
          "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
          "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
-         "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note")}
+         "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note"),
+         "decided_by_labels": None}
     if cutoff.value is not None:
-        flagged = _count(flagged_mask(scores.score, scores.exact, cutoff.value))
+        fl = scores.flags(cutoff.value)
+        flagged = _count(fl.flagged)
         h["flagged"] = flagged
+        h["decided_by_labels"] = fl.decided()
         if baseline is not None and n_train:
             h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
             h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
@@ -223,20 +244,6 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
     return h
 
 
-def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                  definition: Optional[str] = None) -> dict:
-    """The headline of a scan directory, with the cutoff resolved as every command resolves it
-    (:func:`sibscan.cutoff.resolve_cutoff`): what ``report.json``'s ``headline`` holds."""
-    from .cutoff import resolve_cutoff
-    from .scandir import ScanDir
-
-    sd = ScanDir(scan_dir)
-    manifest = sd.manifest()
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
-    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
-    return headline(at, test_scores(sd.path), baseline=sd.baseline(), n_train=n_train, definition=definition)
-
-
 def _score_name(kind: Optional[str]) -> str:
     return "verified similarity" if kind == "verified" else "similarity"
 
@@ -250,13 +257,15 @@ def sentence(h: dict) -> str:
                 f"exact twins: {ex['count']:,} of {n:,} test items ({fmt.pct(ex['rate'])})")
     fl = h["flagged"]
     at = f"{_score_name(h['score'])} ≥ {fmt.score(h['cutoff'])}"
+    said = labels_phrase(h.get("decided_by_labels"))
+    said = f" ({said})" if said else ""
     if h["state"] == "baseline_only":
         why = h.get("cutoff_rule") or "not calibrated"
-        return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at} ({why}; no hand labels "
-                f"of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
+        return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at}{said} ({why}; no hand "
+                f"labels of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
     iv = f"{h['level']:.0%} interval {fmt.pct(h['lo'])} to {fmt.pct(h['hi'])}"
     return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {h['n_labels']:,} "
-            f"hand labels; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])})")
+            f"hand labels; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}")
 
 
 # ------------------------------------------------------------------------------------------------

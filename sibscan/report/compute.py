@@ -4,12 +4,13 @@ Definitions used throughout (per test item, against the training set):
 
 * **exact twin** — its fingerprint equals a train item's fingerprint (or a neighbours row in that
   direction carries ``exact``);
-* **near sibling** — not an exact twin, and its best deciding ``score`` against train is at or above
-  the cutoff;
+* **near sibling** — not an exact twin, and one of its pairs with train is a sibling by
+  :func:`sibscan.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
+  ``score`` at or above the cutoff (a pair labelled "different" never is);
 * **sibling** — exact twin or near sibling.  The headline sibling rate counts these.
 
 Every number is recomputable from the scan directory: the items' fingerprints, labels and groups,
-the neighbours table's ``score`` column, and baseline.json.
+the neighbours table's ``score`` column, the calibration's ``labels.jsonl`` and baseline.json.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ import numpy as np
 from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..groups import group_table
+from ..calibration.labels import scan_labels
+from ..pairdecision import flag_items
 from ..rate import best_scores, flagged_mask, headline, test_scores
 from ..scandir import ScanDir, load_items
 from .audits import audit_sections
@@ -42,12 +45,11 @@ log = logging.getLogger("sibscan.report")
 CorrectArg = Union[None, np.ndarray, Callable]
 
 
-def _classify(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
-    """Exact twins, near siblings and either at ``cutoff``; without a cutoff near siblings were not
-    assessed: ``near`` and ``any`` are ``{count: null, n, rate: null, ci: null}``."""
-    flagged = flagged_mask(score, exact, cutoff)
+def _classify(flagged: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
+    """Exact twins, near siblings and either among ``flagged`` at ``cutoff``; without a cutoff near siblings
+    were not assessed: ``near`` and ``any`` are ``{count: null, n, rate: null, ci: null}``."""
     if cutoff is None:
-        none = {"count": None, "n": int(len(score)), "rate": None, "ci": None}
+        none = {"count": None, "n": int(len(flagged)), "rate": None, "ci": None}
         return {"exact": rate_record(exact), "near": dict(none), "any": dict(none)}, flagged
     return {"exact": rate_record(exact), "near": rate_record(flagged & ~exact), "any": rate_record(flagged)}, flagged
 
@@ -141,29 +143,34 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     n_train, n_test = len(train), len(test)
     nb = scan.neighbours()
 
-    # test -> train: the scores the headline is computed from
-    ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test)
+    # test -> train: the scores the headline is computed from, and the hand labels that decide pairs
+    labels = scan_labels(scan.path, at, manifest.get("dataset_fingerprint"))
+    ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test, labels=labels)
     s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
-    tt, sib = _classify(s_tt, ex_tt, c)
-    per_item = item_table(top_tt, s_tt, ex_tt, c, test, train, score_kind=rec.get("score") or "score")
-    # train -> test
-    s_rt, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
+    flags = ts.flags(c)
+    tt, sib = _classify(flags.flagged, ex_tt, c)
+    tt["decided_by_labels"] = flags.decided()
+    per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score")
+    # train -> test (the same pairs seen from the train side: their labels decide them too)
+    _, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
         ex_rt |= fingerprint_membership(fp_train, fp_test)
         has_rt = True
-    rt, _ = _classify(s_rt, ex_rt, c)
-    # within test
+    r_rt = nb.direction("train", "test")
+    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], labels.lookup(r_rt["neighbour_id"], r_rt["query_id"]),
+                                 ex_rt, c).flagged, ex_rt, c)
+    # within test (no hand labels: people label test -> train pairs)
     s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
     n_dup_groups = None
     if fp_test is not None:
         dup, n_dup_groups = duplicated_rows(fp_test)
         ex_ww |= dup
         has_ww = True
-    ww, _ = _classify(s_ww, ex_ww, c)
+    ww, _ = _classify(flagged_mask(s_ww, ex_ww, c), ex_ww, c)
     ww["n_exact_groups"] = n_dup_groups
 
     def rate_at(x):
-        return float(flagged_mask(s_tt, ex_tt, x).mean()) if n_test else None
+        return float(ts.flags(x).flagged.mean()) if n_test else None
 
     interval_rates = None
     if rec["interval"] and None not in rec["interval"]:
@@ -222,7 +229,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     lows = [v for v in [c, *(rec["interval"] or [])] if v is not None]
     lo = min(lows + ([float(finite.min())] if finite.size else [0.0]))
     cutoffs = np.linspace(max(-1.0, np.floor(lo * 100) / 100), 1.0, n_sweep)
-    sw = sweep(s_tt, ex_tt, cutoffs, corr)
+    # at every cutoff what the labels leave: an item labelled "same" counts at each, one labelled
+    # "different" by its other pairs (Flags.score_left)
+    sw = sweep(flags.score_left, ex_tt | flags.same, cutoffs, corr)
 
     # pairs
     order = np.argsort(-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), kind="stable")

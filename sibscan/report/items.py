@@ -1,9 +1,11 @@
-"""One row per test item: its nearest training item, the scores, and whether it is a sibling.
+"""One row per test item: the training item that decides it, the scores, and whether it is a sibling.
 
 The report's test → train numbers, its ``flagged`` list (and ``flagged.csv``) and
 :meth:`sibscan.Scan.to_pandas` all come from here, so that the item a table calls a sibling is the
-item the rate counts.  ``sibling`` is True for an exact twin, else ``score >= cutoff`` compared in
-float32 (the dtype of the score column), and None where there is no cutoff: not assessed.
+item the rate counts.  ``sibling`` is :func:`sibscan.pairdecision.flag_items`' decision (an exact
+twin, or a pair labelled "same" by hand, or an unlabelled pair at or above the cutoff compared in
+float32, the dtype of the score column; a pair labelled "different" never), and None where there is
+no cutoff: not assessed.  The row shows the pair that flagged the item, else its top-1 pair by score.
 """
 from __future__ import annotations
 
@@ -13,30 +15,16 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..items import Items
-from ..kernels.rowhash import fingerprint_membership
-from ..rate import best_scores, flagged_mask
+from ..pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
-__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "near_mask", "scan_items", "test_to_train"]
+__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items"]
 
 #: the columns of the per-item table, in order (docs/report-schema.md, ``flagged``)
 COLUMNS = ("test_id", "train_id", "similarity", "score", "exact", "sibling", "label_conflict", "verified",
-           "test_index", "train_index", "test_label", "train_label", "detail", "why")
+           "test_index", "train_index", "test_label", "train_label", "hand_label", "detail", "why")
 
-
-def test_to_train(nb, fp_test: Optional[np.ndarray], fp_train: Optional[np.ndarray], n_test: int):
-    """``(score, exact, top)`` of each test item against train: exact from the table or the fingerprints."""
-    score, exact, top, _ = best_scores(nb, "test", "train", n_test)
-    if fp_train is not None and fp_test is not None:
-        exact |= fingerprint_membership(fp_test, fp_train)
-    return score, exact, top
-
-
-def near_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> np.ndarray:
-    """Near siblings: not exact, best score at or above the cutoff (none without a cutoff)."""
-    if cutoff is None:
-        return np.zeros(len(score), bool)
-    return flagged_mask(score, exact, cutoff) & ~np.asarray(exact, bool)
+_WORD = {SAME: "same", DIFFERENT: "different"}
 
 
 @dataclass
@@ -70,37 +58,55 @@ class ItemTable:
         return self.records(rows[order])
 
 
-def item_table(top, score: np.ndarray, exact: np.ndarray, cutoff: Optional[float], test: Items, train: Items,
-               score_kind: str = "score") -> ItemTable:
-    """The per-item table from :func:`test_to_train`'s output and the cutoff in use.
+def item_table(scores, flags, test: Items, train: Items, score_kind: str = "score") -> ItemTable:
+    """The per-item table of test items from their scores and the flags at the cutoff in use.
 
     Parameters
     ----------
-    top : Neighbours
-        Each test item's top-1 test → train row (by deciding score).
-    score, exact : ndarray of shape (n_test,)
-    cutoff : float or None
+    scores : sibscan.rate.TestScores
+        With ``rows`` (every test → train pair) and ``labels``.
+    flags : sibscan.pairdecision.Flags
+        ``scores.flags(cutoff)``.
     test, train : Items
     score_kind : str
         What the deciding score is ("verified" or "similarity"), for the ``why`` text.
     """
     n = len(test)
+    cutoff, exact = flags.cutoff, np.asarray(scores.exact, bool)
+    rows = scores.rows if scores.rows is not None else scores.top
+    # each item's pair: the one that flagged it, else its top-1 pair by score
+    pick = np.full(n, -1, np.int64)
+    top = scores.top
+    if rows is scores.top or len(rows) == 0:
+        pick[np.asarray(top["query_index"], np.int64)] = np.arange(len(top))
+        rows = top
+    else:
+        order = np.lexsort((rows["rank"], -rows["score"], rows["query_index"]))
+        first = np.ones(len(order), bool)
+        first[1:] = rows["query_index"][order[1:]] != rows["query_index"][order[:-1]]
+        pick[rows["query_index"][order[first]]] = order[first]
+    pick = np.where(flags.row >= 0, flags.row, pick)
+    has = pick >= 0
+    at = pick[has]
     train_index = np.full(n, -1, np.int64)
     similarity = np.full(n, np.nan, np.float32)
     verified = np.full(n, np.nan, np.float32)
+    score = np.full(n, np.nan, np.float32)
     detail = np.full(n, "", dtype=object)
-    qi = np.asarray(top["query_index"], np.int64)
-    train_index[qi] = top["neighbour_index"]
-    similarity[qi] = top["similarity"]
-    verified[qi] = top["verified"]
-    detail[qi] = top["detail"]
-    has = train_index >= 0
+    label = np.zeros(n, np.int8)
+    train_index[has] = rows["neighbour_index"][at]
+    similarity[has] = rows["similarity"][at]
+    verified[has] = rows["verified"][at]
+    score[has] = rows["score"][at]
+    detail[has] = rows["detail"][at]
+    if scores.labels is not None and len(scores.labels):
+        label[has] = scores.labels.lookup(rows["query_id"][at], rows["neighbour_id"][at])
+    hand_label = np.array([_WORD.get(int(v)) for v in label], dtype=object)
     train_id = np.full(n, None, dtype=object)
     train_id[has] = train.ids[train_index[has]]
-    near = near_mask(score, exact, cutoff)
     sibling = np.full(n, None, dtype=object)
     if cutoff is not None:
-        sibling[:] = (exact | near).tolist()
+        sibling[:] = flags.flagged.tolist()
     sibling[exact] = True  # an exact twin is a sibling at every cutoff
     test_label = np.full(n, None, dtype=object) if test.labels is None else test.labels.astype(object)
     train_label = np.full(n, None, dtype=object)
@@ -113,31 +119,52 @@ def item_table(top, score: np.ndarray, exact: np.ndarray, cutoff: Optional[float
                 continue
             conflict[r] = bool(sibling[r]) and test_label[r] != train_label[r]
     why = np.full(n, "", dtype=object)
-    for r in np.flatnonzero(exact):
-        why[r] = "exact copy (same content fingerprint)"
-    for r in np.flatnonzero(near):
-        how = f"; {detail[r]}" if detail[r] else ""
-        why[r] = f"{score_kind} score {float(score[r]):.4f} >= cutoff {cutoff:.4g}{how}"
+    for r in range(n):
+        why[r] = _why(r, exact, flags, label[r], score[r], cutoff, score_kind, detail[r])
     return ItemTable({
         "test_id": test.ids.astype(object), "train_id": train_id, "similarity": similarity, "score": score,
-        "exact": np.asarray(exact, bool), "sibling": sibling, "label_conflict": conflict, "verified": verified,
+        "exact": exact, "sibling": sibling, "label_conflict": conflict, "verified": verified,
         "test_index": np.arange(n, dtype=np.int64), "train_index": train_index, "test_label": test_label,
-        "train_label": train_label, "detail": detail, "why": why,
+        "train_label": train_label, "hand_label": hand_label, "detail": detail, "why": why,
     })
+
+
+def _why(r: int, exact: np.ndarray, flags, label: int, score: float, cutoff: Optional[float], score_kind: str,
+         detail: str) -> str:
+    """What made item ``r`` a sibling, or what the labels said to keep it from being one."""
+    if exact[r]:
+        return "exact copy (same content fingerprint)"
+    if cutoff is None:
+        return ""
+    at = f"{score_kind} score {float(score):.4f}"
+    how = f"; {detail}" if detail else ""
+    if flags.flagged[r]:
+        if label == SAME:
+            side = ">=" if score >= cutoff else "below"
+            return f"labelled same by hand ({at} {side} cutoff {cutoff:.4g}){how}"
+        other = "; its nearest pair was labelled different by hand" if flags.nearest_label[r] == DIFFERENT else ""
+        return f"{at} >= cutoff {cutoff:.4g}{how}{other}"
+    if flags.unflagged_by_labels[r]:
+        return f"not a sibling: labelled different by hand ({at} >= cutoff {cutoff:.4g})"
+    return ""
 
 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
     """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
-    (the one its report uses for the same arguments)."""
+    (the one its report uses for the same arguments), with the labels that decide its pairs."""
     from ..cutoff import resolve_cutoff
+    from ..calibration.labels import scan_labels
+    from ..rate import test_scores
     from ..scandir import ScanDir, load_items
 
     scan = ScanDir(scan_dir)
-    at = resolve_cutoff(scan.manifest(), cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
+    manifest = scan.manifest()
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
-    score, exact, top = test_to_train(scan.neighbours(), fp_test, fp_train, len(test))
-    return item_table(top, score, exact, at.value, test, train, score_kind=at.record().get("score") or "score")
+    ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test),
+                     labels=scan_labels(scan.path, at, manifest.get("dataset_fingerprint")))
+    return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score")
 
 
 def flagged_csv(flagged: List[dict]) -> str:

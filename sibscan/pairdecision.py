@@ -1,0 +1,228 @@
+"""Which pairs are siblings, and which test items are flagged: the one rule every output counts by.
+
+A pair a person labelled is decided by the label: "different" is never a sibling, "same" always is,
+at any score; a skipped (or undone) pair decides nothing.  An unlabelled pair is a sibling when its
+deciding score is at or above the cutoff.  A test item is flagged when it is an exact twin or any of
+its test -> train pairs is a sibling, so an item whose nearest pair was labelled "different" is
+decided by its other pairs.  Without a cutoff near siblings are not assessed: only exact twins are
+flagged and labels decide nothing.
+
+Labels belong to pairs, not encoders: they are matched by item ids (test id, train id), so answers
+given on another encoder's scan of the same data decide the same pairs here.  Answers recorded for
+other data (another dataset fingerprint) decide nothing.
+
+Report, check, split, ``Scan.rate`` and the calibration's printed counts read :func:`flag_items`
+(the answers of a scan from :func:`sibscan.calibration.labels.scan_labels`); ``benchmarks.quality``
+applies the same function to its simulated labels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import numpy as np
+
+__all__ = ["DIFFERENT", "Flags", "NONE", "PairLabels", "SAME", "flag_items", "labels_phrase", "pair_is_sibling"]
+
+#: a pair's label as a number: answered "same", answered "different", no answer (or skipped)
+SAME, DIFFERENT, NONE = 1, -1, 0
+_CODES = {"same": SAME, "different": DIFFERENT}
+
+
+def pair_is_sibling(score: np.ndarray, label: np.ndarray, cutoff: Optional[float]) -> np.ndarray:
+    """The rule: a labelled pair by its label, an unlabelled one by ``score >= cutoff``.
+
+    Parameters
+    ----------
+    score : ndarray of shape (m,)
+        Deciding scores (NaN: never at the cutoff); compared in their own dtype (float32 for a scan,
+        so a cutoff of 0.95 matches a stored 0.95).
+    label : ndarray of shape (m,), int
+        :data:`SAME`, :data:`DIFFERENT` or :data:`NONE` per pair.
+    cutoff : float or None
+        None: no cutoff, no pair is a sibling (near siblings are not assessed).
+
+    Returns
+    -------
+    ndarray of shape (m,), bool
+    """
+    score = np.asarray(score)
+    if cutoff is None:
+        return np.zeros(score.shape, bool)
+    label = np.asarray(label)
+    return (label == SAME) | ((label != DIFFERENT) & (np.nan_to_num(score, nan=-np.inf) >= cutoff))
+
+
+@dataclass(frozen=True)
+class PairLabels:
+    """People's answers about (test, train) pairs, keyed by item ids.
+
+    Attributes
+    ----------
+    test_ids, train_ids : ndarray of shape (m,), str
+    label : ndarray of shape (m,), int8
+        :data:`SAME` or :data:`DIFFERENT` (skipped and undone pairs are left out).
+    source : str or None
+        Where they were read (a ``labels.jsonl``), for messages.
+    """
+
+    test_ids: np.ndarray
+    train_ids: np.ndarray
+    label: np.ndarray
+    source: Optional[str] = None
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    @staticmethod
+    def empty() -> "PairLabels":
+        return PairLabels(np.zeros(0, str), np.zeros(0, str), np.zeros(0, np.int8))
+
+    @staticmethod
+    def from_records(records: Iterable[dict], dataset_fingerprint: Optional[str] = None,
+                     source: Optional[str] = None) -> "PairLabels":
+        """Each test -> train pair's latest answer in ``records`` (``labels.jsonl`` records in file order).
+
+        An ``undo`` withdraws the pair's answer, a ``skip`` decides nothing; with ``dataset_fingerprint``,
+        records made for other data are left out (a record without one is kept: older files).
+        """
+        latest = {}
+        for rec in records:
+            fp = rec.get("dataset_fingerprint")
+            if dataset_fingerprint is not None and fp not in (None, dataset_fingerprint):
+                continue
+            q, n = str(rec.get("query_split", "test")), str(rec.get("neighbour_split", "train"))
+            if {q, n} != {"test", "train"}:
+                continue
+            key = (str(rec["query_id"]), str(rec["neighbour_id"])) if q == "test" else \
+                (str(rec["neighbour_id"]), str(rec["query_id"]))
+            latest[key] = _CODES.get(rec.get("label"), NONE)
+        keys = [k for k, v in latest.items() if v != NONE]
+        return PairLabels(np.array([k[0] for k in keys], dtype=str), np.array([k[1] for k in keys], dtype=str),
+                          np.array([latest[k] for k in keys], np.int8), source)
+
+    def lookup(self, test_ids: np.ndarray, train_ids: np.ndarray) -> np.ndarray:
+        """The label of each (test id, train id) pair, :data:`NONE` where unlabelled: int8 of shape (m,)."""
+        test_ids, train_ids = np.asarray(test_ids).astype(str), np.asarray(train_ids).astype(str)
+        out = np.zeros(len(test_ids), np.int8)
+        if not len(self) or not len(test_ids):
+            return out
+        # ids joined by a separator no id holds (NUL): one sorted key array, one search
+        mine = np.char.add(np.char.add(self.test_ids.astype(str), "\0"), self.train_ids.astype(str))
+        order = np.argsort(mine, kind="stable")
+        mine = mine[order]
+        theirs = np.char.add(np.char.add(test_ids, "\0"), train_ids)
+        pos = np.minimum(np.searchsorted(mine, theirs), len(mine) - 1)
+        hit = mine[pos] == theirs
+        out[hit] = self.label[order[pos[hit]]]
+        return out
+
+
+@dataclass
+class Flags:
+    """Which items are flagged at a cutoff, and what the labels changed.
+
+    Attributes
+    ----------
+    flagged : ndarray of shape (n,), bool
+        Exact twin, or a sibling pair by :func:`pair_is_sibling`.
+    by_score : ndarray of shape (n,), bool
+        What the scores alone flag (exact twin, or a pair at or above the cutoff).
+    row : ndarray of shape (n,), int64
+        The pair (a row of the rows given) that flags each flagged item: its highest-scoring sibling
+        pair; -1 for items not flagged by a pair.
+    nearest_label : ndarray of shape (n,), int8
+        The label of each item's highest-scoring pair (:data:`NONE` where none).
+    score_left, same : ndarray of shape (n,)
+        The best score among each item's pairs not labelled "different" (NaN where none), and whether
+        any of its pairs was labelled "same": ``flagged == exact | same | (score_left >= cutoff)`` at
+        every cutoff, what a sweep over cutoffs counts.
+    cutoff : float or None
+    """
+
+    flagged: np.ndarray
+    by_score: np.ndarray
+    row: np.ndarray
+    nearest_label: np.ndarray
+    score_left: np.ndarray
+    same: np.ndarray
+    cutoff: Optional[float]
+
+    @property
+    def unflagged_by_labels(self) -> np.ndarray:
+        """Items the scores flag that the labels do not: every pair of theirs at the cutoff labelled "different"."""
+        return self.by_score & ~self.flagged
+
+    @property
+    def flagged_by_labels(self) -> np.ndarray:
+        """Items flagged only through a pair below the cutoff labelled "same"."""
+        return self.flagged & ~self.by_score
+
+    def decided(self) -> Optional[dict]:
+        """``{above_cutoff_labelled_different, below_cutoff_labelled_same}`` (test items), None without a cutoff."""
+        if self.cutoff is None:
+            return None
+        return {"above_cutoff_labelled_different": int(self.unflagged_by_labels.sum()),
+                "below_cutoff_labelled_same": int(self.flagged_by_labels.sum())}
+
+
+def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, exact: np.ndarray,
+               cutoff: Optional[float]) -> Flags:
+    """Flag ``n = len(exact)`` items from their pairs by :func:`pair_is_sibling`.
+
+    Parameters
+    ----------
+    query_index : ndarray of shape (m,), int
+        The item each pair belongs to (any order, any number per item).
+    score : ndarray of shape (m,)
+    label : ndarray of shape (m,), int
+    exact : ndarray of shape (n,), bool
+        Exact twins: flagged at every cutoff, whatever their pairs' labels.
+    cutoff : float or None
+    """
+    exact = np.asarray(exact, bool)
+    n = len(exact)
+    qi = np.asarray(query_index, np.int64)
+    score = np.asarray(score)
+    label = np.asarray(label, np.int8)
+    sib = pair_is_sibling(score, label, cutoff)
+    by = pair_is_sibling(score, np.zeros(len(score), np.int8), cutoff)
+    flagged = exact | (np.bincount(qi[sib], minlength=n) > 0)
+    by_score = exact | (np.bincount(qi[by], minlength=n) > 0)
+    s = np.nan_to_num(score.astype(np.float64), nan=-np.inf)
+    row = _best_row(qi, s, sib, n)
+    nearest = _best_row(qi, s, np.ones(len(qi), bool), n)
+    nearest_label = np.where(nearest >= 0, label[np.maximum(nearest, 0)] if len(label) else 0, NONE).astype(np.int8)
+    left = label != DIFFERENT
+    score_left = np.full(n, -np.inf)
+    np.maximum.at(score_left, qi[left], s[left])
+    score_left = np.where(np.isfinite(score_left), score_left, np.nan).astype(score.dtype if score.dtype.kind == "f"
+                                                                               else np.float64)
+    same = np.bincount(qi[label == SAME], minlength=n) > 0
+    return Flags(flagged, by_score, row, nearest_label, score_left, same, cutoff)
+
+
+def _best_row(qi: np.ndarray, s: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    """Per item, the kept row with the highest ``s`` (ties: the first row); -1 where none is kept."""
+    out = np.full(n, -1, np.int64)
+    rows = np.flatnonzero(keep)
+    if len(rows):
+        order = rows[np.lexsort((rows, -s[rows], qi[rows]))]
+        first = np.ones(len(order), bool)
+        first[1:] = qi[order[1:]] != qi[order[:-1]]
+        out[qi[order[first]]] = order[first]
+    return out
+
+
+def labels_phrase(decided: Optional[dict]) -> str:
+    """What the labels changed, in words ("" when nothing): the same in every output."""
+    if not decided:
+        return ""
+    off, on = decided["above_cutoff_labelled_different"], decided["below_cutoff_labelled_same"]
+    parts = []
+    if off:
+        parts.append(f"{off:,} test item{'s' if off != 1 else ''} above the cutoff labelled different by hand "
+                     f"{'are' if off != 1 else 'is'} not flagged")
+    if on:
+        parts.append(f"{on:,} below it labelled same {'are' if on != 1 else 'is'}")
+    return "; ".join(parts)

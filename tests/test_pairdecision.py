@@ -1,0 +1,159 @@
+"""Hand labels decide the pairs they answer (sibscan.pairdecision), in every output of a scan."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from planted_scan import make_scan
+from sibscan.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
+from sibscan.scandir import Neighbours, ScanDir
+
+
+# --- the rule, against a brute-force reference ------------------------------------------------------
+@pytest.mark.parametrize("seed", range(5))
+def test_flag_items_matches_a_loop_over_every_pair(seed):
+    rng = np.random.default_rng(seed)
+    n, m, cutoff = 40, 160, 0.6
+    qi = rng.integers(0, n, m)
+    score = rng.uniform(0, 1, m).astype(np.float32)
+    score[rng.random(m) < 0.05] = np.nan
+    label = rng.choice([SAME, DIFFERENT, NONE], size=m, p=[0.1, 0.2, 0.7]).astype(np.int8)
+    exact = rng.random(n) < 0.1
+    fl = flag_items(qi, score, label, exact, cutoff)
+    for i in range(n):
+        rows = np.flatnonzero(qi == i)
+        sib = [label[r] == SAME or (label[r] != DIFFERENT and score[r] >= cutoff) for r in rows]
+        by = [score[r] >= cutoff for r in rows]
+        assert fl.flagged[i] == (exact[i] or any(sib))
+        assert fl.by_score[i] == (exact[i] or any(by))
+        if any(sib):  # the pair shown is the best-scoring sibling pair
+            best = max((r for r, s in zip(rows, sib) if s), key=lambda r: np.nan_to_num(score[r], nan=-np.inf))
+            assert score[fl.row[i]] == score[best] or (np.isnan(score[fl.row[i]]) and np.isnan(score[best]))
+    # the per-item form a sweep counts by says the same at every cutoff
+    for c in (0.2, 0.6, 0.9):
+        f = flag_items(qi, score, label, exact, c)
+        assert np.array_equal(f.flagged, exact | f.same | (np.nan_to_num(f.score_left, nan=-np.inf) >= c))
+    assert not flag_items(qi, score, label, exact, None).flagged[~exact].any()  # no cutoff: not assessed
+
+
+def test_the_pair_rule_and_its_words():
+    s = np.array([0.95, 0.95, 0.3, 0.3, 0.95], np.float32)
+    lab = np.array([NONE, DIFFERENT, SAME, NONE, SAME], np.int8)
+    assert pair_is_sibling(s, lab, 0.9).tolist() == [True, False, True, False, True]
+    assert not pair_is_sibling(s, lab, None).any()
+    assert labels_phrase({"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1}) == (
+        "2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same is")
+    assert labels_phrase({"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 0}) == ""
+
+
+def test_latest_answer_counts_and_other_data_is_left_out():
+    recs = [{"query_id": "a", "neighbour_id": "b", "label": "same", "dataset_fingerprint": "d"},
+            {"query_id": "a", "neighbour_id": "b", "label": "undo", "dataset_fingerprint": "d"},
+            {"query_id": "a", "neighbour_id": "c", "label": "same", "dataset_fingerprint": "d"},
+            {"query_id": "a", "neighbour_id": "c", "label": "different", "dataset_fingerprint": "d"},
+            {"query_id": "e", "neighbour_id": "f", "label": "skip", "dataset_fingerprint": "d"},
+            {"query_id": "g", "neighbour_id": "h", "label": "different", "dataset_fingerprint": "other"},
+            {"query_split": "train", "query_id": "t", "neighbour_split": "test", "neighbour_id": "q", "label": "same"}]
+    lab = PairLabels.from_records(recs, "d")
+    assert lab.lookup(["a", "a", "e", "g", "q"], ["b", "c", "f", "h", "t"]).tolist() == [NONE, DIFFERENT, NONE, NONE, SAME]
+
+
+# --- a scan folder: report, check, split and the per-item table agree --------------------------------
+def _labelled_scan(tmp_path):
+    """make_scan (cutoff 0.9; tests 0-3 exact, 4-8 at 0.91-0.99, 9 at 0.89, 12 at 0.905 by its rank-1 pair),
+    test 6 given a second pair above the cutoff, and labels made on another encoder's scan of the same data."""
+    path = tmp_path / "scan"
+    make_scan(path)
+    sd = ScanDir(path)
+    nb = sd.neighbours()
+    cols = {k: v.copy() for k, v in nb.columns.items()}
+    second = (cols["query_split"] == "test") & (cols["neighbour_split"] == "train") & (cols["query_id"] == "te6") & \
+        (cols["rank"] == 1)
+    cols["verified"][second] = 0.92
+    cols.pop("score", None)
+    sd.write_neighbours(Neighbours(cols))
+    nb = sd.neighbours()
+    top = nb.top1("test", "train")
+    partner = dict(zip(top["query_id"].tolist(), top["neighbour_id"].tolist()))
+    other = {"dataset_fingerprint": "abcd", "encoder_identity": "minilm-other", "verifier_identity": None}
+    recs = [{**other, "query_id": q, "neighbour_id": partner[q], "label": lab}
+            for q, lab in (("te4", "different"), ("te12", "different"), ("te6", "different"), ("te9", "same"),
+                           ("te7", "skip"))]
+    recs.append({**other, "dataset_fingerprint": "elsewhere", "query_id": "te5", "neighbour_id": partner["te5"],
+                 "label": "different"})  # made for other data: decides nothing here
+    (path / "calibration").mkdir()
+    (path / "calibration" / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rank1 = nb.direction("test", "train")
+    rank1 = rank1.select((rank1["query_id"] == "te6") & (rank1["rank"] == 1))
+    return path, partner, str(rank1["neighbour_id"][0])
+
+
+def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
+    from sibscan.check import check
+    from sibscan.groups import sibling_groups
+    from sibscan.report import build_report, render_markdown
+    from sibscan.report.items import flagged_csv
+
+    path, partner, te6_second = _labelled_scan(tmp_path)
+    rep = build_report(path)
+    head = rep["headline"]
+    # by score: 4 exact + tests 4-8 + test 12 = 10; labels take out 4 and 12, put in 9 (0.89, below)
+    assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1}
+    assert head["flagged"]["count"] == 9 == rep["sibling_rate"]["test_to_train"]["any"]["count"] == len(rep["flagged"])
+    said = "2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same is"
+    assert said in head["text"] and said in render_markdown(rep)
+    items = {r["test_id"]: r for r in rep["flagged"]}
+    assert "te4" not in items and "te12" not in items and {"te5", "te7", "te9"} <= set(items)
+    assert items["te9"]["hand_label"] == "same" and items["te9"]["why"].startswith("labelled same by hand")
+    # test 6's nearest pair was labelled different: its next pair (0.92, above the cutoff) flags it
+    assert items["te6"]["train_id"] == te6_second != partner["te6"] and items["te6"]["hand_label"] is None
+    assert "nearest pair was labelled different" in items["te6"]["why"]
+    assert "hand_label" in flagged_csv(rep["flagged"]).splitlines()[0]
+    # the CI gate counts the same items and says what the labels did
+    ok = check(path, max_rate=0.5)
+    assert ok.passed and ok.headline["flagged"]["count"] == 9 and "9 of 30 test items" in ok.message and said in ok.message
+    bad = check(path, max_rate=0.1)
+    assert not bad.passed and not {"te4", "te12"} & {p["test_id"] for p in bad.offending}
+    # split: a pair labelled different never joins a group, one labelled same does
+    g = sibling_groups(path, sources=False)
+    where = {(s, i): grp for s, i, grp in zip(g.split, g.ids, g.group)}
+    assert where[("test", "te9")] == where[("train", partner["te9"])]
+    assert where[("test", "te4")] != where[("train", partner["te4"])]
+    assert where[("test", "te5")] == where[("train", partner["te5"])]
+
+
+def test_the_per_item_table_and_scan_rate_agree_with_the_report(tmp_path):
+    from sibscan.calibration.flow import scan_headline
+    from sibscan.report.items import scan_items
+
+    path, _, _ = _labelled_scan(tmp_path)
+    table = scan_items(path)
+    assert sum(v is True for v in table.columns["sibling"]) == 9 == scan_headline(path)["flagged"]["count"]
+    not_flagged = dict(zip(table.columns["test_id"], table.columns["why"]))["te4"]
+    assert not_flagged.startswith("not a sibling: labelled different by hand")
+
+
+def test_calibration_prints_the_count_the_report_flags(tmp_path):
+    from sibscan.calibration import calibrate, describe
+    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+    from sibscan.report import build_report
+
+    planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
+    calibrate(planted.path, ui="none", n_pairs=40)
+    oracle = write_oracle_labels(planted, planted.path / "calibration" / "draw.json", tmp_path / "oracle.jsonl")
+    # and one pair far below any cutoff that a person called "same" (the lowest-scoring nearest pair)
+    top = ScanDir(planted.path).neighbours().top1("test", "train")
+    low = int(np.argmin(top["score"]))
+    rec = json.loads(oracle.read_text().splitlines()[0])
+    rec.update(query_id=str(top["query_id"][low]), neighbour_id=str(top["neighbour_id"][low]), label="same")
+    with open(oracle, "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    cal = calibrate(planted.path, ui="none", n_pairs=40, labels=oracle)
+    head = build_report(planted.path)["headline"]
+    assert cal.cutoff is not None and cal.estimates["decided_by_labels"]["below_cutoff_labelled_same"] >= 1
+    assert cal.estimates["flagged"] == head["flagged"]["count"]
+    assert cal.estimates["decided_by_labels"] == head["decided_by_labels"]
+    line = next(s for s in describe(cal) if s.startswith("at the cutoff"))
+    assert labels_phrase(head["decided_by_labels"]) in line
