@@ -54,8 +54,8 @@ from benchmarks.quality_candidates import (_distinct_pairs, _fallback, cascade_c
 # _auc and recall_at_precision are not used here: they stay importable from benchmarks.quality
 from benchmarks.quality_metrics import (PREVALENCE, TARGET_PRECISION, _auc, calibrate,  # noqa: F401
                                         detection_metrics, per_transform, recall_at_precision)
-from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, not_assessed, population,
-                                      recalibrate_file, split_pairs, truth)
+from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, flag_masks, next_pair, not_assessed,
+                                      population, recalibrate_file, split_pairs, take_labels, truth)
 from benchmarks.quality_print import _print_candidates, _print_set
 
 log = logging.getLogger("benchmarks.quality")
@@ -122,7 +122,8 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
         idx = candidates
     n_test = len(test_emb)
     if pairs is None:
-        score, nb = sims[:, 0].astype(np.float64), idx[:, 0]
+        ver = sims.astype(np.float64)
+        score, nb = ver[:, 0], idx[:, 0]
         ti, tj = rng.integers(0, n_test, 20000), rng.integers(0, len(train_emb), 20000)
         random_scores = np.einsum("ij,ij->i", test_emb[ti], train_emb[tj])
     else:
@@ -133,20 +134,28 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
         # the random pairs are the same for every encoder (seeded): verified once, reused
         ti, tj = rng.integers(0, n_test, n_verified_random), rng.integers(0, len(train_emb), n_verified_random)
         random_scores = _fallback(pairs(ti, tj), test_emb, train_emb, ti, tj)
+    # each item's next pair (best of its other candidates): where a person labels the top pair
+    # "different", the item is decided by the pairs left (sibscan.pairdecision)
+    score2, nb2 = next_pair(ver, idx, nb)
     correct = ps.planted & (nb == ps.source)
     cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
+    # the simulated answers decide the pairs they answer, as a person's do in a scan (sibscan.pairdecision);
     # no calibrated cutoff: the threshold-free figures are measured, those at a cutoff blanked below
-    flagged = score >= (np.inf if cal["cutoff"] is None else cal["cutoff"])
-    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps))
+    labelled, correct2 = take_labels(cal), ps.planted & (nb2 == ps.source)
+    m = flag_masks(score, cal["cutoff"], correct, labelled, score2, correct2)
+    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps), labelled, score2, correct2)
     entry = {
         "calibration": cal,
         "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
         "hard_negatives_flagged": counts["hard_negatives_flagged"],
         "featureless_flagged": counts["featureless_flagged"],
-        "metrics": detection_metrics(ps, flagged, correct, score),
+        "hard_negatives_above_cutoff": counts["hard_negatives_above_cutoff"],
+        "featureless_above_cutoff": counts["featureless_above_cutoff"],
+        "metrics": detection_metrics(ps, m["flagged"], correct, score, hit=m["hit"]),
+        "above_cutoff": {k: counts[k + "_above_cutoff"] for k in ("recall", "precision", "flagged")},
         "nn_is_source": float(correct.sum() / max(ps.planted.sum(), 1)),
-        "per_transform": per_transform(ps, flagged, correct, score),
-        POPULATION_KEY: population(score, nb, random_scores),
+        "per_transform": per_transform(ps, m["flagged"], correct, score, hit=m["hit"]),
+        POPULATION_KEY: population(score, nb, random_scores, score2, nb2),
     }
     return entry if cal["cutoff"] is not None else not_assessed(entry)
 

@@ -38,8 +38,10 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
     -------
     dict
         ``cutoff``, ``status`` (the fit's, or how a no-flip case was resolved), ``lo``, ``labelled``,
-        ``labelled_same``, ``interval``.  ``cutoff`` is None where a user gets none: the fit refused
-        (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
+        ``labelled_same``, ``interval``; and ``_labelled``, the answers themselves (rows of ``score``
+        drawn, and whether each was "same"), which the caller takes out with
+        :func:`benchmarks.quality_pairs.take_labels` (they decide those pairs: :mod:`sibscan.pairdecision`).
+        ``cutoff`` is None where a user gets none: the fit refused (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
         figures at the cutoff are then not assessed (:func:`benchmarks.quality_pairs.not_assessed`).
         Only a true no-flip gets a convention: every labelled pair 'same' flags down to the
         baseline's 99th percentile, every one 'different' flags nothing.
@@ -52,13 +54,14 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
     pop = Population(query_id=np.array([f"te{i}" for i in range(n)]), neighbour_id=np.asarray(nb).astype(str),
                      query_index=np.arange(n, dtype=np.int64), neighbour_index=np.asarray(nb, np.int64),
                      score=np.asarray(score, np.float64), exact=np.zeros(n, bool), score_kind="similarity")
-    out: Dict[str, object] = {"lo": lo, "labelled": 0, "labelled_same": 0, "interval": None}
+    out: Dict[str, object] = {"lo": lo, "labelled": 0, "labelled_same": 0, "interval": None,
+                              "_labelled": (np.zeros(0, np.int64), np.zeros(0, bool))}
     if not (pop.score >= lo).any():
         out.update(cutoff=float(pop.score.max()) + 1e-6, status="no pair above the baseline's 99th percentile")
         return out
     rows = make_draw(pop, lo, n_labels, seed=seed).rows
     s, y = pop.score[rows], np.asarray(same, bool)[rows]
-    out.update(labelled=int(len(rows)), labelled_same=int(y.sum()))
+    out.update(labelled=int(len(rows)), labelled_same=int(y.sum()), _labelled=(np.asarray(rows, np.int64), y))
     res = fit(s, y, pop.score, lo=lo, n_boot=100, seed=seed)
     if res.cutoff is not None:
         out.update(cutoff=float(res.cutoff), status=res.status,
@@ -103,15 +106,17 @@ def recall_at_precision(score: np.ndarray, correct: np.ndarray, planted: np.ndar
 
 
 def detection_metrics(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray,
-                      score: Optional[np.ndarray] = None) -> Dict[str, float]:
+                      score: Optional[np.ndarray] = None, hit: Optional[np.ndarray] = None) -> Dict[str, float]:
     """Recall, precision and precision at 1 % prevalence of a flagged set (and AUC when scores exist).
 
-    ``flagged``, ``correct`` : bool arrays of shape (n_test,); ``correct`` = planted and paired with its source.
+    ``flagged``, ``correct`` : bool arrays of shape (n_test,); ``correct`` = planted and paired with its source
+    by its nearest pair (what AUC and recall at precision 0.95 rank).  ``hit`` : the flagged items whose
+    flagging pair is their source (default ``flagged & correct``; another pair where labels set the nearest aside).
     """
     from scipy.stats import beta
 
     planted, clean = ps.planted, ~ps.planted
-    tp = flagged & correct
+    tp = flagged & correct if hit is None else hit
     tpr = tp.sum() / max(planted.sum(), 1)
     fp, n_clean = int((flagged & clean).sum()), int(clean.sum())
     fpr = fp / max(n_clean, 1)
@@ -134,13 +139,16 @@ def detection_metrics(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray,
     return out
 
 
-def per_transform(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray, score: np.ndarray) -> Dict[str, dict]:
+def per_transform(ps: PlantedSet, flagged: np.ndarray, correct: np.ndarray, score: np.ndarray,
+                  hit: Optional[np.ndarray] = None) -> Dict[str, dict]:
+    """Recall, AUC and precision at 1 % prevalence per planted transform (``hit`` as in :func:`detection_metrics`)."""
     clean = ~ps.planted
     fpr = (flagged & clean).sum() / max(clean.sum(), 1)
+    hit = flagged & correct if hit is None else hit
     out = {}
     for t in dict.fromkeys(ps.transform[ps.planted].tolist()):
         m = ps.transform == t
-        tpr = (flagged & correct & m).sum() / m.sum()
+        tpr = (hit & m).sum() / m.sum()
         out[t] = {"n": int(m.sum()), "recall": float(tpr), "auc": _auc(score[m], score[clean]),
                   "precision_at_1pct": _precision_at(tpr, (flagged & m).sum() / m.sum(), fpr)}
     return out

@@ -3,8 +3,8 @@
 The graph joins every pair of items (over train and test together) that are exact twins (same
 fingerprint), siblings at the cutoff (a neighbours-table row that is a sibling pair by
 :func:`sibscan.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
-unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with ``sources=True``, share a group/source value (patient, user, page).  The
-report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
+unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with
+``sources=True``, share a group/source value (patient, user, page).  The report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
 a new split.
 
 Two linkages:

@@ -685,7 +685,11 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     cal = quality.calibrate(score, np.arange(100), source >= 0, np.asarray(side["sets"]["crops"]["methods"]["enc|verified:v"]
                                                                           ["random_scores"]), 60, seed=1)
     assert r["now"]["calibration"]["cutoff"] == pytest.approx(cal["cutoff"])
-    assert r["now"]["hard_negatives_flagged"] == int(((score >= cal["cutoff"]) & hard).sum()) == 1
+    assert r["now"]["hard_negatives_above_cutoff"] == int(((score >= cal["cutoff"]) & hard).sum()) == 1
+    # the hard negative at 0.9 was drawn and labelled "different": by the rule of a scan it is not flagged
+    # (this side file has no next pairs: its other candidates are unknown, and said so)
+    labels = dict(zip(r["now"]["labels"]["rows"], r["now"]["labels"]["same"]))
+    assert labels[45] is False and r["now"]["hard_negatives_flagged"] == 0 and r["now"]["next_pair"] == "unknown"
     assert r["now"]["recall"] == pytest.approx(((score >= cal["cutoff"]) & (source >= 0)).mean() / 0.4)
     assert json.loads((tmp_path / "run_recalibrated.json").read_text())["sets"]["crops"]["enc|verified:v"]["now"]
     assert "cutoff now" in capsys.readouterr().out
@@ -778,3 +782,55 @@ def test_cutoff_rule_sim_quick_bound_rule_flags_fewer_pairs_below_half(tmp_path,
     share = {r: np.mean([x["share_first_flagged_below_half"] for x in rows if x["rule"] == r]) for r in ("bound", "point")}
     # the point estimate puts its cutoff where P(same) is about one half; the bound stays above it
     assert share["bound"] < share["point"] / 2, share
+
+
+def test_next_pair_and_the_labels_rule_in_the_benchmark():
+    from benchmarks import quality_pairs
+
+    s2, n2 = quality_pairs.next_pair(np.array([[0.9, 0.5, 0.7], [0.3, 0.3, 0.3]]), np.array([[1, 2, 3], [4, 4, 4]]),
+                                     np.array([1, 4]))
+    assert s2[0] == 0.7 and n2[0] == 3 and np.isnan(s2[1]) and n2[1] == -1  # a row of one train item has no next
+    # item 0: nearest 0.9 answered "different", next 0.7 above the cutoff (its source): flagged by the next pair;
+    # item 1: 0.8 answered "different", next 0.2: not flagged; item 2: 0.3 answered "same": flagged below the cutoff
+    score, score2 = np.array([0.9, 0.8, 0.3, 0.1]), np.array([0.7, 0.2, np.nan, 0.05])
+    m = quality_pairs.flag_masks(score, 0.5, np.zeros(4, bool), (np.array([0, 1, 2]), np.array([False, False, True])),
+                                 score2, np.array([True, False, False, False]))
+    assert m["flagged"].tolist() == [True, False, True, False] and m["above"].tolist() == [True, True, False, False]
+    assert m["hit"].tolist() == [True, False, False, False]
+
+
+def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monkeypatch, capsys):
+    from benchmarks import quality_pairs
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setattr(_common, "machine", lambda: {})
+    rng = np.random.default_rng(4)
+    source = np.r_[np.arange(40), np.full(60, -1)]
+    score = np.r_[rng.uniform(0.6, 1.0, 40), rng.uniform(0.0, 0.5, 60)]
+    score[45] = 0.9  # a hard negative the draw labels "different"
+    score2 = np.minimum(score, rng.uniform(0.0, 0.3, 100))
+    random_scores = rng.uniform(0, 0.3, 500)
+    planted, hard = source >= 0, ~(source >= 0)
+    correct = planted & (np.arange(100) == source)
+    cal = quality.calibrate(score, np.arange(100), correct, random_scores, 60, seed=1)
+    quality_pairs.take_labels(cal)
+    above = score >= cal["cutoff"]
+    ps = SimpleNamespace(planted=planted, transform=np.where(planted, "crop", ""))
+    evaluated = {"calibration": cal, "hard_negatives_flagged": int((above & hard).sum()), "featureless_flagged": 0,
+                 "metrics": quality.detection_metrics(ps, above, correct, score),
+                 "per_transform": quality.per_transform(ps, above, correct, score),
+                 quality_pairs.POPULATION_KEY: quality_pairs.population(score, np.arange(100), random_scores, score2,
+                                                                        np.full(100, 99))}
+    results = {"crops": {"encoders": {"enc": {"verified:v": evaluated}}}}
+    side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": hard.tolist(),
+                                                         "featureless": [False] * 100, "transform": ps.transform.tolist()}})
+    _common.write_results("run", {"n_labels": 60, "sets": json.loads(json.dumps(quality._finite(results)))})
+    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
+    quality.main(["--calibration-only", str(pairs_path), "--write-back"])
+    entry = json.loads((tmp_path / "run.json").read_text())
+    assert "labels_decide" in entry
+    e = entry["sets"]["crops"]["encoders"]["enc"]["verified:v"]
+    assert e["calibration"]["cutoff"] == cal["cutoff"]  # the cutoff does not move
+    assert e["hard_negatives_above_cutoff"] == 1 and e["hard_negatives_flagged"] == 0
+    assert e["above_cutoff"]["recall"] == pytest.approx(evaluated["metrics"]["recall"])
