@@ -24,7 +24,8 @@ from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
 from .fit import POINT_RULE, fit, same_rule
-from .labels import Identity, LabelStore, scan_labels
+from .labelfile import scan_labels
+from .labels import Identity, LabelStore
 from .record import CUTOFF_FILE, LABELS_FILE, Calibration, load_calibration, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
@@ -350,7 +351,7 @@ def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None,
                   definition: Optional[str] = None) -> dict:
     """The headline of a scan directory, with the cutoff resolved as every command resolves it
     (:func:`sibscan.cutoff.resolve_cutoff`) and the hand labels behind it deciding the pairs they
-    answer (:func:`.labels.scan_labels`): what ``report.json``'s ``headline`` holds."""
+    answer (:func:`.labelfile.scan_labels`): what ``report.json``'s ``headline`` holds."""
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)

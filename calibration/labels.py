@@ -27,16 +27,10 @@ from typing import Dict, List, Optional, Tuple
 
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
-from sibscan.loaders.records import json_objects
-from sibscan.pairdecision import PairLabels
 
-from .record import LABELS_FILE
+from .labelfile import _ALL_LABELS, LABELS, read_label_file, scan_labels
 
 __all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file", "scan_labels"]
-
-LABELS = ("same", "different", "skip")
-_ALL_LABELS = LABELS + ("undo",)
-_REQUIRED = ("query_id", "neighbour_id", "label")
 
 PairKey = Tuple[str, str, str, str]
 
@@ -66,24 +60,6 @@ class Identity:
             if theirs != mine:
                 return f"{name.replace('_', ' ')} {theirs!r} (this scan: {mine!r})"
         return None
-
-
-def read_label_file(path: Path) -> List[dict]:
-    """Parse a labels JSONL file, raising :class:`InputError` naming the file and line of a bad record."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for row, rec in json_objects(fh, path, hint="; each line is one JSON label record"):
-            missing = [k for k in _REQUIRED if k not in rec]
-            if missing:
-                raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)
-            if rec["label"] not in _ALL_LABELS:
-                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(_ALL_LABELS)}", path=path, row=row)
-            rec["_row"] = row
-            records.append(rec)
-    return records
 
 
 @dataclass
@@ -233,23 +209,3 @@ def _default_labeller() -> str:
         return getpass.getuser()
     except Exception:  # noqa: BLE001 - no login name in some containers
         return "unknown"
-
-
-def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLabels:
-    """The answers that decide a scan's pairs: the ``labels.jsonl`` of the calibration behind its cutoff
-    (``cutoff.evidence["calibration"]``), else of the scan's own ``calibration/``; none without a cutoff.
-
-    Parameters
-    ----------
-    scan_dir : path
-    cutoff : sibscan.cutoff.Cutoff
-    dataset_fingerprint : str or None
-        The scan's; answers recorded for other data are left out.
-    """
-    if cutoff.value is None:
-        return PairLabels.empty()
-    where = (cutoff.evidence or {}).get("calibration") if cutoff.kind == "calibrated" else None
-    path = Path(where if where else Path(scan_dir) / "calibration") / LABELS_FILE
-    if not path.exists():
-        return PairLabels.empty()
-    return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path))

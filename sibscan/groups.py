@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 
 from .cutoff import Cutoff, resolve_cutoff
-from .calibration.labels import scan_labels
+from .calibration.labelfile import scan_labels
 from .pairdecision import pair_is_sibling
 from .errors import SibscanError
 from .scandir import ScanDir, load_items

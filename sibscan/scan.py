@@ -23,6 +23,7 @@ import numpy as np
 
 from ._version import __version__
 from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
+from .calibration.labelfile import scan_labels
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
@@ -40,6 +41,7 @@ from .neighbourfile import NeighboursWriter
 from .options import DIRECTIONS
 from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
+from .rate import TestScores
 from .runrecord import RECORD_KEY
 from .scandir import Neighbours, ScanDir
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files
@@ -148,7 +150,8 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["view_identities"] = view_identities(views)
     manifest["pairing"] = PAIRING if verifier is not None else None  # which orientation a pair is verified in
     out = cfg.output  # a calibration for other data is refused here, before anything is written
-    cutoff = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force).record()
+    at = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force)
+    cutoff = at.record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
@@ -186,7 +189,9 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["cutoff"] = cutoff
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
-    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]))
+    labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
+    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),
+                        labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
     manifest.update(summary=summary, status="complete")
     manifest[RECORD_KEY] = run.finish(samples={
@@ -274,8 +279,9 @@ def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tu
 
 
 def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
-              baseline: Optional[dict], n_train: int) -> dict:
-    """The printed summary: exact twins, NN score quantiles, sibling rate at the cutoff in use."""
+              baseline: Optional[dict], n_train: int, labels=None) -> dict:
+    """The printed summary: exact twins, NN score quantiles, the count flagged at the cutoff in use
+    (``labels``, a :class:`sibscan.pairdecision.PairLabels`, deciding the pairs they answer)."""
     exact_test = fingerprint_membership(test_fp, train_fp)
     top = nb.top1("test", "train")
     scores = np.full(n_test, -np.inf, np.float32)
@@ -290,7 +296,9 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
         "cutoff": cutoff,
     }
     if cutoff.get("value") is not None:
-        near = (scores >= cutoff["value"]) | exact_test
+        # flagged as the report flags: the answers behind the cutoff decide the pairs they answer
+        near = TestScores(scores, exact_test, top, rows=nb.direction("test", "train"), labels=labels).flags(
+            cutoff["value"]).flagged
         out["siblings"] = int(near.sum())
         out["sibling_pct"] = 100.0 * float(near.mean())
         if baseline is not None:

@@ -157,3 +157,17 @@ def test_calibration_prints_the_count_the_report_flags(tmp_path):
     assert cal.estimates["decided_by_labels"] == head["decided_by_labels"]
     line = next(s for s in describe(cal) if s.startswith("at the cutoff"))
     assert labels_phrase(head["decided_by_labels"]) in line
+
+
+def test_the_scan_summary_counts_what_the_report_flags(tmp_path):
+    from sibscan.calibration.labelfile import scan_labels
+    from sibscan.cutoff import Cutoff
+    from sibscan.scan import summarise
+
+    path, _, _ = _labelled_scan(tmp_path)
+    sd = ScanDir(path)
+    m = sd.manifest()
+    at = Cutoff.from_record(m["cutoff"])
+    s = summarise(sd.neighbours(), sd.fingerprints("train"), sd.fingerprints("test"), 30, at.record(), None, 60,
+                  scan_labels(path, at, m["dataset_fingerprint"]))
+    assert s["siblings"] == 9  # 10 by score alone

@@ -24,7 +24,7 @@ import numpy as np
 from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..groups import group_table
-from ..calibration.labels import scan_labels
+from ..calibration.labelfile import scan_labels
 from ..pairdecision import flag_items
 from ..rate import best_scores, flagged_mask, headline, test_scores
 from ..scandir import ScanDir, load_items

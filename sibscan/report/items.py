@@ -153,7 +153,7 @@ def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, fo
     """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
     from ..cutoff import resolve_cutoff
-    from ..calibration.labels import scan_labels
+    from ..calibration.labelfile import scan_labels
     from ..rate import test_scores
     from ..scandir import ScanDir, load_items
 

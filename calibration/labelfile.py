@@ -1,0 +1,60 @@
+"""Reading ``labels.jsonl`` (the answers of a calibration) and the answers that decide a scan's pairs.
+
+Below the calibration flow (layer 5, like the loaders it uses): the scan's printed summary, the
+report, ``split`` and ``check`` read the answers here, the labelling session writes them with
+:class:`.labels.LabelStore` (whose module docstring gives the record's form).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+from sibscan.errors import InputError
+from sibscan.loaders.records import json_objects
+from sibscan.pairdecision import PairLabels
+
+from .record import LABELS_FILE
+
+__all__ = ["LABELS", "read_label_file", "scan_labels"]
+
+LABELS = ("same", "different", "skip")
+_ALL_LABELS = LABELS + ("undo",)
+_REQUIRED = ("query_id", "neighbour_id", "label")
+
+
+def read_label_file(path: Path) -> List[dict]:
+    """Parse a labels JSONL file, raising :class:`InputError` naming the file and line of a bad record."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for row, rec in json_objects(fh, path, hint="; each line is one JSON label record"):
+            missing = [k for k in _REQUIRED if k not in rec]
+            if missing:
+                raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)
+            if rec["label"] not in _ALL_LABELS:
+                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(_ALL_LABELS)}", path=path, row=row)
+            rec["_row"] = row
+            records.append(rec)
+    return records
+
+
+def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLabels:
+    """The answers that decide a scan's pairs: the ``labels.jsonl`` of the calibration behind its cutoff
+    (``cutoff.evidence["calibration"]``), else of the scan's own ``calibration/``; none without a cutoff.
+
+    Parameters
+    ----------
+    scan_dir : path
+    cutoff : sibscan.cutoff.Cutoff
+    dataset_fingerprint : str or None
+        The scan's; answers recorded for other data are left out.
+    """
+    if cutoff.value is None:
+        return PairLabels.empty()
+    where = (cutoff.evidence or {}).get("calibration") if cutoff.kind == "calibrated" else None
+    path = Path(where if where else Path(scan_dir) / "calibration") / LABELS_FILE
+    if not path.exists():
+        return PairLabels.empty()
+    return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path))
