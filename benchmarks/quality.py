@@ -17,8 +17,11 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
   only); where it refuses one, a user gets none and the figures at the cutoff are not assessed (None);
   the scores it calibrated on go to ``NAME_pairs.json.gz``, and ``--calibration-only
   NAME_pairs.json.gz`` simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
-* at that cutoff: recall (planted test items flagged with their true source), precision (of the
-  flagged pile), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
+* at that cutoff, with the oracle's answers deciding the pairs they answer as a person's do in a scan
+  (:mod:`sibscan.pairdecision`: "different" never flagged, "same" always, an item whose nearest pair
+  was answered "different" decided by its next candidate): hard negatives and featureless clean items
+  flagged, recall (planted test items flagged with their true source), precision (of the
+  flagged pile), the same by score alone (``*_above_cutoff``, ``above_cutoff``), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
   ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``, and its pessimistic end with FPR at its upper 95 % bound:
   a few hundred clean items pin the false-alarm rate only to about 1/n); threshold-free: ROC AUC (planted vs clean test items by
   their best score) and the best recall at precision >= 0.95 (the oracle's choice of cutoff);
