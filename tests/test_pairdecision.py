@@ -93,7 +93,7 @@ def _labelled_scan(tmp_path):
 def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     from sibscan.check import check
     from sibscan.groups import sibling_groups
-    from sibscan.report import build_report, render_markdown
+    from sibscan.report import build_report, render_html, render_markdown
     from sibscan.report.items import flagged_csv
 
     path, partner, te6_second = _labelled_scan(tmp_path)
@@ -111,6 +111,10 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     assert items["te6"]["train_id"] == te6_second != partner["te6"] and items["te6"]["hand_label"] is None
     assert "nearest pair was labelled different" in items["te6"]["why"]
     assert "hand_label" in flagged_csv(rep["flagged"]).splitlines()[0]
+    # the pairs listed just above the cutoff say which a person set aside, in the JSON and the HTML
+    above = {p["test_id"]: p["hand_label"] for p in rep["near_cutoff"]["above"]}
+    assert above["te4"] == "different" and above["te5"] is None
+    assert "labelled different by hand" in render_html(rep)
     # the CI gate counts the same items and says what the labels did
     ok = check(path, max_rate=0.5)
     assert ok.passed and ok.headline["flagged"]["count"] == 9 and "9 of 30 test items" in ok.message and said in ok.message

@@ -235,7 +235,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
 
     # pairs
     order = np.argsort(-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), kind="stable")
-    closest = pair_records(order[:n_pairs], top_tt, test, train)
+    closest = pair_records(order[:n_pairs], top_tt, test, train, labels)
     near_cut = None
     if c is not None:
         sc = top_tt["score"]
@@ -243,7 +243,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         above = above[np.argsort(sc[above], kind="stable")][:n_near]
         below = np.flatnonzero(sc < c)
         below = below[np.argsort(-sc[below], kind="stable")][:n_near]
-        near_cut = {"above": pair_records(above, top_tt, test, train), "below": pair_records(below, top_tt, test, train)}
+        near_cut = {"above": pair_records(above, top_tt, test, train, labels),
+                    "below": pair_records(below, top_tt, test, train, labels)}
 
     report = {
         "schema_version": SCHEMA_VERSION,

@@ -123,6 +123,7 @@ def _pairs_html(pairs: Optional[Sequence[dict]], test, train, shown: Callable[[s
         flag = "exact twin" if p["exact"] else f"score {fmt_score(p['score'])}" if p["score"] is not None else "no score"
         lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
         det = f" · {_e(p['detail'])}" if p.get("detail") else ""
+        det += f" · <b>labelled {p['hand_label']} by hand</b>" if p.get("hand_label") else ""
         out.append(
             f'<div class="pair"><div class="side"><div class="meta">test {_e(p["test_id"])}'
             f'{"" if p["test_label"] is None else " [" + _e(p["test_label"]) + "]"}</div>{a}</div>'

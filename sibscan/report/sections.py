@@ -10,6 +10,7 @@ from typing import Optional
 import numpy as np
 
 from ..kernels.rowhash import fingerprint_keys
+from ..pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
 __all__ = ["duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
@@ -127,10 +128,14 @@ def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40, *, 
             "baseline_density": base, "focus": None if focus is None else float(focus)}
 
 
-def pair_records(rows: np.ndarray, top, test, train) -> list:
-    """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.scandir.Neighbours`."""
+def pair_records(rows: np.ndarray, top, test, train, labels=None) -> list:
+    """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.scandir.Neighbours`, with the
+    pair's hand label (``labels``, a :class:`sibscan.pairdecision.PairLabels`: "same", "different" or None)."""
+    rows = np.asarray(rows, np.int64)
+    said = (labels.lookup(top["query_id"][rows], top["neighbour_id"][rows]) if labels is not None and len(rows)
+            else np.zeros(len(rows), np.int8))
     out = []
-    for r in rows:
+    for r, hand in zip(rows, said):
         qi, ni = int(top["query_index"][r]), int(top["neighbour_index"][r])
         tl = None if test.labels is None else str(test.labels[qi])
         rl = None if train.labels is None else str(train.labels[ni])
@@ -141,6 +146,7 @@ def pair_records(rows: np.ndarray, top, test, train) -> list:
             "verified": finite_or_none(top["verified"][r]), "exact": bool(top["exact"][r]),
             "detail": str(top["detail"][r]), "test_label": tl, "train_label": rl,
             "label_match": None if tl is None or rl is None else tl == rl,
+            "hand_label": {SAME: "same", DIFFERENT: "different"}.get(int(hand)),
         })
     return out
 
