@@ -102,20 +102,33 @@ class PairLabels:
                           np.array([latest[k] for k in keys], np.int8), source)
 
     def lookup(self, test_ids: np.ndarray, train_ids: np.ndarray) -> np.ndarray:
-        """The label of each (test id, train id) pair, :data:`NONE` where unlabelled: int8 of shape (m,)."""
-        test_ids, train_ids = np.asarray(test_ids).astype(str), np.asarray(train_ids).astype(str)
+        """The label of each (test id, train id) pair, :data:`NONE` where unlabelled: int8 of shape (m,).
+
+        Only the rows whose test id was labelled are matched pair by pair (a few hundred answers
+        against a neighbours table of millions of rows: one ``isin`` over the table, then a small join).
+        """
+        test_ids, train_ids = _as_str(test_ids), _as_str(train_ids)
         out = np.zeros(len(test_ids), np.int8)
         if not len(self) or not len(test_ids):
+            return out
+        rows = np.flatnonzero(np.isin(test_ids, self.test_ids))
+        if not len(rows):
             return out
         # ids joined by a separator no id holds (NUL): one sorted key array, one search
         mine = np.char.add(np.char.add(self.test_ids.astype(str), "\0"), self.train_ids.astype(str))
         order = np.argsort(mine, kind="stable")
         mine = mine[order]
-        theirs = np.char.add(np.char.add(test_ids, "\0"), train_ids)
+        theirs = np.char.add(np.char.add(test_ids[rows], "\0"), train_ids[rows])
         pos = np.minimum(np.searchsorted(mine, theirs), len(mine) - 1)
         hit = mine[pos] == theirs
-        out[hit] = self.label[order[pos[hit]]]
+        out[rows[hit]] = self.label[order[pos[hit]]]
         return out
+
+
+def _as_str(a) -> np.ndarray:
+    """``a`` as a numpy string array (no copy when it is one already)."""
+    a = np.asarray(a)
+    return a if a.dtype.kind == "U" else a.astype(str)
 
 
 @dataclass
