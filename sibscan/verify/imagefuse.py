@@ -43,11 +43,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..items import Items
 from ..kernels.alignmatch import ALIGNMENT_FEATURES
-from .base import register_verifier
+from .base import VerifyResult, register_verifier
 from .imagematch import ImageMatchVerifier
+from .images import ImageCorrVerifier
 
-__all__ = ["COEF", "FEATURES", "INTERCEPT", "ROTATION_COST", "SIZE_POWER", "ImageFuseVerifier"]
+__all__ = ["COEF", "CORR_CLIP", "CORR_FLOOR", "FEATURES", "INTERCEPT", "ROTATION_COST", "SIZE_POWER", "ImageFuseVerifier"]
 
 #: how the search ranks a pair's variants (:func:`sibscan.kernels.scalematch.preference`): by the
 #: evidence ``atanh(NCC) * (T / size) ** SIZE_POWER``, less ``ROTATION_COST`` for a rotated template.
@@ -58,27 +60,32 @@ __all__ = ["COEF", "FEATURES", "INTERCEPT", "ROTATION_COST", "SIZE_POWER", "Imag
 SIZE_POWER = 0.5
 ROTATION_COST = 0.2
 
+#: the model's input from ``imagecorr``'s score r: ``max(atanh(min(r, CORR_CLIP)) - atanh(CORR_FLOOR), 0)``
+CORR_CLIP = 0.999
+CORR_FLOOR = 0.95
 #: the model's inputs, in the order of :data:`COEF`
-FEATURES = ("patches", "global", "scale", "angle", "mirror", *ALIGNMENT_FEATURES)
+FEATURES = ("patches", "global", "scale", "angle", "mirror", *ALIGNMENT_FEATURES, "fine", "imagecorr")
 #: fitted by ``python -m benchmarks.imagefuse_fit`` (the 'fit' half of the photographs, seed 1;
 #: results/imagefuse_fit.json); a test holds them equal
-COEF = (1.799512, 4.812996, 2.56688, -0.118967, -0.710701, 2.427093, 3.802807, -3.733692)
-INTERCEPT = -8.852471
+COEF = (1.57632, 2.6959, 4.00875, -0.164311, -0.826082, 1.8444, 3.75829, -3.31212, 2.93222, 3.91512)
+INTERCEPT = -8.91874
 
 
 @register_verifier
 class ImageFuseVerifier(ImageMatchVerifier):
-    """``imagematch``'s search (same options), scored by a fixed logistic model of what it found.
+    """``imagematch``'s search (same options), scored by a fixed logistic model of what it found and of
+    ``imagecorr``'s score of the pair.
 
     Parameters
     ----------
     **options
         As for :class:`sibscan.verify.imagematch.ImageMatchVerifier`.  The coefficients were fitted
-        with its defaults; other options keep them, and say so in the identity.
+        with its defaults (and ``imagecorr``'s); other options keep them, and say so in the identity.
     """
 
     name = "imagefuse"
-    description = "imagematch's search, scored by a logistic fusion of patch and global agreement, crop scale, rotation and mirror"
+    description = ("imagematch's search, scored by a logistic fusion of patch and global agreement, crop scale, "
+                   "rotation, mirror and imagecorr's whole-image score")
 
     def __init__(self, **options):
         options.setdefault("size_power", SIZE_POWER)
@@ -86,29 +93,62 @@ class ImageFuseVerifier(ImageMatchVerifier):
         super().__init__(**options)
         # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
         self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
-        self.identity = (f"imagefuse-v4({self.identity},"
+        # imagecorr as the default scan runs it (the fit's input); it reads the images this verifier decoded
+        # when both work at one size (both grey levels, resized alike: the same arrays)
+        self.corr = ImageCorrVerifier(device=self.device, threads=self.threads, workers=self.workers, progress=False)
+        if self.corr.size == self.size:
+            self.corr._decoded = self._decoded
+        self.identity = (f"imagefuse-v6({self.identity},{self.corr.identity},"
                          f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
 
     def measure(self, images, match):
-        """The patch agreement and :data:`sibscan.kernels.alignmatch.ALIGNMENT_FEATURES` (m, 3), from one
-        pass over the aligned structure signals (:func:`sibscan.kernels.alignmatch.aligned_measures`)."""
+        """The patch agreement, and :data:`sibscan.kernels.alignmatch.ALIGNMENT_FEATURES` with the fine
+        detail's agreement (:func:`sibscan.kernels.alignfine.fine_agreement`) (m, 4): one pass over the
+        aligned structure signals (:func:`sibscan.kernels.alignmatch.aligned_measures`), one over the fine bands."""
+        from ..kernels.alignfine import fine_agreement
         from ..kernels.alignmatch import aligned_measures
 
-        return aligned_measures(*images, self.variants, match, grid=self.grid, device=self.device)
+        local, at = aligned_measures(*images, self.variants, match, grid=self.grid, device=self.device)
+        return local, np.concatenate([at, fine_agreement(*images, self.variants, match, device=self.device)[:, None]], 1)
 
-    def pair_features(self, local: np.ndarray, match, images, measured=None) -> np.ndarray:
-        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64; ``images`` and
-        ``measured`` (the alignment features, measured on ``images`` when not given) as
+    def search_features(self, local: np.ndarray, match, images, measured=None) -> np.ndarray:
+        """The inputs the search gives (all of :data:`FEATURES` but the last, ``imagecorr``), ndarray of
+        shape (m, len(FEATURES) - 1), float64; ``images`` and ``measured`` (the alignment features,
+        measured on ``images`` when not given) as
         :meth:`sibscan.verify.imagematch.ImageMatchVerifier.pair_scores` takes them."""
-        from ..kernels.alignmatch import alignment_features
-
         found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
-        at = alignment_features(*images, self.variants, match, device=self.device) if measured is None else measured
+        at = self.measure(images, match)[1] if measured is None else measured
         return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)], at], 1)
 
-    def pair_scores(self, local: np.ndarray, match, images=None, measured=None) -> np.ndarray:
-        """The model's probability that the pair is a sibling, (m,) float32 in [0, 1]; 0 where the
-        search found no structure."""
-        z = self.pair_features(local, match, images, measured) @ np.asarray(COEF) + INTERCEPT
-        p = 1.0 / (1.0 + np.exp(-z))
-        return np.where(np.asarray(match.score) > 0, p, 0.0).astype(np.float32)
+    # the search's chunks give their inputs; :meth:`verify` adds imagecorr's and fuses them
+    pair_scores = search_features
+
+    def features(self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray):
+        """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64, and the
+        details of the search's alignment with ``imagecorr``'s score."""
+        found = super().verify(queries, query_index, database, database_index)
+        corr = np.nan_to_num(np.asarray(self.corr.verify(queries, query_index, database, database_index).scores,
+                                        np.float64), nan=0.0)  # a flat image: no evidence either way
+        # as evidence (Fisher's z) above what look-alikes reach: a whole-image copy correlates 0.99-1.0, two
+        # cells of one smooth photo at 32 px or two digits of a class up to 0.93-0.95 (a difference a linear
+        # input in r barely tells, and below which r says nothing about a crop)
+        z = np.maximum(np.arctanh(np.clip(corr, -CORR_CLIP, CORR_CLIP)) - np.arctanh(CORR_FLOOR), 0.0)
+        x = np.concatenate([np.asarray(found.scores, np.float64).reshape(len(corr), -1), z[:, None]], 1)
+        return x, [f"{d}, imagecorr {c:.3f}" for d, c in zip(found.details, corr.tolist())]
+
+    @staticmethod
+    def fuse(x: np.ndarray) -> np.ndarray:
+        """The model's probability that each pair is a sibling from its inputs ``x`` (m, len(FEATURES)),
+        (m,) float32 in [0, 1]; 0 where the search found no structure (``global`` 0)."""
+        x = np.asarray(x, np.float64).reshape(-1, len(FEATURES))
+        z = x @ np.asarray(COEF) + INTERCEPT
+        return np.where(x[:, 1] > 0, 1.0 / (1.0 + np.exp(-z)), 0.0).astype(np.float32)
+
+    def verify(
+        self, queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray
+    ) -> VerifyResult:
+        """Score pairs ``(queries[query_index[i]], database[database_index[i]])``: ``scores`` (m,) float32
+        in [0, 1] (:meth:`fuse` of :meth:`features`), ``details`` the transform found, both of the
+        search's scores and ``imagecorr``'s."""
+        x, details = self.features(queries, query_index, database, database_index)
+        return VerifyResult(scores=self.fuse(x), details=details)
