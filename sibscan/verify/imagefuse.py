@@ -1,4 +1,4 @@
-"""``imagefuse``: ``imagematch``'s search, scored by a fixed logistic combination of what it found.
+"""``imagefuse``: ``imagematch``'s search and ``imagecorr``'s score, fused by a fixed logistic model.
 
 ``imagematch`` (:mod:`sibscan.verify.imagematch`) scores a pair by the patch agreement at the best
 of 66 variants (scales 0.5-1 both ways, rotations up to 8 degrees, a mirror).  Every variant tried
@@ -8,8 +8,8 @@ the same font, the rim of the same cup, a coin beside another coin.  A copy, how
 cropped, also agrees *globally* at the alignment found, and in its fine detail: another cell with
 repeating or dominant structure (a steel lattice, the rim of a fundus image) agrees on its strongest
 edges only.  So the score here is the probability of a logistic model over five numbers the search
-already has and three measured at the alignment it found
-(:func:`sibscan.kernels.alignmatch.alignment_features`, no further search):
+already has, four measured at the alignment it found (:func:`sibscan.kernels.alignmatch.alignment_features`,
+:func:`sibscan.kernels.alignfine.fine_agreement`, no further search) and ``imagecorr``'s score of the pair:
 
     patches        the patch agreement (imagematch's score)
     global         the normalised correlation of the structure signals at the alignment
@@ -19,16 +19,20 @@ already has and three measured at the alignment it found
     patches8       the mean agreement of the 8 x 8 patches with structure on both sides
     consistent     the share of the 4 x 4 patches whose own best offset (within 3 px) is the alignment's
     energy_spread  the spread over 8 x 8 patches of the log ratio of the two sides' structure energy
+    fine           the NCC of the two images' detail finer than the structure signal, at the alignment
+    imagecorr      imagecorr's score r as evidence above look-alikes': max(atanh(r) - atanh(0.95), 0)
 
 The coefficients (:data:`COEF`, :data:`INTERCEPT`) were fitted by ``python -m
 benchmarks.imagefuse_fit`` (``benchmarks/results/imagefuse_fit.json``) on the candidate pairs of the
 planted crop sets (seed 1; ``crops`` and ``small32``: heavy crops, zoom-outs, rotations, re-grades,
 crop+flip+JPEG of photo cells, other cells of the same photos and featureless cells as negatives)
 cut from the ``fit`` half of the shipped photographs only
-(:data:`benchmarks.planted_crops.PHOTO_SPLIT`).  ``python -m benchmarks.quality --sets
-crops,small32 --photos heldout`` evaluates on sets cut from the other half: no photograph, cell or
-pair of the fit occurs there.  (v1 was fitted on all photographs, and evaluated on another seed of
-the same photographs' cells: not held out; v2 had the first five inputs only.)
+(:data:`benchmarks.planted_crops.PHOTO_SPLIT`), and (v6) on whole-image siblings of 128-px tiles of
+two photographs of that half which the quality benchmark's ``images`` set does not use (``wholes``:
+scikit-learn's ``china`` and ``flower``).  ``python -m benchmarks.quality --sets crops,small32
+--photos heldout`` evaluates on sets cut from the other half: no photograph, cell or pair of the fit
+occurs there.  (v1 was fitted on all photographs, and evaluated on another seed of the same
+photographs' cells: not held out; v2 had the first five inputs only; v4 the first eight.)
 A pair whose smaller image has no structure scores 0, as with ``imagematch``.
 
 v4: the inputs are measured where the search's ranking of variants (:data:`SIZE_POWER`,
@@ -36,8 +40,16 @@ v4: the inputs are measured where the search's ranking of variants (:data:`SIZE_
 highest NCC: a half-side template, or a rotated one, reaches a high NCC by chance more easily than
 the true alignment of a sibling does, and there the inputs rightly said "no match".
 
-Measured: README, ``imagefuse`` under Verifiers and the crops section under Benchmarks; on the
-default image set's whole-image transforms ``imagecorr`` finds more, so it stays the default.
+v6: ``imagecorr``'s score and the fine detail's agreement.  v4 ranked whole-image copies shifted by a
+few pixels at chance (AUC 0.52 on the ``images`` set's shifts: at scale 1 the search has one position,
+at 0.9 the template is a crop), which ``imagecorr``, searching shifts of the whole image, scores 0.99-1.0;
+a linear input in r could not tell those from the 0.93-0.95 that two cells of one smooth photo at 32 px
+reach, its Fisher z above 0.95 can.  Two coins of one tray share their outlines (the structure signal),
+not their grain (:func:`sibscan.kernels.alignfine.fine_band`).  ``imagecorr`` runs on the images the
+search decoded; with the fine band they cost 1.17-1.19x v4's wall time per pair (1.16-1.25x its CPU
+time; ``results/verify_speed_imagefuse_14v_2.json``, loaded).
+
+Measured: README, ``imagefuse`` under Verifiers and the crops section under Benchmarks.
 """
 from __future__ import annotations
 
