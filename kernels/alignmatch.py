@@ -278,9 +278,8 @@ def patch_agreement(query, database, query_index, database_index, variants: Sequ
 
 
 def aligned_signals(query, database, query_index, database_index, variants: Sequence[MatchVariant],
-                    match: ScaleMatch, *, min_side: int = 1, margin: int = 0, signal=structure, device: str = "cpu"):
-    """The structure signals (or other ``signal`` of the grey levels) of each pair at the alignment
-    ``match`` found, one variant at a time.
+                    match: ScaleMatch, *, min_side: int = 1, margin: int = 0, device: str = "cpu"):
+    """The structure signals of each pair at the alignment ``match`` found, one variant at a time.
 
     Yields ``(rows, template, window)``: the pairs (ndarray of int) whose best variant it is, the
     structure signal of their inner image resampled for it, (g, 1, T, T), and the outer image's
@@ -295,7 +294,7 @@ def aligned_signals(query, database, query_index, database_index, variants: Sequ
     with torch.no_grad():
         imgs = {"query": torch.as_tensor(query, dtype=torch.float32).to(device),
                 "database": torch.as_tensor(database, dtype=torch.float32).to(device)}
-        sig = {k: signal(v) for k, v in imgs.items()}
+        sig = {k: structure(v) for k, v in imgs.items()}
         index = {"query": qi, "database": di}
         for j in np.unique(match.variant):
             rows = np.flatnonzero(match.variant == j)
@@ -306,7 +305,7 @@ def aligned_signals(query, database, query_index, database_index, variants: Sequ
                 continue
             # each inner image's template once, however many of these pairs it is in
             need, inner = np.unique(index[v.inner][rows], return_inverse=True)
-            t = signal(template(imgs[v.inner][need], v, N))[torch.as_tensor(inner.reshape(-1), device=device)]
+            t = structure(template(imgs[v.inner][need], v, N))[torch.as_tensor(inner.reshape(-1), device=device)]
             # the outer windows: gather rows y-margin..y+T+margin, the same columns, of each pair's outer signal
             o = sig[outer][index[outer][rows]]
             ar = torch.arange(-margin, T + margin, device=device)
@@ -315,15 +314,15 @@ def aligned_signals(query, database, query_index, database_index, variants: Sequ
             yield rows, t, o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
 
 
-def reference_signals(query_image: np.ndarray, database_image: np.ndarray, v: MatchVariant, signal=structure):
-    """One pair's template structure signal (or other ``signal``) for ``v`` and its outer image's, (T, T) and
+def reference_signals(query_image: np.ndarray, database_image: np.ndarray, v: MatchVariant):
+    """One pair's template structure signal for ``v`` and its outer image's structure signal, (T, T) and
     (N, N) float64, from the torch helpers the fast kernels use (for the references the tests hold them to)."""
     import torch
 
     q, d = (torch.as_tensor(np.asarray(a)[None], dtype=torch.float32) for a in (query_image, database_image))
     inner, outer = (q, d) if v.inner == "query" else (d, q)
-    return (signal(template(inner, v, q.shape[-1])).numpy()[0, 0].astype(np.float64),
-            signal(outer).numpy()[0, 0].astype(np.float64))
+    return (structure(template(inner, v, q.shape[-1])).numpy()[0, 0].astype(np.float64),
+            structure(outer).numpy()[0, 0].astype(np.float64))
 
 
 def patch_agreement_reference(query: np.ndarray, database: np.ndarray, query_index, database_index,

@@ -1,5 +1,4 @@
-"""imagefuse: imagematch's search and imagecorr's score fused by a fixed logistic model; coefficients as
-fitted, inputs as searched."""
+"""imagefuse: imagematch's search scored by a fixed logistic model; coefficients as fitted, inputs as searched."""
 from __future__ import annotations
 
 import json
@@ -16,11 +15,9 @@ from test_imagematch import scene  # noqa: E402,F401  (the fixture: a photo, its
 from sibscan.items import Items  # noqa: E402
 from sibscan.kernels.scalematch import ScaleMatch  # noqa: E402
 from sibscan.verify import get_verifier  # noqa: E402
-from sibscan.verify.imagefuse import COEF, CORR_CLIP, CORR_FLOOR, FEATURES, INTERCEPT  # noqa: E402
+from sibscan.verify.imagefuse import COEF, FEATURES, INTERCEPT  # noqa: E402
 
 FIT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "imagefuse_fit.json"
-#: v4's fit (its inputs are v6's first eight): the pinned scores of commit 931a6ea are v4's
-FIT_V4 = FIT.with_name("imagefuse_fit_v4.json")
 
 
 def test_coefficients_are_the_committed_fit_on_one_half_of_the_photographs():
@@ -30,10 +27,6 @@ def test_coefficients_are_the_committed_fit_on_one_half_of_the_photographs():
     for s in fit["sets"].values():
         assert set(s["photos"]) <= set(fit["photos"])
     assert fit["features"] == list(FEATURES)
-    assert set(fit["sets"]) == {"crops", "small32", "wholes"}  # wholes: china/flower, which the images set lacks
-    from benchmarks.planted import _photo_arrays
-
-    assert not set(fit["sets"]["wholes"]["photos"]) & {n for n, _ in _photo_arrays()}
     np.testing.assert_allclose(COEF, fit["coef"], atol=1e-4)
     assert INTERCEPT == pytest.approx(fit["intercept"], abs=1e-4)
 
@@ -41,7 +34,6 @@ def test_coefficients_are_the_committed_fit_on_one_half_of_the_photographs():
 def test_features_and_scores_follow_the_variant_found():
     from test_imagematch import _smooth_images
 
-    from sibscan.kernels.alignfine import fine_agreement
     from sibscan.kernels.alignmatch import alignment_features
 
     ver = get_verifier("imagefuse", device="cpu", progress=False)
@@ -52,39 +44,20 @@ def test_features_and_scores_follow_the_variant_found():
                        y=np.zeros(3, np.int32), x=np.zeros(3, np.int32))
     local = np.array([0.8, 0.8, 0.0], np.float32)
     images = (_smooth_images(3, 64, 8), _smooth_images(2, 64, 9), np.array([0, 1, 2]), np.array([0, 1, 1]))
-    f = ver.search_features(local, match, images)
-    assert f.shape == (3, len(FEATURES) - 1)
+    f = ver.pair_features(local, match, images)
     np.testing.assert_allclose(f[:, :5], [[0.8, 0.9, 1.0, 0.0, 0.0], [0.8, 0.9, 0.5, 8.0, 0.0],
                                           [0.0, 0.0, v[pick[2]].scale, 0.0, 1.0]], atol=1e-6)
-    np.testing.assert_allclose(f[:, 5:8], alignment_features(*images, v, match), atol=1e-12)
-    np.testing.assert_allclose(f[:, 8], fine_agreement(*images, v, match), atol=1e-12)
-    x = np.concatenate([f, [[0.0], [2.0], [2.0]]], 1)  # imagecorr's evidence
-    s = ver.fuse(x)
-    z = x[:2] @ np.asarray(COEF) + INTERCEPT
+    np.testing.assert_allclose(f[:, 5:], alignment_features(*images, v, match), atol=1e-12)
+    s = ver.pair_scores(local, match, images)
+    z = f[:2] @ np.asarray(COEF) + INTERCEPT
     np.testing.assert_allclose(s[:2], 1 / (1 + np.exp(-z)), rtol=1e-5)
-    assert s[2] == 0.0  # no structure found: no evidence, whatever imagecorr says
-    same = x[:2].copy()
+    assert s[2] == 0.0  # no structure found: no evidence
+    same = f[:2].copy()
     same[1, 5:] = same[0, 5:]  # the same agreement at the alignment ...
     z = same @ np.asarray(COEF) + INTERCEPT
     assert z[0] > z[1]  # ... reached by the most permissive variant counts for less
-    assert ver.identity.startswith("imagefuse-v6(imagematch-v3(") and "coef=" in ver.identity
-    assert ",imagecorr-v3(" in ver.identity  # the input's own identity: another imagecorr is another model
+    assert ver.identity.startswith("imagefuse-v4(imagematch-v3(") and "coef=" in ver.identity
     assert "size_power=0.5,rotation_cost=0.2" in ver.identity  # the search ranks its variants by evidence
-
-
-def test_fine_agreement_is_its_reference_loop():
-    from test_imagematch import _pinned_case
-
-    from sibscan.kernels.alignfine import fine_agreement, fine_agreement_reference
-    from sibscan.kernels.scalematch import scale_match
-
-    q, d, qi, di = _pinned_case()
-    ver = get_verifier("imagefuse", device="cpu", progress=False)
-    with ver.torch_threads():
-        match = scale_match(q, d, qi, di, ver.variants, **ver.prefer)
-        got = fine_agreement(q, d, qi, di, ver.variants, match)
-    np.testing.assert_allclose(got, fine_agreement_reference(q, d, qi, di, ver.variants, match), atol=1e-6)
-    assert got.max() > 0.99 and got.min() < 0.5  # the pinned sibling agrees in its grain, others do not
 
 
 def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene):  # noqa: F811
@@ -96,15 +69,13 @@ def test_imagefuse_finds_heavy_crop_zoom_and_rotation_but_not_featureless(scene)
     assert res.scores.shape == (5,) and res.scores.dtype == np.float32
     assert res.scores[:3].min() > 0.5, (res.scores, res.details)
     assert res.scores[3:].max() < 0.1, (res.scores, res.details)
-    assert all("imagecorr " in d for d in res.details)
 
 
 def test_one_pass_measures_equal_the_code_before_them():
     """The faster search (spectra held transposed, small inverse-FFT batches) and the one pass over the
     aligned signals (patch agreement and alignment features together, every offset's 4 x 4 patches at
-    once) change no value: :func:`test_imagematch._pinned_case` scored as imagefuse-v4 equals the outputs
-    of the code before them (commit 931a6ea, one torch thread), kept in tests/data.  v6's first eight
-    inputs are v4's, so v4's score is reproduced from them with v4's committed fit."""
+    once) change no value: :func:`test_imagematch._pinned_case` scored as imagefuse equals the outputs
+    of the code before them (commit 931a6ea, one torch thread), kept in tests/data."""
     from test_imagematch import _pinned_case
 
     from sibscan.kernels.alignmatch import aligned_measures, patch_agreement
@@ -117,11 +88,8 @@ def test_one_pass_measures_equal_the_code_before_them():
         # the exhaustive search (coarse=0) by name, whatever the default: its speed-ups keep v4's values bitwise
         match = scale_match(q, d, qi, di, ver.variants, batch_size=7, coarse=0, **ver.prefer)
         local, measured = ver.measure((q, d, qi, di), match)
-        features = ver.search_features(local, match, (q, d, qi, di), measured)[:, :8]
-        v4 = json.loads(FIT_V4.read_text())
-        assert v4["features"] == list(FEATURES[:8])
-        fused = 1 / (1 + np.exp(-(features @ np.asarray(v4["coef"]) + v4["intercept"])))
-        fused = np.where(match.score > 0, fused, 0.0)
+        fused = ver.pair_scores(local, match, (q, d, qi, di), measured)
+        features = ver.pair_features(local, match, (q, d, qi, di), measured)
         for grid in (3, 4, 8):  # the 4 x 4 patches come from the shifted ones; other grids are measured apart
             np.testing.assert_array_equal(aligned_measures(q, d, qi, di, ver.variants, match, grid=grid)[0],
                                           patch_agreement(q, d, qi, di, ver.variants, match, grid=grid))
@@ -130,21 +98,22 @@ def test_one_pass_measures_equal_the_code_before_them():
     np.testing.assert_allclose(match.score, pinned["score"], atol=1e-6)
     np.testing.assert_allclose(local, pinned["patches"], atol=1e-6)
     np.testing.assert_allclose(features, pinned["features"], atol=1e-6)
-    np.testing.assert_allclose(fused, pinned["fused"], atol=1e-5)  # v4's pinned COEF were rounded to 6 digits
+    np.testing.assert_allclose(fused, pinned["fused"], atol=1e-6)
     assert fused.max() > 0.99 and len(set(match.variant.tolist())) > 5  # a sibling among many variants
 
 
 def test_verify_measures_once_what_the_separate_kernels_measure(scene):  # noqa: F811
-    from sibscan.kernels.alignfine import fine_agreement
     from sibscan.kernels.alignmatch import alignment_features, patch_agreement
+
+    class Inputs(get_verifier("imagefuse").__class__):
+        pair_scores = get_verifier("imagefuse").__class__.pair_features  # verify returns the model's inputs
 
     train = Items("train", "image", ids=["src", "flat_a"], paths=[str(scene["train"]), str(scene["flat_a"])])
     test = Items("test", "image", ids=["crop", "zoom", "rotate", "flat_b"],
                  paths=[str(scene[k]) for k in ("crop", "zoom", "rotate", "flat_b")])
     qi, di = np.array([0, 1, 2, 3, 0]), np.array([0, 0, 0, 1, 1])
-    ver = get_verifier("imagefuse", device="cpu", progress=False)
-    got, _ = ver.features(test, qi, train, di)
-    np.testing.assert_allclose(ver.verify(test, qi, train, di).scores, ver.fuse(got), atol=1e-6)
+    ver = Inputs(device="cpu", progress=False)
+    got = np.asarray(ver.verify(test, qi, train, di).scores)
     q, d = ver.load_arrays(test.paths), ver.load_arrays(train.paths)
     with ver.torch_threads():
         from sibscan.kernels.scalematch import scale_match
@@ -152,21 +121,14 @@ def test_verify_measures_once_what_the_separate_kernels_measure(scene):  # noqa:
         match = scale_match(q, d, qi, di, ver.variants, **ver.prefer)
         local = patch_agreement(q, d, qi, di, ver.variants, match, grid=ver.grid)
         at = alignment_features(q, d, qi, di, ver.variants, match)
-        fine = fine_agreement(q, d, qi, di, ver.variants, match)
     np.testing.assert_allclose(got[:, 0], local, atol=1e-6)
-    np.testing.assert_allclose(got[:, 5:8], at, atol=1e-6)
-    np.testing.assert_allclose(got[:, 8], fine, atol=1e-6)
-    corr = get_verifier("imagecorr", device="cpu", progress=False).verify(test, qi, train, di).scores
-    z = np.maximum(np.arctanh(np.clip(np.nan_to_num(corr.astype(np.float64)), -CORR_CLIP, CORR_CLIP))
-                   - np.arctanh(CORR_FLOOR), 0)
-    np.testing.assert_allclose(got[:, 9], z, atol=1e-5)  # imagecorr as a scan runs it, read from the shared decodes
+    np.testing.assert_allclose(got[:, 5:], at, atol=1e-6)
 
 
 @pytest.mark.cuda
 def test_imagefuse_search_and_measures_on_cuda_match_the_cpu():
-    """The transposed spectra, the in-place product, the aligned passes (64 MB on CUDA) and the search's
-    inputs to the model on the GPU agree with the CPU on the pinned case (float32 on both; tolerances for
-    FFT rounding)."""
+    """The transposed spectra, the in-place product, the aligned passes (64 MB on CUDA) and the fused score
+    on the GPU agree with the CPU on the pinned case (float32 on both; tolerances for FFT rounding)."""
     from test_imagematch import _pinned_case
 
     from sibscan.kernels.scalematch import scale_match
@@ -178,7 +140,7 @@ def test_imagefuse_search_and_measures_on_cuda_match_the_cpu():
         with ver.torch_threads():
             match = scale_match(q, d, qi, di, ver.variants, device=device, batch_size=7, **ver.prefer)
             local, measured = ver.measure((q, d, qi, di), match)
-            out[device] = (match, local, ver.search_features(local, match, (q, d, qi, di), measured))
+            out[device] = (match, local, ver.pair_scores(local, match, (q, d, qi, di), measured))
     (mc, lc, fc), (mg, lg, fg) = out["cpu"], out["cuda"]
     assert (mc.variant == mg.variant).mean() > 0.95  # near-ties may pick another variant in the last bit
     same = mc.variant == mg.variant

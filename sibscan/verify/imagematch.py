@@ -213,5 +213,5 @@ class ImageMatchVerifier(ImageCorrVerifier):
         what :meth:`measure` found at that alignment on ``images`` (``measured``).
 
         Returns ndarray of shape (m,), or (m, f) rows that :meth:`verify` returns as they are
-        (:meth:`sibscan.verify.imagefuse.ImageFuseVerifier.features` collects the search's inputs that way)."""
+        (``benchmarks/imagefuse_fit.py`` collects the model's inputs that way)."""
         return local
