@@ -17,9 +17,24 @@ import tempfile
 import pytest
 
 
+_OWN_CACHE = None  # the cache folder this run made (removed at the end), None when one was given
+
+
 def pytest_configure(config):
     # exported ONNX models (sibscan.encoders.onnxrt) go to a fresh folder per run unless one is given
-    os.environ.setdefault("SIBSCAN_CACHE_DIR", tempfile.mkdtemp(prefix="sibscan-test-cache-"))
+    global _OWN_CACHE
+    if "SIBSCAN_CACHE_DIR" not in os.environ:
+        _OWN_CACHE = tempfile.mkdtemp(prefix="sibscan-test-cache-")
+        os.environ["SIBSCAN_CACHE_DIR"] = _OWN_CACHE
+
+
+def pytest_unconfigure(config):
+    # each run's exported models take up to ~30 MB; hundreds of runs left behind filled /tmp
+    global _OWN_CACHE
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+        os.environ.pop("SIBSCAN_CACHE_DIR", None)
+        _OWN_CACHE = None
 
 
 def _has_cuda() -> bool:
