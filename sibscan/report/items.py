@@ -24,8 +24,6 @@ __all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items"]
 COLUMNS = ("test_id", "train_id", "similarity", "score", "exact", "sibling", "label_conflict", "verified",
            "test_index", "train_index", "test_label", "train_label", "hand_label", "detail", "why")
 
-_WORD = {SAME: "same", DIFFERENT: "different"}
-
 
 @dataclass
 class ItemTable:
@@ -101,7 +99,7 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     detail[has] = rows["detail"][at]
     if scores.labels is not None and len(scores.labels):
         label[has] = scores.labels.lookup(rows["query_id"][at], rows["neighbour_id"][at])
-    hand_label = np.array([_WORD.get(int(v)) for v in label], dtype=object)
+    hand_label = np.where(label == SAME, "same", np.where(label == DIFFERENT, "different", None)).astype(object)
     train_id = np.full(n, None, dtype=object)
     train_id[has] = train.ids[train_index[has]]
     sibling = np.full(n, None, dtype=object)
@@ -114,13 +112,15 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
         train_label[has] = train.labels[train_index[has]]
     conflict = np.full(n, None, dtype=object)
     if test.labels is not None and train.labels is not None:
-        for r in range(n):
-            if sibling[r] is None or train_label[r] is None:
-                continue
-            conflict[r] = bool(sibling[r]) and test_label[r] != train_label[r]
+        known = np.flatnonzero(has & (sibling != None))  # noqa: E711 (elementwise over an object array)
+        conflict[known] = (sibling[known].astype(bool) & (test_label[known] != train_label[known])).tolist()
+    # the items with something to say (exact, flagged, or kept off by a label): computed once over all
+    # n items, then worded row by row only for those (a per-row property over n items was O(n^2))
+    off = flags.unflagged_by_labels if cutoff is not None else np.zeros(n, bool)
     why = np.full(n, "", dtype=object)
-    for r in range(n):
-        why[r] = _why(r, exact, flags, label[r], score[r], cutoff, score_kind, detail[r])
+    for r in np.flatnonzero(exact | flags.flagged | off):
+        why[r] = _why(bool(exact[r]), bool(flags.flagged[r]), bool(off[r]), int(flags.nearest_label[r]), label[r],
+                      score[r], cutoff, score_kind, detail[r])
     return ItemTable({
         "test_id": test.ids.astype(object), "train_id": train_id, "similarity": similarity, "score": score,
         "exact": exact, "sibling": sibling, "label_conflict": conflict, "verified": verified,
@@ -129,22 +129,23 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     })
 
 
-def _why(r: int, exact: np.ndarray, flags, label: int, score: float, cutoff: Optional[float], score_kind: str,
-         detail: str) -> str:
-    """What made item ``r`` a sibling, or what the labels said to keep it from being one."""
-    if exact[r]:
+def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, score: float,
+         cutoff: Optional[float], score_kind: str, detail: str) -> str:
+    """What made an item a sibling (``exact``, ``flagged``), or what the labels said to keep it from
+    being one (``off``: the scores flag it, the labels do not)."""
+    if exact:
         return "exact copy (same content fingerprint)"
     if cutoff is None:
         return ""
     at = f"{score_kind} score {float(score):.4f}"
     how = f"; {detail}" if detail else ""
-    if flags.flagged[r]:
+    if flagged:
         if label == SAME:
             side = ">=" if score >= cutoff else "below"
             return f"labelled same by hand ({at} {side} cutoff {cutoff:.4g}){how}"
-        other = "; its nearest pair was labelled different by hand" if flags.nearest_label[r] == DIFFERENT else ""
+        other = "; its nearest pair was labelled different by hand" if nearest_label == DIFFERENT else ""
         return f"{at} >= cutoff {cutoff:.4g}{how}{other}"
-    if flags.unflagged_by_labels[r]:
+    if off:
         return f"not a sibling: labelled different by hand ({at} >= cutoff {cutoff:.4g})"
     return ""
 
