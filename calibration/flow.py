@@ -323,8 +323,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or baseline.get("n_train") or 0)
     if res.cutoff is not None:
         # what the report will flag at this cutoff: the pairs answered here decided by their answers
-        labelled = TestScores(ts.score, ts.exact, ts.top, ts.rows,
-                              PairLabels.from_records(store.current().values(), identity.dataset_fingerprint))
+        labelled = ts.with_labels(PairLabels.from_records(store.current().values(), identity.dataset_fingerprint))
         fl = labelled.flags(res.cutoff)
         est["flagged"] = int(fl.flagged.sum())
         est["decided_by_labels"] = fl.decided()

@@ -36,7 +36,7 @@ import numpy as np
 
 from .cutoff import Cutoff, resolve_cutoff
 from .calibration.labelfile import scan_labels
-from .pairdecision import pair_is_sibling
+from .pairdecision import pair_is_sibling, row_labels
 from .errors import SibscanError
 from .scandir import ScanDir, load_items
 
@@ -288,19 +288,11 @@ def check_linkage(linkage: str) -> None:
         raise SibscanError(f"unknown --linkage {linkage!r}; available: {', '.join(LINKAGES)}")
 
 
-def _row_labels(nb, labels) -> np.ndarray:
-    """The hand label of each neighbours row's pair (test -> train or train -> test; none within a split)."""
-    out = np.zeros(len(nb), np.int8)
-    for q, other in (("test", "train"), ("train", "test")):
-        m = (nb["query_split"] == q) & (nb["neighbour_split"] == other)
-        if m.any():
-            t, r = (nb["query_id"][m], nb["neighbour_id"][m]) if q == "test" else (nb["neighbour_id"][m], nb["query_id"][m])
-            out[m] = labels.lookup(t, r)
-    return out
-
-
-def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete") -> GroupTable:
-    """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports)."""
+def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete", *,
+                neighbours=None, row_label: Optional[np.ndarray] = None) -> GroupTable:
+    """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
+    the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
+    (len(neighbours),): :attr:`sibscan.rate.TestScores.nb_label`; by default both are read here)."""
     check_linkage(linkage)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
@@ -325,7 +317,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         firm_a.append(ea), firm_b.append(eb)
     pair_a = pair_b = np.zeros(0, np.int64)
     pair_s = np.zeros(0, np.float32)
-    nb = scan.neighbours() if scan.neighbours_path.exists() else None
+    nb = neighbours if neighbours is not None else scan.neighbours() if scan.neighbours_path.exists() else None
     if nb is not None and len(nb):
         shift = lambda split: np.where(split == "test", n_train, 0)  # noqa: E731
         ga = nb["query_index"] + shift(nb["query_split"])
@@ -333,8 +325,9 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         exact = nb["exact"].astype(bool)
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
-            near = pair_is_sibling(nb["score"], _row_labels(nb, scan_labels(scan.path, cutoff, scan.manifest().get(
-                "dataset_fingerprint"))), cutoff.value) & ~exact
+            if row_label is None or len(row_label) != len(nb):
+                row_label = row_labels(nb, scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint")))
+            near = pair_is_sibling(nb["score"], row_label, cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:
         ea, eb = _same_value_edges(srcs, valid=(srcs != ""))

@@ -22,7 +22,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-__all__ = ["DIFFERENT", "Flags", "NONE", "PairLabels", "SAME", "flag_items", "labels_phrase", "pair_is_sibling"]
+__all__ = ["DIFFERENT", "Flags", "NONE", "PairLabels", "SAME", "flag_items", "labels_phrase", "pair_is_sibling",
+           "row_labels"]
 
 #: a pair's label as a number: answered "same", answered "different", no answer (or skipped)
 SAME, DIFFERENT, NONE = 1, -1, 0
@@ -125,6 +126,44 @@ class PairLabels:
         return out
 
 
+def row_labels(nb, labels: "PairLabels") -> np.ndarray:
+    """The hand label of each neighbours row's pair, test -> train or train -> test (none within a split).
+
+    The rows worth matching are found by item index: each labelled test id is looked up once per test
+    item (an ``isin`` over n_test ids, not over every row), then rows are kept by an int64 mask and
+    only those are matched pair by pair.
+
+    Parameters
+    ----------
+    nb : sibscan.neighbourtable.Neighbours
+        The neighbours table, shape (m,) per column.
+    labels : PairLabels
+
+    Returns
+    -------
+    ndarray of shape (m,), int8
+    """
+    out = np.zeros(len(nb), np.int8)
+    if labels is None or not len(labels) or not len(nb):
+        return out
+    for q, other in (("test", "train"), ("train", "test")):
+        m = np.flatnonzero((nb["query_split"] == q) & (nb["neighbour_split"] == other))
+        if not len(m):
+            continue
+        side, far = ("query", "neighbour") if q == "test" else ("neighbour", "query")
+        index = np.asarray(nb[f"{side}_index"][m], np.int64)
+        ids = np.empty(int(index.max()) + 1, object)
+        ids[index] = nb[f"{side}_id"][m]  # one id per test item (every row of an item holds the same id)
+        seen = np.zeros(len(ids), bool)
+        seen[index] = True
+        labelled = np.zeros(len(ids), bool)
+        labelled[seen] = np.isin(_as_str(ids[seen]), labels.test_ids)
+        rows = m[labelled[index]]
+        if len(rows):
+            out[rows] = labels.lookup(nb[f"{side}_id"][rows], nb[f"{far}_id"][rows])
+    return out
+
+
 def _as_str(a) -> np.ndarray:
     """``a`` as a numpy string array (no copy when it is one already)."""
     a = np.asarray(a)
@@ -149,8 +188,10 @@ class Flags:
     score_left, same : ndarray of shape (n,)
         The best score among each item's pairs not labelled "different" (NaN where none), and whether
         any of its pairs was labelled "same": ``flagged == exact | same | (score_left >= cutoff)`` at
-        every cutoff, what a sweep over cutoffs counts.
+        every cutoff, what a sweep over cutoffs counts (:meth:`flagged_at`).
     cutoff : float or None
+    exact : ndarray of shape (n,), bool
+        Exact twins (flagged at every cutoff).
     """
 
     flagged: np.ndarray
@@ -160,6 +201,7 @@ class Flags:
     score_left: np.ndarray
     same: np.ndarray
     cutoff: Optional[float]
+    exact: np.ndarray
 
     @property
     def unflagged_by_labels(self) -> np.ndarray:
@@ -170,6 +212,11 @@ class Flags:
     def flagged_by_labels(self) -> np.ndarray:
         """Items flagged only through a pair below the cutoff labelled "same"."""
         return self.flagged & ~self.by_score
+
+    def flagged_at(self, cutoff: float) -> np.ndarray:
+        """What the same pairs and labels flag at another ``cutoff`` (a sweep, the interval's ends), without
+        deciding every pair again: ``exact | same | score_left >= cutoff``; shape (n,), bool."""
+        return self.exact | self.same | (np.nan_to_num(self.score_left, nan=-np.inf) >= cutoff)
 
     def decided(self) -> Optional[dict]:
         """``{above_cutoff_labelled_different, below_cutoff_labelled_same}`` (test items), None without a cutoff."""
@@ -212,7 +259,7 @@ def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, ex
     score_left = np.where(np.isfinite(score_left), score_left, np.nan).astype(score.dtype if score.dtype.kind == "f"
                                                                                else np.float64)
     same = np.bincount(qi[label == SAME], minlength=n) > 0
-    return Flags(flagged, by_score, row, nearest_label, score_left, same, cutoff)
+    return Flags(flagged, by_score, row, nearest_label, score_left, same, cutoff, exact)
 
 
 def _best_row(qi: np.ndarray, s: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:

@@ -46,7 +46,7 @@ scores drawn from the project's real-item benchmark scans, with a labeller wrong
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -54,7 +54,7 @@ import numpy as np
 
 from . import fmt
 from .cutoff import Cutoff
-from .pairdecision import NONE, flag_items, labels_phrase, pair_is_sibling
+from .pairdecision import NONE, SAME, flag_items, labels_phrase, pair_is_sibling, row_labels
 from .stats import CUTOFF_BOUND, finite_or_none
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
@@ -82,7 +82,14 @@ class TestScores:
     rows : Neighbours, optional
         Every test->train row: the pairs :meth:`flags` decides (None: each item's best score alone).
     labels : PairLabels, optional
-        People's answers about pairs (:func:`sibscan.pairdecision.scan_labels`).
+        People's answers about pairs (:func:`sibscan.calibration.labelfile.scan_labels`).
+    row_label : ndarray of shape (len(rows),), int8, optional
+        The label of each row of ``rows`` (looked up from ``labels`` once, on the first :meth:`flags`).
+    nb_label : ndarray, int8, optional
+        With :meth:`from_neighbours`: the label of each row of the whole neighbours table it was built
+        from (the train -> test count and the sibling groups read the same answers, not a second lookup).
+    nb : Neighbours, optional
+        With :meth:`from_neighbours`: that table (for :meth:`with_labels`).
     """
 
     score: np.ndarray
@@ -90,20 +97,60 @@ class TestScores:
     top: object
     rows: object = None
     labels: object = None
+    row_label: Optional[np.ndarray] = None
+    nb_label: Optional[np.ndarray] = None
+    nb: object = None
+    _flags: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.score)
 
+    @staticmethod
+    def from_neighbours(score: np.ndarray, exact: np.ndarray, top, nb, labels=None) -> "TestScores":
+        """The test->train rows of ``nb`` with their labels; a pair labelled "same" that was found only from
+        the train side (a train -> test row) is added as a test -> train row, so that it flags its test
+        item here as it links the pair in the sibling groups and counts in the train -> test direction."""
+        from .neighbourtable import Neighbours
+
+        tt = nb.mask("test", "train")
+        rows = nb.select(tt)
+        if labels is None or not len(labels):
+            return TestScores(score, exact, top, rows=rows, labels=labels, row_label=np.zeros(len(rows), np.int8),
+                              nb_label=np.zeros(len(nb), np.int8), nb=nb)
+        lab = row_labels(nb, labels)
+        row_label = lab[tt]
+        back = nb.mask("train", "test") & (lab == SAME)
+        if back.any():
+            flip = {"query_split": "neighbour_split", "query_index": "neighbour_index", "query_id": "neighbour_id"}
+            flip.update({v: k for k, v in flip.items()})
+            b = nb.select(back)
+            rows = Neighbours.concat([rows, Neighbours({flip.get(k, k): v for k, v in b.columns.items()})])
+            row_label = np.concatenate([row_label, lab[back]])
+        return TestScores(score, exact, top, rows=rows, labels=labels, row_label=row_label, nb_label=lab, nb=nb)
+
+    def with_labels(self, labels) -> "TestScores":
+        """The same scores with other answers deciding the pairs (``labels``: a PairLabels)."""
+        if self.nb is not None:
+            return TestScores.from_neighbours(self.score, self.exact, self.top, self.nb, labels)
+        return TestScores(self.score, self.exact, self.top, self.rows, labels)
+
     def flags(self, cutoff: Optional[float]):
         """The items flagged at ``cutoff`` by :func:`sibscan.pairdecision.flag_items` (labelled pairs by
-        their labels, the rest by score): a :class:`sibscan.pairdecision.Flags`."""
+        their labels, the rest by score): a :class:`sibscan.pairdecision.Flags`, decided once per cutoff
+        (the report, its headline and the per-item table read the same one)."""
+        if cutoff in self._flags:
+            return self._flags[cutoff]
         if self.rows is None:  # one pair per item: its best score
             qi = np.flatnonzero(np.isfinite(self.score))
-            return flag_items(qi, self.score[qi], np.full(len(qi), NONE, np.int8), self.exact, cutoff)
-        r = self.rows
-        label = (self.labels.lookup(r["query_id"], r["neighbour_id"]) if self.labels is not None
-                 else np.zeros(len(r), np.int8))
-        return flag_items(r["query_index"], r["score"], label, self.exact, cutoff)
+            out = flag_items(qi, self.score[qi], np.full(len(qi), NONE, np.int8), self.exact, cutoff)
+        else:
+            if self.row_label is None:
+                r = self.rows
+                self.row_label = (self.labels.lookup(r["query_id"], r["neighbour_id"]) if self.labels is not None
+                                  else np.zeros(len(r), np.int8))
+            out = flag_items(self.rows["query_index"], self.rows["score"], self.row_label, self.exact, cutoff)
+        self._flags[cutoff] = out
+        return out
 
 
 def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:
@@ -141,7 +188,7 @@ def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Option
     score, exact, top, _ = best_scores(nb, "test", "train", n_test)
     if fp_train is not None and fp_test is not None:
         exact |= fingerprint_membership(fp_test, fp_train)
-    return TestScores(score, exact, top, rows=nb.direction("test", "train"), labels=labels)
+    return TestScores.from_neighbours(score, exact, top, nb, labels)
 
 
 def flagged_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> np.ndarray:

@@ -297,8 +297,7 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
     }
     if cutoff.get("value") is not None:
         # flagged as the report flags: the answers behind the cutoff decide the pairs they answer
-        near = TestScores(scores, exact_test, top, rows=nb.direction("test", "train"), labels=labels).flags(
-            cutoff["value"]).flagged
+        near = TestScores.from_neighbours(scores, exact_test, top, nb, labels).flags(cutoff["value"]).flagged
         out["siblings"] = int(near.sum())
         out["sibling_pct"] = 100.0 * float(near.mean())
         if baseline is not None:

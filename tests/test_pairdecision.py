@@ -195,3 +195,57 @@ def test_the_per_item_table_reads_the_label_decisions_once_not_per_item(tmp_path
     said = [w for w in table.columns["why"] if w]
     assert len(worded) == len(said) == 11  # 9 flagged, te4 and te12 kept off by their labels
     assert list(table.columns["hand_label"]).count("different") >= 1 and None in list(table.columns["hand_label"])
+
+
+def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_item(tmp_path):
+    """Report, check and split read one set of answers: a "same" pair that is only among a train item's
+    test candidates flags its test item in the headline as it links the pair in the groups."""
+    from sibscan.groups import sibling_groups
+    from sibscan.report import build_report
+
+    path, _, _ = _labelled_scan(tmp_path)
+    nb = ScanDir(path).neighbours()
+    tt = nb.direction("test", "train")
+    have = set(zip(tt["query_id"].tolist(), tt["neighbour_id"].tolist()))
+    flagged_before = {r["test_id"] for r in build_report(path)["flagged"]}
+    rt = nb.direction("train", "test")
+    only = [(q, t) for t, q in zip(rt["query_id"].tolist(), rt["neighbour_id"].tolist())
+            if (q, t) not in have and q not in flagged_before]
+    assert only, "the fixture has a pair found only from the train side"
+    te, tr = ("te22", "tr4") if ("te22", "tr4") in only else only[0]
+    rec = {"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}
+    with open(path / "calibration" / "labels.jsonl", "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    rep = build_report(path)
+    flagged = {r["test_id"]: r for r in rep["flagged"]}
+    assert rep["headline"]["flagged"]["count"] == 10 == len(flagged) and te in flagged
+    assert flagged[te]["train_id"] == tr and flagged[te]["hand_label"] == "same"
+    g = sibling_groups(path, sources=False, linkage="single")  # complete linkage may keep te's other pairs apart
+    where = {(s, i): grp for s, i, grp in zip(g.split, g.ids, g.group)}
+    assert where[("test", te)] == where[("train", tr)]
+    assert rep["sibling_rate"]["test_to_train"]["any"]["count"] == 10
+
+
+def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(tmp_path, monkeypatch):
+    from sibscan import rate
+    from sibscan.pairdecision import row_labels
+    from sibscan.report import build_report
+
+    path, _, _ = _labelled_scan(tmp_path)
+    nb = ScanDir(path).neighbours()
+    from sibscan.calibration.labelfile import read_label_file
+    labels = PairLabels.from_records(read_label_file(path / "calibration" / "labels.jsonl"), "abcd")
+    answer = dict(zip(zip(labels.test_ids.tolist(), labels.train_ids.tolist()), labels.label.tolist()))
+    want = []
+    for qs, q, ns, t in zip(nb["query_split"], nb["query_id"], nb["neighbour_split"], nb["neighbour_id"]):
+        key = (q, t) if (qs, ns) == ("test", "train") else (t, q) if (qs, ns) == ("train", "test") else None
+        want.append(answer.get(key, NONE) if key else NONE)
+    got = row_labels(nb, labels)
+    assert got.tolist() == want and (got != NONE).sum() >= 4
+    # one lookup of the whole table and one decision at the cutoff per report (it was ~5 of each)
+    looked, decided = [], []
+    monkeypatch.setattr(rate, "row_labels", lambda *a: looked.append(1) or row_labels(*a))
+    flag = rate.flag_items
+    monkeypatch.setattr(rate, "flag_items", lambda *a: decided.append(1) or flag(*a))
+    build_report(path)
+    assert len(looked) == 1 and len(decided) == 1

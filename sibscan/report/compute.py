@@ -156,9 +156,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     if fp_train is not None and fp_test is not None:
         ex_rt |= fingerprint_membership(fp_train, fp_test)
         has_rt = True
-    r_rt = nb.direction("train", "test")
-    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], labels.lookup(r_rt["neighbour_id"], r_rt["query_id"]),
-                                 ex_rt, c).flagged, ex_rt, c)
+    m_rt = nb.mask("train", "test")
+    r_rt = nb.select(m_rt)
+    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], ts.nb_label[m_rt], ex_rt, c).flagged, ex_rt, c)
     # within test (no hand labels: people label test -> train pairs)
     s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
     n_dup_groups = None
@@ -170,7 +170,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     ww["n_exact_groups"] = n_dup_groups
 
     def rate_at(x):
-        return float(ts.flags(x).flagged.mean()) if n_test else None
+        return float(flags.flagged_at(x).mean()) if n_test else None
 
     interval_rates = None
     if rec["interval"] and None not in rec["interval"]:
@@ -187,7 +187,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # per class
     per_class = []
     # copy groups over both splits, at the cutoff this report counts at
-    groups = group_table(scan, at, sources=False)
+    groups = group_table(scan, at, sources=False, neighbours=nb, row_label=ts.nb_label)
     conflicts = label_conflicts(groups, max_groups=max_conflicts)
     if test.labels is not None:
         classes, code = np.unique(test.labels, return_inverse=True)

@@ -97,7 +97,9 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     verified[has] = rows["verified"][at]
     score[has] = rows["score"][at]
     detail[has] = rows["detail"][at]
-    if scores.labels is not None and len(scores.labels):
+    if rows is scores.rows and scores.row_label is not None:  # looked up once, by scores.flags
+        label[has] = scores.row_label[at]
+    elif scores.labels is not None and len(scores.labels):
         label[has] = scores.labels.lookup(rows["query_id"][at], rows["neighbour_id"][at])
     hand_label = np.where(label == SAME, "same", np.where(label == DIFFERENT, "different", None)).astype(object)
     train_id = np.full(n, None, dtype=object)
