@@ -17,6 +17,7 @@ import numpy as np
 from .errors import SibscanError
 from .loaders import as_items
 from .pairdecision import labels_phrase
+from .rate import no_interval_reason
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
@@ -185,7 +186,7 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
                 f"calibrated with {head['n_labels']} labels)" if head["state"] == "calibrated" else
                 f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
-                f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; no sibling-rate interval without hand labels)")
+                f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; {no_interval_reason(head)}, so no sibling-rate interval)")
         parts.append(f"{what}, {'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
     if max_exact is not None:
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "

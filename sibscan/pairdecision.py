@@ -283,6 +283,7 @@ def labels_phrase(decided: Optional[dict]) -> str:
     if off:
         parts.append(f"{off:,} test item{'s' if off != 1 else ''} above the cutoff labelled different by hand "
                      f"{'are' if off != 1 else 'is'} not flagged")
-    if on:
-        parts.append(f"{on:,} below it labelled same {'are' if on != 1 else 'is'}")
+    if on:  # "it" only where the sentence has named the cutoff already
+        what = "below it" if off else f"test item{'s' if on != 1 else ''} below the cutoff"
+        parts.append(f"{on:,} {what} labelled same by hand {'are' if on != 1 else 'is'} flagged")
     return "; ".join(parts)

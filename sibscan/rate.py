@@ -58,7 +58,7 @@ from .pairdecision import NONE, SAME, flag_items, labels_phrase, pair_is_sibling
 from .stats import CUTOFF_BOUND, finite_or_none
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
-           "narrow_enough", "sentence", "test_scores"]
+           "narrow_enough", "no_interval_reason", "sentence", "test_scores"]
 
 STATES = ("not_assessed", "baseline_only", "calibrated")
 LEVEL = 0.95
@@ -262,12 +262,13 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
          "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
          "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
          "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note"),
-         "decided_by_labels": None}
+         "decided_by_labels": None, "n_answers": 0}
     if cutoff.value is not None:
         fl = scores.flags(cutoff.value)
         flagged = _count(fl.flagged)
         h["flagged"] = flagged
         h["decided_by_labels"] = fl.decided()
+        h["n_answers"] = len(scores.labels) if scores.labels is not None else 0
         if baseline is not None and n_train:
             h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
             h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
@@ -295,6 +296,12 @@ def _score_name(kind: Optional[str]) -> str:
     return "verified similarity" if kind == "verified" else "similarity"
 
 
+def no_interval_reason(h: dict) -> str:
+    """Why a ``baseline_only`` headline has no interval, in words: hand answers may decide pairs here
+    (the scan's own ``labels.jsonl``) while the cutoff is not a calibration of this data."""
+    return "no calibrated cutoff of this data" if h.get("n_answers") else "no hand labels of this data"
+
+
 def sentence(h: dict) -> str:
     """The headline as one sentence (no final full stop), the same in every output."""
     n = h["n"]
@@ -308,8 +315,8 @@ def sentence(h: dict) -> str:
     said = f" ({said})" if said else ""
     if h["state"] == "baseline_only":
         why = h.get("cutoff_rule") or "not calibrated"
-        return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at}{said} ({why}; no hand "
-                f"labels of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
+        return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at}{said} ({why}; "
+                f"{no_interval_reason(h)}, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
     iv = f"{h['level']:.0%} interval {fmt.pct(h['lo'])} to {fmt.pct(h['hi'])}"
     return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {h['n_labels']:,} "
             f"hand labels; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}")

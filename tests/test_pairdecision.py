@@ -44,7 +44,13 @@ def test_the_pair_rule_and_its_words():
     assert pair_is_sibling(s, lab, 0.9).tolist() == [True, False, True, False, True]
     assert not pair_is_sibling(s, lab, None).any()
     assert labels_phrase({"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1}) == (
-        "2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same is")
+        "2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same by hand "
+        "is flagged")
+    # no "it" to refer to when nothing above the cutoff was set aside
+    assert labels_phrase({"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 1}) == (
+        "1 test item below the cutoff labelled same by hand is flagged")
+    assert labels_phrase({"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 3}) == (
+        "3 test items below the cutoff labelled same by hand are flagged")
     assert labels_phrase({"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 0}) == ""
 
 
@@ -102,8 +108,14 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     # by score: 4 exact + tests 4-8 + test 12 = 10; labels take out 4 and 12, put in 9 (0.89, below)
     assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1}
     assert head["flagged"]["count"] == 9 == rep["sibling_rate"]["test_to_train"]["any"]["count"] == len(rep["flagged"])
-    said = "2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same is"
+    said = ("2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same by hand "
+            "is flagged")
     assert said in head["text"] and said in render_markdown(rep)
+    # the cutoff is the scan's, not a calibration: the sentence says why there is no interval without
+    # denying the labels it has just counted
+    assert head["state"] == "baseline_only" and head["n_answers"] == 4
+    assert "no hand labels" not in head["text"] and "no calibrated cutoff of this data, so no sibling-rate interval" in \
+        head["text"]
     items = {r["test_id"]: r for r in rep["flagged"]}
     assert "te4" not in items and "te12" not in items and {"te5", "te7", "te9"} <= set(items)
     assert items["te9"]["hand_label"] == "same" and items["te9"]["why"].startswith("labelled same by hand")
@@ -118,6 +130,7 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     # the CI gate counts the same items and says what the labels did
     ok = check(path, max_rate=0.5)
     assert ok.passed and ok.headline["flagged"]["count"] == 9 and "9 of 30 test items" in ok.message and said in ok.message
+    assert "no hand labels" not in ok.message and "no calibrated cutoff of this data" in ok.message
     bad = check(path, max_rate=0.1)
     assert not bad.passed and not {"te4", "te12"} & {p["test_id"] for p in bad.offending}
     # split: a pair labelled different never joins a group, one labelled same does
