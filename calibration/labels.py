@@ -27,18 +27,13 @@ from typing import Dict, List, Optional, Tuple
 
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
+from sibscan.pairdecision import latest_answers, pair_key
 
 from .labelfile import _ALL_LABELS, LABELS, read_label_file, scan_labels
 
 __all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file", "scan_labels"]
 
 PairKey = Tuple[str, str, str, str]
-
-
-def pair_key(rec: dict) -> PairKey:
-    """The pair a record is about: (query_split, query_id, neighbour_split, neighbour_id)."""
-    return (str(rec.get("query_split", "test")), str(rec["query_id"]),
-            str(rec.get("neighbour_split", "train")), str(rec["neighbour_id"]))
 
 
 @dataclass(frozen=True)
@@ -111,14 +106,10 @@ class LabelStore:
 
     # --- state ---------------------------------------------------------------------------------
     def current(self) -> Dict[PairKey, dict]:
-        """Each pair's effective record (its latest answer; pairs whose latest record is an undo are absent)."""
-        cur: Dict[PairKey, dict] = {}
-        for rec in self.records:
-            key = pair_key(rec)
-            cur.pop(key, None)  # re-insert so dict order = order of the latest answers
-            if rec["label"] != "undo":
-                cur[key] = rec
-        return cur
+        """Each pair's effective record (its latest answer; pairs whose latest record is an undo are absent),
+        keyed by :func:`sibscan.pairdecision.pair_key` (a test/train pair in its test -> train orientation,
+        as the report reads the same file)."""
+        return latest_answers(self.records)
 
     def counts(self) -> Dict[str, int]:
         cur = self.current().values()

@@ -18,16 +18,40 @@ applies the same function to its simulated labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["DIFFERENT", "Flags", "NONE", "PairLabels", "SAME", "flag_items", "labels_phrase", "pair_is_sibling",
-           "row_labels"]
+__all__ = ["DIFFERENT", "Flags", "NONE", "PairLabels", "SAME", "flag_items", "labels_phrase", "latest_answers",
+           "pair_is_sibling", "pair_key", "row_labels"]
 
 #: a pair's label as a number: answered "same", answered "different", no answer (or skipped)
 SAME, DIFFERENT, NONE = 1, -1, 0
 _CODES = {"same": SAME, "different": DIFFERENT}
+
+
+def pair_key(rec: dict) -> Tuple[str, str, str, str]:
+    """The pair a label record is about, (query_split, query_id, neighbour_split, neighbour_id), with a
+    test/train pair always in its test -> train orientation: an answer given from the train side is
+    about the same pair, and a later record either way (an undo too) supersedes it."""
+    q, n = str(rec.get("query_split", "test")), str(rec.get("neighbour_split", "train"))
+    if (q, n) == ("train", "test"):
+        return "test", str(rec["neighbour_id"]), "train", str(rec["query_id"])
+    return q, str(rec["query_id"]), n, str(rec["neighbour_id"])
+
+
+def latest_answers(records: Iterable[dict]) -> Dict[Tuple[str, str, str, str], dict]:
+    """Each pair's effective record (:func:`pair_key`; records in file order): its latest answer, pairs
+    whose latest record is an ``undo`` left out; dict order is the order of the latest answers.  The one
+    reading of a labels file that calibrating (``LabelStore.current``) and deciding pairs
+    (:meth:`PairLabels.from_records`) share."""
+    cur: Dict[Tuple[str, str, str, str], dict] = {}
+    for rec in records:
+        key = pair_key(rec)
+        cur.pop(key, None)  # re-insert so dict order = order of the latest answers
+        if rec["label"] != "undo":
+            cur[key] = rec
+    return cur
 
 
 def pair_is_sibling(score: np.ndarray, label: np.ndarray, cutoff: Optional[float]) -> np.ndarray:
@@ -87,20 +111,12 @@ class PairLabels:
         An ``undo`` withdraws the pair's answer, a ``skip`` decides nothing; with ``dataset_fingerprint``,
         records made for other data are left out (a record without one is kept: older files).
         """
-        latest = {}
-        for rec in records:
-            fp = rec.get("dataset_fingerprint")
-            if dataset_fingerprint is not None and fp not in (None, dataset_fingerprint):
-                continue
-            q, n = str(rec.get("query_split", "test")), str(rec.get("neighbour_split", "train"))
-            if {q, n} != {"test", "train"}:
-                continue
-            key = (str(rec["query_id"]), str(rec["neighbour_id"])) if q == "test" else \
-                (str(rec["neighbour_id"]), str(rec["query_id"]))
-            latest[key] = _CODES.get(rec.get("label"), NONE)
-        keys = [k for k, v in latest.items() if v != NONE]
+        kept = (rec for rec in records if dataset_fingerprint is None
+                or rec.get("dataset_fingerprint") in (None, dataset_fingerprint))
+        keys = [(k[1], k[3], _CODES[r["label"]]) for k, r in latest_answers(kept).items()
+                if (k[0], k[2]) == ("test", "train") and r.get("label") in _CODES]
         return PairLabels(np.array([k[0] for k in keys], dtype=str), np.array([k[1] for k in keys], dtype=str),
-                          np.array([latest[k] for k in keys], np.int8), source)
+                          np.array([k[2] for k in keys], np.int8), source)
 
     def lookup(self, test_ids: np.ndarray, train_ids: np.ndarray) -> np.ndarray:
         """The label of each (test id, train id) pair, :data:`NONE` where unlabelled: int8 of shape (m,).

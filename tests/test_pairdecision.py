@@ -262,3 +262,24 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
     monkeypatch.setattr(rate, "flag_items", lambda *a: decided.append(1) or flag(*a))
     build_report(path)
     assert len(looked) == 1 and len(decided) == 1
+
+
+def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orientation(tmp_path):
+    """(test a, train b) same; (train b, test a) different; (train b, test a) undo: the pair has no answer,
+    for the calibration's store and for the report's labels alike (the store keyed pairs by orientation)."""
+    from sibscan.calibration.labels import Identity, LabelStore, pair_key
+
+    ident = {"dataset_fingerprint": "d", "encoder_identity": "e", "verifier_identity": None}
+    fwd = {**ident, "query_split": "test", "query_id": "a", "neighbour_split": "train", "neighbour_id": "b"}
+    back = {**ident, "query_split": "train", "query_id": "b", "neighbour_split": "test", "neighbour_id": "a"}
+    cases = {("same", "different", "undo"): NONE, ("same", "different"): DIFFERENT, ("different", "same"): SAME,
+             ("same", "undo"): NONE}
+    for i, (answers, want) in enumerate(cases.items()):
+        recs = [{**(fwd if j % 2 == 0 and j < 1 else back), "label": lab} for j, lab in enumerate(answers)]
+        path = tmp_path / f"labels{i}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        current = LabelStore(path, Identity("d", "e", None)).current()
+        from_store = current[pair_key(fwd)]["label"] if pair_key(fwd) in current else None
+        got = PairLabels.from_records(recs, "d").lookup(["a"], ["b"])[0]
+        assert got == want and from_store == {SAME: "same", DIFFERENT: "different", NONE: None}[want], answers
+        assert list(current) in ([], [("test", "a", "train", "b")])  # keyed in the test -> train orientation
