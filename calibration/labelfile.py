@@ -6,6 +6,7 @@ report, ``split`` and ``check`` read the answers here, the labelling session wri
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -54,7 +55,22 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
     if cutoff.value is None:
         return PairLabels.empty()
     where = (cutoff.evidence or {}).get("calibration") if cutoff.kind == "calibrated" else None
-    path = Path(where if where else Path(scan_dir) / "calibration") / LABELS_FILE
+    folder = Path(where) if where else Path(scan_dir) / "calibration"
+    path = folder / LABELS_FILE
     if not path.exists():
+        if where:  # a calibrated cutoff whose answers cannot be read: say so, never count silently without them
+            warnings.warn(f"the calibration behind the cutoff ({folder}) has no {LABELS_FILE} to read from here, so no "
+                          "hand labels decide pairs; pass --calibration DIR with its path")
         return PairLabels.empty()
-    return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path))
+    # records without a fingerprint are only trusted in a calibration made for this data
+    own_fp = _calibration_fingerprint(folder)
+    keep_unmarked = dataset_fingerprint is None or own_fp in (None, dataset_fingerprint)
+    return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path),
+                                   keep_unmarked=keep_unmarked)
+
+
+def _calibration_fingerprint(folder: Path) -> Optional[str]:
+    """The dataset fingerprint in ``folder``'s calibration record, None where it has none."""
+    from .record import CUTOFF_FILE, load_calibration
+
+    return load_calibration(folder).dataset_fingerprint if (folder / CUTOFF_FILE).exists() else None

@@ -115,7 +115,9 @@ def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
             "'sibscan calibrate', or pass --cutoff X for an uncalibrated one"
         )
     return Cutoff(finite_or_none(cal.cutoff), "calibrated", {
-        "score": cal.score, "calibration": None if cal.path is None else str(cal.path),
+        "score": cal.score,
+        # resolved: the scan records it, and a report run from another directory reads its labels.jsonl
+        "calibration": None if cal.path is None else str(Path(cal.path).resolve()),
         "interval": None if cal.interval is None else [finite_or_none(v) for v in cal.interval],
         "n_labels": dict(cal.n_labels or {}), "estimates": dict(cal.estimates or {}), "status": cal.status,
         "forced": bool(force), "mismatches": list(mismatches), "rule": cal.rule,

@@ -105,14 +105,17 @@ class PairLabels:
 
     @staticmethod
     def from_records(records: Iterable[dict], dataset_fingerprint: Optional[str] = None,
-                     source: Optional[str] = None) -> "PairLabels":
+                     source: Optional[str] = None, keep_unmarked: bool = True) -> "PairLabels":
         """Each test -> train pair's latest answer in ``records`` (``labels.jsonl`` records in file order).
 
         An ``undo`` withdraws the pair's answer, a ``skip`` decides nothing; with ``dataset_fingerprint``,
-        records made for other data are left out (a record without one is kept: older files).
+        records made for other data are left out.  A record without a fingerprint (older files) is kept
+        unless ``keep_unmarked`` is False: the file belongs to a calibration made for other data, where
+        ids such as "0", "1" would name other items here.
         """
         kept = (rec for rec in records if dataset_fingerprint is None
-                or rec.get("dataset_fingerprint") in (None, dataset_fingerprint))
+                or rec.get("dataset_fingerprint") == dataset_fingerprint
+                or (keep_unmarked and rec.get("dataset_fingerprint") is None))
         keys = [(k[1], k[3], _CODES[r["label"]]) for k, r in latest_answers(kept).items()
                 if (k[0], k[2]) == ("test", "train") and r.get("label") in _CODES]
         return PairLabels(np.array([k[0] for k in keys], dtype=str), np.array([k[1] for k in keys], dtype=str),

@@ -24,6 +24,7 @@ import numpy as np
 from ._version import __version__
 from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
 from .calibration.labelfile import scan_labels
+from .pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .cutoff import resolve_cutoff
@@ -190,6 +191,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
     labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
+    if (labels.label == SAME).any() and sd.neighbours_path.exists():
+        # a "same" pair found only from the train side flags its test item (rate.TestScores.from_neighbours):
+        # the held table lacks train->test rows, so count from the whole table as the report does
+        nb = sd.neighbours()
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),
                         labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}

@@ -176,18 +176,53 @@ def test_calibration_prints_the_count_the_report_flags(tmp_path):
     assert labels_phrase(head["decided_by_labels"]) in line
 
 
-def test_the_scan_summary_counts_what_the_report_flags(tmp_path):
-    from sibscan.calibration.labelfile import scan_labels
-    from sibscan.cutoff import Cutoff
-    from sibscan.scan import summarise
+def test_the_scan_summary_counts_what_the_report_flags(tmp_path, monkeypatch):
+    """A real scan run with ``--calibration cal1`` (a path relative to where it runs) prints the count its
+    report gives from another directory: the scan passes the calibration's answers to its summary, and
+    records the calibration's resolved path, so the report finds the same answers."""
+    from typer.testing import CliRunner
 
-    path, _, _ = _labelled_scan(tmp_path)
-    sd = ScanDir(path)
+    from sibscan.cli import app
+    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.report import build_report
+
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(60, 32)).cumsum(axis=1)
+    near = train[:12] * 3.0 + 1.0 + rng.normal(scale=0.05, size=(12, 32))
+    test = np.vstack([near, rng.normal(size=(18, 32)).cumsum(axis=1)])
+    for name, x in (("train", train), ("test", test)):
+        (tmp_path / f"{name}.csv").write_text("\n".join(",".join(repr(float(v)) for v in row) for row in x) + "\n")
+    runner = CliRunner()
+    monkeypatch.chdir(tmp_path)
+    common = ["--train", "train.csv", "--test", "test.csv", "--no-progress", "--json"]
+    first = runner.invoke(app, ["scan", *common, "--out", "scan0", "--cutoff", "0.98"])
+    assert first.exit_code == 0, first.output
+    sd = ScanDir(tmp_path / "scan0")
     m = sd.manifest()
-    at = Cutoff.from_record(m["cutoff"])
-    s = summarise(sd.neighbours(), sd.fingerprints("train"), sd.fingerprints("test"), 30, at.record(), None, 60,
-                  scan_labels(path, at, m["dataset_fingerprint"]))
-    assert s["siblings"] == 9  # 10 by score alone
+    by_score = m["summary"]["siblings"]
+    top = sd.neighbours().top1("test", "train")
+    above = [(q, t) for q, t, sc in zip(top["query_id"], top["neighbour_id"], top["score"]) if sc >= 0.98][:3]
+    assert len(above) == 3
+    ver = (m.get("verifier") or {}).get("identity")
+    write_calibration(tmp_path / "cal1", Calibration(0.98, None, "verified" if ver else "similarity",
+                                                     m["encoder"]["identity"], ver, m["dataset_fingerprint"]))
+    ident = {"dataset_fingerprint": m["dataset_fingerprint"], "encoder_identity": m["encoder"]["identity"],
+             "verifier_identity": ver}
+    (tmp_path / "cal1" / "labels.jsonl").write_text("".join(
+        json.dumps({**ident, "query_id": str(q), "neighbour_id": str(t), "label": "different"}) + "\n" for q, t in above))
+    second = runner.invoke(app, ["scan", *common, "--out", "scan1", "--calibration", "cal1"])
+    assert second.exit_code == 0, second.output
+    printed = json.loads(second.stdout[second.stdout.index("{"):])["siblings"]
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    head = build_report(tmp_path / "scan1")["headline"]
+    off = head["decided_by_labels"]["above_cutoff_labelled_different"]
+    assert off >= 1 and printed == head["flagged"]["count"] == by_score - off < by_score
+    assert ScanDir(tmp_path / "scan1").manifest()["cutoff"]["calibration"] == str((tmp_path / "cal1").resolve())
+    # a calibrated cutoff whose answers cannot be read is said, not counted silently without them
+    (tmp_path / "cal1" / "labels.jsonl").rename(tmp_path / "moved.jsonl")
+    with pytest.warns(UserWarning, match="has no labels.jsonl"):
+        build_report(tmp_path / "scan1")
 
 
 def test_the_per_item_table_reads_the_label_decisions_once_not_per_item(tmp_path, monkeypatch):
@@ -283,3 +318,20 @@ def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orie
         got = PairLabels.from_records(recs, "d").lookup(["a"], ["b"])[0]
         assert got == want and from_store == {SAME: "same", DIFFERENT: "different", NONE: None}[want], answers
         assert list(current) in ([], [("test", "a", "train", "b")])  # keyed in the test -> train orientation
+
+
+def test_answers_without_a_fingerprint_count_only_in_a_calibration_of_this_data(tmp_path):
+    """Records without a dataset fingerprint (older files) are kept for a calibration of this data, and
+    left out of one made for other data (applied with --force), where ids like "0", "1" name other items."""
+    from sibscan.calibration.labelfile import scan_labels
+    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.cutoff import Cutoff
+
+    recs = [{"query_id": "0", "neighbour_id": "1", "label": "same"},
+            {"query_id": "2", "neighbour_id": "3", "label": "different", "dataset_fingerprint": "here"}]
+    for fp, want in (("here", [SAME, DIFFERENT]), ("elsewhere", [NONE, DIFFERENT])):
+        cal = tmp_path / fp
+        write_calibration(cal, Calibration(0.9, None, "similarity", "enc", None, fp))
+        (cal / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        labels = scan_labels(tmp_path, Cutoff(0.9, "calibrated", {"calibration": str(cal)}), "here")
+        assert labels.lookup(["0", "2"], ["1", "3"]).tolist() == want, fp
