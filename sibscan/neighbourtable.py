@@ -80,7 +80,12 @@ class Neighbours:
         return m
 
     def select(self, mask: np.ndarray) -> "Neighbours":
-        return Neighbours({k: v[mask] for k, v in self.columns.items()})
+        """The rows ``mask`` (bool or indices) picks.  The columns were checked when this table was made,
+        so the subset keeps them as they are: re-checking cast every id column to str and back per call
+        (2.4M rows: ~0.25 s a select, about half of a report's time)."""
+        out = object.__new__(Neighbours)
+        out.columns = {k: v[mask] for k, v in self.columns.items()}
+        return out
 
     def direction(self, query_split: str, neighbour_split: str) -> "Neighbours":
         return self.select(self.mask(query_split, neighbour_split))
