@@ -274,11 +274,14 @@ class ImageCorrVerifier(Verifier):
         key = (self.prepared_bytes, per_q, per_d)
         if self._store_key != key:
             held = self.prepared_bytes * 3 // 4
+            # the images a tile lacks are prepared in one batch (at most the store's size): the store
+            # copies them into its slots, and batches written into a side of their own first were a
+            # second copy (the prepared values do not depend on the batch an image is in)
             self._store_key, self._prepared = key, {
                 "query": PreparedStore(held // max(per_q, 1), lambda x: prepare_queries(
-                    x, s, variants, detail, batch_size=self.batch_size)),
+                    x, s, variants, detail, batch_size=max(len(x), 1))),
                 "database": PreparedStore(held // max(per_d, 1), lambda x: prepare_database(
-                    x, s, variants, detail, batch_size=self.batch_size))}
+                    x, s, variants, detail, batch_size=max(len(x), 1)))}
         return self._prepared
 
     def _slots(self, store: PreparedStore, items: Items, ids: np.ndarray) -> np.ndarray:
