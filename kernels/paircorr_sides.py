@@ -66,16 +66,6 @@ class QuerySide:
             have[need] = True
         return self.bands[key][pos]
 
-    def forget_all(self) -> None:
-        """Drop every detail band made so far (the side's tensors were replaced by larger ones)."""
-        self.bands.clear()
-        self._have.clear()
-
-    def forget(self, rows) -> None:
-        """Mark the detail bands of ``rows`` (int tensor) as not made: their images were replaced."""
-        for have in self._have.values():
-            have[rows] = False
-
 
 @dataclass
 class DatabaseSide:

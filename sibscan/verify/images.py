@@ -3,10 +3,9 @@
 Each image is decoded once (and kept for the verifier's later calls, up to
 :attr:`ImageCorrVerifier.decoded_bytes`), resized to ``size`` x ``size`` (aspect ratio not kept:
 both sides get the same treatment) and turned into grayscale (or kept as three colour channels
-with ``colour="rgb"``).  Its own share of the work (flips, crops, spectra, norms) is done once
-however many pairs it is in (:mod:`sibscan.kernels.paircorr_sides`, in tiles of bounded memory:
-:mod:`sibscan.verify.pairtiles`), and kept for the verifier's later calls
-(:mod:`sibscan.verify.preparedstore`); only the correlations are per pair.  The score of a pair is the
+with ``colour="rgb"``).  Its own share of the work (flips, crops, spectra, norms) is done once per
+call however many pairs it is in (:mod:`sibscan.kernels.paircorr_sides`, in tiles of bounded
+memory: :mod:`sibscan.verify.pairtiles`); only the correlations are per pair.  The score of a pair is the
 normalised cross-correlation of the query's centre against the database image, maximised over
 translations of up to ``max_shift`` working pixels, a horizontal flip and the centre
 crop-scales ``scales``, blended with the NCC of the two images' detail bands at that alignment
@@ -29,7 +28,6 @@ from ..imageio import open_image
 from ..items import Items
 from .base import Verifier, VerifyResult, register_verifier
 from .pairtiles import pair_tiles
-from .preparedstore import PreparedStore
 
 __all__ = ["ImageCorrVerifier", "describe_image_transform"]
 
@@ -106,8 +104,7 @@ class ImageCorrVerifier(Verifier):
     name = "imagecorr"
     #: bytes of decoded working-resolution images kept between calls (64 px gray: 16 KiB an image)
     decoded_bytes: int = 128 << 20
-    #: bytes of prepared images (spectra, norms, detail bands) one tile of pairs holds at once (see
-    #: pair_tiles); the query and database stores kept between calls hold three quarters of it each
+    #: bytes of prepared images (spectra, norms, detail bands) one call holds at once (see pair_tiles)
     prepared_bytes: int = 256 << 20
     requires = (("torch", "torch"), ("PIL", "images"))
     modality = "image"
@@ -152,7 +149,6 @@ class ImageCorrVerifier(Verifier):
         self.workers = workers or min(8, os.cpu_count() or 1)
         self.progress = progress
         self._decoded: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
-        self._store_key, self._prepared = None, {}  # prepared images kept between calls (see _stores)
         self.identity = (
             f"imagecorr-v3(size={self.size},shift={self.max_shift},flip={int(self.flip)},"
             f"scales={','.join(f'{s:g}' for s in self.scales)},colour={self.colour},detail={self.detail:g})"
@@ -239,7 +235,7 @@ class ImageCorrVerifier(Verifier):
             correlation); ``details`` the best transform, e.g. ``"flipped, shifted 2 px right"``.
         """
         from ..kernels.paircorr import check_detail, image_corr_result, image_variants
-        from ..kernels.paircorr_sides import side_bytes, side_pair_corr
+        from ..kernels.paircorr_sides import prepare_database, prepare_queries, side_bytes, side_pair_corr
         from ..progress import bar as progress_bar
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
@@ -250,44 +246,24 @@ class ImageCorrVerifier(Verifier):
         band = np.full(m, np.nan, np.float32)
         per_q, per_d = side_bytes(1 if self.colour == "gray" else 3, self.size, s, variants, detail)
         qids = dids = None
-        stores = self._stores(per_q, per_d, s, variants, detail)
-        # each image is decoded and prepared (crops, flips, spectra, norms, detail bands) once, kept in the
-        # stores for the verifier's later calls; only the correlations themselves are per pair
+        # each image is decoded and prepared (crops, flips, spectra, norms, detail bands) once per tile
+        # of pairs, not once per pair; only the correlations themselves are per pair
         with progress_bar(m, "verify images", "pair", enabled=self.progress) as bar, self.torch_threads():
             for rows, q_ids, d_ids in pair_tiles(qi, di, per_q, per_d, self.prepared_bytes):
                 if q_ids is not qids:
-                    qids, qslots = q_ids, self._slots(stores["query"], queries, q_ids)
+                    qside = None  # the previous block's prepared images go before the next block's come
+                    qids, qside = q_ids, prepare_queries(self._tensor(queries, q_ids), s, variants, detail,
+                                                         batch_size=self.batch_size)
                 if d_ids is not dids:
-                    dids, dslots = d_ids, self._slots(stores["database"], database, d_ids)
+                    dside = None
+                    dids, dside = d_ids, prepare_database(self._tensor(database, d_ids), s, variants, detail,
+                                                          batch_size=self.batch_size)
                 best[rows], arg[rows], band[rows] = side_pair_corr(
-                    stores["query"].side, qslots[np.searchsorted(q_ids, qi[rows])], stores["database"].side,
-                    dslots[np.searchsorted(d_ids, di[rows])], s, variants, sigma, detail, batch_size=self.batch_size)
+                    qside, np.searchsorted(q_ids, qi[rows]), dside, np.searchsorted(d_ids, di[rows]), s, variants,
+                    sigma, detail, batch_size=self.batch_size)
                 bar.update(len(rows))
         res = image_corr_result(best, arg, variants, s, 2 * s + 1, band, self.detail)
         return VerifyResult(scores=res.score, details=self._details(res, queries.split, database.split))
-
-    def _stores(self, per_q: int, per_d: int, s: int, variants, detail: bool) -> Dict[str, PreparedStore]:
-        """The query and database sides' stores, each as large as the largest side a tile holds
-        (:func:`~sibscan.verify.pairtiles.pair_tiles`: three quarters of :attr:`prepared_bytes`)."""
-        from ..kernels.paircorr_sides import prepare_database, prepare_queries
-
-        key = (self.prepared_bytes, per_q, per_d)
-        if self._store_key != key:
-            held = self.prepared_bytes * 3 // 4
-            # the images a tile lacks are prepared in one batch (at most the store's size): the store
-            # copies them into its slots, and batches written into a side of their own first were a
-            # second copy (the prepared values do not depend on the batch an image is in)
-            self._store_key, self._prepared = key, {
-                "query": PreparedStore(held // max(per_q, 1), lambda x: prepare_queries(
-                    x, s, variants, detail, batch_size=max(len(x), 1))),
-                "database": PreparedStore(held // max(per_d, 1), lambda x: prepare_database(
-                    x, s, variants, detail, batch_size=max(len(x), 1)))}
-        return self._prepared
-
-    def _slots(self, store: PreparedStore, items: Items, ids: np.ndarray) -> np.ndarray:
-        """Slots in ``store`` of the images of rows ``ids``, decoding and preparing the ones it lacks."""
-        paths = [items.paths[int(i)] for i in ids]
-        return store.slots([_file_key(p) for p in paths], lambda pos: self._tensor(items, ids[pos]))
 
     def _tensor(self, items: Items, ids: np.ndarray):
         """The images of rows ``ids`` at working resolution, as a float32 torch tensor on the device."""
