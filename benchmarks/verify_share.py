@@ -2,6 +2,7 @@
 
     python -m benchmarks.verify_share                    # 3,000 train x 600 test 32-px images
     python -m benchmarks.verify_share --quick            # tiny, for the tests
+    python -m benchmarks.verify_share --configs default --option k=5 --option k_view=3   # other scan options
 
 ``benchmarks.quality`` measures the share on about as many train as test images; a real benchmark
 (CIFAR-like, 50k / 10k) embeds about six train images per test item, and a scan verifies more than
@@ -14,6 +15,10 @@ scanned by :func:`sibscan.scan.run_scan`, exactly as the CLI does, once per ``--
 * ``imagematch`` — ``--verifier imagematch`` on the same candidates;
 * ``cascade`` — ``--cascade --verifier imagematch``;
 * ``imagefuse`` — ``--verifier imagefuse`` (the verifier that meets the quality targets) on every candidate.
+
+``--option KEY=VALUE`` (repeatable) sets a scan option (a :class:`sibscan.config.ScanConfig` field:
+``k``, ``k_view``, ``verified_baseline_pairs`` ...) for every configuration: what fewer candidates or
+random pairs would save, counted in the same pairs.
 
 Reported per configuration, from the scan's own clock (``manifest["timings"]``): embedding
 (``encode``), the extra views, verification (``verify``: the cascade's windows scoring included) and
@@ -94,6 +99,19 @@ def _config_list(text: str) -> List[str]:
     return names
 
 
+def _option(text: str) -> tuple:
+    """``--option KEY=VALUE``: the value as JSON where it parses (numbers, true/false), else as text."""
+    import json
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--option takes KEY=VALUE (a scan option), got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     from benchmarks.scan_e2e import write_image32_case
 
@@ -103,12 +121,20 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--configs", type=_config_list, default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="verify_share", help="results file stem (benchmarks/results/NAME.json)")
+    ap.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                    help="a scan option for every configuration (repeatable), e.g. k=5")
     args = ap.parse_args(argv)
     wanted = args.configs
     n_images = args.images if args.images is not None else (60 if args.quick else 3600)
     if n_images < 12:
         ap.error(f"--images {n_images}: give at least 12 images")
     extra = {"verified_baseline_pairs": 200, "baseline_pairs": 5000} if args.quick else {}
+    from sibscan.config import OWNER
+
+    unknown = sorted({k for k, _ in args.option} - set(OWNER))
+    if unknown:
+        ap.error(f"unknown scan option(s) {', '.join(unknown)}; valid: {', '.join(sorted(OWNER))}")
+    extra.update(dict(args.option))
     results: List[dict] = []
     t0 = time.perf_counter()
     name = args.name + ("_quick" if args.quick else "")

@@ -215,6 +215,18 @@ def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
+def test_verify_share_options_are_scan_options(tmp_path, monkeypatch, capsys):
+    import benchmarks.verify_share as bench
+
+    assert bench._option("k=5") == ("k", 5) and bench._option("verifier=imagefuse") == ("verifier", "imagefuse")
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    for bad, says in (("kk=3", "unknown scan option(s) kk; valid: "), ("k", "--option takes KEY=VALUE")):
+        with pytest.raises(SystemExit):  # refused before any image is written or scanned
+            bench.main(["--quick", "--option", bad])
+        assert says in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow  # a whole image scan of 60 images, then its pairs verified three more times
 def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, monkeypatch):
     import benchmarks.pair_once as bench
