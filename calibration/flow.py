@@ -3,7 +3,7 @@
 The cutoff is fitted at the lowest score from which P(same)'s 95 % lower bound per run of answers
 reaches 0.5 (:mod:`.fit`); the sibling rate and its interval come
 from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
-:func:`sibscan.rate.headline` (:func:`headline_of` gives a calibration's).
+:func:`sibscan.headline.headline` (:func:`headline_of` gives a calibration's).
 """
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from sibscan import fmt
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.cutoff import resolve_cutoff
 from sibscan.pairdecision import PairLabels, labels_phrase
-from sibscan.rate import TestScores, estimate_rate, headline, narrow_enough, test_scores
+from sibscan.headline import headline, narrow_enough
+from sibscan.rate import estimate_rate
+from sibscan.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir
 from sibscan.stats import check_int
 
@@ -362,7 +364,7 @@ def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None,
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
     """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
-    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.rate.headline`."""
+    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.headline.headline`."""
     return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
                          definition=(cal.extra or {}).get("definition"))
 

@@ -17,7 +17,7 @@ import numpy as np
 from .errors import SibscanError
 from .loaders import as_items
 from .pairdecision import labels_phrase
-from .rate import no_interval_reason
+from .headline import no_interval_reason
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction

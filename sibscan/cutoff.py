@@ -48,7 +48,7 @@ class Cutoff:
         ``{rate: {estimate, lo, hi, ...}, sibling_rate: [lo, mid, hi], precision, recall, ...}``),
         ``status`` (the calibration's verdict: "ok", or why its labels cannot support the cutoff
         yet), ``forced`` (bool), ``mismatches`` (what differs between the calibration and the scan,
-        when forced), ``rule`` and ``definition`` (of "same").  :func:`sibscan.rate.headline` reads it.
+        when forced), ``rule`` and ``definition`` (of "same").  :func:`sibscan.headline.headline` reads it.
     """
 
     value: Optional[float]

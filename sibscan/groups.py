@@ -292,7 +292,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
                 neighbours=None, row_label: Optional[np.ndarray] = None) -> GroupTable:
     """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
     the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
-    (len(neighbours),): :attr:`sibscan.rate.TestScores.nb_label`; by default both are read here)."""
+    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default both are read here)."""
     check_linkage(linkage)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")

@@ -42,11 +42,11 @@ from .neighbourfile import NeighboursWriter
 from .options import DIRECTIONS
 from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
-from .rate import TestScores
 from .runrecord import RECORD_KEY
 from .scandir import Neighbours, ScanDir
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files
 from .spill import RowSpill
+from .testscores import TestScores
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates, view_identities
@@ -192,7 +192,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
     labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
     if (labels.label == SAME).any() and sd.neighbours_path.exists():
-        # a "same" pair found only from the train side flags its test item (rate.TestScores.from_neighbours):
+        # a "same" pair found only from the train side flags its test item (testscores.TestScores.from_neighbours):
         # the held table lacks train->test rows, so count from the whole table as the report does
         nb = sd.neighbours()
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),

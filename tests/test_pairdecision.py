@@ -275,7 +275,7 @@ def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_it
 
 
 def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(tmp_path, monkeypatch):
-    from sibscan import rate
+    from sibscan import testscores
     from sibscan.pairdecision import row_labels
     from sibscan.report import build_report
 
@@ -292,9 +292,9 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
     assert got.tolist() == want and (got != NONE).sum() >= 4
     # one lookup of the whole table and one decision at the cutoff per report (it was ~5 of each)
     looked, decided = [], []
-    monkeypatch.setattr(rate, "row_labels", lambda *a: looked.append(1) or row_labels(*a))
-    flag = rate.flag_items
-    monkeypatch.setattr(rate, "flag_items", lambda *a: decided.append(1) or flag(*a))
+    monkeypatch.setattr(testscores, "row_labels", lambda *a: looked.append(1) or row_labels(*a))
+    flag = testscores.flag_items
+    monkeypatch.setattr(testscores, "flag_items", lambda *a: decided.append(1) or flag(*a))
     build_report(path)
     assert len(looked) == 1 and len(decided) == 1
 

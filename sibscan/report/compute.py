@@ -26,7 +26,8 @@ from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration.labelfile import scan_labels
 from ..pairdecision import flag_items
-from ..rate import best_scores, flagged_mask, headline, test_scores
+from ..headline import headline
+from ..testscores import best_scores, flagged_mask, test_scores
 from ..scandir import ScanDir, load_items
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section

@@ -61,7 +61,7 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
 
     Parameters
     ----------
-    scores : sibscan.rate.TestScores
+    scores : sibscan.testscores.TestScores
         With ``rows`` (every test → train pair) and ``labels``.
     flags : sibscan.pairdecision.Flags
         ``scores.flags(cutoff)``.
@@ -157,7 +157,7 @@ def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, fo
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
     from ..cutoff import resolve_cutoff
     from ..calibration.labelfile import scan_labels
-    from ..rate import test_scores
+    from ..testscores import test_scores
     from ..scandir import ScanDir, load_items
 
     scan = ScanDir(scan_dir)
