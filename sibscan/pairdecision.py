@@ -246,7 +246,7 @@ class Flags:
 
 
 def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, exact: np.ndarray,
-               cutoff: Optional[float]) -> Flags:
+               cutoff: Optional[float], added: Optional[np.ndarray] = None) -> Flags:
     """Flag ``n = len(exact)`` items from their pairs by :func:`pair_is_sibling`.
 
     Parameters
@@ -258,6 +258,9 @@ def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, ex
     exact : ndarray of shape (n,), bool
         Exact twins: flagged at every cutoff, whatever their pairs' labels.
     cutoff : float or None
+    added : ndarray of shape (m,), bool, optional
+        Pairs present only because a label added them (a "same" pair found from the other side): they
+        decide ``flagged`` but not ``by_score``, which counts what the scores alone flag.
     """
     exact = np.asarray(exact, bool)
     n = len(exact)
@@ -266,6 +269,8 @@ def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, ex
     label = np.asarray(label, np.int8)
     sib = pair_is_sibling(score, label, cutoff)
     by = pair_is_sibling(score, np.zeros(len(score), np.int8), cutoff)
+    if added is not None:
+        by &= ~np.asarray(added, bool)
     flagged = exact | (np.bincount(qi[sib], minlength=n) > 0)
     by_score = exact | (np.bincount(qi[by], minlength=n) > 0)
     s = np.nan_to_num(score.astype(np.float64), nan=-np.inf)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .pairdecision import NONE, SAME, flag_items, pair_is_sibling, row_labels
 
-__all__ = ["TestScores", "best_scores", "flagged_mask", "test_scores"]
+__all__ = ["TestScores", "best_scores", "direction_rows", "flagged_mask", "test_scores"]
 
 
 @dataclass
@@ -46,6 +46,9 @@ class TestScores:
         from (the train -> test count and the sibling groups read the same answers, not a second lookup).
     nb : Neighbours, optional
         With :meth:`from_neighbours`: that table (for :meth:`with_labels`).
+    added : ndarray of shape (len(rows),), bool, optional
+        Rows of ``rows`` that exist only because a person labelled the pair "same" from the train side
+        (:func:`direction_rows`): the scores alone never saw them, so they are left out of ``by_score``.
     """
 
     score: np.ndarray
@@ -56,6 +59,7 @@ class TestScores:
     row_label: Optional[np.ndarray] = None
     nb_label: Optional[np.ndarray] = None
     nb: object = None
+    added: Optional[np.ndarray] = None
     _flags: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -64,25 +68,13 @@ class TestScores:
     @staticmethod
     def from_neighbours(score: np.ndarray, exact: np.ndarray, top, nb, labels=None) -> "TestScores":
         """The test->train rows of ``nb`` with their labels; a pair labelled "same" that was found only from
-        the train side (a train -> test row) is added as a test -> train row, so that it flags its test
-        item here as it links the pair in the sibling groups and counts in the train -> test direction."""
-        from .neighbourtable import Neighbours
-
-        tt = nb.mask("test", "train")
-        rows = nb.select(tt)
-        if labels is None or not len(labels):
-            return TestScores(score, exact, top, rows=rows, labels=labels, row_label=np.zeros(len(rows), np.int8),
-                              nb_label=np.zeros(len(nb), np.int8), nb=nb)
-        lab = row_labels(nb, labels)
-        row_label = lab[tt]
-        back = nb.mask("train", "test") & (lab == SAME)
-        if back.any():
-            flip = {"query_split": "neighbour_split", "query_index": "neighbour_index", "query_id": "neighbour_id"}
-            flip.update({v: k for k, v in flip.items()})
-            b = nb.select(back)
-            rows = Neighbours.concat([rows, Neighbours({flip.get(k, k): v for k, v in b.columns.items()})])
-            row_label = np.concatenate([row_label, lab[back]])
-        return TestScores(score, exact, top, rows=rows, labels=labels, row_label=row_label, nb_label=lab, nb=nb)
+        the train side (a train -> test row) is added as a test -> train row (:func:`direction_rows`), so
+        that it flags its test item here as it links the pair in the sibling groups and counts in the
+        train -> test direction."""
+        lab = row_labels(nb, labels) if labels is not None and len(labels) else np.zeros(len(nb), np.int8)
+        rows, row_label, added = direction_rows(nb, lab, "test", "train")
+        return TestScores(score, exact, top, rows=rows, labels=labels, row_label=row_label, nb_label=lab, nb=nb,
+                          added=added)
 
     def with_labels(self, labels) -> "TestScores":
         """The same scores with other answers deciding the pairs (``labels``: a PairLabels)."""
@@ -104,9 +96,45 @@ class TestScores:
                 r = self.rows
                 self.row_label = (self.labels.lookup(r["query_id"], r["neighbour_id"]) if self.labels is not None
                                   else np.zeros(len(r), np.int8))
-            out = flag_items(self.rows["query_index"], self.rows["score"], self.row_label, self.exact, cutoff)
+            out = flag_items(self.rows["query_index"], self.rows["score"], self.row_label, self.exact, cutoff,
+                             added=self.added)
         self._flags[cutoff] = out
         return out
+
+
+def direction_rows(nb, label: np.ndarray, query_split: str, neighbour_split: str) -> tuple:
+    """The ``query_split -> neighbour_split`` rows of ``nb`` and, turned round into that orientation, the
+    rows of the other orientation whose pair a person labelled "same".
+
+    Groups link a "same" pair whichever side found it, so both directions of the report count it: the
+    one rule for test -> train (:class:`TestScores`) and train -> test (the report).  The added rows are
+    marked: without labels they do not exist, so the scores alone (``Flags.by_score``) never count them.
+
+    Parameters
+    ----------
+    nb : Neighbours
+        The neighbours table, shape (m,) per column.
+    label : ndarray of shape (m,), int8
+        Each row's label (:func:`sibscan.pairdecision.row_labels`).
+    query_split, neighbour_split : str
+
+    Returns
+    -------
+    (Neighbours of r rows, ndarray of shape (r,) int8 labels, ndarray of shape (r,) bool added)
+    """
+    from .neighbourtable import Neighbours
+
+    own = nb.mask(query_split, neighbour_split)
+    rows, row_label = nb.select(own), np.asarray(label)[own]
+    back = nb.mask(neighbour_split, query_split) & (np.asarray(label) == SAME)
+    if not back.any():
+        return rows, row_label, np.zeros(len(rows), bool)
+    flip = {"query_split": "neighbour_split", "query_index": "neighbour_index", "query_id": "neighbour_id"}
+    flip.update({v: k for k, v in flip.items()})
+    b = nb.select(back)
+    turned = Neighbours({flip.get(k, k): v for k, v in b.columns.items()})
+    return (Neighbours.concat([rows, turned]), np.concatenate([row_label, np.asarray(label)[back]]),
+            np.concatenate([np.zeros(len(rows), bool), np.ones(len(turned), bool)]))
 
 
 def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:

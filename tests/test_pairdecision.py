@@ -275,7 +275,6 @@ def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_it
 
 
 def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(tmp_path, monkeypatch):
-    from sibscan import testscores
     from sibscan.pairdecision import row_labels
     from sibscan.report import build_report
 
@@ -290,13 +289,29 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
         want.append(answer.get(key, NONE) if key else NONE)
     got = row_labels(nb, labels)
     assert got.tolist() == want and (got != NONE).sum() >= 4
-    # one lookup of the whole table and one decision at the cutoff per report (it was ~5 of each)
-    looked, decided = [], []
-    monkeypatch.setattr(testscores, "row_labels", lambda *a: looked.append(1) or row_labels(*a))
-    flag = testscores.flag_items
-    monkeypatch.setattr(testscores, "flag_items", lambda *a: decided.append(1) or flag(*a))
+    # one lookup of the whole table and one decision at the cutoff per direction per report (it was ~5 of
+    # each): every module that holds the functions is patched, so a call from anywhere counts
+    looked = _count_calls(monkeypatch, "row_labels")
+    decided = _count_calls(monkeypatch, "flag_items")
     build_report(path)
-    assert len(looked) == 1 and len(decided) == 1
+    assert len(looked) == 1 and decided == ["sibscan.testscores", "sibscan.report.compute"]
+
+
+def _count_calls(monkeypatch, name):
+    """Patch ``sibscan.pairdecision.<name>`` in every loaded sibscan module that imported it; returns the
+    list the calls append their caller module's name to."""
+    import sys
+
+    from sibscan import pairdecision
+
+    real, calls = getattr(pairdecision, name), []
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name.startswith("sibscan") and getattr(mod, name, None) is real:
+            def counted(*a, _where=mod_name, **kw):
+                calls.append(_where)
+                return real(*a, **kw)
+            monkeypatch.setattr(mod, name, counted)
+    return calls
 
 
 def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orientation(tmp_path):
@@ -335,3 +350,60 @@ def test_answers_without_a_fingerprint_count_only_in_a_calibration_of_this_data(
         (cal / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         labels = scan_labels(tmp_path, Cutoff(0.9, "calibrated", {"calibration": str(cal)}), "here")
         assert labels.lookup(["0", "2"], ["1", "3"]).tolist() == want, fp
+
+
+def _table(rows):
+    """A neighbours table from (query_split, query_id, query_index, neighbour_split, neighbour_id,
+    neighbour_index, rank, similarity) rows."""
+    cols = list(zip(*rows))
+    names = ["query_split", "query_id", "query_index", "neighbour_split", "neighbour_id", "neighbour_index", "rank",
+             "similarity"]
+    return Neighbours({**dict(zip(names, map(np.array, cols))), "exact": np.zeros(len(rows), bool)})
+
+
+def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
+    """Test 0's only test -> train pair scores 0.5; the pair (te0, tr1) was found only from the train side
+    at 0.95 and labelled same.  Without labels that row does not exist for test 0, so the scores alone do
+    not flag it: the label does, and the headline says so (flagged == by_score - off + on)."""
+    from sibscan.testscores import TestScores
+
+    nb = _table([("test", "te0", 0, "train", "tr0", 0, 0, 0.5), ("train", "tr1", 1, "test", "te0", 0, 0, 0.95)])
+    labels = PairLabels(np.array(["te0"]), np.array(["tr1"]), np.array([SAME], np.int8))
+    top = nb.top1("test", "train")
+    score, exact = np.array([0.5], np.float32), np.zeros(1, bool)
+    fl = TestScores.from_neighbours(score, exact, top, nb, labels).flags(0.9)
+    assert fl.flagged.tolist() == [True] and fl.by_score.tolist() == [False]
+    assert fl.decided() == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 1}
+    d = fl.decided()
+    assert fl.flagged.sum() == fl.by_score.sum() - d["above_cutoff_labelled_different"] + d["below_cutoff_labelled_same"]
+    # without the label nothing flags it, by score or otherwise
+    bare = TestScores.from_neighbours(score, exact, top, nb, None).flags(0.9)
+    assert not bare.flagged.any() and not bare.by_score.any()
+
+
+def test_a_same_pair_found_only_from_the_test_side_flags_its_train_item(tmp_path):
+    """Both directions count a "same" pair whichever side found it, as the groups link it."""
+    from sibscan.groups import sibling_groups
+    from sibscan.report import build_report
+
+    path, _, _ = _labelled_scan(tmp_path)
+    nb = ScanDir(path).neighbours()
+    rt = nb.direction("train", "test")
+    seen_from_train = set(zip(rt["neighbour_id"].tolist(), rt["query_id"].tolist()))
+    tt = nb.direction("test", "train")
+    below = tt.select(tt["score"] < 0.9)
+    rep = build_report(path)
+    flagged = {r["test_id"] for r in rep["flagged"]}
+    only = [(q, t) for q, t in zip(below["query_id"].tolist(), below["neighbour_id"].tolist())
+            if (q, t) not in seen_from_train and q not in flagged]
+    assert ("te4", "tr47") in only, "the fixture has a test -> train pair below the cutoff that no train item found"
+    te, tr = "te4", "tr47"
+    before = rep["sibling_rate"]
+    with open(path / "calibration" / "labels.jsonl", "a") as fh:
+        fh.write(json.dumps({"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}) + "\n")
+    after = build_report(path)["sibling_rate"]
+    assert after["test_to_train"]["any"]["count"] == before["test_to_train"]["any"]["count"] + 1
+    assert after["train_to_test"]["any"]["count"] == before["train_to_test"]["any"]["count"] + 1
+    g = sibling_groups(path, sources=False, linkage="single")
+    where = {(s, i): grp for s, i, grp in zip(g.split, g.ids, g.group)}
+    assert where[("test", te)] == where[("train", tr)]

@@ -27,7 +27,7 @@ from ..groups import group_table
 from ..calibration.labelfile import scan_labels
 from ..pairdecision import flag_items
 from ..headline import headline
-from ..testscores import best_scores, flagged_mask, test_scores
+from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
 from ..scandir import ScanDir, load_items
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
@@ -157,9 +157,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     if fp_train is not None and fp_test is not None:
         ex_rt |= fingerprint_membership(fp_train, fp_test)
         has_rt = True
-    m_rt = nb.mask("train", "test")
-    r_rt = nb.select(m_rt)
-    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], ts.nb_label[m_rt], ex_rt, c).flagged, ex_rt, c)
+    # a "same" pair found only as a test -> train row flags its train item too (the groups link it)
+    r_rt, lab_rt, added_rt = direction_rows(nb, ts.nb_label, "train", "test")
+    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], lab_rt, ex_rt, c, added=added_rt).flagged, ex_rt, c)
     # within test (no hand labels: people label test -> train pairs)
     s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
     n_dup_groups = None
