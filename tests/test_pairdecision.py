@@ -314,6 +314,30 @@ def _count_calls(monkeypatch, name):
     return calls
 
 
+def test_flagged_at_matches_flag_items_at_every_cutoff():
+    """A sweep (Flags.flagged_at) counts what deciding every pair again at that cutoff would flag."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(seed=st.integers(0, 2 ** 32 - 1), c0=st.floats(0, 1), cutoffs=st.lists(st.floats(-0.1, 1.1), min_size=1, max_size=5))
+    def prop(seed, c0, cutoffs):
+        rng = np.random.default_rng(seed)
+        n, m = 12, 30
+        qi = rng.integers(0, n, m)
+        # ties on a few values (a cutoff landing on a score) mixed with any scores, and NaN
+        score = np.where(rng.random(m) < 0.5, rng.choice([0.25, 0.5, 0.75, np.nan], m), rng.uniform(0, 1, m))
+        score = score.astype(np.float32)
+        cutoffs = cutoffs + [0.25, 0.5, 0.75]
+        label = rng.choice([SAME, DIFFERENT, NONE], size=m).astype(np.int8)
+        exact = rng.random(n) < 0.1
+        added = (label == SAME) & (rng.random(m) < 0.5)
+        f = flag_items(qi, score, label, exact, c0, added=added)
+        for c in cutoffs + [c0]:
+            assert np.array_equal(f.flagged_at(c), flag_items(qi, score, label, exact, c, added=added).flagged)
+    prop()
+
+
 def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orientation(tmp_path):
     """(test a, train b) same; (train b, test a) different; (train b, test a) undo: the pair has no answer,
     for the calibration's store and for the report's labels alike (the store keyed pairs by orientation)."""
