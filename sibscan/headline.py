@@ -95,7 +95,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
         flagged = _count(fl.flagged)
         h["flagged"] = flagged
         h["decided_by_labels"] = fl.decided()
-        h["n_answers"] = len(scores.labels) if scores.labels is not None else 0
+        h["n_answers"] = scores.answered_pairs()
         if baseline is not None and n_train:
             h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
             h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
@@ -104,7 +104,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
             forced = (f"{which} was made for {'; '.join(ev['mismatches'])} and applied with --force: "
                       "its cutoff is used, its rate estimate is not this data's")
             # added to the evidence's note (why the scan's own calibration is not used), never in its place
-            h.update(state="baseline_only", estimate=flagged["rate"], cutoff_rule="calibrated on other data",
+            h.update(state="baseline_only", estimate=flagged["rate"], cutoff_rule=_forced_rule(ev["mismatches"]),
                      note="; ".join(n for n in (ev.get("note"), forced) if n))
         elif cutoff.kind == "calibrated" and n_labels:
             triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
@@ -123,10 +123,25 @@ def _score_name(kind: Optional[str]) -> str:
     return "verified similarity" if kind == "verified" else "similarity"
 
 
+def _forced_rule(mismatches: list) -> str:
+    """A calibration applied with --force, by what differs ("calibrated for another encoder and verifier");
+    the phrases are :meth:`sibscan.calibration.record.Calibration.mismatches`'."""
+    what = [w for w, lead in (("dataset", "dataset fingerprint"), ("encoder", "encoder identity"),
+                              ("verifier", "verifier identity")) if any(m.startswith(lead) for m in mismatches)]
+    return f"calibrated for another {' and '.join(what)}" if what else "calibrated for another scan"
+
+
 def no_interval_reason(h: dict) -> str:
-    """Why a ``baseline_only`` headline has no interval, in words: hand answers may decide pairs here
-    (the scan's own ``labels.jsonl``) while the cutoff is not a calibration of this data."""
-    return "no calibrated cutoff of this data" if h.get("n_answers") else "no hand labels of this data"
+    """Why a ``baseline_only`` headline has no interval, in words, from the cutoff's kind: with hand answers
+    deciding pairs of this scan (``n_answers``) the reason is the cutoff, not a lack of labels."""
+    if not h.get("n_answers"):
+        return "no hand labels of this data"
+    if h.get("cutoff_source") != "calibrated":
+        return "the cutoff in use is not calibrated"
+    if (h.get("cutoff_rule") or "").startswith("calibrated for another"):
+        return "that calibration's interval is not this scan's"
+    # a calibrated cutoff the scan recorded (or a calibration without labels): no estimate travels with it
+    return "the cutoff in use carries no calibrated rate"
 
 
 def sentence(h: dict) -> str:

@@ -82,6 +82,23 @@ class TestScores:
             return TestScores.from_neighbours(self.score, self.exact, self.top, self.nb, labels)
         return TestScores(self.score, self.exact, self.top, self.rows, labels)
 
+    def answered_pairs(self) -> int:
+        """How many distinct (test, train) pairs of this table a person answered (same or different): the
+        answers that decide pairs of this scan, not those about pairs it does not hold."""
+        if self.nb is not None and self.nb_label is not None:
+            nb, lab = self.nb, self.nb_label
+        elif self.rows is not None and self.labels is not None:
+            nb = self.rows
+            lab = self.row_label if self.row_label is not None else self.labels.lookup(nb["query_id"], nb["neighbour_id"])
+        else:
+            return 0
+        hit = np.flatnonzero(np.asarray(lab) != NONE)
+        if not len(hit):
+            return 0
+        fwd = nb["query_split"][hit] == "test"
+        q, n = nb["query_id"][hit].astype(str), nb["neighbour_id"][hit].astype(str)
+        return len(set(zip(np.where(fwd, q, n).tolist(), np.where(fwd, n, q).tolist())))
+
     def flags(self, cutoff: Optional[float]):
         """The items flagged at ``cutoff`` by :func:`sibscan.pairdecision.flag_items` (labelled pairs by
         their labels, the rest by score): a :class:`sibscan.pairdecision.Flags`, decided once per cutoff

@@ -114,8 +114,8 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     # the cutoff is the scan's, not a calibration: the sentence says why there is no interval without
     # denying the labels it has just counted
     assert head["state"] == "baseline_only" and head["n_answers"] == 4
-    assert "no hand labels" not in head["text"] and "no calibrated cutoff of this data, so no sibling-rate interval" in \
-        head["text"]
+    assert "no hand labels" not in head["text"] and "the cutoff in use carries no calibrated rate, so no sibling-rate interval" \
+        in head["text"]
     items = {r["test_id"]: r for r in rep["flagged"]}
     assert "te4" not in items and "te12" not in items and {"te5", "te7", "te9"} <= set(items)
     assert items["te9"]["hand_label"] == "same" and items["te9"]["why"].startswith("labelled same by hand")
@@ -130,7 +130,7 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     # the CI gate counts the same items and says what the labels did
     ok = check(path, max_rate=0.5)
     assert ok.passed and ok.headline["flagged"]["count"] == 9 and "9 of 30 test items" in ok.message and said in ok.message
-    assert "no hand labels" not in ok.message and "no calibrated cutoff of this data" in ok.message
+    assert "no hand labels" not in ok.message and "carries no calibrated rate" in ok.message
     bad = check(path, max_rate=0.1)
     assert not bad.passed and not {"te4", "te12"} & {p["test_id"] for p in bad.offending}
     # split: a pair labelled different never joins a group, one labelled same does
@@ -431,3 +431,29 @@ def test_a_same_pair_found_only_from_the_test_side_flags_its_train_item(tmp_path
     g = sibling_groups(path, sources=False, linkage="single")
     where = {(s, i): grp for s, i, grp in zip(g.split, g.ids, g.group)}
     assert where[("test", te)] == where[("train", tr)]
+
+
+def test_the_reason_for_no_interval_names_the_cutoff_in_use_and_counts_answers_of_this_table(tmp_path):
+    """(a) --cutoff X beside the scan's own calibration: the cutoff is not calibrated (there is a calibrated
+    cutoff of this data); (b) answers about pairs the table lacks are not counted; (c) a calibration that
+    differs only in encoder is not "calibrated on other data"."""
+    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.report import build_report
+
+    path, _, _ = _labelled_scan(tmp_path)
+    with open(path / "calibration" / "labels.jsonl", "a") as fh:  # (b): no row holds (te0, tr999)
+        fh.write(json.dumps({"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999",
+                             "label": "different"}) + "\n")
+    write_calibration(path / "calibration", Calibration(0.95, None, "verified", "znorm-v1", "lagcorr-v1", "abcd"))
+    head = build_report(path, cutoff=0.9)["headline"]
+    assert head["n_answers"] == 4 and head["cutoff_source"] == "uncalibrated"
+    assert "(given by hand; the cutoff in use is not calibrated, so no sibling-rate interval" in head["text"]
+    assert "no calibrated cutoff of this data" not in head["text"]
+    other = tmp_path / "other-encoder"
+    write_calibration(other, Calibration(0.9, None, "verified", "minilm-other", "lagcorr-v1", "abcd"))
+    (other / "labels.jsonl").write_text((path / "calibration" / "labels.jsonl").read_text())
+    with pytest.warns(UserWarning):
+        head = build_report(path, calibration=other, force=True)["headline"]
+    assert head["cutoff_rule"] == "calibrated for another encoder" and head["n_answers"] == 4
+    assert "(calibrated for another encoder; that calibration's interval is not this scan's, so no sibling-rate" \
+        in head["text"] and "other data" not in head["text"]
