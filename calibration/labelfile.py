@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 from typing import List, Optional
 
-from sibscan.errors import InputError
+from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
 from sibscan.pairdecision import PairLabels
 
@@ -63,8 +63,14 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
                           "hand labels decide pairs; pass --calibration DIR with its path")
         return PairLabels.empty()
     # records without a fingerprint are only trusted in a calibration made for this data
-    own_fp = _calibration_fingerprint(folder)
-    keep_unmarked = dataset_fingerprint is None or own_fp in (None, dataset_fingerprint)
+    try:
+        own_fp = _calibration_fingerprint(folder)
+        keep_unmarked = dataset_fingerprint is None or own_fp in (None, dataset_fingerprint)
+    except SibscanError as err:
+        # an unreadable cutoff.json must not stop a report at a cutoff given by hand (it is not used);
+        # whose data its unmarked answers are about is unknown, so they decide nothing
+        warnings.warn(f"{err}; answers in {path} without a dataset fingerprint decide nothing here")
+        keep_unmarked = False
     return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path),
                                    keep_unmarked=keep_unmarked)
 

@@ -457,3 +457,17 @@ def test_the_reason_for_no_interval_names_the_cutoff_in_use_and_counts_answers_o
     assert head["cutoff_rule"] == "calibrated for another encoder" and head["n_answers"] == 4
     assert "(calibrated for another encoder; that calibration's interval is not this scan's, so no sibling-rate" \
         in head["text"] and "other data" not in head["text"]
+
+
+def test_a_cutoff_given_by_hand_reports_beside_an_unreadable_calibration_record(tmp_path):
+    """--cutoff X does not use the scan's own calibration: a truncated cutoff.json there is warned about
+    (its unmarked answers decide nothing, whose data they are about is unknown), not a failure."""
+    from sibscan.report import build_report
+
+    path, partner, _ = _labelled_scan(tmp_path)
+    with open(path / "calibration" / "labels.jsonl", "a") as fh:  # unmarked: data unknown, so left out
+        fh.write(json.dumps({"query_id": "te5", "neighbour_id": partner["te5"], "label": "different"}) + "\n")
+    (path / "calibration" / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
+    with pytest.warns(UserWarning, match="cutoff.json"):
+        rep = build_report(path, cutoff=0.9)
+    assert rep["headline"]["n_answers"] == 4 and rep["headline"]["flagged"]["count"] == 9
