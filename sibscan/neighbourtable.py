@@ -136,6 +136,19 @@ class Neighbours:
         except _READ_ERRORS as exc:
             raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
+    @staticmethod
+    def load_matching(path: Path, query_split: str, neighbour_split: str, column: str,
+                      values: np.ndarray) -> "Neighbours":
+        """The ``query_split -> neighbour_split`` rows of a saved table whose ``column`` is among ``values``,
+        read column by column so only those rows are ever held (not the direction, not the table)."""
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                rows = np.flatnonzero((z["query_split"] == query_split) & (z["neighbour_split"] == neighbour_split))
+                rows = rows[np.isin(z[column][rows], np.asarray(values).astype(str))]
+                return Neighbours({k: z[k][rows] for k in z.files})
+        except _READ_ERRORS as exc:
+            raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
+
     def to_csv(self) -> str:
         """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1."""
         return "".join(self.iter_csv())

@@ -191,10 +191,12 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
     labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
-    if (labels.label == SAME).any() and sd.neighbours_path.exists():
-        # a "same" pair found only from the train side flags its test item (testscores.TestScores.from_neighbours):
-        # the held table lacks train->test rows, so count from the whole table as the report does
-        nb = sd.neighbours()
+    if (labels.label == SAME).any() and sd.neighbours_path.exists() and not nb.mask(*_REVERSE).any():
+        # a "same" pair found only from the train side flags its test item (testscores.direction_rows): the
+        # held table lacks train->test rows, so read those of the test items answered "same", and only those
+        # (the whole direction is what the held table leaves on disk to bound memory)
+        same = np.unique(labels.test_ids[labels.label == SAME])
+        nb = Neighbours.concat([nb, Neighbours.load_matching(sd.neighbours_path, *_REVERSE, "neighbour_id", same)])
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),
                         labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}

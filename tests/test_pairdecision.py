@@ -471,3 +471,41 @@ def test_a_cutoff_given_by_hand_reports_beside_an_unreadable_calibration_record(
     with pytest.warns(UserWarning, match="cutoff.json"):
         rep = build_report(path, cutoff=0.9)
     assert rep["headline"]["n_answers"] == 4 and rep["headline"]["flagged"]["count"] == 9
+
+
+def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp_path, monkeypatch):
+    """The held table leaves train -> test rows on disk (memory bound); a "same" answer at the end of a scan
+    reads only the rows of the test items answered same, never the whole table."""
+    from typer.testing import CliRunner
+
+    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.cli import app
+    from sibscan.neighbourtable import Neighbours as Table
+
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(40, 16)).cumsum(axis=1)
+    test = np.vstack([train[:6] * 2.0 + rng.normal(scale=0.05, size=(6, 16)), rng.normal(size=(14, 16)).cumsum(axis=1)])
+    for name, x in (("train", train), ("test", test)):
+        (tmp_path / f"{name}.csv").write_text("\n".join(",".join(repr(float(v)) for v in row) for row in x) + "\n")
+    monkeypatch.chdir(tmp_path)
+    common = ["--train", "train.csv", "--test", "test.csv", "--no-progress", "--json"]
+    runner = CliRunner()
+    # test 0 is a copy of train 0 up to scale: train 0 finds it among its test neighbours.  The calibration
+    # is applied with --force (one scan, no identities to copy): only its cutoff and its answer matter here
+    te = "0"
+    write_calibration(tmp_path / "cal", Calibration(0.99, None, "verified", "any-encoder", None, None))
+    (tmp_path / "cal" / "labels.jsonl").write_text(json.dumps(
+        {"query_split": "train", "query_id": "0", "neighbour_split": "test", "neighbour_id": te, "label": "same"}) + "\n")
+    loads, matched = [], []
+    load, load_matching = Table.load, Table.load_matching
+    monkeypatch.setattr(Table, "load", staticmethod(lambda path, skip=(): loads.append(list(skip)) or load(path, skip)))
+    monkeypatch.setattr(Table, "load_matching", staticmethod(
+        lambda *a: matched.append(load_matching(*a)) or matched[-1]))
+    second = runner.invoke(app, ["scan", *common, "--out", "scan1", "--calibration", "cal", "--force"])
+    assert second.exit_code == 0, second.output
+    assert [] not in loads  # the whole table (train -> test included) is never read
+    assert len(matched) == 1
+    rt = ScanDir(tmp_path / "scan1").neighbours().direction("train", "test")
+    got = matched[0]
+    assert set(got["query_split"]) == {"train"} and set(got["neighbour_id"]) == {te}
+    assert len(got) == int((rt["neighbour_id"] == te).sum()) < len(rt)
