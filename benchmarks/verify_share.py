@@ -32,6 +32,7 @@ Results: ``benchmarks/results/verify_share.json``.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -99,6 +100,12 @@ def _config_list(text: str) -> List[str]:
     return names
 
 
+#: scan options the benchmark sets itself: where the scan writes and reads, on what device, and the
+#: options that define each configuration (CONFIGS); an --option for one would change what is measured
+OWNED = ("calibration", "cache_dir", "cascade", "cutoff", "device", "force", "out", "progress", "test", "train",
+         "verifier")
+
+
 def _option(text: str) -> tuple:
     """``--option KEY=VALUE``: the value as JSON where it parses (numbers, true/false), else as text."""
     import json
@@ -134,6 +141,13 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     unknown = sorted({k for k, _ in args.option} - set(OWNER))
     if unknown:
         ap.error(f"unknown scan option(s) {', '.join(unknown)}; valid: {', '.join(sorted(OWNER))}")
+    owned = sorted({k for k, _ in args.option} & set(OWNED))
+    if owned:
+        ap.error(f"--option {', '.join(owned)}: set by the benchmark itself (where it writes and reads, or what "
+                 f"defines each configuration: {', '.join(OWNED)}); choose configurations with --configs")
+    empty = sorted(k for k, v in args.option if v is None or (isinstance(v, float) and not math.isfinite(v)))
+    if empty:
+        ap.error(f"--option {', '.join(empty)}: give a value (null, NaN and infinities would reach the scan as no value)")
     extra.update(dict(args.option))
     results: List[dict] = []
     t0 = time.perf_counter()

@@ -219,8 +219,14 @@ def test_verify_share_options_are_scan_options(tmp_path, monkeypatch, capsys):
     import benchmarks.verify_share as bench
 
     assert bench._option("k=5") == ("k", 5) and bench._option("verifier=imagefuse") == ("verifier", "imagefuse")
+    assert set(bench.OWNED) >= {k for c in bench.CONFIGS.values() for k in c}  # what defines a configuration
     monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
-    for bad, says in (("kk=3", "unknown scan option(s) kk; valid: "), ("k", "--option takes KEY=VALUE")):
+    for bad, says in (("kk=3", "unknown scan option(s) kk; valid: "), ("k", "--option takes KEY=VALUE"),
+                      ("out=/tmp/x", "--option out: set by the benchmark itself"),
+                      ("verifier=imagefuse", "--option verifier: set by the benchmark itself"),
+                      ("cascade=true", "--option cascade: set by the benchmark"),
+                      ("device=cuda", "--option device: set by the benchmark"),
+                      ("k=null", "--option k: give a value"), ("k=NaN", "--option k: give a value")):
         with pytest.raises(SystemExit):  # refused before any image is written or scanned
             bench.main(["--quick", "--option", bad])
         assert says in capsys.readouterr().err
