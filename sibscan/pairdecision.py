@@ -198,7 +198,8 @@ class Flags:
     flagged : ndarray of shape (n,), bool
         Exact twin, or a sibling pair by :func:`pair_is_sibling`.
     by_score : ndarray of shape (n,), bool
-        What the scores alone flag (exact twin, or a pair at or above the cutoff).
+        What the scores alone flag (exact twin, or a pair at or above the cutoff; a row that exists only
+        because a label added it, ``flag_items``' ``added``, is not one the scores found).
     row : ndarray of shape (n,), int64
         The pair (a row of the rows given) that flags each flagged item: its highest-scoring sibling
         pair; -1 for items not flagged by a pair.

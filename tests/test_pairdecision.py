@@ -501,7 +501,8 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     monkeypatch.setattr(Table, "load", staticmethod(lambda path, skip=(): loads.append(list(skip)) or load(path, skip)))
     monkeypatch.setattr(Table, "load_matching", staticmethod(
         lambda *a: matched.append(load_matching(*a)) or matched[-1]))
-    second = runner.invoke(app, ["scan", *common, "--out", "scan1", "--calibration", "cal", "--force"])
+    with pytest.warns(UserWarning, match="applied anyway"):
+        second = runner.invoke(app, ["scan", *common, "--out", "scan1", "--calibration", "cal", "--force"])
     assert second.exit_code == 0, second.output
     assert [] not in loads  # the whole table (train -> test included) is never read
     assert len(matched) == 1
