@@ -37,6 +37,10 @@ _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.
 _RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifier", "parameters": "other options",
                 "view_identities": "other candidate views",
                 "pairing": "another pairing of verified scores (made by an earlier sibscan)"}
+#: manifest keys that an older sibscan did not write, and what they record: such a folder cannot be
+#: resumed (what it holds may come from what this sibscan no longer makes, e.g. the windows view's
+#: old grid), and "other options" would send its owner looking for a flag they never changed
+_ADDED_LATER = {"view_identities": "which candidate views made its candidates"}
 
 
 def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
@@ -55,6 +59,13 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
             f"{sd.path} holds a scan of the same items in another row order or under other ids (its neighbours "
             "table points at rows by position, so it cannot be resumed on these rows); pass --force to start over "
             "there (labels under calibration/ are kept) or choose another --out"
+        )
+    older = [what for key, what in _ADDED_LATER.items() if previous is not None and key not in previous]
+    if older:
+        raise SibscanError(
+            f"{sd.path} holds a scan made by an older sibscan, whose manifest.json does not record "
+            f"{' or '.join(older)}, so it cannot be resumed; pass --force to start over there (labels under "
+            "calibration/ are kept) or choose another --out"
         )
     if previous is not None and not resumable:
         raise SibscanError(

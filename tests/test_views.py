@@ -249,7 +249,10 @@ def test_a_scan_made_on_another_windows_grid_is_not_resumed(flip_and_crop_folder
     old.pop("view_identities")  # as a scan written before the grid changed
     old["stages"] = [s for s in old["stages"] if s != "report"]
     manifest.write_text(json.dumps(old))
-    with pytest.raises(SibscanError, match=r"other options \(other candidate views\); pass --force"):
+    with pytest.raises(SibscanError, match=r"made by an older sibscan, whose manifest.json does not record which "
+                                           r"candidate views made its candidates, so it cannot be resumed; pass --force "
+                                           r"to start over") as err:
         run_scan(ScanConfig(**cfg))
+    assert "other options" not in str(err.value)  # no option differs: the folder predates the record
     again = run_scan(ScanConfig(**cfg, force=True))
     assert again.manifest["view_identities"] == res.manifest["view_identities"]
