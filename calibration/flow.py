@@ -28,7 +28,7 @@ from .baseline import baseline_warning, expected_chance_siblings, extrapolated, 
 from .fit import POINT_RULE, fit, same_rule
 from .labelfile import scan_labels
 from .labels import Identity, LabelStore
-from .record import CUTOFF_FILE, LABELS_FILE, Calibration, load_calibration, write_calibration
+from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 
@@ -273,10 +273,8 @@ def calibrate(
 
 def _previous_fit(cal_dir: Path) -> Optional[Calibration]:
     """The cutoff.json this calibration replaces (None when there is none, or it cannot be read: it is rewritten)."""
-    if not (cal_dir / CUTOFF_FILE).exists():
-        return None
     try:
-        return load_calibration(cal_dir)
+        return calibration_in(cal_dir)
     except SibscanError:
         return None
 

@@ -77,6 +77,7 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
 
 def _calibration_fingerprint(folder: Path) -> Optional[str]:
     """The dataset fingerprint in ``folder``'s calibration record, None where it has none."""
-    from .record import CUTOFF_FILE, load_calibration
+    from .record import calibration_in
 
-    return load_calibration(folder).dataset_fingerprint if (folder / CUTOFF_FILE).exists() else None
+    cal = calibration_in(folder)
+    return None if cal is None else cal.dataset_fingerprint

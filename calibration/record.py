@@ -16,7 +16,8 @@ from typing import Optional, Tuple
 from sibscan.atomic import write_json
 from sibscan.errors import CompatibilityError, SibscanError
 
-__all__ = ["Calibration", "load_calibration", "write_calibration", "resolve", "CALIBRATIONS_DIR", "CUTOFF_FILE", "LABELS_FILE"]
+__all__ = ["Calibration", "load_calibration", "calibration_in", "write_calibration", "resolve", "CALIBRATIONS_DIR", "CUTOFF_FILE",
+           "LABELS_FILE"]
 
 #: calibrations kept in the repository: ``calibration/<name>/cutoff.json``
 CALIBRATIONS_DIR = Path(__file__).resolve().parent
@@ -155,6 +156,17 @@ def load_calibration(path: str | Path) -> Calibration:
         baseline=d.get("baseline", {}), status=d.get("status", "ok"), advice=d.get("advice", []), rule=d.get("rule", ""),
         path=file.parent, extra={k: v for k, v in d.items() if k not in _FIELDS},
     )
+
+
+def calibration_in(folder: str | Path) -> Optional[Calibration]:
+    """``folder``'s calibration record when it holds a ``cutoff.json`` (with or without a cutoff), else None.
+
+    Raises
+    ------
+    SibscanError
+        When its ``cutoff.json`` is not a calibration record (as :func:`load_calibration`).
+    """
+    return load_calibration(folder) if (Path(folder) / CUTOFF_FILE).exists() else None
 
 
 def resolve(name_or_path: str | Path) -> Path:

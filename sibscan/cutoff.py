@@ -97,16 +97,6 @@ def score_kind(manifest: dict) -> str:
     return "verified" if manifest.get("verifier") else "similarity"
 
 
-def _own_calibration(scan_dir):
-    """``SCAN_DIR/calibration`` when it holds a ``cutoff.json`` (with or without a cutoff), else None."""
-    from .calibration.record import CUTOFF_FILE, load_calibration
-
-    own = Path(scan_dir) / "calibration"
-    if not (own / CUTOFF_FILE).exists():
-        return None
-    return load_calibration(own)
-
-
 def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
     mismatches = cal.check_compatible(manifest, force=force)
     if cal.cutoff is None:
@@ -146,7 +136,7 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     -------
     Cutoff
     """
-    from .calibration.record import load_calibration, resolve
+    from .calibration.record import calibration_in, load_calibration, resolve
 
     check_cutoff_source(cutoff, calibration)
     if cutoff is not None:
@@ -154,7 +144,7 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     if calibration is not None:
         cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
         return _from_calibration(cal, manifest, force)
-    own = None if scan_dir is None else _own_calibration(scan_dir)
+    own = None if scan_dir is None else calibration_in(Path(scan_dir) / "calibration")
     if own is not None and own.cutoff is not None:
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))

@@ -52,6 +52,19 @@ def test_precedence_hand_calibration_own_manifest_none(scan, tmp_path):
         resolve_cutoff({**manifest, "dataset_fingerprint": "other"}, calibration=str(given))
 
 
+def test_a_folder_without_cutoff_json_has_no_calibration_and_an_unreadable_one_is_refused(scan, tmp_path):
+    # the one loader of "this folder's cutoff.json if there is one" (resolve_cutoff's own calibration,
+    # the calibration a refit replaces, the fingerprint of a calibration's answers)
+    from sibscan.calibration.record import calibration_in
+
+    assert calibration_in(tmp_path / "empty") is None
+    assert calibration_in(_calibration(tmp_path / "cal", ScanDir(scan).manifest())).cutoff == 0.95
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "cutoff.json").write_text("{")
+    with pytest.raises(SibscanError, match="is not valid JSON"):
+        calibration_in(tmp_path / "bad")
+
+
 def test_record_round_trip_and_the_old_name_for_a_hand_given_cutoff():
     c = Cutoff(0.8, "uncalibrated", {"score": "similarity", "interval": None})
     assert Cutoff.from_record(c.record()) == Cutoff(0.8, "uncalibrated", {**c.evidence, **{
