@@ -29,6 +29,7 @@ from typing import List, Optional
 import numpy as np
 
 from sibscan import fmt
+from sibscan.cutoffrule import POINT_RULE, RULE, precision_rule, same_rule  # the rule names live below everything reading them
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
 __all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
@@ -38,33 +39,6 @@ __all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Cu
 #: the texts name it: one constant below everything that prints it (:data:`sibscan.stats.CUTOFF_CONFIDENCE`)
 CONFIDENCE = CUTOFF_CONFIDENCE
 BOUND = CUTOFF_BOUND
-#: the default rule, as cutoff.json and the reports name it
-RULE = f"P(same) >= 0.5 by its {BOUND}"
-
-
-def precision_rule(target_precision: float) -> str:
-    """The name of the target-precision rule in cutoff.json and the reports."""
-    return f"precision >= {target_precision:g} by the {BOUND}"
-
-
-#: the rule of calibrations fitted before the lower bound (the point estimate; cutoff.json without a rule had it)
-POINT_RULE = "P(same) = 0.5"
-
-
-def same_rule(a: Optional[str], b: Optional[str]) -> bool:
-    """Whether two of cutoff.json's rule names name one rule (the lower-bound rules were first named
-    '... at 95 % confidence'; no name is the point-estimate rule).
-
-    A name without a bound suffix is a point-estimate rule (``"P(same) = 0.5"``, and ``"precision >= 0.9"``
-    of ``--target-precision`` before the bound): it never names the bound rule of the same target.
-    """
-    def norm(rule: Optional[str]) -> tuple:
-        rule = rule or POINT_RULE
-        for name in (" at 95 % confidence", f" by its {BOUND}", f" by the {BOUND}"):
-            if rule.endswith(name):
-                return True, rule[: -len(name)]
-        return False, rule
-    return norm(a) == norm(b)
 
 
 def _beta_cf(a: float, b: float, x: float) -> float:

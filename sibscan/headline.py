@@ -18,6 +18,7 @@ import numpy as np
 
 from . import fmt
 from .cutoff import Cutoff
+from .cutoffrule import classify_rule
 from .pairdecision import labels_phrase
 from .stats import CUTOFF_BOUND, finite_or_none
 from .testscores import TestScores
@@ -42,13 +43,14 @@ def narrow_enough(estimate: Optional[float], lo: Optional[float], hi: Optional[f
 
 
 def _rule_phrase(rule: Optional[str]) -> str:
-    """How the cutoff was chosen, in words (cutoff.json's ``rule``; "P(same) = 0.5" is the point-estimate
-    rule of calibrations fitted before the lower bound, kept readable)."""
-    if not rule or rule == "P(same) = 0.5":
+    """How the cutoff was chosen, in words (cutoff.json's ``rule``; the point-estimate rule of calibrations
+    fitted before the lower bound is kept readable)."""
+    kind = classify_rule(rule).kind
+    if kind == "point":
         return "where hand labels flip from different to same"
-    if rule.startswith("P(same) >= 0.5"):
+    if kind == "same":
         return f"the lowest score from which P(same) of the hand labels, by its {CUTOFF_BOUND}, is 0.5 or more"
-    return f"the lowest reaching {rule}" if rule.startswith("precision") else rule
+    return f"the lowest reaching {rule}" if kind == "precision" else rule
 
 
 def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = None, n_train: Optional[int] = None,

@@ -230,3 +230,16 @@ def test_a_rule_name_without_the_bound_is_the_point_estimate():
     assert same_rule(None, POINT_RULE) and same_rule("precision >= 0.9", "precision >= 0.9")
     assert same_rule(RULE, RULE) and same_rule(bound, bound)
     assert not same_rule(bound, precision_rule(0.95)) and not same_rule(RULE, bound)
+
+
+def test_the_headline_words_every_rule_name_old_and_new():
+    # the headline reads rule names through the one reader the refit's "rule changed" check uses
+    from sibscan.headline import _rule_phrase
+
+    flip = "where hand labels flip from different to same"
+    bound = f"the lowest score from which P(same) of the hand labels, by its {BOUND}, is 0.5 or more"
+    words = {None: flip, "": flip, POINT_RULE: flip, RULE: bound, "P(same) >= 0.5 at 95 % confidence": bound,
+             "P(same) >= 0.5": bound, precision_rule(0.9): f"the lowest reaching {precision_rule(0.9)}",
+             "precision >= 0.9": "the lowest reaching precision >= 0.9",
+             "P(same) = 0.5 at 95 % confidence": "P(same) = 0.5 at 95 % confidence", "by hand": "by hand"}
+    assert {rule: _rule_phrase(rule) for rule in words} == words
