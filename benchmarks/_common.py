@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence
 
-from sibscan.atomic import write_bytes, write_json
+from sibscan.atomic import dumps_json, write_bytes, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -52,14 +52,15 @@ def write_results(name: str, payload: Dict[str, object], *, compact: bool = Fals
     ``$SIBSCAN_BENCH_RESULTS`` names another folder (``benchmarks/gpu_check.sh --dry-run`` keeps its
     CPU stand-in figures out of ``benchmarks/results/`` with it).  ``compact``: ``<name>.json.gz``,
     one gzipped line (long lists of per-item scores, not meant to be read by eye; :func:`read_results`).
+    Both forms go through one serialiser (:func:`sibscan.atomic.dumps_json`): numpy scalars and arrays
+    written, non-finite numpy float16/32 as null, a non-finite Python float (np.float64 is one) refused (strict JSON).
     """
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
     folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
     if compact:
         import gzip
-        import json
 
-        data = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
+        data = (dumps_json(payload, indent=None) + "\n").encode("utf-8")
         return write_bytes(folder / f"{name}.json.gz", gzip.compress(data, compresslevel=9, mtime=0))
     return write_json(folder / f"{name}.json", payload)
 

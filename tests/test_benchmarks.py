@@ -183,6 +183,23 @@ def test_quality_candidates_only_per_view_and_union(tmp_path, monkeypatch):
     assert set(union["per_transform"]) == {"crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg"}
 
 
+def test_results_compact_or_not_serialise_numpy_and_nan_alike(tmp_path, monkeypatch):
+    # the compact side files once had their own json.dumps: numpy floats raised there, NaN went out as NaN
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    payload = {"f": np.float32(0.5), "i": np.int64(3), "b": np.bool_(True), "nan": np.float32("nan"),
+               "inf": np.float32("inf"), "a": np.arange(3, dtype=np.float32), "p": tmp_path}
+    plain = _common.read_results(_common.write_results("plain", payload))
+    compact = _common.read_results(_common.write_results("plain_pairs", payload, compact=True))
+    drop = ("benchmark", "created")
+    assert {k: v for k, v in plain.items() if k not in drop} == {k: v for k, v in compact.items() if k not in drop}
+    assert {k: compact[k] for k in payload} == {"f": 0.5, "i": 3, "b": True, "nan": None, "inf": None,
+                                                "a": [0.0, 1.0, 2.0], "p": str(tmp_path)}
+    for compact_form in (False, True):  # a Python NaN (np.float64 is a float) is not strict JSON: refused by both
+        for nan in (float("nan"), np.float64("nan")):
+            with pytest.raises(ValueError, match="Out of range float"):
+                _common.write_results("bad", {"x": nan}, compact=compact_form)
+
+
 def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
     import benchmarks.windows_speed as bench
 
