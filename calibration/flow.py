@@ -3,7 +3,7 @@
 The cutoff is fitted at the lowest score from which P(same)'s 95 % lower bound per run of answers
 reaches 0.5 (:mod:`.fit`); the sibling rate and its interval come
 from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
-:func:`sibscan.headline.headline` (:func:`headline_of` gives a calibration's).
+:func:`sibscan.headline.headline` (:func:`.summary.headline_of` gives a calibration's).
 """
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import numpy as np
 
 from sibscan import fmt
 from sibscan.errors import CompatibilityError, SibscanError
-from sibscan.cutoff import resolve_cutoff
-from sibscan.pairdecision import PairLabels, labels_phrase
-from sibscan.headline import headline, narrow_enough
+from sibscan.pairdecision import PairLabels
+from sibscan.headline import narrow_enough
 from sibscan.rate import estimate_rate
 from sibscan.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir
@@ -26,13 +25,12 @@ from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
 from .fit import POINT_RULE, fit, same_rule
-from .labelfile import scan_labels
 from .labels import Identity, LabelStore
 from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 
-__all__ = ["calibrate", "describe", "headline_of", "default_definition", "scan_headline", "DEFINITIONS", "UIS", "DRAW_FILE"]
+__all__ = ["calibrate", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
 
 log = logging.getLogger("sibscan.calibration")
 
@@ -344,61 +342,3 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                if res.curve is not None else None,
                "n_labelled_outside_population": int(n_outside), "n_labels_used": int(len(rows_a))},
     )
-
-
-def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                  definition: Optional[str] = None) -> dict:
-    """The headline of a scan directory, with the cutoff resolved as every command resolves it
-    (:func:`sibscan.cutoff.resolve_cutoff`) and the hand labels behind it deciding the pairs they
-    answer (:func:`.labelfile.scan_labels`): what ``report.json``'s ``headline`` holds."""
-    sd = ScanDir(scan_dir)
-    manifest = sd.manifest()
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
-    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
-    labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
-    return headline(at, test_scores(sd.path, labels=labels), baseline=sd.baseline(), n_train=n_train,
-                    definition=definition)
-
-
-def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
-    """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
-    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.headline.headline`."""
-    return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
-                         definition=(cal.extra or {}).get("definition"))
-
-
-def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
-    """Lines for people: the headline (when given), the cutoff and its interval, the evidence, advice."""
-    lines = []
-    if head is not None:
-        lines.append(head["text"])
-    n = cal.n_labels
-    lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
-                 + (f" ('same' means: {cal.extra['definition']})" if (cal.extra or {}).get("definition") else ""))
-    if cal.cutoff is not None:
-        iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
-        lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")
-    else:
-        lines.append(f"cutoff: none (rule {cal.rule})" if cal.rule else "cutoff: none")
-    e = cal.estimates or {}
-    if e.get("precision") is not None or e.get("recall") is not None:
-        f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-        said = labels_phrase(e.get("decided_by_labels"))
-        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates, "
-                     f"by score), {e.get('flagged')} test items flagged" + (f" ({said})" if said else ""))
-    b = e.get("below_range")
-    if b:
-        lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
-    if e.get("expected_chance_siblings") is not None:
-        more = " (extrapolated beyond every random pair scored)" if e.get("chance_extrapolated") else ""
-        lines.append(f"expected chance siblings at this cutoff (random-pair baseline): {fmt.count(e['expected_chance_siblings'])}"
-                     f"{more} (found: {e.get('flagged')})")
-    if e.get("warning"):
-        lines.append(f"warning: {e['warning']}")
-    if cal.status != "ok":
-        lines.append(f"the labels cannot support a cutoff yet: {cal.status}")
-    for a in cal.advice:
-        lines.append(f"  - {a}")
-    if cal.path is not None:
-        lines.append(f"written: {Path(cal.path) / 'cutoff.json'}")
-    return lines

@@ -142,7 +142,7 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
 
 
 def test_the_per_item_table_and_scan_rate_agree_with_the_report(tmp_path):
-    from sibscan.calibration.flow import scan_headline
+    from sibscan.calibration.summary import scan_headline
     from sibscan.report.items import scan_items
 
     path, _, _ = _labelled_scan(tmp_path)

@@ -127,7 +127,7 @@ def test_nothing_assessed_prints_no_rate(tmp_path):
 
 def test_baseline_only_gives_no_interval(calibrated):
     p, _ = calibrated
-    from sibscan.calibration.flow import scan_headline
+    from sibscan.calibration.summary import scan_headline
 
     head = scan_headline(p.path, cutoff=0.9)
     assert head["state"] == "baseline_only" and head["lo"] is None and head["hi"] is None

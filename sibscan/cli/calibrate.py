@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         as you go and say when it is narrow enough.
         """
         from sibscan.calibration import calibrate, describe
-        from sibscan.calibration.flow import headline_of
+        from sibscan.calibration.summary import headline_of
         from sibscan.progress import message
 
         cal = calibrate(

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         """
         from ..atomic import dumps_json
         from ..groups import sibling_groups
-        from ..calibration.flow import scan_headline
+        from ..calibration.summary import scan_headline
         from ..split import check_resplit, resplit, write_groups, write_resplit
 
         from ..groups import check_linkage
