@@ -212,6 +212,9 @@ class Flags:
     cutoff : float or None
     exact : ndarray of shape (n,), bool
         Exact twins (flagged at every cutoff).
+    row_added : ndarray of shape (n,), bool
+        Whether the pair in ``row`` is one a label added (a "same" pair only the train side found), at
+        whatever score: what the item's "why" and :meth:`decided` call it.
     """
 
     flagged: np.ndarray
@@ -222,6 +225,7 @@ class Flags:
     same: np.ndarray
     cutoff: Optional[float]
     exact: np.ndarray
+    row_added: np.ndarray
 
     @property
     def unflagged_by_labels(self) -> np.ndarray:
@@ -230,8 +234,16 @@ class Flags:
 
     @property
     def flagged_by_labels(self) -> np.ndarray:
-        """Items flagged only through a pair below the cutoff labelled "same"."""
-        return self.flagged & ~self.by_score
+        """Items the scores do not flag that the labels do, through a pair of their own below the cutoff
+        labelled "same" (the pair shown for them, ``row``, is not one a label added)."""
+        return self.flagged & ~self.by_score & ~self.row_added
+
+    @property
+    def flagged_from_train_side(self) -> np.ndarray:
+        """Items the scores do not flag that the labels do, through a pair labelled "same" that only the
+        train side found (``row`` is a row a label added; its score may be above the cutoff: the scores
+        of this item's own candidates never saw it)."""
+        return self.flagged & ~self.by_score & self.row_added
 
     def flagged_at(self, cutoff: float) -> np.ndarray:
         """What the same pairs and labels flag at another ``cutoff`` (a sweep, the interval's ends), without
@@ -239,11 +251,13 @@ class Flags:
         return self.exact | self.same | (np.nan_to_num(self.score_left, nan=-np.inf) >= cutoff)
 
     def decided(self) -> Optional[dict]:
-        """``{above_cutoff_labelled_different, below_cutoff_labelled_same}`` (test items), None without a cutoff."""
+        """``{above_cutoff_labelled_different, below_cutoff_labelled_same, train_side_labelled_same}`` (test
+        items), None without a cutoff: ``flagged == by_score - above... + below... + train_side...``."""
         if self.cutoff is None:
             return None
         return {"above_cutoff_labelled_different": int(self.unflagged_by_labels.sum()),
-                "below_cutoff_labelled_same": int(self.flagged_by_labels.sum())}
+                "below_cutoff_labelled_same": int(self.flagged_by_labels.sum()),
+                "train_side_labelled_same": int(self.flagged_from_train_side.sum())}
 
 
 def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, exact: np.ndarray,
@@ -284,7 +298,10 @@ def flag_items(query_index: np.ndarray, score: np.ndarray, label: np.ndarray, ex
     score_left = np.where(np.isfinite(score_left), score_left, np.nan).astype(score.dtype if score.dtype.kind == "f"
                                                                                else np.float64)
     same = np.bincount(qi[label == SAME], minlength=n) > 0
-    return Flags(flagged, by_score, row, nearest_label, score_left, same, cutoff, exact)
+    row_added = np.zeros(n, bool)
+    if added is not None:
+        row_added[row >= 0] = np.asarray(added, bool)[row[row >= 0]]
+    return Flags(flagged, by_score, row, nearest_label, score_left, same, cutoff, exact, row_added)
 
 
 def _best_row(qi: np.ndarray, s: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
@@ -304,6 +321,7 @@ def labels_phrase(decided: Optional[dict]) -> str:
     if not decided:
         return ""
     off, on = decided["above_cutoff_labelled_different"], decided["below_cutoff_labelled_same"]
+    far = decided.get("train_side_labelled_same", 0)  # absent from records written before it was counted
     parts = []
     if off:
         parts.append(f"{off:,} test item{'s' if off != 1 else ''} above the cutoff labelled different by hand "
@@ -311,4 +329,7 @@ def labels_phrase(decided: Optional[dict]) -> str:
     if on:  # "it" only where the sentence has named the cutoff already
         what = "below it" if off else f"test item{'s' if on != 1 else ''} below the cutoff"
         parts.append(f"{on:,} {what} labelled same by hand {'are' if on != 1 else 'is'} flagged")
+    if far:
+        parts.append(f"{far:,} test item{'s' if far != 1 else ''} {'are' if far != 1 else 'is'} flagged through a pair "
+                     "labelled same by hand that only the train side found")
     return "; ".join(parts)

@@ -106,7 +106,8 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     rep = build_report(path)
     head = rep["headline"]
     # by score: 4 exact + tests 4-8 + test 12 = 10; labels take out 4 and 12, put in 9 (0.89, below)
-    assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1}
+    assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1,
+                                         "train_side_labelled_same": 0}
     assert head["flagged"]["count"] == 9 == rep["sibling_rate"]["test_to_train"]["any"]["count"] == len(rep["flagged"])
     said = ("2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same by hand "
             "is flagged")
@@ -388,7 +389,8 @@ def _table(rows):
 def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
     """Test 0's only test -> train pair scores 0.5; the pair (te0, tr1) was found only from the train side
     at 0.95 and labelled same.  Without labels that row does not exist for test 0, so the scores alone do
-    not flag it: the label does, and the headline says so (flagged == by_score - off + on)."""
+    not flag it: the label does, through a pair only the train side found (not "below the cutoff": it
+    scores above it)."""
     from sibscan.testscores import TestScores
 
     nb = _table([("test", "te0", 0, "train", "tr0", 0, 0, 0.5), ("train", "tr1", 1, "test", "te0", 0, 0, 0.95)])
@@ -396,13 +398,51 @@ def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
     top = nb.top1("test", "train")
     score, exact = np.array([0.5], np.float32), np.zeros(1, bool)
     fl = TestScores.from_neighbours(score, exact, top, nb, labels).flags(0.9)
-    assert fl.flagged.tolist() == [True] and fl.by_score.tolist() == [False]
-    assert fl.decided() == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 1}
-    d = fl.decided()
-    assert fl.flagged.sum() == fl.by_score.sum() - d["above_cutoff_labelled_different"] + d["below_cutoff_labelled_same"]
+    assert fl.flagged.tolist() == [True] and fl.by_score.tolist() == [False] and fl.row_added.tolist() == [True]
+    assert fl.decided() == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 0,
+                            "train_side_labelled_same": 1}
+    assert labels_phrase(fl.decided()) == ("1 test item is flagged through a pair labelled same by hand that only "
+                                           "the train side found")
     # without the label nothing flags it, by score or otherwise
     bare = TestScores.from_neighbours(score, exact, top, nb, None).flags(0.9)
     assert not bare.flagged.any() and not bare.by_score.any()
+
+
+def test_an_item_flagged_through_a_train_side_pair_above_the_cutoff_is_not_called_below_it(tmp_path):
+    """make_scan, train 50's train -> test row moved to test 22 at 0.96 (test 22's own rows all below 0.58),
+    the pair labelled same: the headline, check and the item's why say the same thing, and none says
+    "below the cutoff"."""
+    from sibscan.check import check
+    from sibscan.report import build_report
+
+    path = tmp_path / "scan"
+    make_scan(path)
+    sd = ScanDir(path)
+    cols = {k: v.copy() for k, v in sd.neighbours().columns.items()}
+    tr50 = (cols["query_split"] == "train") & (cols["neighbour_split"] == "test") & (cols["query_id"] == "tr50")
+    cols["neighbour_id"][tr50], cols["neighbour_index"][tr50], cols["similarity"][tr50] = "te22", 22, 0.96
+    own = (cols["query_split"] == "test") & (cols["neighbour_split"] == "train") & (cols["query_id"] == "te22")
+    cols["similarity"][own], cols["verified"][own] = 0.5, np.nan
+    assert "tr50" not in set(cols["neighbour_id"][own].tolist())
+    cols.pop("score", None)
+    sd.write_neighbours(Neighbours(cols))
+    bare = build_report(path)["headline"]
+    (path / "calibration").mkdir()
+    (path / "calibration" / "labels.jsonl").write_text(json.dumps(
+        {"dataset_fingerprint": "abcd", "query_split": "train", "query_id": "tr50", "neighbour_split": "test",
+         "neighbour_id": "te22", "label": "same"}) + "\n")
+    rep = build_report(path)
+    head = rep["headline"]
+    assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 0,
+                                         "train_side_labelled_same": 1}
+    assert head["flagged"]["count"] == bare["flagged"]["count"] + 1
+    said = "1 test item is flagged through a pair labelled same by hand that only the train side found"
+    assert said in head["text"] and "below" not in head["text"].split("flagged at")[1].split(")")[0]
+    why = {r["test_id"]: r["why"] for r in rep["flagged"]}["te22"]
+    assert why.startswith("labelled same by hand, a pair only the train side found (verified score 0.9600 >= cutoff")
+    res = check(path, max_rate=0.01)
+    assert said in res.message
+    assert "below the cutoff" not in res.message
 
 
 def test_a_same_pair_found_only_from_the_test_side_flags_its_train_item(tmp_path):

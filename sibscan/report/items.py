@@ -122,7 +122,7 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     why = np.full(n, "", dtype=object)
     for r in np.flatnonzero(exact | flags.flagged | off):
         why[r] = _why(bool(exact[r]), bool(flags.flagged[r]), bool(off[r]), int(flags.nearest_label[r]), label[r],
-                      score[r], cutoff, score_kind, detail[r])
+                      score[r], cutoff, score_kind, detail[r], bool(flags.row_added[r]))
     return ItemTable({
         "test_id": test.ids.astype(object), "train_id": train_id, "similarity": similarity, "score": score,
         "exact": exact, "sibling": sibling, "label_conflict": conflict, "verified": verified,
@@ -132,9 +132,10 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
 
 
 def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, score: float,
-         cutoff: Optional[float], score_kind: str, detail: str) -> str:
+         cutoff: Optional[float], score_kind: str, detail: str, added: bool) -> str:
     """What made an item a sibling (``exact``, ``flagged``), or what the labels said to keep it from
-    being one (``off``: the scores flag it, the labels do not)."""
+    being one (``off``: the scores flag it, the labels do not); ``added``: its pair is one only the train
+    side found (``Flags.row_added``), worded as ``Flags.decided`` counts it."""
     if exact:
         return "exact copy (same content fingerprint)"
     if cutoff is None:
@@ -144,7 +145,8 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
     if flagged:
         if label == SAME:
             side = ">=" if score >= cutoff else "below"
-            return f"labelled same by hand ({at} {side} cutoff {cutoff:.4g}){how}"
+            found = ", a pair only the train side found" if added else ""
+            return f"labelled same by hand{found} ({at} {side} cutoff {cutoff:.4g}){how}"
         other = "; its nearest pair was labelled different by hand" if nearest_label == DIFFERENT else ""
         return f"{at} >= cutoff {cutoff:.4g}{how}{other}"
     if off:
