@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["NpyArray", "NpyWriter", "collect_rows", "is_disk_array", "read_npy_header"]
+__all__ = ["NpyArray", "NpyStream", "NpyWriter", "collect_rows", "is_disk_array", "read_npy_header"]
 
 _MAGIC = b"\x93NUMPY\x01\x00"
 _ROWS_WIDTH = 20  # digits reserved for the row count, so the header can be rewritten in place
@@ -38,6 +38,27 @@ def read_npy_header(fh) -> tuple:
     version = np.lib.format.read_magic(fh)
     read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     return read_header(fh)
+
+class NpyStream:
+    """A 1-D ``.npy`` member of an archive (``zipfile.ZipFile.open``) read front to back, ``m`` rows at a
+    time: memory bounded by the rows asked for, whatever the column's length."""
+
+    def __init__(self, fh):
+        self.fh = fh
+        shape, fortran, self.dtype = read_npy_header(fh)
+        if fortran or len(shape) != 1 or self.dtype.hasobject:
+            raise ValueError(f"expected a 1-D column, got shape {shape}")
+        self.rows = int(shape[0])
+
+    def read(self, m: int) -> np.ndarray:
+        data = self.fh.read(m * self.dtype.itemsize)
+        if len(data) != m * self.dtype.itemsize:
+            raise EOFError("the column ends early")
+        return np.frombuffer(data, dtype=self.dtype)
+
+    def close(self) -> None:
+        self.fh.close()
+
 
 class NpyArray:
     """A read-only ``.npy`` file (C order, 1-D or 2-D) whose rows are read on demand.

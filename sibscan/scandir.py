@@ -78,10 +78,9 @@ from typing import Iterable, Iterator, Optional, Tuple
 import numpy as np
 
 from .atomic import save_npy, save_npz, write_json, write_text
-from .diskarray import read_npy_header
 from .errors import SibscanError
 from .items import Items, Skipped
-from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours
+from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks
 from .rowids import RowNumberIds
 from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _RERUN, _corrupt
 
@@ -158,26 +157,6 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
     )
     return items, arrays.get("fingerprint")
-
-
-class _NpyStream:
-    """A 1-D ``.npy`` member of an archive read front to back, ``m`` rows at a time."""
-
-    def __init__(self, fh):
-        self.fh = fh
-        shape, fortran, self.dtype = read_npy_header(fh)
-        if fortran or len(shape) != 1 or self.dtype.hasobject:
-            raise ValueError(f"expected a 1-D column, got shape {shape}")
-        self.rows = int(shape[0])
-
-    def read(self, m: int) -> np.ndarray:
-        data = self.fh.read(m * self.dtype.itemsize)
-        if len(data) != m * self.dtype.itemsize:
-            raise EOFError("the column ends early")
-        return np.frombuffer(data, dtype=self.dtype)
-
-    def close(self) -> None:
-        self.fh.close()
 
 
 class ScanDir:
@@ -271,19 +250,9 @@ class ScanDir:
         names = ("query_split", "neighbour_split", "query_index", "neighbour_index")
         try:
             with zipfile.ZipFile(self.neighbours_path) as zf:
-                streams = [_NpyStream(zf.open(f"{name}.npy")) for name in names]
-                try:
-                    n = streams[0].rows
-                    if any(s.rows != n for s in streams):
-                        raise ValueError("the columns have different lengths")
-                    step = max(1, int(block_rows))
-                    for a in range(0, n, step):
-                        qs, ns, qi, ni = (s.read(min(n, a + step) - a) for s in streams)
-                        m = (qs == query_split) & (ns == neighbour_split)
-                        yield qi[m], ni[m]
-                finally:
-                    for s in streams:
-                        s.close()
+                for _, (qs, ns, qi, ni) in column_blocks(zf, names, max(1, int(block_rows))):
+                    m = (qs == query_split) & (ns == neighbour_split)
+                    yield qi[m], ni[m]
         except _READ_ERRORS as exc:
             raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
 

@@ -550,3 +550,40 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     got = matched[0]
     assert set(got["query_split"]) == {"train"} and set(got["neighbour_id"]) == {te}
     assert len(got) == int((rt["neighbour_id"] == te).sum()) < len(rt)
+
+
+def test_load_matching_streams_the_table_and_keeps_only_the_rows_asked_for(tmp_path):
+    """A 120k-row table with a 240-byte detail per row (~29 MB in that column): the rows of three test
+    items from the train side come back equal to a full read's, and the peak held is a few blocks, not a
+    column (reading each column whole to keep a few rows peaked above the column's size)."""
+    import tracemalloc
+
+    from sibscan.neighbourtable import Neighbours as Table
+
+    n = 120_000
+    rng = np.random.default_rng(0)
+    train = rng.random(n) < 0.5
+    qi, ni = np.arange(n) % 5000, rng.integers(0, 4000, n)
+    te = np.char.add("te", ni.astype(str))
+    tr = np.char.add("tr", qi.astype(str))
+    cols = {"query_split": np.where(train, "train", "test"), "neighbour_split": np.where(train, "test", "train"),
+            "query_id": np.where(train, tr, te), "neighbour_id": np.where(train, te, tr),
+            "query_index": np.where(train, qi, ni), "neighbour_index": np.where(train, ni, qi),
+            "rank": np.zeros(n, np.int32), "similarity": rng.random(n).astype(np.float32),
+            "exact": np.zeros(n, bool), "detail": np.char.add(np.char.add("shift ", np.arange(n).astype(str)), "." * 50)}
+    path = tmp_path / "neighbours.npz"
+    Table(cols).save(path)
+    want_ids = np.array(["te7", "te123", "te3999"])
+    full = Table.load(path)
+    ref = full.select((full["query_split"] == "train") & (full["neighbour_split"] == "test")
+                      & np.isin(full["neighbour_id"], want_ids))
+    del full
+    tracemalloc.start()
+    got = Table.load_matching(path, "train", "test", "neighbour_id", want_ids, block_rows=4096)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert 0 < len(got) == len(ref) < 200
+    for k in ref.columns:
+        a, b = np.asarray(got[k]), np.asarray(ref[k])
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
+    assert peak < 4 << 20, f"peak {peak / 2 ** 20:.1f} MiB while keeping {len(got)} rows"
