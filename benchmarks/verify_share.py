@@ -102,8 +102,19 @@ def _config_list(text: str) -> List[str]:
 
 #: scan options the benchmark sets itself: where the scan writes and reads, on what device, and the
 #: options that define each configuration (CONFIGS); an --option for one would change what is measured
-OWNED = ("calibration", "cache_dir", "cascade", "cutoff", "device", "force", "out", "progress", "test", "train",
-         "verifier")
+#: (verify=false skips the step it times; index and precomputed features skip the search or the encoding)
+OWNED = ("calibration", "cache_dir", "cascade", "cutoff", "device", "features_id", "force", "index", "out",
+         "progress", "test", "test_features", "train", "train_features", "verifier", "verify")
+
+
+def _empty(value) -> bool:
+    """No value: null, NaN or an infinity, blank text, an empty list or mapping (each would reach the scan
+    as "not given" or fail inside it, not as the option asked for)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, (list, dict)) and not value
 
 
 def _option(text: str) -> tuple:
@@ -145,9 +156,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if owned:
         ap.error(f"--option {', '.join(owned)}: set by the benchmark itself (where it writes and reads, or what "
                  f"defines each configuration: {', '.join(OWNED)}); choose configurations with --configs")
-    empty = sorted(k for k, v in args.option if v is None or (isinstance(v, float) and not math.isfinite(v)))
+    empty = sorted(k for k, v in args.option if _empty(v))
     if empty:
-        ap.error(f"--option {', '.join(empty)}: give a value (null, NaN and infinities would reach the scan as no value)")
+        ap.error(f"--option {', '.join(empty)}: give a value (null, NaN, infinities, blank text and empty lists "
+                 "or mappings would reach the scan as no value)")
     extra.update(dict(args.option))
     results: List[dict] = []
     t0 = time.perf_counter()

@@ -243,7 +243,16 @@ def test_verify_share_options_are_scan_options(tmp_path, monkeypatch, capsys):
                       ("verifier=imagefuse", "--option verifier: set by the benchmark itself"),
                       ("cascade=true", "--option cascade: set by the benchmark"),
                       ("device=cuda", "--option device: set by the benchmark"),
-                      ("k=null", "--option k: give a value"), ("k=NaN", "--option k: give a value")):
+                      ("verify=false", "--option verify: set by the benchmark"),
+                      ("index=idx", "--option index: set by the benchmark"),
+                      ("train_features=a.npy", "--option train_features: set by the benchmark"),
+                      ("test_features=b.npy", "--option test_features: set by the benchmark"),
+                      ("features_id=x", "--option features_id: set by the benchmark"),
+                      ("k=null", "--option k: give a value"), ("k=NaN", "--option k: give a value"),
+                      ("encoder=", "--option encoder: give a value"), ('encoder=""', "--option encoder: give a value"),
+                      ("encoder=  ", "--option encoder: give a value"),
+                      ("directions=[]", "--option directions: give a value"),
+                      ("extra_views={}", "--option extra_views: give a value")):
         with pytest.raises(SystemExit):  # refused before any image is written or scanned
             bench.main(["--quick", "--option", bad])
         assert says in capsys.readouterr().err
