@@ -67,9 +67,14 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
         own_fp = _calibration_fingerprint(folder)
         keep_unmarked = dataset_fingerprint is None or own_fp in (None, dataset_fingerprint)
     except SibscanError as err:
-        # an unreadable cutoff.json must not stop a report at a cutoff given by hand (it is not used);
-        # whose data its unmarked answers are about is unknown, so they decide nothing
-        warnings.warn(f"{err}; answers in {path} without a dataset fingerprint decide nothing here")
+        if cutoff.kind == "calibrated":  # the record behind the cutoff in use: refuse, as reading it would
+            raise
+        # the scan's own cutoff.json, unread by a cutoff given by hand (or the scan's): warn, go on.  Whose
+        # data its unmarked answers are about is unknown, so they decide nothing, unless the scan has no
+        # fingerprint either (then every answer is kept, as from_records keeps them)
+        what = ("every answer in it decides its pair (the scan has no dataset fingerprint to tell other data by)"
+                if dataset_fingerprint is None else "its answers without a dataset fingerprint decide nothing here")
+        warnings.warn(f"{err}; the cutoff in use is not that calibration's, so {path} is read anyway: {what}")
         keep_unmarked = False
     return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path),
                                    keep_unmarked=keep_unmarked)

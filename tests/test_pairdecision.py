@@ -587,3 +587,46 @@ def test_load_matching_streams_the_table_and_keeps_only_the_rows_asked_for(tmp_p
         a, b = np.asarray(got[k]), np.asarray(ref[k])
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
     assert peak < 4 << 20, f"peak {peak / 2 ** 20:.1f} MiB while keeping {len(got)} rows"
+
+
+def _recorded_with(path, cal):
+    """Rewrite make_scan's manifest as if the scan had been run with ``--calibration cal``."""
+    man = json.loads((path / "manifest.json").read_text())
+    man["cutoff"].update(source="calibrated", calibration=str(cal))
+    (path / "manifest.json").write_text(json.dumps(man))
+
+
+def test_an_unreadable_record_of_the_calibration_in_use_stops_the_report(tmp_path):
+    """The warning for an unreadable cutoff.json is for one the cutoff does not come from (a cutoff given by
+    hand): a scan recorded with --calibration cal1 whose cal1/cutoff.json later breaks is refused, not
+    reported with its answers half read."""
+    from sibscan.errors import SibscanError
+    from sibscan.report import build_report
+
+    path = tmp_path / "scan"
+    make_scan(path)
+    cal = tmp_path / "cal1"
+    cal.mkdir()
+    (cal / "labels.jsonl").write_text(json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same"}) + "\n")
+    (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
+    _recorded_with(path, cal)
+    with pytest.raises(SibscanError, match="cutoff.json"):
+        build_report(path)
+
+
+def test_the_warning_for_an_unreadable_own_record_says_what_happens_to_its_answers(tmp_path):
+    """With a dataset fingerprint unmarked answers decide nothing; without one every answer is kept (what
+    from_records does), and the warning says that instead."""
+    from sibscan.calibration.labelfile import scan_labels
+    from sibscan.cutoff import Cutoff
+
+    (tmp_path / "calibration").mkdir()
+    (tmp_path / "calibration" / "labels.jsonl").write_text(
+        json.dumps({"query_id": "a", "neighbour_id": "b", "label": "same"}) + "\n")
+    (tmp_path / "calibration" / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
+    by_hand = Cutoff(0.9, "uncalibrated", {})
+    with pytest.warns(UserWarning, match="without a dataset fingerprint decide nothing here"):
+        assert scan_labels(tmp_path, by_hand, "abcd").lookup(["a"], ["b"]).tolist() == [NONE]
+    with pytest.warns(UserWarning, match="every answer in it decides its pair") as got:
+        assert scan_labels(tmp_path, by_hand, None).lookup(["a"], ["b"]).tolist() == [SAME]
+    assert "decide nothing" not in str(got[0].message)
