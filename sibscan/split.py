@@ -7,16 +7,19 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
 from .atomic import write_json, write_text
 from .errors import SibscanError
-from .groups import GroupTable
+from .calibration.labelfile import scan_labels
+from .cutoff import resolve_cutoff
+from .groups import GroupTable, check_linkage, group_table
+from .scandir import ScanDir
 from .stats import check_int
 
-__all__ = ["ResplitResult", "check_resplit", "resplit", "write_groups", "write_resplit"]
+__all__ = ["ResplitResult", "check_resplit", "groups_and_headline", "resplit", "write_groups", "write_resplit"]
 
 
 @dataclass
@@ -52,6 +55,21 @@ class ResplitResult:
             "twins_left": self.twins_left, "siblings_left": self.siblings_left,
             "groups_on_both_sides": self.groups_on_both_sides, "class_balance": self.class_balance,
         }
+
+
+def groups_and_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
+                        sources: bool = True, linkage: str = "complete") -> Tuple[GroupTable, dict]:
+    """The sibling groups of a scan and its headline at one cutoff, resolved once, with its hand labels read
+    once (each resolution and each read warns about what it cannot use: done twice, ``split`` said it twice)."""
+    from .calibration.summary import scan_headline  # the calibration's imports are not every split's
+
+    check_linkage(linkage)
+    scan = ScanDir(scan_dir)
+    manifest = scan.manifest()
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
+    labels = scan_labels(scan.path, at, manifest.get("dataset_fingerprint"))
+    return (group_table(scan, at, sources=sources, linkage=linkage, answers=labels),
+            scan_headline(scan.path, at=at, labels=labels))
 
 
 def check_resplit(test_size: float, seed: int) -> None:

@@ -115,3 +115,27 @@ def test_split_cli(tmp_path):
     assert not {x["group"] for x in new_test} & {x["group"] for x in new_train}
     r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(out), "--resplit", str(tmp_path / "rs"), "--test-size", "0"])
     assert r.exit_code == 1 and "error: --test-size is a fraction in (0, 1), got 0.0" in r.output
+
+
+def test_split_reads_the_labels_once_and_warns_once(tmp_path):
+    """split --cutoff X beside an unreadable calibration record: the groups and the headline use the same
+    answers, read once, so the warning about the record comes once (it came twice)."""
+    import json
+    import warnings
+
+    make_scan(tmp_path / "scan")
+    cal = tmp_path / "scan" / "calibration"
+    cal.mkdir()
+    (cal / "labels.jsonl").write_text(json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same",
+                                                  "dataset_fingerprint": "abcd"}) + "\n")
+    (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g.csv"), "--cutoff", "0.9",
+                                     "--json"])
+    assert r.exit_code == 0, r.output
+    assert sum("cutoff.json" in str(w.message) for w in got) == 1
+    head = json.loads(r.stdout)["headline"]
+    assert head["n_answers"] == 1 and head["decided_by_labels"]["below_cutoff_labelled_same"] == 1
+    rows = {x["id"]: x["group"] for x in csv.DictReader((tmp_path / "g.csv").open())}
+    assert rows["te9"] == rows["tr15"]  # the same answer links the pair in the groups

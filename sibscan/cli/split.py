@@ -32,18 +32,14 @@ def register(app: typer.Typer) -> None:
         connected components (--linkage single). --resplit writes a stratified group split.
         """
         from ..atomic import dumps_json
-        from ..groups import sibling_groups
-        from ..calibration.summary import scan_headline
-        from ..split import check_resplit, resplit, write_groups, write_resplit
-
         from ..groups import check_linkage
+        from ..split import check_resplit, groups_and_headline, resplit, write_groups, write_resplit
 
         check_linkage(linkage)
         if resplit_dir is not None:
             check_resplit(test_size, seed)
-        groups = sibling_groups(scan_dir, cutoff=cutoff, calibration=calibration, force=force, sources=not no_sources,
-                                linkage=linkage)
-        head = scan_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+        groups, head = groups_and_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force,
+                                           sources=not no_sources, linkage=linkage)
         write_groups(groups, out)
         multi = int((groups.sizes > 1).sum())
         big = groups.largest()
