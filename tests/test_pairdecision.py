@@ -335,7 +335,19 @@ def test_flagged_at_matches_flag_items_at_every_cutoff():
         added = (label == SAME) & (rng.random(m) < 0.5)
         f = flag_items(qi, score, label, exact, c0, added=added)
         for c in cutoffs + [c0]:
-            assert np.array_equal(f.flagged_at(c), flag_items(qi, score, label, exact, c, added=added).flagged)
+            fc = flag_items(qi, score, label, exact, c, added=added)
+            assert np.array_equal(f.flagged_at(c), fc.flagged)
+            # by score: a loop over the rows the scores found (a row a label added is not one of them)
+            by = exact.copy()
+            for r in range(m):
+                if not added[r] and score[r] >= c:
+                    by[qi[r]] = True
+            assert np.array_equal(fc.by_score, by)
+            # each item the labels decided is counted once, by the pair shown for it
+            d = fc.decided()
+            assert d["above_cutoff_labelled_different"] == int((by & ~fc.flagged).sum())
+            assert d["below_cutoff_labelled_same"] + d["train_side_labelled_same"] == int((fc.flagged & ~by).sum())
+            assert d["train_side_labelled_same"] == sum(1 for i in np.flatnonzero(fc.flagged & ~by) if added[fc.row[i]])
     prop()
 
 
@@ -515,12 +527,15 @@ def test_a_cutoff_given_by_hand_reports_beside_an_unreadable_calibration_record(
 
 def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp_path, monkeypatch):
     """The held table leaves train -> test rows on disk (memory bound); a "same" answer at the end of a scan
-    reads only the rows of the test items answered same, never the whole table."""
+    reads only the rows of the test items answered same, never the whole table, and the printed summary
+    counts what they decide: a pair below the cutoff that only the train side found, labelled same, flags
+    its test item in the summary as in the report (and not without the label)."""
     from typer.testing import CliRunner
 
     from sibscan.calibration.record import Calibration, write_calibration
     from sibscan.cli import app
     from sibscan.neighbourtable import Neighbours as Table
+    from sibscan.report import build_report
 
     rng = np.random.default_rng(0)
     train = rng.normal(size=(40, 16)).cumsum(axis=1)
@@ -528,14 +543,23 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     for name, x in (("train", train), ("test", test)):
         (tmp_path / f"{name}.csv").write_text("\n".join(",".join(repr(float(v)) for v in row) for row in x) + "\n")
     monkeypatch.chdir(tmp_path)
-    common = ["--train", "train.csv", "--test", "test.csv", "--no-progress", "--json"]
+    common = ["--train", "train.csv", "--test", "test.csv", "--no-progress", "--json", "--k", "1"]
     runner = CliRunner()
-    # test 0 is a copy of train 0 up to scale: train 0 finds it among its test neighbours.  The calibration
-    # is applied with --force (one scan, no identities to copy): only its cutoff and its answer matter here
-    te = "0"
+    first = runner.invoke(app, ["scan", *common, "--out", "scan0", "--cutoff", "0.99"])
+    assert first.exit_code == 0, first.output
+    # a train -> test pair below the cutoff whose test item is not flagged and did not find that train item
+    nb0 = ScanDir(tmp_path / "scan0").neighbours()
+    tt, rt = nb0.direction("test", "train"), nb0.direction("train", "test")
+    found = set(zip(tt["query_id"].tolist(), tt["neighbour_id"].tolist()))
+    best = dict(zip(tt["query_id"].tolist(), tt["score"].tolist()))
+    te, tr = next((q, t) for t, q, sc, ex in zip(rt["query_id"].tolist(), rt["neighbour_id"].tolist(),
+                                                 rt["score"].tolist(), rt["exact"].tolist())
+                  if (q, t) not in found and sc < 0.99 and best[q] < 0.99 and not ex)
+    # the calibration is applied with --force (one scan, no identities to copy): only its cutoff and its
+    # answer matter here
     write_calibration(tmp_path / "cal", Calibration(0.99, None, "verified", "any-encoder", None, None))
     (tmp_path / "cal" / "labels.jsonl").write_text(json.dumps(
-        {"query_split": "train", "query_id": "0", "neighbour_split": "test", "neighbour_id": te, "label": "same"}) + "\n")
+        {"query_split": "train", "query_id": tr, "neighbour_split": "test", "neighbour_id": te, "label": "same"}) + "\n")
     loads, matched = [], []
     load, load_matching = Table.load, Table.load_matching
     monkeypatch.setattr(Table, "load", staticmethod(lambda path, skip=(): loads.append(list(skip)) or load(path, skip)))
@@ -546,10 +570,15 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     assert second.exit_code == 0, second.output
     assert [] not in loads  # the whole table (train -> test included) is never read
     assert len(matched) == 1
-    rt = ScanDir(tmp_path / "scan1").neighbours().direction("train", "test")
     got = matched[0]
     assert set(got["query_split"]) == {"train"} and set(got["neighbour_id"]) == {te}
     assert len(got) == int((rt["neighbour_id"] == te).sum()) < len(rt)
+    # the summary counts what the report flags, one more than without the answer
+    without = ScanDir(tmp_path / "scan0").manifest()["summary"]["siblings"]
+    summary = ScanDir(tmp_path / "scan1").manifest()["summary"]["siblings"]
+    rep = build_report(tmp_path / "scan1")  # the forced calibration is the scan's recorded cutoff now
+    assert summary == rep["headline"]["flagged"]["count"] == without + 1
+    assert te in {r["test_id"] for r in rep["flagged"]}
 
 
 def test_load_matching_streams_the_table_and_keeps_only_the_rows_asked_for(tmp_path):
