@@ -74,7 +74,8 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
     dict
         ``{state, estimate, lo, hi, level, n_labels, cutoff, definition, direction, n, score,
         cutoff_source, cutoff_rule, flagged {count, n, rate} or None, exact_twins {count, n, rate},
-        expected_chance_siblings, chance_extrapolated, status, narrow_enough, note, text}``; rates
+        expected_chance_siblings, chance_extrapolated, status, narrow_enough, note, decided_by_labels,
+        n_answers, n_answers_read, text}``; rates
         are fractions, null where nothing was assessed.  Plain JSON types only.
     """
     from .calibration.baseline import expected_chance_siblings, extrapolated
@@ -91,13 +92,14 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
          "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
          "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
          "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note"),
-         "decided_by_labels": None, "n_answers": 0}
+         "decided_by_labels": None, "n_answers": 0, "n_answers_read": 0}
     if cutoff.value is not None:
         fl = scores.flags(cutoff.value)
         flagged = _count(fl.flagged)
         h["flagged"] = flagged
         h["decided_by_labels"] = fl.decided()
         h["n_answers"] = scores.answered_pairs()
+        h["n_answers_read"] = len(scores.labels) if scores.labels is not None else 0
         if baseline is not None and n_train:
             h["expected_chance_siblings"] = finite_or_none(expected_chance_siblings(baseline, cutoff.value, n_train, n))
             h["chance_extrapolated"] = extrapolated(baseline, cutoff.value)
@@ -136,8 +138,8 @@ def _forced_rule(mismatches: list) -> str:
 def no_interval_reason(h: dict) -> str:
     """Why a ``baseline_only`` headline has no interval, in words, from the cutoff's kind: with hand answers
     deciding pairs of this scan (``n_answers``) the reason is the cutoff, not a lack of labels."""
-    if not h.get("n_answers"):
-        return "no hand labels of this data"
+    if not h.get("n_answers"):  # answers read but none about a pair the table holds: say that, not "none"
+        return "no hand label answers a pair of this table" if h.get("n_answers_read") else "no hand labels of this data"
     if h.get("cutoff_source") != "calibrated":
         return "the cutoff in use is not calibrated"
     if (h.get("cutoff_rule") or "").startswith("calibrated for another"):

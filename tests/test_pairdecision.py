@@ -659,3 +659,22 @@ def test_the_warning_for_an_unreadable_own_record_says_what_happens_to_its_answe
     with pytest.warns(UserWarning, match="every answer in it decides its pair") as got:
         assert scan_labels(tmp_path, by_hand, None).lookup(["a"], ["b"]).tolist() == [SAME]
     assert "decide nothing" not in str(got[0].message)
+
+
+def test_answers_about_pairs_the_table_lacks_are_not_called_no_labels(tmp_path):
+    """--cutoff X with a labels.jsonl that answers only pairs the table does not hold: n_answers is 0, but
+    there are hand labels of this data; the sentence says none answers a pair of this table."""
+    from sibscan.report import build_report
+
+    path = tmp_path / "scan"
+    make_scan(path)
+    (path / "calibration").mkdir()
+    (path / "calibration" / "labels.jsonl").write_text(json.dumps(
+        {"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999", "label": "different"}) + "\n")
+    head = build_report(path, cutoff=0.9)["headline"]
+    assert head["n_answers"] == 0 and head["n_answers_read"] == 1
+    assert "no hand label answers a pair of this table, so no sibling-rate interval" in head["text"]
+    assert "no hand labels of this data" not in head["text"]
+    (path / "calibration" / "labels.jsonl").unlink()
+    head = build_report(path, cutoff=0.9)["headline"]
+    assert head["n_answers_read"] == 0 and "no hand labels of this data, so no sibling-rate interval" in head["text"]
