@@ -51,6 +51,12 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
     cutoff : sibscan.cutoff.Cutoff
     dataset_fingerprint : str or None
         The scan's; answers recorded for other data are left out.
+
+    Raises
+    ------
+    SibscanError
+        The folder's ``cutoff.json`` is unreadable and the cutoff is calibrated (it is that record's);
+        for a cutoff that does not come from it (given by hand) a warning says so and the answers are read.
     """
     if cutoff.value is None:
         return PairLabels.empty()
