@@ -150,7 +150,15 @@ def direction_rows(nb, label: np.ndarray, query_split: str, neighbour_split: str
     flip.update({v: k for k, v in flip.items()})
     b = nb.select(back)
     turned = Neighbours({flip.get(k, k): v for k, v in b.columns.items()})
-    return (Neighbours.concat([rows, turned]), np.concatenate([row_label, np.asarray(label)[back]]),
+    # a pair this side found too is its own row (row_labels labelled it already): turned round as well,
+    # a copy scoring a last bit higher would be shown as "a pair only the train side found"
+    width = int(max(rows["neighbour_index"].max(initial=-1), turned["neighbour_index"].max(initial=-1))) + 1
+    new = ~np.isin(turned["query_index"] * width + turned["neighbour_index"],
+                   rows["query_index"] * width + rows["neighbour_index"])
+    if not new.any():
+        return rows, row_label, np.zeros(len(rows), bool)
+    turned, back_label = turned.select(new), np.asarray(label)[back][new]
+    return (Neighbours.concat([rows, turned]), np.concatenate([row_label, back_label]),
             np.concatenate([np.zeros(len(rows), bool), np.ones(len(turned), bool)]))
 
 

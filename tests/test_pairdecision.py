@@ -420,6 +420,21 @@ def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
     assert not bare.flagged.any() and not bare.by_score.any()
 
 
+def test_a_pair_both_sides_found_is_not_said_to_be_found_by_the_train_side_only():
+    """(te0, tr0) is in both directions, the train side's copy a last bit higher: the test side found the
+    pair, so a "same" answer flags it as "below the cutoff", not "only the train side found"."""
+    from sibscan.testscores import TestScores
+
+    hi = float(np.nextafter(np.float32(0.85), np.float32(1)))
+    nb = _table([("test", "te0", 0, "train", "tr0", 0, 0, 0.85), ("train", "tr0", 0, "test", "te0", 0, 0, hi)])
+    labels = PairLabels(np.array(["te0"]), np.array(["tr0"]), np.array([SAME], np.int8))
+    top = nb.top1("test", "train")
+    fl = TestScores.from_neighbours(np.array([0.85], np.float32), np.zeros(1, bool), top, nb, labels).flags(0.9)
+    assert fl.flagged.tolist() == [True] and fl.row_added.tolist() == [False]
+    assert fl.decided() == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 1,
+                            "train_side_labelled_same": 0}
+
+
 def test_an_item_flagged_through_a_train_side_pair_above_the_cutoff_is_not_called_below_it(tmp_path):
     """make_scan, train 50's train -> test row moved to test 22 at 0.96 (test 22's own rows all below 0.58),
     the pair labelled same: the headline, check and the item's why say the same thing, and none says
