@@ -364,10 +364,9 @@ def add_next_pairs(pairs_path: Path, rerun_path: Path) -> int:
     The side file is otherwise kept as it was, with ``next_pairs`` naming the re-run.  Returns the
     methods extended."""
     import gzip
-    import json
 
     from benchmarks._common import read_results
-    from sibscan.atomic import write_bytes
+    from sibscan.atomic import dumps_json, write_bytes
 
     side, rerun = read_results(Path(pairs_path)), read_results(Path(rerun_path))
     n = 0
@@ -384,7 +383,7 @@ def add_next_pairs(pairs_path: Path, rerun_path: Path) -> int:
     side["next_pairs"] = {"from": Path(rerun_path).name, "created": rerun.get("created"),
                           "note": "score2/nb2 (each item's best other candidate) from a re-run whose scores, nearest "
                                   "pairs and random scores equal this file's in every method"}
-    data = (json.dumps(side, separators=(",", ":")) + "\n").encode("utf-8")
+    data = (dumps_json(side, indent=None) + "\n").encode("utf-8")  # the one serialiser, as write_results
     write_bytes(Path(pairs_path), gzip.compress(data, compresslevel=9, mtime=0))
     return n
 

@@ -73,8 +73,9 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
         own_fp = _calibration_fingerprint(folder)
         keep_unmarked = dataset_fingerprint is None or own_fp in (None, dataset_fingerprint)
     except SibscanError as err:
-        if cutoff.kind == "calibrated":  # the record behind the cutoff in use: refuse, as reading it would
-            raise
+        if where:  # the record behind the cutoff in use: refuse, as reading it would, and say what to do
+            raise SibscanError(f"{err}: it is the calibration the cutoff in use comes from; rewrite it with "
+                               "'sibscan calibrate SCAN_DIR', or pass --cutoff X or --calibration DIR") from None
         # the scan's own cutoff.json, unread by a cutoff given by hand (or the scan's): warn, go on.  Whose
         # data its unmarked answers are about is unknown, so they decide nothing, unless the scan has no
         # fingerprint either (then every answer is kept, as from_records keeps them)

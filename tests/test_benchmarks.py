@@ -200,6 +200,31 @@ def test_results_compact_or_not_serialise_numpy_and_nan_alike(tmp_path, monkeypa
                 _common.write_results("bad", {"x": nan}, compact=compact_form)
 
 
+def test_add_next_pairs_writes_the_side_file_with_the_one_serialiser(tmp_path, monkeypatch):
+    # add_next_pairs rewrote side files with a json.dumps of its own (bare NaN out, numpy scalars raised)
+    from benchmarks.quality_pairs import add_next_pairs
+
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    truth = {"source": [1, -1], "hard": [False, True], "featureless": [False, False], "test_ids": ["a", "b"]}
+    method = {"score": [0.9, 0.2], "nb": [1, 0], "random_scores": [0.1, 0.3]}
+    side = _common.write_results("old_pairs", {"sets": {"s": {**truth, "methods": {"m": dict(method)}}}}, compact=True)
+    rerun = _common.write_results("new_pairs", {"sets": {"s": {**truth, "methods": {"m": {
+        **method, "score2": [0.4, None], "nb2": [2, -1]}}}}}, compact=True)
+    assert add_next_pairs(side, rerun) == 1
+    back = _common.read_results(side)["sets"]["s"]["methods"]["m"]
+    assert back["score2"] == [0.4, None] and back["nb2"] == [2, -1] and back["score"] == [0.9, 0.2]
+    # a re-run holding a bare NaN (json's default writes it) is refused at the write, as write_results refuses
+    import gzip
+    import json
+    bad = tmp_path / "nan_pairs.json.gz"
+    bad.write_bytes(gzip.compress(json.dumps({"sets": {"s": {**truth, "methods": {"m": {
+        **method, "score2": [float("nan"), None], "nb2": [2, -1]}}}}}).encode()))
+    before = side.read_bytes()
+    with pytest.raises(ValueError, match="Out of range float"):
+        add_next_pairs(side, bad)
+    assert side.read_bytes() == before  # nothing written
+
+
 def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
     import benchmarks.windows_speed as bench
 

@@ -63,6 +63,9 @@ def test_a_folder_without_cutoff_json_has_no_calibration_and_an_unreadable_one_i
     (tmp_path / "bad" / "cutoff.json").write_text("{")
     with pytest.raises(SibscanError, match="is not valid JSON"):
         calibration_in(tmp_path / "bad")
+    (tmp_path / "bad" / "cutoff.json").write_text("null")  # valid JSON, not a record: one line, no TypeError
+    with pytest.raises(SibscanError, match="not a sibscan calibration .*JSON NoneType"):
+        calibration_in(tmp_path / "bad")
 
 
 def test_record_round_trip_and_the_old_name_for_a_hand_given_cutoff():

@@ -654,8 +654,27 @@ def test_an_unreadable_record_of_the_calibration_in_use_stops_the_report(tmp_pat
     (cal / "labels.jsonl").write_text(json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same"}) + "\n")
     (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     _recorded_with(path, cal)
-    with pytest.raises(SibscanError, match="cutoff.json"):
+    with pytest.raises(SibscanError, match="cutoff.json") as err:
         build_report(path)
+    assert "the calibration the cutoff in use comes from" in str(err.value) and "--cutoff X" in str(err.value)
+
+
+def test_an_in_memory_calibration_does_not_stop_on_the_scans_own_unreadable_record(tmp_path):
+    """A calibrated cutoff with no recorded folder is not the scan's own calibration/cutoff.json: that file
+    being unreadable warns (as for a cutoff given by hand), it does not refuse."""
+    from sibscan.calibration.summary import scan_headline
+    from sibscan.calibration.record import Calibration
+
+    path = tmp_path / "scan"
+    make_scan(path)
+    (path / "calibration").mkdir(exist_ok=True)
+    (path / "calibration" / "cutoff.json").write_text("{")
+    (path / "calibration" / "labels.jsonl").write_text(
+        json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same", "dataset_fingerprint": "abcd"}) + "\n")
+    cal = Calibration(0.93, None, "verified", "znorm-v1", "lagcorr-v1", "abcd")  # make_scan's identities
+    with pytest.warns(UserWarning, match="not valid JSON"):
+        h = scan_headline(path, calibration=cal)
+    assert h["cutoff"] == pytest.approx(0.93)
 
 
 def test_the_warning_for_an_unreadable_own_record_says_what_happens_to_its_answers(tmp_path):
