@@ -212,7 +212,7 @@ def calibrate(
     identity = _identity(manifest)
     cal_dir = Path(calibration_dir) if calibration_dir is not None else sd.path / "calibration"
     ts = test_scores(sd.path)
-    pop = Population.from_neighbours(sd.neighbours(), "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
+    pop = Population.from_neighbours(ts.nb, "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
     if len(pop) == 0:
         raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
     previous = Draw.definition_of(cal_dir / DRAW_FILE)

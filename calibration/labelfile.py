@@ -14,7 +14,7 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
 from sibscan.pairdecision import PairLabels
 
-from .record import LABELS_FILE
+from .record import LABELS_FILE, calibration_in
 
 __all__ = ["LABELS", "read_label_file", "scan_labels"]
 
@@ -89,7 +89,5 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
 
 def _calibration_fingerprint(folder: Path) -> Optional[str]:
     """The dataset fingerprint in ``folder``'s calibration record, None where it has none."""
-    from .record import calibration_in
-
     cal = calibration_in(folder)
     return None if cal is None else cal.dataset_fingerprint

@@ -29,9 +29,9 @@ from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
 from sibscan.pairdecision import latest_answers, pair_key
 
-from .labelfile import _ALL_LABELS, LABELS, read_label_file, scan_labels
+from .labelfile import _ALL_LABELS, LABELS, read_label_file
 
-__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file", "scan_labels"]
+__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
 PairKey = Tuple[str, str, str, str]
 

@@ -23,20 +23,20 @@ __all__ = ["describe", "headline_of", "scan_headline"]
 
 
 def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                  definition: Optional[str] = None, at=None, labels=None) -> dict:
+                  definition: Optional[str] = None, at=None, scores=None) -> dict:
     """The headline of a scan directory, with the cutoff resolved as every command resolves it
     (:func:`sibscan.cutoff.resolve_cutoff`) and the hand labels behind it deciding the pairs they
     answer (:func:`.labelfile.scan_labels`): what ``report.json``'s ``headline`` holds.  ``at`` and
-    ``labels``: that cutoff and those labels, already read by the caller (not read, nor warned about, twice)."""
+    ``scores``: that cutoff and the :class:`sibscan.testscores.TestScores` with its labels, already read
+    by the caller (not read, nor warned about, twice)."""
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     if at is None:
         at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
     n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
-    if labels is None:
-        labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
-    return headline(at, test_scores(sd.path, labels=labels), baseline=sd.baseline(), n_train=n_train,
-                    definition=definition)
+    if scores is None:
+        scores = test_scores(sd.path, labels=scan_labels(sd.path, at, manifest.get("dataset_fingerprint")))
+    return headline(at, scores, baseline=sd.baseline(), n_train=n_train, definition=definition)
 
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:

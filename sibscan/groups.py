@@ -289,12 +289,10 @@ def check_linkage(linkage: str) -> None:
 
 
 def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete", *,
-                neighbours=None, row_label: Optional[np.ndarray] = None, answers=None) -> GroupTable:
+                neighbours=None, row_label: Optional[np.ndarray] = None) -> GroupTable:
     """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
     the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
-    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default both are read here).
-    ``answers``: the scan's hand labels (:func:`sibscan.calibration.labelfile.scan_labels`) where the caller read
-    them already; by default read here."""
+    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default both are read here)."""
     check_linkage(linkage)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
@@ -327,10 +325,8 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         exact = nb["exact"].astype(bool)
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
-            if row_label is None or len(row_label) != len(nb):
-                if answers is None:
-                    answers = scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint"))
-                row_label = row_labels(nb, answers)
+            if row_label is None:
+                row_label = row_labels(nb, scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint")))
             near = pair_is_sibling(nb["score"], row_label, cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:

@@ -160,16 +160,15 @@ class Neighbours:
                     m[m] = np.isin(col[m], want)
                     picked.append(a + np.flatnonzero(m))
                 rows = np.concatenate(picked) if picked else np.zeros(0, np.int64)
+                if not len(rows):
+                    return Neighbours.empty()
                 out = {}
                 for name in names:
-                    with zf.open(f"{name}.npy") as fh:
-                        stream = NpyStream(fh)
-                        parts, n = [], stream.rows
-                        for a in range(0, n, step):
-                            block = stream.read(min(n, a + step) - a)
-                            lo, hi = np.searchsorted(rows, [a, a + step])
-                            parts.append(block[rows[lo:hi] - a])
-                        out[name] = np.concatenate(parts) if parts else np.zeros(0, stream.dtype)
+                    parts = []
+                    for a, (block,) in column_blocks(zf, (name,), step):
+                        lo, hi = np.searchsorted(rows, [a, a + step])
+                        parts.append(block[rows[lo:hi] - a])
+                    out[name] = np.concatenate(parts)
                 return Neighbours(out)
         except _READ_ERRORS as exc:
             raise _corrupt(Path(path), exc, _DELETE_RERUN) from None

@@ -72,8 +72,8 @@ class VerifiedPairs:
     """
 
     def __init__(self, keys: np.ndarray, verified: np.ndarray, detail: np.ndarray, n_train: int):
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.verified, self.detail = keys[order], verified[order], detail[order]
+        """``keys``: sorted and distinct (as :meth:`of` gives them), with their scores and details."""
+        self.keys, self.verified, self.detail = keys, verified, detail
         self.n_train = int(n_train)
 
     @classmethod
@@ -132,9 +132,11 @@ def verify_pairs(nb: Neighbours, verifier, splits: Dict[str, Items], *, known: O
     verified = np.full(len(nb), np.nan, np.float32)
     detail = np.full(len(nb), "", dtype=object)
     groups: Dict[Tuple[str, str], list] = {}
-    for qs, ns in sorted(set(zip(nb["query_split"].tolist(), nb["neighbour_split"].tolist())),
-                         key=lambda d: _CLAIM.index(f"{d[0]}>{d[1]}")):
+    for name in _CLAIM:  # the directions the table holds, in the order they claim a pair
+        qs, ns = name.split(">")
         rows = np.flatnonzero(nb.mask(qs, ns))
+        if not len(rows):
+            continue
         cq, ci, cd, di = canonical_pairs(qs, nb["query_index"][rows], ns, nb["neighbour_index"][rows])
         groups.setdefault((cq, cd), []).append((f"{qs}>{ns}", rows, ci, di))
     for (cq, cd), parts in groups.items():
@@ -143,7 +145,7 @@ def verify_pairs(nb: Neighbours, verifier, splits: Dict[str, Items], *, known: O
         claim = np.concatenate([np.full(len(p[1]), n) for n, p in enumerate(parts)])
         # distinct pairs, each claimed by its first row (the parts come in _CLAIM's order)
         width = int(di.max()) + 1 if len(di) else 1  # a flat key per pair: query row * width + database row
-        _, first, inverse = np.unique(ci * width + di, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(pair_keys(ci, di, width), return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         score, text = np.full(len(first), np.nan, np.float32), np.full(len(first), "", dtype=object)
         todo = np.ones(len(first), bool)

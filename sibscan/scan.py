@@ -195,7 +195,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         # a "same" pair found only from the train side flags its test item (testscores.direction_rows): the
         # held table lacks train->test rows, so read those of the test items answered "same", and only those
         # (the whole direction is what the held table leaves on disk to bound memory)
-        same = np.unique(labels.test_ids[labels.label == SAME])
+        same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
         nb = Neighbours.concat([nb, Neighbours.load_matching(sd.neighbours_path, *_REVERSE, "neighbour_id", same)])
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),
                         labels)

@@ -15,7 +15,7 @@ from .atomic import write_json, write_text
 from .errors import SibscanError
 from .calibration.labelfile import scan_labels
 from .cutoff import resolve_cutoff
-from .groups import GroupTable, check_linkage, group_table
+from .groups import GroupTable, group_table
 from .scandir import ScanDir
 from .stats import check_int
 
@@ -60,16 +60,17 @@ class ResplitResult:
 def groups_and_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
                         sources: bool = True, linkage: str = "complete") -> Tuple[GroupTable, dict]:
     """The sibling groups of a scan and its headline at one cutoff, resolved once, with its hand labels read
-    once (each resolution and each read warns about what it cannot use: done twice, ``split`` said it twice)."""
+    once (each resolution and each read warns about what it cannot use: done twice, ``split`` said it twice)
+    and the neighbours table loaded and labelled once for both."""
     from .calibration.summary import scan_headline  # the calibration's imports are not every split's
+    from .testscores import test_scores
 
-    check_linkage(linkage)
     scan = ScanDir(scan_dir)
     manifest = scan.manifest()
     at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
-    labels = scan_labels(scan.path, at, manifest.get("dataset_fingerprint"))
-    return (group_table(scan, at, sources=sources, linkage=linkage, answers=labels),
-            scan_headline(scan.path, at=at, labels=labels))
+    ts = test_scores(scan.path, labels=scan_labels(scan.path, at, manifest.get("dataset_fingerprint")))
+    return (group_table(scan, at, sources=sources, linkage=linkage, neighbours=ts.nb, row_label=ts.nb_label),
+            scan_headline(scan.path, at=at, scores=ts))
 
 
 def check_resplit(test_size: float, seed: int) -> None:

@@ -51,8 +51,8 @@ def _classify(flagged: np.ndarray, exact: np.ndarray, cutoff: Optional[float]):
     were not assessed: ``near`` and ``any`` are ``{count: null, n, rate: null, ci: null}``."""
     if cutoff is None:
         none = {"count": None, "n": int(len(flagged)), "rate": None, "ci": None}
-        return {"exact": rate_record(exact), "near": dict(none), "any": dict(none)}, flagged
-    return {"exact": rate_record(exact), "near": rate_record(flagged & ~exact), "any": rate_record(flagged)}, flagged
+        return {"exact": rate_record(exact), "near": dict(none), "any": dict(none)}
+    return {"exact": rate_record(exact), "near": rate_record(flagged & ~exact), "any": rate_record(flagged)}
 
 
 def _correct(test, predictions, correct) -> Optional[np.ndarray]:
@@ -149,7 +149,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test, labels=labels)
     s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
     flags = ts.flags(c)
-    tt, sib = _classify(flags.flagged, ex_tt, c)
+    tt, sib = _classify(flags.flagged, ex_tt, c), flags.flagged
     tt["decided_by_labels"] = flags.decided()
     per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score")
     # train -> test (the same pairs seen from the train side: their labels decide them too)
@@ -159,7 +159,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         has_rt = True
     # a "same" pair found only as a test -> train row flags its train item too (the groups link it)
     r_rt, lab_rt, added_rt = direction_rows(nb, ts.nb_label, "train", "test")
-    rt, _ = _classify(flag_items(r_rt["query_index"], r_rt["score"], lab_rt, ex_rt, c, added=added_rt).flagged, ex_rt, c)
+    rt = _classify(flag_items(r_rt["query_index"], r_rt["score"], lab_rt, ex_rt, c, added=added_rt).flagged, ex_rt, c)
     # within test (no hand labels: people label test -> train pairs)
     s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
     n_dup_groups = None
@@ -167,7 +167,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         dup, n_dup_groups = duplicated_rows(fp_test)
         ex_ww |= dup
         has_ww = True
-    ww, _ = _classify(flagged_mask(s_ww, ex_ww, c), ex_ww, c)
+    ww = _classify(flagged_mask(s_ww, ex_ww, c), ex_ww, c)
     ww["n_exact_groups"] = n_dup_groups
 
     def rate_at(x):
