@@ -46,7 +46,7 @@ from .runrecord import RECORD_KEY
 from .scandir import Neighbours, ScanDir
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files
 from .spill import RowSpill
-from .testscores import TestScores
+from .testscores import TestScores, best_scores
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates, view_identities
@@ -290,9 +290,7 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
     """The printed summary: exact twins, NN score quantiles, the count flagged at the cutoff in use
     (``labels``, a :class:`sibscan.pairdecision.PairLabels`, deciding the pairs they answer)."""
     exact_test = fingerprint_membership(test_fp, train_fp)
-    top = nb.top1("test", "train")
-    scores = np.full(n_test, -np.inf, np.float32)
-    scores[top["query_index"]] = top["score"]
+    scores, exact_rows, top, _ = best_scores(nb, "test", "train", n_test)
     qs = {f"q{int(p * 100) if p < 1 else 100}": float(np.quantile(top["score"], p)) for p in (0.0, 0.5, 0.9, 0.99, 1.0)} if len(top) else {}
     out = {
         "n_train": n_train,
@@ -304,7 +302,7 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
     }
     if cutoff.get("value") is not None:
         # flagged as the report flags: the answers behind the cutoff decide the pairs they answer
-        near = TestScores.from_neighbours(scores, exact_test, top, nb, labels).flags(cutoff["value"]).flagged
+        near = TestScores.from_neighbours(scores, exact_rows | exact_test, top, nb, labels).flags(cutoff["value"]).flagged
         out["siblings"] = int(near.sum())
         out["sibling_pct"] = 100.0 * float(near.mean())
         if baseline is not None:
