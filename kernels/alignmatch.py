@@ -76,24 +76,21 @@ def _agreement(r, counted, grid: int):
     return (r.clamp_min(0) * counted).sum(-1).div(grid * grid)
 
 
-def _shifted_patch_ncc(t, w, reach: int, grid: int = 4):
+def _shifted_patch_ncc(t, w, reach: int):
     """:func:`_patch_ncc` of ``t`` (g, 1, T, T) against the window of ``w`` (g, 1, T + 2 reach, T + 2 reach)
-    at every offset within ``reach``, in one pass: (g, (2 reach + 1) ** 2, grid ** 2) NCCs, offsets in
-    row-major order from (-reach, -reach), and which patches hold structure in both at offset 0 (g, grid ** 2).
+    at every offset within ``reach``, in one pass, with 4 x 4 patches: (g, (2 reach + 1) ** 2, 16) NCCs,
+    offsets in row-major order from (-reach, -reach), and which patches hold structure in both at offset 0 (g, 16).
 
     The same arithmetic as :func:`_patch_ncc` per offset (the same values), without its 49 passes: the
     template's patches are centred once and every offset's patches are one strided view of ``w``."""
+    grid = 4
     g, T, k = t.shape[0], t.shape[-1], 2 * reach + 1
     P = T // grid
-    a = _centred(t, grid)
-    na = a.square().sum(-1).sqrt()
     wc = w[:, 0].contiguous()
     s0, s1, s2 = wc.stride()
     b = wc.as_strided((g, k, k, grid, grid, P, P), (s0, s1, s2, P * s1, P * s2, s1, s2)).reshape(g, k * k, grid * grid, P * P)
-    b = b - b.mean(-1, keepdim=True)
-    nb = b.square().sum(-1).sqrt()
-    r = (a[:, None] * b).sum(-1) / (na[:, None] * nb).clamp_min(1e-12)
-    return r, (na >= FLAT_RMS * P) & (nb[:, (k * k) // 2] >= FLAT_RMS * P)
+    r, both = _ncc_of(_centred(t, grid)[:, None], b - b.mean(-1, keepdim=True), P)
+    return r, both[:, (k * k) // 2]
 
 
 def _features_at(t, w, reach: int, near):
