@@ -58,11 +58,30 @@ def write_results(name: str, payload: Dict[str, object], *, compact: bool = Fals
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
     folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
     if compact:
-        import gzip
-
-        data = (dumps_json(payload, indent=None) + "\n").encode("utf-8")
-        return write_bytes(folder / f"{name}.json.gz", gzip.compress(data, compresslevel=9, mtime=0))
+        return write_compact(folder / f"{name}.json.gz", payload)
     return write_json(folder / f"{name}.json", payload)
+
+
+def write_compact(path: Path, payload: Dict[str, object]) -> Path:
+    """Write ``payload`` to ``path`` atomically as one gzipped line through the one serialiser
+    (:func:`sibscan.atomic.dumps_json`); the same bytes for the same payload (no time in the gzip header)."""
+    import gzip
+
+    data = (dumps_json(payload, indent=None) + "\n").encode("utf-8")
+    return write_bytes(Path(path), gzip.compress(data, compresslevel=9, mtime=0))
+
+
+def finite(obj):
+    """``obj`` with NaN/inf floats replaced by None (results files are strict JSON)."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
 
 
 def read_results(path: Path) -> Dict[str, object]:

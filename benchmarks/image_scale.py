@@ -36,9 +36,9 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import finite, print_table, write_results
 from benchmarks.planted import IMAGE_TRANSFORMS, PlantedSet, _image_transform, _truth, dedupe_pool, image_set
-from benchmarks.quality import VERIFIERS, PairScores, _finite, evaluate, union_candidates, view_candidates
+from benchmarks.quality import VERIFIERS, PairScores, evaluate, union_candidates, view_candidates
 
 SIZES = (32, 48, 64, 96, 128, 224)
 QUICK_SIZES = (32, 64)
@@ -329,7 +329,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     payload = {"quick": args.quick, "sizes": sizes, "k": args.k, "seed": args.seed, "sets": results,
                "seconds": time.perf_counter() - t0, "load_average_before": load_before,
                "load_average_after": os.getloadavg()}
-    path = write_results(args.name + ("_quick" if args.quick else ""), _finite(payload))
+    path = write_results(args.name + ("_quick" if args.quick else ""), finite(payload))
     print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
     return payload
 

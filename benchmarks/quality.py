@@ -48,15 +48,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks._common import write_results
+from benchmarks._common import finite, write_results
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
 from benchmarks.quality_baselines import cleanlab_near_duplicate, datasketch_lsh, exact_hashing, imagededup_phash
 from benchmarks.quality_candidates import (_distinct_pairs, _fallback, cascade_candidates, candidate_recall, top_k,
                                            union_candidates, view_candidates)
-# _auc and recall_at_precision are not used here: they stay importable from benchmarks.quality
-from benchmarks.quality_metrics import (PREVALENCE, TARGET_PRECISION, _auc, calibrate,  # noqa: F401
-                                        detection_metrics, per_transform, recall_at_precision)
+from benchmarks.quality_metrics import PREVALENCE, TARGET_PRECISION, calibrate, detection_metrics, per_transform
 from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, flag_masks, next_pair, not_assessed,
                                       population, recalibrate_file, split_pairs, take_labels, truth)
 from benchmarks.quality_print import _print_candidates, _print_set
@@ -146,7 +144,8 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
     # no calibrated cutoff: the threshold-free figures are measured, those at a cutoff blanked below
     labelled, correct2 = take_labels(cal), ps.planted & (nb2 == ps.source)
     m = flag_masks(score, cal["cutoff"], correct, labelled, score2, correct2)
-    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps), labelled, score2, correct2)
+    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps), labelled, score2, correct2,
+                         masks=m)
     entry = {
         "calibration": cal,
         "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
@@ -320,17 +319,6 @@ def image_encoder_verdict(results: dict) -> Optional[dict]:
     return verdict
 
 
-def _finite(obj):
-    """``obj`` with NaN/inf floats replaced by None (results files are strict JSON)."""
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if np.isfinite(obj) else None
-    return obj
-
-
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (under a minute)")
@@ -404,7 +392,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
                "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0,
                "load_average_1_5_15": list(os.getloadavg())}
-    path = write_results(args.name, _finite(payload))
+    path = write_results(args.name, finite(payload))
     if pairs["sets"]:
         side = write_results(f"{args.name}_pairs", {"results": path.name, "seed": args.seed, "photos": args.photos,
                                                      "n_labels": size["labels"], **pairs},

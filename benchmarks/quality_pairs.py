@@ -26,6 +26,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from benchmarks._common import finite, print_table, read_results, write_compact, write_results
+
 __all__ = ["AT_CUTOFF", "NOT_ASSESSED", "PAIRS_SUFFIX", "POPULATION_KEY", "add_next_pairs", "calibration_only",
            "flag_counts", "flag_masks", "next_pair", "not_assessed", "population", "recalibrate_file", "split_pairs",
            "take_labels", "truth", "write_back"]
@@ -144,15 +146,16 @@ def flag_masks(score: np.ndarray, cutoff: Optional[float], correct: np.ndarray, 
 
 def flag_counts(score: np.ndarray, cutoff: float, correct: np.ndarray, planted: np.ndarray, hard: np.ndarray,
                 featureless: np.ndarray, labelled: Optional[tuple] = None, score2: Optional[np.ndarray] = None,
-                correct2: Optional[np.ndarray] = None) -> dict:
+                correct2: Optional[np.ndarray] = None, masks: Optional[dict] = None) -> dict:
     """At ``cutoff``: hard negatives and featureless clean items flagged, recall, precision, items flagged,
     after the simulated labels (:func:`flag_masks`; what a user sees) and ``*_above_cutoff`` by score
-    alone (all None when there is no cutoff: not assessed)."""
+    alone (all None when there is no cutoff: not assessed).  ``masks``: :func:`flag_masks`' result for
+    these arguments where the caller has it (not computed again)."""
     if cutoff is None:
         return dict.fromkeys(k for key in _COUNTS for k in (key, _above(key)))
     if labelled is None:
         labelled = (np.zeros(0, np.int64), np.zeros(0, bool))
-    m = flag_masks(score, cutoff, correct, labelled, score2, correct2)
+    m = masks if masks is not None else flag_masks(score, cutoff, correct, labelled, score2, correct2)
     out = {}
     for after_labels, flagged, hit in ((True, m["flagged"], m["hit"]), (False, m["above"], m["hit_above"])):
         name = (lambda k: k) if after_labels else _above  # noqa: E731
@@ -198,20 +201,22 @@ def _recorded_path(pairs_path: Path) -> Path:
     return pairs_path.with_name(pairs_path.name[: -len(PAIRS_SUFFIX)] + ".json")
 
 
-def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, methods: Optional[List[str]] = None) -> dict:
+def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, methods: Optional[List[str]] = None, *,
+                     side: Optional[dict] = None, recorded: Optional[dict] = None) -> dict:
     """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring).
 
     The labels drawn are the run's: the side file's ``n_labels``, else (side files written before it
-    was recorded) ``NAME.json``'s, else ``n_labels``.
+    was recorded) ``NAME.json``'s, else ``n_labels``.  ``side``, ``recorded``: the side file and
+    ``NAME.json`` where the caller has read them already (read here otherwise).
     """
     from benchmarks.quality_metrics import calibrate
 
-    from benchmarks._common import read_results
-
     pairs_path = Path(pairs_path)
-    side = read_results(pairs_path)
-    recorded_path = _recorded_path(pairs_path)
-    recorded = read_results(recorded_path) if recorded_path.exists() else None
+    if side is None:
+        side = read_results(pairs_path)
+    if recorded is None:
+        recorded_path = _recorded_path(pairs_path)
+        recorded = read_results(recorded_path) if recorded_path.exists() else None
     for source, value in (("side file", side.get("n_labels")), ("NAME.json", (recorded or {}).get("n_labels")),
                           ("the sizes of this run's flags", n_labels)):
         if value is not None:
@@ -243,7 +248,7 @@ def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, metho
     return {"pairs_file": str(pairs_path), "n_labels": n_labels, "n_labels_from": n_labels_from, "seed": seed, "sets": out}
 
 
-def write_back(pairs_path: Path, out: dict) -> List[str]:
+def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec: Optional[dict] = None) -> List[str]:
     """Write into the run's ``NAME.json`` what :func:`calibration_only` found, where no verification is needed.
 
     * A method whose calibration now gives no cutoff: that calibration, and None for every figure at
@@ -255,10 +260,11 @@ def write_back(pairs_path: Path, out: dict) -> List[str]:
 
     A cutoff that moved needs a full run: refused, nothing written.  Returns the methods rewritten
     (``"SET METHOD"``) and records them, with the command, in ``recalibrated`` / ``labels_decide``.
+    ``side``, ``rec``: the side file and ``NAME.json`` where the caller has read them already (``rec``
+    is rewritten in place).
     """
     import time
 
-    from benchmarks._common import read_results
     from sibscan.atomic import write_json
     from sibscan.calibration.fit import RULE
 
@@ -266,8 +272,10 @@ def write_back(pairs_path: Path, out: dict) -> List[str]:
     recorded_path = _recorded_path(pairs_path)
     if not recorded_path.exists():
         raise SystemExit(f"--write-back needs the run's {recorded_path.name} beside {pairs_path.name}")
-    rec = read_results(recorded_path)
-    side = read_results(pairs_path)
+    if rec is None:
+        rec = read_results(recorded_path)
+    if side is None:
+        side = read_results(pairs_path)
     refused, moved, relabelled = [], [], []
     for set_name, methods in out["sets"].items():
         for method, r in methods.items():
@@ -308,9 +316,7 @@ def write_back(pairs_path: Path, out: dict) -> List[str]:
                     "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what the run recorded). "
                     "Cutoffs, AUC, R@P95 and every other field are as the run wrote them"}
     if done or relabelled:
-        from benchmarks.quality import _finite
-
-        write_json(recorded_path, _finite(rec))
+        write_json(recorded_path, finite(rec))
     return done + relabelled
 
 
@@ -363,11 +369,6 @@ def add_next_pairs(pairs_path: Path, rerun_path: Path) -> int:
     and every method's ``score``, ``nb`` and ``random_scores`` must be equal, or nothing is written.
     The side file is otherwise kept as it was, with ``next_pairs`` naming the re-run.  Returns the
     methods extended."""
-    import gzip
-
-    from benchmarks._common import read_results
-    from sibscan.atomic import dumps_json, write_bytes
-
     side, rerun = read_results(Path(pairs_path)), read_results(Path(rerun_path))
     n = 0
     for set_name, s in side["sets"].items():
@@ -383,19 +384,17 @@ def add_next_pairs(pairs_path: Path, rerun_path: Path) -> int:
     side["next_pairs"] = {"from": Path(rerun_path).name, "created": rerun.get("created"),
                           "note": "score2/nb2 (each item's best other candidate) from a re-run whose scores, nearest "
                                   "pairs and random scores equal this file's in every method"}
-    data = (dumps_json(side, indent=None) + "\n").encode("utf-8")  # the one serialiser, as write_results
-    write_bytes(Path(pairs_path), gzip.compress(data, compresslevel=9, mtime=0))
+    write_compact(Path(pairs_path), side)  # the one serialiser, as write_results
     return n
 
 
 def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write: bool = False) -> dict:
     """``--calibration-only``: :func:`calibration_only` with the run's own seed and label count, a table, and
     ``NAME_recalibrated.json`` (or ``name``) in the results folder; ``write``: also :func:`write_back`."""
-    from benchmarks._common import print_table, read_results, write_results
-    from benchmarks.quality import _finite
-
     side = read_results(Path(pairs_path))
-    out = calibration_only(pairs_path, n_labels, int(side.get("seed", 0)))
+    recorded_path = _recorded_path(Path(pairs_path))
+    recorded = read_results(recorded_path) if recorded_path.exists() else None
+    out = calibration_only(pairs_path, n_labels, int(side.get("seed", 0)), side=side, recorded=recorded)
     rows = []
     for set_name, methods in out["sets"].items():
         for method, r in methods.items():
@@ -406,10 +405,10 @@ def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write
                          "recall before": b.get("recall", ""), "recall now": n["recall"],
                          "next pair": n["next_pair"], "status": n["calibration"]["status"]})
     print_table(rows)
-    path = write_results(name or Path(pairs_path).name[: -len(PAIRS_SUFFIX)] + "_recalibrated", _finite(out))
+    path = write_results(name or Path(pairs_path).name[: -len(PAIRS_SUFFIX)] + "_recalibrated", finite(out))
     print(f"\nwrote {path} (labels drawn: {out['n_labels']}, from {out['n_labels_from']})")
     if write:
-        done = write_back(Path(pairs_path), out)
+        done = write_back(Path(pairs_path), out, side=side, rec=recorded)
         print(f"rewrote {_recorded_path(Path(pairs_path)).name}: {len(done)} methods (without a cutoff: not assessed; "
               "with one: the figures at it after the labels)" + "".join(f"\n  {m}" for m in done))
     return out

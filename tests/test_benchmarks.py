@@ -95,17 +95,19 @@ def test_top_k_matches_full_sort():
 def test_auc_and_recall_at_precision_match_brute_force():
     from sklearn.metrics import roc_auc_score
 
+    from benchmarks import quality_metrics
+
     rng = np.random.default_rng(2)
     score = np.round(rng.uniform(size=80), 2)  # ties on purpose
     planted_ = rng.random(80) < 0.4
     correct = planted_ & (rng.random(80) < 0.8)
-    assert quality._auc(score[planted_], score[~planted_]) == pytest.approx(roc_auc_score(planted_, score))
+    assert quality_metrics._auc(score[planted_], score[~planted_]) == pytest.approx(roc_auc_score(planted_, score))
     best = 0.0
     for c in np.unique(score):
         flagged = score >= c
         if (flagged & correct).sum() / flagged.sum() >= 0.6:
             best = max(best, (flagged & correct).sum() / planted_.sum())
-    assert quality.recall_at_precision(score, correct, planted_, 0.6) == pytest.approx(best)
+    assert quality_metrics.recall_at_precision(score, correct, planted_, 0.6) == pytest.approx(best)
 
 
 def test_calibrate_puts_the_cutoff_between_separated_classes():
@@ -894,7 +896,7 @@ def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monke
     results = {"crops": {"encoders": {"enc": {"verified:v": evaluated}}}}
     side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": hard.tolist(),
                                                          "featureless": [False] * 100, "transform": ps.transform.tolist()}})
-    _common.write_results("run", {"n_labels": 60, "sets": json.loads(json.dumps(quality._finite(results)))})
+    _common.write_results("run", {"n_labels": 60, "sets": json.loads(json.dumps(_common.finite(results)))})
     pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
     quality.main(["--calibration-only", str(pairs_path), "--write-back"])
     entry = json.loads((tmp_path / "run.json").read_text())
