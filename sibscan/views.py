@@ -34,7 +34,8 @@ cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the
 (``VIEW_SCALES``, positions about a cell apart; the same floats per image) ranks first the source
 of the four small32 crop+flip+JPEG items (seeds 0 and 2) the old grid ranked 6th to 25th, and one
 other (a line of text among text cells) 8th instead of 2nd; a re-grade whose hue rotation changes
-the grey levels stays out of reach of any grey view.  See the README's candidates paragraph.
+the grey levels stays out of reach of any grey view.  See the README's candidates paragraph and
+docs/benchmarks.md, "Candidates from more than one view".
 """
 from __future__ import annotations
 

@@ -540,7 +540,7 @@ def test_memory_quick_writes_results(tmp_path, monkeypatch):
 
 def test_contamination_synthetic_benchmark_negatives_are_hard_and_quick_run_writes_results(tmp_path, monkeypatch):
     """The planted benchmark cannot silently become easy: clean examples share most of their
-    5-grams with the corpus; the --quick run writes every table the README quotes."""
+    5-grams with the corpus; the --quick run writes every table docs/benchmarks.md quotes."""
     from benchmarks import contamination as bench
 
     monkeypatch.setattr(_common, "RESULTS", tmp_path)

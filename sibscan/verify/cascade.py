@@ -4,17 +4,20 @@
 costs 5-7x ``imagecorr``'s time per pair on a quiet machine (5.7x in the loaded whole scans of
 ``benchmarks.verify_share``, both on one torch thread); verifying every
 candidate of the union of views (13 per test item on the planted crop sets) took 74-77 % of scan
-time beside effnet's embedding with nothing else running (README).  A test item is decided by its best verified pair, so
-only the candidates that could be its best need the expensive score: each query's rows whose cheap
-score is within ``band`` of that query's best cheap score, for any of the cheap signals (a union,
-so a source one signal ranks low is kept by the other).  The rows the cascade drops are left out of
-the neighbours table: they were never verified and cannot decide.
+time beside effnet's embedding with nothing else running (docs/benchmarks.md, "Verification time
+beside effnet's embedding").  A test item is decided by its best verified pair, so only the
+candidates that could be its best need the expensive score: each query's rows whose cheap score is
+within ``band`` of that query's best cheap score, for any of the cheap signals (a union, so a source
+one signal ranks low is kept by the other).  The rows the cascade drops are left out of the
+neighbours table: they were never verified and cannot decide.
 
 The signals and bands of the scan (:data:`IMAGE_CASCADE`): the windows score of the pair
 (:func:`sibscan.views.pair_window_scores`, within 0.02 of the query's best) and the scan
 encoder's cosine (the query's best only).  Measured on the planted crop sets (``python -m
-benchmarks.quality --sets crops,small32``; README): 2.7-2.9 verified pairs per test item instead of
-13, the true source kept for 0.97 / 0.92 of planted items (1.00 / 0.96 among all candidates).
+benchmarks.quality --sets crops,small32``, a run on the windows view's old grid; the current figures
+are in the README's cascade paragraph and docs/benchmarks.md, "Heavy crops"): 2.7-2.9 verified
+pairs per test item instead of 13, the true source kept for 0.97 / 0.92 of planted items (1.00 /
+0.96 among all candidates).
 """
 from __future__ import annotations
 

@@ -36,8 +36,9 @@ v4: the inputs are measured where the search's ranking of variants (:data:`SIZE_
 highest NCC: a half-side template, or a rotated one, reaches a high NCC by chance more easily than
 the true alignment of a sibling does, and there the inputs rightly said "no match".
 
-Measured: README, ``imagefuse`` under Verifiers and the crops section under Benchmarks; on the
-default image set's whole-image transforms ``imagecorr`` finds more, so it stays the default.
+Measured: docs/benchmarks.md, "From README: Verification (imagefuse)" and "Heavy crops, zooms and
+featureless scenes"; on the default image set's whole-image transforms ``imagecorr`` finds more, so it
+stays the default.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ __all__ = ["COEF", "FEATURES", "INTERCEPT", "ROTATION_COST", "SIZE_POWER", "Imag
 #: Ranked by NCC alone (v3), 12-17 % of the planted siblings were aligned wrongly (found the other way
 #: round at half the side, or rotated 4-8 degrees): the inputs measured there said "no match".
 #: Chosen on the 'fit' half (seed 1) by the hard negatives and planted siblings below them after
-#: refitting, then the alignment accuracy (README, crops section)
+#: refitting, then the alignment accuracy (docs/benchmarks.md, "v4, the alignment")
 SIZE_POWER = 0.5
 ROTATION_COST = 0.2
 

@@ -94,7 +94,8 @@ class ImageCorrVerifier(Verifier):
     threads : int
         torch CPU threads for each batch (restored after each call).  Its many small batched
         operations ran 4-5x faster (wall) on one thread than on torch's default two on a shared 2-core
-        machine, with the same scores (``benchmarks/verify_share.py``, README).
+        machine, with the same scores (``benchmarks/verify_share.py``; docs/benchmarks.md,
+        "Speed-ups measured on this path").
     workers : int, optional
         Threads decoding images (default: up to 8, one per CPU).
     progress : bool
