@@ -1,0 +1,175 @@
+"""What README.md and docs/ point at exists: relative links (and their #anchors), the results files
+named as ``results/NAME.json`` / ``benchmarks/results/NAME.json`` / ``*_pairs.json.gz``, and the commits
+named by their hashes.  Each check is also run on planted bad references, so it can fail."""
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+IDS = [str(p.relative_to(ROOT)) for p in PAGES]
+
+# Written by `bash benchmarks/gpu_check.sh` on a CUDA machine, which docs/benchmarks.md says has not
+# been run; checked like any other file once that sentence is gone.
+GPU_NOT_YET_RUN = "**GPU** — `bash benchmarks/gpu_check.sh` on a CUDA machine: not yet run"
+GPU_FILES = {"search_cuda.json", "gpu_pipeline.json", "gpu_check.json"}
+
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+LINK = re.compile(r"\[[^\]]*\]\(([^()\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+RESULT_NAME = re.compile(r"(?<![\w/])(?:benchmarks/)?results/([\w.*{},-]+)|(?<![\w*{},\]/-])([\w*{},-]+_pairs\.json\.gz)")
+HASH = re.compile(r"(?<![\w./#-])([0-9a-f]{7,12})(?![\w-])")
+# a hash the text itself places off main: "commit 7cd7cff, bc4538a on main" (the second is checked),
+# or "commit 10e1281 — a branch commit since rebased, not in main's history"
+OFF_MAIN = (r"{h},\s+[0-9a-f]{{7,12}} on main", r"{h}[^.]{{0,80}}not in main's history")
+
+
+def prose(text: str) -> str:
+    """The page without its fenced code blocks (console output, code)."""
+    return FENCE.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its text, lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text only
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+@functools.lru_cache(maxsize=None)
+def anchors(page: Path) -> frozenset:
+    seen: dict = {}
+    out = set()
+    for heading in HEADING.findall(prose(page.read_text(encoding="utf-8"))):
+        base = slug(heading)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return frozenset(out)
+
+
+def bad_links(page: Path, text: str) -> list:
+    """Relative links of ``text`` (written on ``page``) whose file or #anchor does not exist."""
+    bad = []
+    for target in LINK.findall(prose(text)):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            bad.append(f"{target}: no file {file}")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            bad.append(f"{target}: no heading with anchor #{anchor} in {file.name}")
+    return bad
+
+
+def expand(name: str) -> list:
+    """``a_{1,2}{,_b}.json`` -> every spelling, braces left to right."""
+    m = re.search(r"\{([^{}]*)\}", name)
+    if not m:
+        return [name]
+    return list(itertools.chain.from_iterable(
+        expand(name[:m.start()] + alt + name[m.end():]) for alt in m.group(1).split(",")))
+
+
+def result_names(text: str) -> set:
+    names = set()
+    for in_results, pairs in RESULT_NAME.findall(text):
+        name = (in_results or pairs).rstrip(".,")
+        if re.search(r"[A-Z]{2,}", name) or not name.endswith((".json", ".json.gz")):
+            continue  # a placeholder (NAME.json) or a folder / stem, not a file
+        names.update(expand(name))
+    return names
+
+
+def missing_results(text: str, gpu_pending: bool) -> list:
+    missing = []
+    for name in sorted(result_names(text)):
+        if gpu_pending and name in GPU_FILES:
+            continue
+        found = list(RESULTS.glob(name)) if "*" in name else (RESULTS / name).is_file()
+        if not found:
+            missing.append(f"benchmarks/results/{name}")
+    return missing
+
+
+def commit_hashes(text: str) -> set:
+    body = prose(text)
+    hashes = {h for h in HASH.findall(body) if re.search(r"\d", h) and re.search(r"[a-f]", h)}
+    return {h for h in hashes if not any(re.search(p.format(h=h), body) for p in OFF_MAIN)}
+
+
+def git_usable() -> str:
+    """Why the commit check cannot run here ('' when it can)."""
+    if shutil.which("git") is None:
+        return "git is not installed"
+    if not (ROOT / ".git").exists():
+        return "not a git checkout (no .git)"
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT,
+                             capture_output=True, text=True)
+    if shallow.returncode != 0:
+        return f"git cannot read the repository: {shallow.stderr.strip()}"
+    if shallow.stdout.strip() == "true":
+        return "a shallow clone lacks the older commits"
+    return ""
+
+
+def missing_commits(hashes) -> list:
+    """The hashes that name no commit of this repository (one ``git cat-file --batch-check``)."""
+    if not hashes:
+        return []
+    ordered = sorted(hashes)
+    out = subprocess.run(["git", "cat-file", "--batch-check"], cwd=ROOT, capture_output=True, text=True,
+                         input="".join(f"{h}^{{commit}}\n" for h in ordered), check=True).stdout.splitlines()
+    return [h for h, line in zip(ordered, out) if " commit " not in f"{line} "]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_relative_links_resolve(page):
+    assert bad_links(page, page.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_named_results_files_exist(page):
+    text = page.read_text(encoding="utf-8")
+    gpu_pending = GPU_NOT_YET_RUN in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert missing_results(text, gpu_pending) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_named_commits_exist(page):
+    why = git_usable()
+    if why:
+        pytest.skip(why)
+    assert missing_commits(commit_hashes(page.read_text(encoding="utf-8"))) == []
+
+
+def test_the_checks_catch_planted_bad_references():
+    page = ROOT / "README.md"
+    planted = ("See [x](docs/no-such-page.md), [y](docs/benchmarks.md#no-such-heading) and "
+               "[z](docs/benchmarks.md#memory); `results/no_such_run.json`, `results/no_such_{a,b}.json`, "
+               "`results/quality_crops_14c*.json`, no_such_pairs.json.gz; commit 0123abcd4567, commit 1b25c1f; "
+               "branch commit fedc987, 5c67e57 on main.\n```\nrecord (874285e094c1)\n```\n")
+    assert [b.split(":")[0] for b in bad_links(page, planted)] == [
+        "docs/no-such-page.md", "docs/benchmarks.md#no-such-heading"]
+    assert missing_results(planted, gpu_pending=True) == [
+        "benchmarks/results/no_such_a.json", "benchmarks/results/no_such_b.json",
+        "benchmarks/results/no_such_pairs.json.gz", "benchmarks/results/no_such_run.json"]
+    assert commit_hashes(planted) == {"0123abcd4567", "1b25c1f", "5c67e57"}  # fedc987 is declared off main
+    if not git_usable():
+        assert missing_commits({"0123abcd4567", "1b25c1f"}) == ["0123abcd4567"]
+
+
+def test_slug_follows_github():
+    assert slug("Why seed 2's cutoff landed low, and the calibration rule since") == (
+        "why-seed-2s-cutoff-landed-low-and-the-calibration-rule-since")
+    assert slug("From README: Verification (`imagefuse`)") == "from-readme-verification-imagefuse"
+    assert slug("v5 judged again under the 95 % calibration rule") == "v5-judged-again-under-the-95--calibration-rule"
+    assert slug("Install and test") == "install-and-test"
