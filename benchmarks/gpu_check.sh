@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # GPU check, in one run: the CUDA tests, the GPU search benchmark (10,000 x 1,000,000 x 512 exact
-# top-1/top-5 against the card's bf16 matmul rate) and the image pipeline (model-only vs end-to-end
-# images/s from 224-px JPEGs, and their ratio, for effnet and CLIP ViT-B/32).
+# top-1/top-5 against the card's bf16 matmul rate), the image pipeline (model-only vs end-to-end
+# images/s from 224-px JPEGs, and their ratio, for effnet and CLIP ViT-B/32) and verification's share
+# of a whole image scan on CUDA (issue 14: default imagecorr and imagefuse, 3,000 x 600 32-px images).
 #
 #   bash benchmarks/gpu_check.sh             # on the lent GPU machine; log and copies under "$OUT" (./gpu_out)
 #   bash benchmarks/gpu_check.sh --dry-run   # any CPU box: checks the environment, runs the pipeline
 #                                            # benchmark tiny on the CPU, skips every CUDA step (says so);
 #                                            # DRY_ENCODERS=effnet limits it to effnet
 #
-# Results: on a GPU, benchmarks/results/{search_cuda,gpu_pipeline,gpu_check}.json (gpu_check.json
+# Results: on a GPU, benchmarks/results/{search_cuda,gpu_pipeline,verify_share_cuda,gpu_check}.json (gpu_check.json
 # sums up the steps and the headline figures); in a dry run they go to "$OUT" only, never to
 # benchmarks/results/, so a CPU stand-in can never be quoted as a GPU figure.  Without a CUDA GPU
 # visible to torch the script switches to the dry run by itself.
 # Needs python3 with torch, numpy, pillow, scikit-image, tqdm and pytest (open_clip, timm and the
 # effnet weights package for the encoder rows; a missing one skips its row, logged).  Pure-python
 # wheels carried in ./.whl are installed first, if present.
-# Budget on a GPU: about 8 minutes (tests ~2, search ~2-4, pipeline ~2).
+# Budget on a GPU: about 10 minutes (tests ~2, search ~2-4, pipeline ~2, verify share ~2; not yet run on one).
 set -u
 DRY=0
 for arg in "$@"; do
@@ -85,6 +86,7 @@ if [ "$DRY" -eq 1 ]; then
   say "DRY RUN: CUDA steps are skipped; the pipeline benchmark runs tiny on the CPU to exercise its code"
   skip cuda_tests "pytest -m cuda $CUDA_TESTS"
   skip search_cuda "python -m benchmarks.search --device cuda"
+  skip verify_share_cuda "python -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda"
   step gpu_pipeline 900 "$PY" -m benchmarks.gpu_pipeline --device cpu --quick --encoders "${DRY_ENCODERS:-effnet,clip}"
 else
   RESULTS="$PWD/benchmarks/results"
@@ -95,7 +97,8 @@ else
     $CUDA_TESTS --junitxml="$OUT/cuda_tests.xml"
   step search_cuda 240 "$PY" -m benchmarks.search --device cuda
   step gpu_pipeline 180 "$PY" -m benchmarks.gpu_pipeline --device cuda
-  cp "$RESULTS"/search_cuda.json "$RESULTS"/gpu_pipeline.json "$OUT/" 2>/dev/null || true
+  step verify_share_cuda 300 "$PY" -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda
+  cp "$RESULTS"/search_cuda.json "$RESULTS"/gpu_pipeline.json "$RESULTS"/verify_share_cuda.json "$OUT/" 2>/dev/null || true
 fi
 
 # the summary: every step's status and the headline figures from the results files
@@ -124,6 +127,11 @@ if pipe:
 search = None if dry else load("search_cuda")
 if search:
     summary["search_cuda"] = {k: v for k, v in search.items() if k not in ("machine", "runs")}
+share = None if dry else load("verify_share_cuda")
+if share:  # issue 14's target: (verify + baseline) / scan <= 15 %
+    summary["verify_share_cuda"] = {r["config"]: {"verifier": r["verifier"], "timings": r["timings"],
+                                                  "share_verify_and_baseline_of_total": r["share_verify_and_baseline_of_total"]}
+                                    for r in share["results"]}
 path = write_results("gpu_check", summary)  # a dry run: $SIBSCAN_BENCH_RESULTS is $OUT
 for name, status in steps.items():
     print(f"{name}: {status}")

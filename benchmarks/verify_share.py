@@ -3,6 +3,7 @@
     python -m benchmarks.verify_share                    # 3,000 train x 600 test 32-px images
     python -m benchmarks.verify_share --quick            # tiny, for the tests
     python -m benchmarks.verify_share --configs default --option k=5 --option k_view=3   # other scan options
+    python -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda  # on a GPU
 
 ``benchmarks.quality`` measures the share on about as many train as test images; a real benchmark
 (CIFAR-like, 50k / 10k) embeds about six train images per test item, and a scan verifies more than
@@ -67,12 +68,12 @@ def verified_pairs(scan_dir: Path) -> Dict[str, int]:
     return out
 
 
-def run_config(name: str, case: dict, out: Path, extra: dict) -> dict:
+def run_config(name: str, case: dict, out: Path, extra: dict, device: str = "cpu") -> dict:
     from sibscan.config import ScanConfig
     from sibscan.scan import run_scan
 
     opts = {k: v for k, v in case.items() if k in ("train", "test")}
-    cfg = ScanConfig(out=str(out), device="cpu", progress=False, **opts).merged({**CONFIGS[name], **extra})
+    cfg = ScanConfig(out=str(out), device=device, progress=False, **opts).merged({**CONFIGS[name], **extra})
     load_before = os.getloadavg()
     t = time.perf_counter()
     man = run_scan(cfg).manifest
@@ -80,7 +81,7 @@ def run_config(name: str, case: dict, out: Path, extra: dict) -> dict:
     tm = man["timings"]
     pairs = verified_pairs(out)
     verify, encode, base = tm.get("verify", 0.0), tm.get("encode", 0.0), tm.get("baseline", 0.0)
-    return {"config": name, "options": {**CONFIGS[name], **extra}, "verifier": (man.get("verifier") or {}).get("identity"),
+    return {"config": name, "device": device, "options": {**CONFIGS[name], **extra}, "verifier": (man.get("verifier") or {}).get("identity"),
             "encoder": man["encoder"]["identity"], "n_train": man["inputs"]["train"]["n_items"],
             "n_test": man["inputs"]["test"]["n_items"], "seconds": wall, "timings": tm, "pairs_verified": pairs,
             # a scan made before the manifest counted them (each row then went to the verifier) says null
@@ -138,11 +139,18 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--images", type=int, default=None, help="images in all, five sixths train (default 3600; --quick 60)")
     ap.add_argument("--configs", type=_config_list, default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the scans embed, search and verify (default cpu; cuda: the GPU check)")
     ap.add_argument("--name", default="verify_share", help="results file stem (benchmarks/results/NAME.json)")
     ap.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                     help="a scan option for every configuration (repeatable), e.g. k=5")
     args = ap.parse_args(argv)
     wanted = args.configs
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error("--device cuda: torch sees no CUDA GPU here; run on a GPU machine or use --device cpu")
     n_images = args.images if args.images is not None else (60 if args.quick else 3600)
     if n_images < 12:
         ap.error(f"--images {n_images}: give at least 12 images")
@@ -168,7 +176,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         case = write_image32_case(Path(tmp) / "data", n_images, seed=args.seed)
         for config in wanted:
             print(f"scanning with {config}: {case['n_train']} train, {case['n_test']} test ...", flush=True)
-            results.append(run_config(config, case, Path(tmp) / f"scan-{config}", extra))
+            results.append(run_config(config, case, Path(tmp) / f"scan-{config}", extra, args.device))
             r = results[-1]
             tm = r["timings"]
             print_table([{"config": config, "scan s": r["seconds"], "encode s": tm.get("encode", 0.0),
@@ -179,9 +187,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                           "(verify+baseline)/total": f"{r['share_verify_and_baseline_of_total']:.0%}",
                           "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"}])
             # written after every configuration, so a stopped run keeps the finished ones
-            write_results(name, {"quick": args.quick, "seed": args.seed, "images": n_images, "results": results,
-                                 "complete": False})
-    payload = {"quick": args.quick, "seed": args.seed, "images": n_images, "results": results,
+            write_results(name, {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device,
+                                 "results": results, "complete": False})
+    payload = {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device, "results": results,
                "seconds": time.perf_counter() - t0, "complete": True}
     path = write_results(name, payload)
     print(f"wrote {path}")

@@ -20,7 +20,7 @@ IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 # Written by `bash benchmarks/gpu_check.sh` on a CUDA machine, which docs/benchmarks.md says has not
 # been run; checked like any other file once that sentence is gone.
 GPU_NOT_YET_RUN = "**GPU** — `bash benchmarks/gpu_check.sh` on a CUDA machine: not yet run"
-GPU_FILES = {"search_cuda.json", "gpu_pipeline.json", "gpu_check.json"}
+GPU_FILES = {"search_cuda.json", "gpu_pipeline.json", "verify_share_cuda.json", "gpu_check.json"}
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 LINK = re.compile(r"\[[^\]]*\]\(([^()\s]+)\)")

@@ -28,9 +28,12 @@ def test_gpu_check_dry_run_skips_cuda_and_keeps_results_clean(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "SKIP cuda_tests (dry run, no CUDA GPU)" in proc.stdout
     assert "SKIP search_cuda (dry run, no CUDA GPU)" in proc.stdout
+    assert "SKIP verify_share_cuda (dry run, no CUDA GPU)" in proc.stdout
     summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert summary["dry_run"] is True and "no GPU figure was measured" in summary["note"]
-    assert summary["steps"] == {"cuda_tests": "skipped", "search_cuda": "skipped", "gpu_pipeline": "0"}
+    assert summary["steps"] == {"cuda_tests": "skipped", "search_cuda": "skipped", "verify_share_cuda": "skipped",
+                                "gpu_pipeline": "0"}
+    assert "verify_share_cuda" not in summary  # no share figure from a dry run
     (row,) = summary["pipeline"]
     assert row["encoder"] == "effnet" and row["device"] == "cpu"
     assert row["model_only_images_per_s"] > 0 and row["end_to_end_images_per_s"] > 0

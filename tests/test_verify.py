@@ -321,3 +321,19 @@ def test_lagcorr_finds_shifted_window():
     assert get_verifier("lagcorr", max_lag=3).identity != get_verifier("lagcorr").identity
     with pytest.raises(SibscanError, match="min_overlap must be in"):
         get_verifier("lagcorr", min_overlap=0)
+
+
+def test_the_scan_device_reaches_the_verifier(monkeypatch):
+    """``--device cpu`` keeps verification on the CPU (a torch verifier defaults to "auto", which on a GPU
+    machine would pick CUDA); a verifier without a device (textalign) builds without one."""
+    pytest.importorskip("torch")
+    import sibscan.verify.build as build
+    from sibscan.options import VerifyOptions
+
+    seen = []
+    real = build.get_verifier
+    monkeypatch.setattr(build, "get_verifier", lambda name, **kw: seen.append((name, kw)) or real(name, **kw))
+    for name in ("imagecorr", "imagefuse"):  # imagefuse takes device through **options
+        v = build.build_verifier(VerifyOptions(verifier=name), "image", "cpu")
+        assert str(v.device) == "cpu" and seen[-1] == (name, {"device": "cpu"})
+    assert build.build_verifier(VerifyOptions(), "text", "cpu").name == "textalign" and seen[-1] == ("textalign", {})

@@ -1,6 +1,7 @@
 """Which verifier a scan uses, built from its options: the default per modality, or none."""
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Optional
 
@@ -13,11 +14,13 @@ __all__ = ["build_verifier"]
 log = logging.getLogger("sibscan.verify")
 
 
-def build_verifier(options: VerifyOptions, modality: str) -> Optional[Verifier]:
+def build_verifier(options: VerifyOptions, modality: str, device: str = "auto") -> Optional[Verifier]:
     """The verifier for ``modality`` items, or None (``--no-verify``, none exists, or the default cannot run).
 
     An explicit ``--verify`` whose verifier cannot run is an error naming the extra to install;
     a default that cannot run (a core install without torch) turns verification off with a warning.
+    ``device`` is the scan's ``--device``: a verifier that runs on torch runs there too (``--device cpu``
+    on a GPU machine verifies on the CPU); one without a device (``textalign``) ignores it.
     """
     if options.verify is False:
         return None
@@ -32,8 +35,23 @@ def build_verifier(options: VerifyOptions, modality: str) -> Optional[Verifier]:
             raise SibscanError(f"verifier {name!r} cannot run here: {why}; or scan with --no-verify")
         log.warning("verification is off: verifier %r cannot run here (%s)", name, why)
         return None
-    verifier = get_verifier(name)
+    verifier = get_verifier(name, **({"device": device} if _takes_device(verifier_class(name)) else {}))
     if verifier.modality != modality:
         names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
         raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
     return verifier
+
+
+def _takes_device(cls) -> bool:
+    """Whether ``cls(device=...)`` is accepted: its ``__init__`` or, through ``**options``, a base's names it."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters
+        if "device" in params:
+            return True
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return False
+    return False
+
