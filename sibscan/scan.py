@@ -144,7 +144,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                            f"not {splits['train'].modality} items; drop --cascade")
     with clock("models"):  # imports (torch, timm: seconds in a fresh process) and weights
         encoder = index.encoder(device=cfg.encoding.device) if index is not None else build_encoder(cfg.encoding, splits["train"])
-        verifier = build_verifier(cfg.verification, splits["train"].modality, cfg.encoding.device)
+        verifier = build_verifier(cfg.verification, splits["train"].modality, cfg.encoding.device, progress)
     views = resolve_views(cfg.search, splits["train"].modality, verifier is not None, encoder.name)
     manifest = _manifest(cfg, splits, fps, encoder, verifier)
     manifest["views"] = [encoder.name, *views]

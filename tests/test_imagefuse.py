@@ -147,3 +147,23 @@ def test_imagefuse_search_and_measures_on_cuda_match_the_cpu():
     np.testing.assert_allclose(mc.score[same], mg.score[same], atol=1e-4)
     np.testing.assert_allclose(lc[same], lg[same], atol=1e-4)
     np.testing.assert_allclose(fc[same], fg[same], atol=1e-3)
+
+
+def test_a_long_verify_off_a_terminal_reports_progress_in_the_log(scene, monkeypatch, capsys):  # noqa: F811
+    """imagematch/imagefuse report through sibscan.progress as imagecorr does: off a terminal (a log file)
+    a timed line and a closing one; with progress off, nothing (a bare tqdm said nothing off a terminal)."""
+    import time
+
+    monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.05")
+    train = Items("train", "image", ids=["src"], paths=[str(scene["train"])])
+    test = Items("test", "image", ids=["crop"], paths=[str(scene["crop"])])
+    for progress in (True, False):
+        ver = get_verifier("imagefuse", device="cpu", progress=progress)
+        slow = ver.measure  # a pair that takes 0.4 s: several of the bar's 0.05 s ticks
+        ver.measure = lambda *a: (time.sleep(0.4), slow(*a))[1]
+        ver.verify(test, np.array([0]), train, np.array([0]))
+        err = capsys.readouterr().err
+        if progress:
+            assert "verify images: 1/1 pairs in " in err, err
+        else:
+            assert "verify images" not in err, err

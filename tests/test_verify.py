@@ -325,7 +325,8 @@ def test_lagcorr_finds_shifted_window():
 
 def test_the_scan_device_reaches_the_verifier(monkeypatch):
     """``--device cpu`` keeps verification on the CPU (a torch verifier defaults to "auto", which on a GPU
-    machine would pick CUDA); a verifier without a device (textalign) builds without one."""
+    machine would pick CUDA) and ``--no-progress`` silences the verifier's own bar; a verifier without a
+    device (textalign) builds without one."""
     pytest.importorskip("torch")
     import sibscan.verify.build as build
     from sibscan.options import VerifyOptions
@@ -334,6 +335,8 @@ def test_the_scan_device_reaches_the_verifier(monkeypatch):
     real = build.get_verifier
     monkeypatch.setattr(build, "get_verifier", lambda name, **kw: seen.append((name, kw)) or real(name, **kw))
     for name in ("imagecorr", "imagefuse"):  # imagefuse takes device through **options
-        v = build.build_verifier(VerifyOptions(verifier=name), "image", "cpu")
-        assert str(v.device) == "cpu" and seen[-1] == (name, {"device": "cpu"})
-    assert build.build_verifier(VerifyOptions(), "text", "cpu").name == "textalign" and seen[-1] == ("textalign", {})
+        v = build.build_verifier(VerifyOptions(verifier=name), "image", "cpu", progress=False)
+        assert str(v.device) == "cpu" and v.progress is False and seen[-1] == (name, {"device": "cpu", "progress": False})
+    # --no-progress reaches textalign's own progress too; it has no device
+    v = build.build_verifier(VerifyOptions(), "text", "cpu", progress=False)
+    assert v.name == "textalign" and v.progress is False and seen[-1] == ("textalign", {"progress": False})

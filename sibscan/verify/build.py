@@ -14,13 +14,14 @@ __all__ = ["build_verifier"]
 log = logging.getLogger("sibscan.verify")
 
 
-def build_verifier(options: VerifyOptions, modality: str, device: str = "auto") -> Optional[Verifier]:
+def build_verifier(options: VerifyOptions, modality: str, device: str = "auto", progress: bool = True) -> Optional[Verifier]:
     """The verifier for ``modality`` items, or None (``--no-verify``, none exists, or the default cannot run).
 
     An explicit ``--verify`` whose verifier cannot run is an error naming the extra to install;
     a default that cannot run (a core install without torch) turns verification off with a warning.
     ``device`` is the scan's ``--device``: a verifier that runs on torch runs there too (``--device cpu``
-    on a GPU machine verifies on the CPU); one without a device (``textalign``) ignores it.
+    on a GPU machine verifies on the CPU); one without a device (``textalign``) ignores it.  ``progress``
+    is the scan's ``--progress/--no-progress``, likewise passed to a verifier that shows progress of its own.
     """
     if options.verify is False:
         return None
@@ -35,21 +36,22 @@ def build_verifier(options: VerifyOptions, modality: str, device: str = "auto") 
             raise SibscanError(f"verifier {name!r} cannot run here: {why}; or scan with --no-verify")
         log.warning("verification is off: verifier %r cannot run here (%s)", name, why)
         return None
-    verifier = get_verifier(name, **({"device": device} if _takes_device(verifier_class(name)) else {}))
+    given = {"device": device, "progress": progress}
+    verifier = get_verifier(name, **{k: v for k, v in given.items() if _accepts(verifier_class(name), k)})
     if verifier.modality != modality:
         names = ", ".join(c.name for c in list_verifiers(modality)) or "none"
         raise SibscanError(f"verifier {name!r} is for {verifier.modality} items, not {modality}; available: {names}")
     return verifier
 
 
-def _takes_device(cls) -> bool:
-    """Whether ``cls(device=...)`` is accepted: its ``__init__`` or, through ``**options``, a base's names it."""
+def _accepts(cls, name: str) -> bool:
+    """Whether ``cls(name=...)`` is accepted: its ``__init__`` or, through ``**options``, a base's names it."""
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is None:
             continue
         params = inspect.signature(init).parameters
-        if "device" in params:
+        if name in params:
             return True
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             return False

@@ -160,9 +160,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
             no structure); ``details`` the transform found and both scores, e.g.
             ``"crop 0.62 (test inside train) at x 12 y 3; global 0.91, patches 0.84"``.
         """
-        from tqdm.auto import tqdm
-
         from ..kernels.scalematch import scale_match
+        from ..progress import bar as progress_bar
 
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
@@ -172,7 +171,7 @@ class ImageMatchVerifier(ImageCorrVerifier):
         qcache: Dict[int, int] = {}
         qstore: List[np.ndarray] = []
         chunk = max(self.batch_size * 4, 1)
-        with tqdm(total=m, desc="verify images", unit="pair", disable=not self.progress or None) as bar:
+        with progress_bar(m, "verify images", "pair", enabled=self.progress) as bar:
             for lo in range(0, m, chunk):
                 rows = order[lo:lo + chunk]
                 # the chunk's own queries only: the search filters and transforms every image it is given,
