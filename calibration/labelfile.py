@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
+from sibscan.cutoff import Cutoff, resolve_cutoff
 from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
 from sibscan.pairdecision import PairLabels
 
 from .record import LABELS_FILE, calibration_in
 
-__all__ = ["LABELS", "read_label_file", "scan_labels"]
+__all__ = ["LABELS", "cutoff_and_labels", "read_label_file", "scan_labels"]
 
 LABELS = ("same", "different", "skip")
 _ALL_LABELS = LABELS + ("undo",)
@@ -85,6 +86,34 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
         keep_unmarked = False
     return PairLabels.from_records(read_label_file(path), dataset_fingerprint, source=str(path),
                                    keep_unmarked=keep_unmarked)
+
+
+def cutoff_and_labels(manifest: dict, scan_dir, *, cutoff: Optional[float] = None, calibration=None,
+                      force: bool = False, own_cutoff: bool = True) -> Tuple[Cutoff, PairLabels]:
+    """The cutoff a scan's rates are counted at and the hand labels behind it that decide its pairs, as
+    every command reads them: :func:`sibscan.cutoff.resolve_cutoff`, then :func:`scan_labels`.  Each
+    warns about what it cannot use, so a command calls this once and hands both on.
+
+    Parameters
+    ----------
+    manifest : dict
+        The scan's manifest (its identities, recorded cutoff and dataset fingerprint).
+    scan_dir : path
+        The scan directory.
+    cutoff, calibration, force
+        As :func:`sibscan.cutoff.resolve_cutoff`.
+    own_cutoff : bool
+        Whether the scan's own ``calibration/`` may give the cutoff when nothing else does.  A scan being
+        written passes False: its cutoff comes from its options only (the answers in that folder are
+        still read for a cutoff given by hand).
+
+    Returns
+    -------
+    (Cutoff, PairLabels)
+    """
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force,
+                        scan_dir=scan_dir if own_cutoff else None)
+    return at, scan_labels(scan_dir, at, manifest.get("dataset_fingerprint"))
 
 
 def _calibration_fingerprint(folder: Path) -> Optional[str]:

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import List, Optional
 
 from sibscan import fmt
-from sibscan.cutoff import resolve_cutoff
 from sibscan.headline import headline
 from sibscan.pairdecision import labels_phrase
 from sibscan.scandir import ScanDir
 from sibscan.testscores import test_scores
 
-from .labelfile import scan_labels
+from .labelfile import cutoff_and_labels
 from .record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
@@ -25,17 +24,18 @@ __all__ = ["describe", "headline_of", "scan_headline"]
 def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
                   definition: Optional[str] = None, at=None, scores=None) -> dict:
     """The headline of a scan directory, with the cutoff resolved as every command resolves it
-    (:func:`sibscan.cutoff.resolve_cutoff`) and the hand labels behind it deciding the pairs they
-    answer (:func:`.labelfile.scan_labels`): what ``report.json``'s ``headline`` holds.  ``at`` and
-    ``scores``: that cutoff and the :class:`sibscan.testscores.TestScores` with its labels, already read
-    by the caller (not read, nor warned about, twice)."""
+    and the hand labels behind it deciding the pairs they answer (:func:`.labelfile.cutoff_and_labels`):
+    what ``report.json``'s ``headline`` holds.  ``at`` and ``scores``, given together: that cutoff and the
+    :class:`sibscan.testscores.TestScores` with its labels, already read by the caller (not read, nor
+    warned about, twice)."""
+    if (at is None) != (scores is None):
+        raise TypeError("scan_headline takes at= and scores= together, or neither")
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     if at is None:
-        at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=sd.path)
+        at, labels = cutoff_and_labels(manifest, sd.path, cutoff=cutoff, calibration=calibration, force=force)
+        scores = test_scores(sd.path, labels=labels)
     n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
-    if scores is None:
-        scores = test_scores(sd.path, labels=scan_labels(sd.path, at, manifest.get("dataset_fingerprint")))
     return headline(at, scores, baseline=sd.baseline(), n_train=n_train, definition=definition)
 
 

@@ -34,8 +34,8 @@ from typing import Optional
 
 import numpy as np
 
-from .cutoff import Cutoff, resolve_cutoff
-from .calibration.labelfile import scan_labels
+from .cutoff import Cutoff
+from .calibration.labelfile import cutoff_and_labels, scan_labels
 from .pairdecision import pair_is_sibling, row_labels
 from .errors import SibscanError
 from .scandir import ScanDir, load_items
@@ -278,8 +278,8 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
     """
     check_linkage(linkage)
     scan = ScanDir(scan_dir)
-    at = resolve_cutoff(scan.manifest(), cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
-    return group_table(scan, at, sources=sources, linkage=linkage)
+    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    return group_table(scan, at, sources=sources, linkage=linkage, pair_labels=labels)
 
 
 def check_linkage(linkage: str) -> None:
@@ -289,10 +289,12 @@ def check_linkage(linkage: str) -> None:
 
 
 def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete", *,
-                neighbours=None, row_label: Optional[np.ndarray] = None) -> GroupTable:
+                neighbours=None, row_label: Optional[np.ndarray] = None, pair_labels=None) -> GroupTable:
     """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
     the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
-    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default both are read here)."""
+    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default the table is read here
+    and its rows labelled from ``pair_labels``, the :class:`sibscan.pairdecision.PairLabels` read with the cutoff
+    by :func:`sibscan.calibration.labelfile.cutoff_and_labels`, or read here when not given)."""
     check_linkage(linkage)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
@@ -326,7 +328,9 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
             if row_label is None:
-                row_label = row_labels(nb, scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint")))
+                if pair_labels is None:
+                    pair_labels = scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint"))
+                row_label = row_labels(nb, pair_labels)
             near = pair_is_sibling(nb["score"], row_label, cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:

@@ -23,11 +23,10 @@ import numpy as np
 
 from ._version import __version__
 from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
-from .calibration.labelfile import scan_labels
+from .calibration.labelfile import cutoff_and_labels
 from .pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
-from .cutoff import resolve_cutoff
 from .diskarray import NpyArray, NpyWriter, is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
@@ -150,8 +149,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["views"] = [encoder.name, *views]
     manifest["view_identities"] = view_identities(views)
     manifest["pairing"] = PAIRING if verifier is not None else None  # which orientation a pair is verified in
-    out = cfg.output  # a calibration for other data is refused here, before anything is written
-    at = resolve_cutoff(manifest, cutoff=out.cutoff, calibration=out.calibration, force=out.force)
+    # a calibration for other data, or answers that cannot be read, is refused here, before anything is written
+    out = cfg.output
+    at, labels = cutoff_and_labels(manifest, sd.path, cutoff=out.cutoff, calibration=out.calibration, force=out.force,
+                                   own_cutoff=False)
     cutoff = at.record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
@@ -190,7 +191,6 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["cutoff"] = cutoff
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
-    labels = scan_labels(sd.path, at, manifest.get("dataset_fingerprint"))
     if (labels.label == SAME).any() and sd.neighbours_path.exists() and not nb.mask(*_REVERSE).any():
         # a "same" pair found only from the train side flags its test item (testscores.direction_rows): the
         # held table lacks train->test rows, so read those of the test items answered "same", and only those

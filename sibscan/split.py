@@ -13,8 +13,7 @@ import numpy as np
 
 from .atomic import write_json, write_text
 from .errors import SibscanError
-from .calibration.labelfile import scan_labels
-from .cutoff import resolve_cutoff
+from .calibration.labelfile import cutoff_and_labels
 from .groups import GroupTable, group_table
 from .scandir import ScanDir
 from .stats import check_int
@@ -66,9 +65,8 @@ def groups_and_headline(scan_dir, *, cutoff: Optional[float] = None, calibration
     from .testscores import test_scores
 
     scan = ScanDir(scan_dir)
-    manifest = scan.manifest()
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
-    ts = test_scores(scan.path, labels=scan_labels(scan.path, at, manifest.get("dataset_fingerprint")))
+    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    ts = test_scores(scan.path, labels=labels)
     return (group_table(scan, at, sources=sources, linkage=linkage, neighbours=ts.nb, row_label=ts.nb_label),
             scan_headline(scan.path, at=at, scores=ts))
 

@@ -96,6 +96,17 @@ def test_rescan_resumes_and_force_starts_over(planted_tables, monkeypatch):
     assert (d / "scan" / "calibration" / "labels.jsonl").read_text() == '{"label": "same"}\n'
 
 
+def test_unreadable_answers_behind_the_cutoff_are_refused_before_anything_is_written(planted_tables):
+    # the answers that decide the scan's pairs are read with its cutoff, before encoding and search
+    d = planted_tables
+    (d / "scan" / "calibration").mkdir(parents=True)
+    (d / "scan" / "calibration" / "labels.jsonl").write_text('{"label": "same"}\n')
+    result = runner.invoke(app, ["scan", "--train", str(d / "train.csv"), "--test", str(d / "test.csv"),
+                                 "--out", str(d / "scan"), "--cutoff", "0.98", "--no-progress"])
+    assert result.exit_code == 1 and "labels.jsonl" in result.output and "lacks query_id" in result.output, result.output
+    assert sorted(p.name for p in (d / "scan").iterdir()) == ["calibration"]
+
+
 def test_config_preset_and_flags_override(planted_tables):
     pytest.importorskip("torch", reason="torch is not installed (pip install 'sibscan[torch]')")  # the preset verifies (lagcorr)
     d = planted_tables

@@ -21,10 +21,9 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from ..cutoff import resolve_cutoff
 from ..errors import InputError, SibscanError
 from ..groups import group_table
-from ..calibration.labelfile import scan_labels
+from ..calibration.labelfile import cutoff_and_labels
 from ..pairdecision import flag_items
 from ..headline import headline
 from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
@@ -136,7 +135,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
+    # the hand labels behind the cutoff decide the pairs they answer
+    at, labels = cutoff_and_labels(manifest, scan.path, cutoff=cutoff, calibration=calibration, force=force)
     rec = at.record()
     c = at.value
     train, fp_train = load_items(scan.path, "train")
@@ -144,8 +144,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     n_train, n_test = len(train), len(test)
     nb = scan.neighbours()
 
-    # test -> train: the scores the headline is computed from, and the hand labels that decide pairs
-    labels = scan_labels(scan.path, at, manifest.get("dataset_fingerprint"))
+    # test -> train: the scores the headline is computed from
     ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test, labels=labels)
     s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
     flags = ts.flags(c)

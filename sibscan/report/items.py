@@ -157,18 +157,15 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
     """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
-    from ..cutoff import resolve_cutoff
-    from ..calibration.labelfile import scan_labels
+    from ..calibration.labelfile import cutoff_and_labels
     from ..testscores import test_scores
     from ..scandir import ScanDir, load_items
 
     scan = ScanDir(scan_dir)
-    manifest = scan.manifest()
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan.path)
+    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
-    ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test),
-                     labels=scan_labels(scan.path, at, manifest.get("dataset_fingerprint")))
+    ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test), labels=labels)
     return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score")
 
 
