@@ -20,7 +20,7 @@ from sibscan.pairdecision import PairLabels
 from sibscan.headline import narrow_enough
 from sibscan.rate import estimate_rate
 from sibscan.testscores import TestScores, test_scores
-from sibscan.scandir import ScanDir
+from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.stats import check_int
 
 from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
@@ -260,7 +260,7 @@ def calibrate(
                 run_terminal(session, stdin=stdin, stdout=stdout)
     before = _previous_fit(cal_dir)
     cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
-                          definition=definition)
+                          definition=definition, n_train=train_items_searched(manifest, sd.path))
     if before is not None and not same_rule(before.rule, cal.rule):
         cut = lambda c: "none" if c is None else fmt.score(c)  # noqa: E731
         echo(f"the rule changed: {cal_dir / CUTOFF_FILE} was fitted by '{before.rule or POINT_RULE}' (cutoff "
@@ -279,8 +279,11 @@ def _previous_fit(cal_dir: Path) -> Optional[Calibration]:
 
 def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: dict, identity: Identity, manifest: dict,
                     ts: Optional[TestScores] = None, *, target_precision: Optional[float] = None, seed: int = 0,
-                    definition: Optional[str] = None) -> Calibration:
+                    definition: Optional[str] = None, n_train: Optional[int] = None) -> Calibration:
     """Fit the cutoff from the labels in ``store`` and estimate the sibling rate, precision and recall.
+
+    ``n_train``: the train items searched, for the expected number of chance siblings
+    (:func:`sibscan.scandir.train_items_searched`; by default the manifest's record of them).
 
     Only answers about pairs of this population count (an answer about another pair says nothing
     about the test item's nearest neighbour here); exact twins are siblings without an answer.
@@ -318,7 +321,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         below = pop.score < draw.lo
         est["below_range"] = {"n": int((below & ~pop.exact).sum()), "labelled": int(below[rows_a].sum()),
                               "same": int((below[rows_a] & same_a).sum())}
-    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or baseline.get("n_train") or 0)
+    if n_train is None:
+        n_train = train_items_searched(manifest)
     if res.cutoff is not None:
         # what the report will flag at this cutoff: the pairs answered here decided by their answers
         labelled = ts.with_labels(PairLabels.from_records(store.current().values(), identity.dataset_fingerprint))
@@ -326,7 +330,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         est["flagged"] = int(fl.flagged.sum())
         est["decided_by_labels"] = fl.decided()
         est["flagged_rate"] = est["flagged"] / n_test if n_test else None
-        est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, n_test)
+        est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, n_test) if n_train else None
         est["chance_extrapolated"] = extrapolated(baseline, res.cutoff)
         warn = baseline_warning(baseline, res.cutoff)
         if warn:

@@ -12,7 +12,7 @@ from typing import List, Optional
 from sibscan import fmt
 from sibscan.headline import headline
 from sibscan.pairdecision import labels_phrase
-from sibscan.scandir import ScanDir
+from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.testscores import test_scores
 
 from .labelfile import cutoff_and_labels
@@ -35,8 +35,8 @@ def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None,
     if at is None:
         at, labels = cutoff_and_labels(manifest, sd.path, cutoff=cutoff, calibration=calibration, force=force)
         scores = test_scores(sd.path, labels=labels)
-    n_train = int(((manifest.get("inputs") or {}).get("train") or {}).get("n_items") or 0)
-    return headline(at, scores, baseline=sd.baseline(), n_train=n_train, definition=definition)
+    return headline(at, scores, baseline=sd.baseline(), n_train=train_items_searched(manifest, sd.path),
+                    definition=definition)
 
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:

@@ -42,7 +42,7 @@ from .options import DIRECTIONS
 from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
-from .scandir import Neighbours, ScanDir
+from .scandir import Neighbours, ScanDir, train_items_searched
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files
 from .spill import RowSpill
 from .testscores import TestScores, best_scores
@@ -197,8 +197,8 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         # (the whole direction is what the held table leaves on disk to bound memory)
         same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
         nb = Neighbours.concat([nb, Neighbours.load_matching(sd.neighbours_path, *_REVERSE, "neighbour_id", same)])
-    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline, len(splits["train"]),
-                        labels)
+    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline,
+                        train_items_searched(manifest), labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
     manifest.update(summary=summary, status="complete")
     manifest[RECORD_KEY] = run.finish(samples={

@@ -84,7 +84,7 @@ from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks
 from .rowids import RowNumberIds
 from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _RERUN, _corrupt
 
-__all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS"]
+__all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS", "train_items_searched"]
 
 
 def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
@@ -157,6 +157,29 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
     )
     return items, arrays.get("fingerprint")
+
+
+def train_items_searched(manifest: dict, directory=None) -> Optional[int]:
+    """The number of train items a scan's test items were searched against: the rows of its
+    ``items/train.npz`` (the neighbours table's train indices point into them), and the ``n_train`` of
+    the expected number of chance siblings wherever that is stated (scan summary, report, calibrate, split).
+
+    The scan records it in the manifest when it writes the items (``inputs.train.n_items``: the items
+    left after skipped ones); a manifest without it (written by other code) falls back to counting the
+    rows of ``directory``'s train items.  None when neither is there: nothing to count chance siblings
+    against, so no count is stated.
+    """
+    n = ((manifest.get("inputs") or {}).get("train") or {}).get("n_items")
+    if n is not None:
+        return int(n)
+    path = None if directory is None else Path(directory) / "items" / "train.npz"
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return int(len(z["ids"]))
+    except _READ_ERRORS as exc:
+        raise _corrupt(path, exc, _RERUN) from None
 
 
 class ScanDir:

@@ -101,6 +101,16 @@ def test_every_output_states_the_same_estimate_and_interval(calibrated, tmp_path
     assert "the lowest score from which P(same) of the hand labels, by its 95 % lower bound per run of answers, is 0.5 or more" in head["text"] and fmt.score(head["cutoff"]) in head["text"]
 
 
+def test_calibrate_records_the_chance_count_the_report_states(calibrated):
+    # both take n_train from scandir.train_items_searched (calibrate fell back to the baseline's own)
+    from sibscan.calibration import load_calibration
+    from sibscan.report import build_report
+
+    p, _ = calibrated
+    expected = load_calibration(p.path / "calibration").estimates["expected_chance_siblings"]
+    assert expected is not None and expected == pytest.approx(build_report(p.path)["headline"]["expected_chance_siblings"])
+
+
 def test_nothing_assessed_prints_no_rate(tmp_path):
     p = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
     runner = CliRunner()

@@ -320,3 +320,40 @@ def test_markdown_says_when_the_calibration_cannot_support_its_cutoff(tmp_path):
     assert "cannot support" not in render_markdown(rep)
     rep["cutoff"].update(source="calibrated", status="interval [0.65, 0.93] is wider than 0.1")
     assert "labels cannot support this cutoff yet (interval [0.65, 0.93] is wider than 0.1)" in render_markdown(rep)
+
+
+def test_every_output_counts_chance_siblings_against_the_train_items_searched(tmp_path):
+    """One n_train for the expected number of chance siblings (scandir.train_items_searched): the report's
+    headline and test_to_train, the headline calibrate and split print, and the scan summary agree.  Where
+    the manifest does not record it (written by other code), the rows of items/train.npz are counted: the
+    old code gave calibrate and split 0 there (no count) while the report counted the items it loaded."""
+    from sibscan.calibration.baseline import expected_chance_siblings
+    from sibscan.calibration.summary import scan_headline
+    from sibscan.cutoff import resolve_cutoff
+    from sibscan.headline import headline
+    from sibscan.scan import summarise
+    from sibscan.scandir import train_items_searched
+    from sibscan.split import groups_and_headline
+    from sibscan.testscores import test_scores
+
+    t = make_scan(tmp_path)
+    sd = ScanDir(tmp_path)
+    want = expected_chance_siblings(sd.baseline(), CUTOFF, 60, 30)
+    manifest = sd.manifest()
+    assert train_items_searched(manifest) == 60
+    summary = summarise(t["neighbours"], t["fp_train"], t["fp_test"], 30, manifest["cutoff"], sd.baseline(),
+                        train_items_searched(manifest))
+    assert summary["expected_chance_siblings"] == pytest.approx(want)
+    del manifest["inputs"]["train"]["n_items"]
+    sd.write_manifest(manifest)
+    assert train_items_searched(manifest) is None and train_items_searched(manifest, tmp_path) == 60
+    rep = build_report(tmp_path)
+    assert rep["headline"]["expected_chance_siblings"] == pytest.approx(want)
+    assert rep["sibling_rate"]["test_to_train"]["expected_chance_siblings"] == pytest.approx(want)
+    assert scan_headline(tmp_path)["expected_chance_siblings"] == pytest.approx(want)  # calibrate's
+    assert groups_and_headline(tmp_path)[1]["expected_chance_siblings"] == pytest.approx(want)  # split's
+    # nothing to count against: no count is stated (not 0)
+    at, scores = resolve_cutoff(manifest, scan_dir=tmp_path), test_scores(tmp_path)
+    (tmp_path / "items" / "train.npz").rename(tmp_path / "train.npz")
+    assert train_items_searched(manifest, tmp_path) is None
+    assert headline(at, scores, baseline=sd.baseline(), n_train=None)["expected_chance_siblings"] is None

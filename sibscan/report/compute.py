@@ -27,7 +27,7 @@ from ..calibration.labelfile import cutoff_and_labels
 from ..pairdecision import flag_items
 from ..headline import headline
 from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
-from ..scandir import ScanDir, load_items
+from ..scandir import ScanDir, load_items, train_items_searched
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
 from ..kernels.rowhash import fingerprint_membership
@@ -86,7 +86,7 @@ def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
 def _chance(baseline, cutoff, n_train, n_test):
     from ..calibration import baseline_warning, expected_chance_siblings
 
-    if baseline is None or cutoff is None:
+    if baseline is None or cutoff is None or not n_train:
         return None, None
     try:
         return finite_or_none(expected_chance_siblings(baseline, cutoff, n_train, n_test)), baseline_warning(baseline, cutoff)
@@ -177,8 +177,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         lo, hi = rec["interval"]
         interval_rates = [rate_at(hi), rate_at(lo)]
     baseline = scan.baseline()
-    expected, base_warning = _chance(baseline, c, n_train, n_test)
-    head = headline(at, ts, baseline=baseline, n_train=n_train)
+    n_searched = train_items_searched(manifest, scan.path)  # what every output counts chance siblings with
+    expected, base_warning = _chance(baseline, c, n_searched, n_test)
+    head = headline(at, ts, baseline=baseline, n_train=n_searched)
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
     tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
