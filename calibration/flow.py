@@ -132,15 +132,15 @@ def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, iden
     return draw
 
 
-def _check_definition(store: LabelStore, definition: str, echo: Callable[[str], None]) -> None:
-    """Warn when answers were given under another definition of "same" than the one in use now."""
+def _check_definition(store: LabelStore, definition: str) -> None:
+    """Warn when answers were given under another definition of "same" than the one in use now (a warning
+    only: echoed as well, the command printed it twice)."""
     others = {d: k for d, k in store.definitions().items() if d and d != definition}  # None: not recorded
     if others:
         said = "; ".join(f"{k} under {d!r}" for d, k in others.items())
         msg = (f"the definition of 'same' changed: {said}, new answers are recorded under {definition!r} "
                "(cutoff.json lists every definition used; the estimate mixes them)")
         warnings.warn(msg, stacklevel=3)
-        echo(f"warning: {msg}")
 
 
 def calibrate(
@@ -225,7 +225,7 @@ def calibrate(
         echo(f"imported {imp.added} new label records from {labels}: {here} of its {len(imp.pairs)} pairs are pairs this "
              f"scan scores (carried over){'' if not imp.other_encoder else f'; {imp.other_encoder} records were made under another encoder or verifier'}"
              + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)"))
-    _check_definition(store, definition, echo)
+    _check_definition(store, definition)
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
     index = pop.index_of()

@@ -101,6 +101,19 @@ def test_every_output_states_the_same_estimate_and_interval(calibrated, tmp_path
     assert "the lowest score from which P(same) of the hand labels, by its 95 % lower bound per run of answers, is 0.5 or more" in head["text"] and fmt.score(head["cutoff"]) in head["text"]
 
 
+def test_a_changed_definition_is_said_once_by_the_command(tmp_path):
+    # the warning was also echoed: 'sibscan calibrate' printed the same line twice
+    p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=7, dim=12)
+    calibrate(p.path, ui="terminal", n_pairs=4, definition="the same row of values", stdin=io.StringIO("n\nn\n"),
+              stdout=io.StringIO())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = CliRunner().invoke(app, ["calibrate", str(p.path), "--ui", "none", "--definition", "the same series"])
+    assert res.exit_code == 0, res.output
+    said = "the definition of 'same' changed: 2 under 'the same row of values'"
+    assert res.output.count(said) + sum(said in str(w.message) for w in caught) == 1, res.output
+
+
 def test_calibrate_records_the_chance_count_the_report_states(calibrated):
     # both take n_train from scandir.train_items_searched (calibrate fell back to the baseline's own)
     from sibscan.calibration import load_calibration
