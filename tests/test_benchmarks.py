@@ -25,6 +25,15 @@ from sibscan.verify.images import ImageCorrVerifier  # noqa: E402
 from sibscan.encoders import get_encoder  # noqa: E402
 
 
+@pytest.fixture
+def bench_results(tmp_path, monkeypatch):
+    """The benchmarks' results folder moved to ``tmp_path``, both ways it is found: ``_common.RESULTS`` and
+    ``$SIBSCAN_BENCH_RESULTS`` (which write_results prefers, and a benchmark run in a subprocess inherits)."""
+    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
+    return tmp_path
+
+
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory):
     root = tmp_path_factory.mktemp("planted")
@@ -130,8 +139,7 @@ def test_detection_metrics_reweight_to_one_percent_prevalence(sets):
 
 
 @pytest.mark.slow  # ~60 s: the three image verifiers on every view, the union view included
-def test_quality_quick_writes_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+def test_quality_quick_writes_results(tmp_path, bench_results):
     quality.main(["--quick", "--no-neural", "--sets", "images,text,rows"])
     data = json.loads((tmp_path / "quality.json").read_text())
     assert {"images", "text", "rows:digits-rows"} <= set(data["sets"])
@@ -172,8 +180,7 @@ def test_quality_quick_writes_results(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # ~10 s on the shared machine: planted crops, three views
-def test_quality_candidates_only_per_view_and_union(tmp_path, monkeypatch):
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+def test_quality_candidates_only_per_view_and_union(tmp_path, bench_results):
     quality.main(["--quick", "--no-neural", "--sets", "crops", "--candidates-only", "--k", "4", "--k-view", "3",
                   "--name", "views"])
     cr = json.loads((tmp_path / "views.json").read_text())["sets"]["crops"]["candidate_recall"]
@@ -185,9 +192,8 @@ def test_quality_candidates_only_per_view_and_union(tmp_path, monkeypatch):
     assert set(union["per_transform"]) == {"crop", "zoom-out", "rotate", "colour", "crop-flip-jpeg"}
 
 
-def test_results_compact_or_not_serialise_numpy_and_nan_alike(tmp_path, monkeypatch):
+def test_results_compact_or_not_serialise_numpy_and_nan_alike(tmp_path, bench_results):
     # the compact side files once had their own json.dumps: numpy floats raised there, NaN went out as NaN
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     payload = {"f": np.float32(0.5), "i": np.int64(3), "b": np.bool_(True), "nan": np.float32("nan"),
                "inf": np.float32("inf"), "a": np.arange(3, dtype=np.float32), "p": tmp_path}
     plain = _common.read_results(_common.write_results("plain", payload))
@@ -202,11 +208,10 @@ def test_results_compact_or_not_serialise_numpy_and_nan_alike(tmp_path, monkeypa
                 _common.write_results("bad", {"x": nan}, compact=compact_form)
 
 
-def test_add_next_pairs_writes_the_side_file_with_the_one_serialiser(tmp_path, monkeypatch):
+def test_add_next_pairs_writes_the_side_file_with_the_one_serialiser(tmp_path, bench_results):
     # add_next_pairs rewrote side files with a json.dumps of its own (bare NaN out, numpy scalars raised)
     from benchmarks.quality_pairs import add_next_pairs
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     truth = {"source": [1, -1], "hard": [False, True], "featureless": [False, False], "test_ids": ["a", "b"]}
     method = {"score": [0.9, 0.2], "nb": [1, 0], "random_scores": [0.1, 0.3]}
     side = _common.write_results("old_pairs", {"sets": {"s": {**truth, "methods": {"m": dict(method)}}}}, compact=True)
@@ -227,10 +232,9 @@ def test_add_next_pairs_writes_the_side_file_with_the_one_serialiser(tmp_path, m
     assert side.read_bytes() == before  # nothing written
 
 
-def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
+def test_windows_speed_quick_writes_results(tmp_path, bench_results):
     import benchmarks.windows_speed as bench
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     payload = bench.main(["--quick", "--sizes", "6x20,8x30", "--pairs-per-item", "3"])
     assert [(r["n_test"], r["n_train"], r["cascade_pairs"]) for r in payload["rows"]] == [(6, 20, 18), (8, 30, 24)]
     assert all(r["view_seconds"] > 0 and r["cascade_seconds"] > 0 for r in payload["rows"])
@@ -239,10 +243,9 @@ def test_windows_speed_quick_writes_results(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # ~20 s: two whole image scans (effnet, both verifiers) of 60 images
-def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
+def test_verify_share_quick_writes_results(tmp_path, bench_results):
     import benchmarks.verify_share as bench
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     payload = bench.main(["--quick", "--configs", "default,cascade"])
     rows = {r["config"]: r for r in payload["results"]}
     assert set(rows) == {"default", "cascade"} and payload["complete"]
@@ -259,12 +262,11 @@ def test_verify_share_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
-def test_verify_share_options_are_scan_options(tmp_path, monkeypatch, capsys):
+def test_verify_share_options_are_scan_options(tmp_path, capsys, bench_results):
     import benchmarks.verify_share as bench
 
     assert bench._option("k=5") == ("k", 5) and bench._option("verifier=imagefuse") == ("verifier", "imagefuse")
     assert set(bench.OWNED) >= {k for c in bench.CONFIGS.values() for k in c}  # what defines a configuration
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     for bad, says in (("kk=3", "unknown scan option(s) kk; valid: "), ("k", "--option takes KEY=VALUE"),
                       ("out=/tmp/x", "--option out: set by the benchmark itself"),
                       ("verifier=imagefuse", "--option verifier: set by the benchmark itself"),
@@ -287,10 +289,9 @@ def test_verify_share_options_are_scan_options(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.slow  # a whole image scan of 60 images, then its pairs verified three more times
-def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, monkeypatch):
+def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, bench_results):
     import benchmarks.pair_once as bench
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     d = bench.main(["--quick", "--repeats", "1"])
     cross, test = d["train_test_rows_that_are_test_train_rows"], d["test_pairs_in_both_orders"]
     assert cross > 0 and d["pairs_once"] == d["pairs_per_row"] - cross - test
@@ -347,8 +348,7 @@ def test_quality_rejects_unknown_set(capsys):
     assert "unknown set(s) imags" in capsys.readouterr().err
 
 
-def test_scan_e2e_quick_writes_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
+def test_scan_e2e_quick_writes_results(tmp_path, bench_results):
     scan_e2e.main(["--quick", "--cases", "table,text"])
     data = json.loads((tmp_path / "scan_e2e.json").read_text())
     cases = {c["modality"]: c for c in data["cases"]}
@@ -378,11 +378,10 @@ def test_image32_case_is_cifar_sized_jpegs_with_planted_copies(tmp_path):
     assert len({p.read_bytes() for p in train}) == len(train)
 
 
-def test_search_benchmark_quick_pairs_auto_with_raw_faiss(tmp_path, monkeypatch):
+def test_search_benchmark_quick_pairs_auto_with_raw_faiss(tmp_path, bench_results):
     pytest.importorskip("faiss", reason="the pairing is with raw faiss (pip install 'sibscan[faiss]')")
     from benchmarks import search as search_bench
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     search_bench.main(["--quick", "--repeat", "3", "--others-repeat", "0"])
     data = json.loads((tmp_path / "search_quick.json").read_text())
     assert len(data["auto_vs_raw_faiss"]) == 4  # two shapes x top-1, top-5
@@ -487,21 +486,19 @@ def test_imagecorr_rgb_mode_runs(photos):
     assert res.scores[0] > 0.9 > res.scores[1]
 
 
-def test_benchmark_quick_runs(tmp_path, monkeypatch):
+def test_benchmark_quick_runs(tmp_path, monkeypatch, bench_results):
     import benchmarks.fingerprint as bench
 
     monkeypatch.setattr(bench, "RESULTS_NAME", "fingerprint_quick_test")
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     result = bench.main(["--quick"])
     assert result["rows"] == 2000 and result["fingerprints_agree_with_blake2b"]
     assert (tmp_path / "fingerprint_quick_test.json").exists()
 
 
 
-def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
+def test_verify_long_quick_writes_results(tmp_path, bench_results):
     import benchmarks.verify_long as bench
 
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     payload = bench.main(["--quick", "--repeat", "1"])
     short, counted, long_ = payload["cases"]
     assert short["score"] == counted["score"] == long_["score"] == 1.0  # the planted 100-word passage is found
@@ -513,10 +510,9 @@ def test_verify_long_quick_writes_results(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # twins on CSVs of 2 and 8 MB and scan on 2k and 8k rows, each in a subprocess
-def test_memory_quick_writes_results(tmp_path, monkeypatch):
+def test_memory_quick_writes_results(tmp_path, bench_results):
     import benchmarks.memory as bench
 
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     payload = bench.main(["--quick"])
     small, large = payload["twins"]["cases"]
     assert large["file_MB"] > 3 * small["file_MB"]
@@ -538,12 +534,11 @@ def test_memory_quick_writes_results(tmp_path, monkeypatch):
 # -- contamination: the planted language-model-corpus benchmark --------------------------------
 
 
-def test_contamination_synthetic_benchmark_negatives_are_hard_and_quick_run_writes_results(tmp_path, monkeypatch):
+def test_contamination_synthetic_benchmark_negatives_are_hard_and_quick_run_writes_results(tmp_path, bench_results):
     """The planted benchmark cannot silently become easy: clean examples share most of their
     5-grams with the corpus; the --quick run writes every table docs/benchmarks.md quotes."""
     from benchmarks import contamination as bench
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     out = bench.main(["--quick", "--parts", "synthetic"])["synthetic"]
     assert out["clean_overlap_n5"]["mean"] >= 0.8
     data = json.loads((tmp_path / "contamination_synthetic.json").read_text())
@@ -582,11 +577,10 @@ def test_contamination_throughput_pairs_are_robust_to_a_load_change():
 
 
 @pytest.mark.slow  # aeon's import and MiniRocket's first compile
-def test_temporal_quick_benchmark(tmp_path, monkeypatch):
+def test_temporal_quick_benchmark(tmp_path, bench_results):
     pytest.importorskip("aeon", reason="the temporal benchmark needs aeon (pip install 'sibscan[temporal]')")
     import benchmarks.temporal as bench
 
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     res = bench.main(["--quick", "--work", str(tmp_path / "work")])
     saved = json.loads((tmp_path / "temporal_quick.json").read_text())
     assert saved["datasets_run"] == sorted(bench.QUICK_DATASETS) == res["datasets_run"]
@@ -647,10 +641,9 @@ def test_install_size_counts_each_file_once_by_the_distribution_that_installed_i
     assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total")
 
 
-def test_calibration_coverage_quick_writes_results(tmp_path, monkeypatch):
+def test_calibration_coverage_quick_writes_results(tmp_path, bench_results):
     import benchmarks.calibration_coverage as bench
 
-    monkeypatch.setattr("benchmarks._common.RESULTS", tmp_path)
     summary = bench.main(["--quick", "--name", "calibration_coverage_quick_test"])
     saved = json.loads((tmp_path / "calibration_coverage_quick_test.json").read_text())
     assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["runs"]) == 6
@@ -672,11 +665,10 @@ def test_calibration_coverage_subset_flags(capsys):
 
 
 @pytest.mark.slow
-def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch):
+def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results):
     pytest.importorskip("torch", reason="effnet runs on torch (pip install 'sibscan[torch]')")
     from benchmarks import image_scale
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     monkeypatch.setenv("SIBSCAN_CACHE_DIR", str(tmp_path / "cache"))
     image_scale.main(["--quick", "--sets", "images-32px", "--sizes", "32", "--no-previous"])
     data = json.loads((tmp_path / "image_scale_quick.json").read_text())
@@ -716,11 +708,10 @@ def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
 
 
 @pytest.mark.slow  # about a minute on the shared 2-core machine (two planted sets, the search on default threads)
-def test_imagematch_speed_quick_writes_results(tmp_path, monkeypatch):
+def test_imagematch_speed_quick_writes_results(tmp_path, bench_results):
     pytest.importorskip("torch", reason="the image verifier runs on torch (pip install 'sibscan[torch]')")
     import benchmarks.imagematch_speed as bench
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     payload = bench.main(["--quick", "--repeat", "1", "--keep", "6"])
     rows = payload["rows"]
     assert [(r["set"], r["coarse"], r["keep"]) for r in rows] == [(s, c, k) for s in ("crops", "small32")
@@ -730,11 +721,10 @@ def test_imagematch_speed_quick_writes_results(tmp_path, monkeypatch):
     assert (tmp_path / "imagematch_speed_quick.json").exists()
 
 
-def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypatch, capsys):
+def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypatch, capsys, bench_results):
     # the side file a run writes (benchmarks.quality_pairs), made by hand: 40 planted pairs high, 60 clean low
     from benchmarks import quality_pairs
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     monkeypatch.setattr(_common, "machine", lambda: {})  # not torch's import time
     rng = np.random.default_rng(4)
     source = np.r_[np.arange(40), np.full(60, -1)]
@@ -790,10 +780,9 @@ def test_calibrate_that_refuses_gives_no_cutoff_not_the_lowest_same():
     assert set(quality_pairs.flag_counts(score, None, same, same, ~same, np.zeros(100, bool)).values()) == {None}
 
 
-def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkeypatch, capsys):
+def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkeypatch, capsys, bench_results):
     from benchmarks import quality_pairs
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     monkeypatch.setattr(_common, "machine", lambda: {})
     score, same, random_scores = _mixed_answers()
     source = np.where(same, np.arange(100), -1)
@@ -824,10 +813,9 @@ def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkey
         quality.main(["--write-back"])
 
 
-def test_calibration_only_draws_the_labels_of_the_run_it_replays(tmp_path, monkeypatch):
+def test_calibration_only_draws_the_labels_of_the_run_it_replays(bench_results, monkeypatch):
     from benchmarks import quality_pairs
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     monkeypatch.setattr(_common, "machine", lambda: {})
     rng = np.random.default_rng(4)
     score = np.r_[rng.uniform(0.6, 1.0, 40), rng.uniform(0.0, 0.5, 60)]
@@ -842,10 +830,9 @@ def test_calibration_only_draws_the_labels_of_the_run_it_replays(tmp_path, monke
     assert out["sets"]["crops"]["enc|verified"]["now"]["calibration"]["labelled"] == 30
 
 
-def test_cutoff_rule_sim_quick_bound_rule_flags_fewer_pairs_below_half(tmp_path, monkeypatch):
+def test_cutoff_rule_sim_quick_bound_rule_flags_fewer_pairs_below_half(tmp_path, bench_results):
     import benchmarks.cutoff_rule_sim as bench
 
-    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path))
     payload = bench.main(["--quick"])
     assert (tmp_path / "cutoff_rule_sim_quick.json").exists()
     rows = payload["rows"]
@@ -870,11 +857,10 @@ def test_next_pair_and_the_labels_rule_in_the_benchmark():
     assert m["hit"].tolist() == [True, False, False, False]
 
 
-def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monkeypatch, capsys):
+def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monkeypatch, capsys, bench_results):
     from benchmarks import quality_pairs
     from types import SimpleNamespace
 
-    monkeypatch.setattr(_common, "RESULTS", tmp_path)
     monkeypatch.setattr(_common, "machine", lambda: {})
     rng = np.random.default_rng(4)
     source = np.r_[np.arange(40), np.full(60, -1)]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import label_session, oracle_file, read_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -16,16 +17,11 @@ from sibscan.calibration import (
 )
 from sibscan.calibration import record as record_mod
 from sibscan.calibration.sampling import allocate
-from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+from sibscan.calibration.synthetic import planted_scan
 from sibscan.cli import app
 from sibscan.errors import CompatibilityError, InputError, SibscanError
 
 ENC = "planted-encoder/v1"
-
-
-def _oracle_file(tmp_path: Path, planted, cal_dir: Path, name: str = "oracle.jsonl", **override) -> Path:
-    """Label every pair of the recorded draw as the truth says, in the labels.jsonl form."""
-    return write_oracle_labels(planted, cal_dir / "draw.json", tmp_path / name, **override)
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +167,7 @@ def test_oracle_cutoff_separates_planted_siblings(planted, tmp_path):
     cal_dir = tmp_path / "cal"
     first = calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=60, seed=0)
     assert first.status == "no labels yet" and first.cutoff is None
-    labels = _oracle_file(tmp_path, planted, cal_dir)
+    labels = oracle_file(tmp_path, planted, cal_dir)
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", n_pairs=60, seed=0)
     assert cal.status == "ok", cal.advice
     from sibscan.scandir import ScanDir
@@ -199,14 +195,14 @@ def test_target_precision_rule(planted, tmp_path):
 
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
-    labels = _oracle_file(tmp_path, planted, cal_dir)
+    labels = oracle_file(tmp_path, planted, cal_dir)
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", target_precision=0.9)
     assert cal.rule == precision_rule(0.9) == "precision >= 0.9 by the 95 % lower bound per run of answers" and cal.cutoff is None
     assert cal.status.startswith("not enough labels: no cutoff reaches precision 0.9 by the 95 % lower bound per run of answers")
     assert f"{min_same_run(0.9)} 'same' answers" in cal.status and any("--target-precision" in a for a in cal.advice)
     # every pair labelled (the population is 300 test items, 30 of them siblings): it is reached
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=300)
-    labels = _oracle_file(tmp_path, planted, cal_dir, name="all.jsonl")
+    labels = oracle_file(tmp_path, planted, cal_dir, name="all.jsonl")
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", n_pairs=300, target_precision=0.9)
     assert cal.cutoff is not None and cal.status == "ok"
     with pytest.raises(SibscanError, match=r"--target-precision is a fraction in \(0, 1\), got 1.5"):
@@ -216,25 +212,16 @@ def test_target_precision_rule(planted, tmp_path):
 def test_cannot_support_a_cutoff_says_why_and_where(planted, tmp_path):
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
-    labels = _oracle_file(tmp_path, planted, cal_dir, label="different")
+    labels = oracle_file(tmp_path, planted, cal_dir, label="different")
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none")
     assert cal.cutoff is None and "no flip observed" in cal.status and "too few 'same' labels (0" in cal.status
     assert any("more pairs scoring between" in a for a in cal.advice)
 
 
 def test_labels_append_only_resume_and_extend(planted, tmp_path):
-    from sibscan.calibration import LabelSession, LabelStore
-    from sibscan.calibration.flow import _identity
-    from sibscan.calibration.sampling import Draw, Population
-    from sibscan.scandir import ScanDir
-
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
-    sd = ScanDir(planted.path)
-    pop = Population.from_neighbours(sd.neighbours())
-    store = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
-    draw = Draw.load(cal_dir / "draw.json", pop)
-    s = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"))
+    s = label_session(planted.path, cal_dir)
     for i in range(4):
         s.answer(s.next_pending(), "different")
     assert s.undo() == 3 and s.state()["done"] == 3 and s.next_pending() == 3
@@ -242,8 +229,7 @@ def test_labels_append_only_resume_and_extend(planted, tmp_path):
     assert len(before.splitlines()) == 5 and json.loads(before.splitlines()[-1])["label"] == "undo"
     # a new session on the same directory continues where the first stopped; the file only grows
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
-    store2 = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
-    s2 = LabelSession(pop, Draw.load(cal_dir / "draw.json", pop), store2, sd.items("test"), sd.items("train"))
+    s2 = label_session(planted.path, cal_dir)
     assert s2.state()["done"] == 3 and s2.next_pending() == 3
     s2.answer(3, "same")
     assert (cal_dir / "labels.jsonl").read_text().startswith(before)
@@ -265,11 +251,11 @@ def test_import_validation_and_refusals(planted, tmp_path):
     bad.write_text('{"query_id": "te1", "neighbour_id": "tr1", "label": "maybe"}\n')
     with pytest.raises(InputError, match=r"row 1: unknown label 'maybe'; use one of: same, different, skip, undo"):
         calibrate(planted.path, calibration_dir=cal_dir, labels=bad, ui="none")
-    other = _oracle_file(tmp_path, planted, cal_dir, name="other.jsonl", dataset_fingerprint="other-data")
+    other = oracle_file(tmp_path, planted, cal_dir, name="other.jsonl", dataset_fingerprint="other-data")
     with pytest.raises(CompatibilityError, match=r"other.jsonl, row 1: label made for other data \(dataset fingerprint 'other-data'"):
         calibrate(planted.path, calibration_dir=cal_dir, labels=other, ui="none")
     assert not (cal_dir / "labels.jsonl").exists()  # validated before anything is appended
-    good = _oracle_file(tmp_path, planted, cal_dir)
+    good = oracle_file(tmp_path, planted, cal_dir)
     calibrate(planted.path, calibration_dir=cal_dir, labels=good, ui="none")
     calibrate(planted.path, calibration_dir=cal_dir, labels=good, ui="none")  # importing twice adds nothing
     assert len((cal_dir / "labels.jsonl").read_text().splitlines()) == 60
@@ -278,7 +264,7 @@ def test_import_validation_and_refusals(planted, tmp_path):
 def test_check_compatible_and_force(planted, tmp_path):
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
-    calibrate(planted.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, planted, cal_dir), ui="none")
+    calibrate(planted.path, calibration_dir=cal_dir, labels=oracle_file(tmp_path, planted, cal_dir), ui="none")
     cal = load_calibration(cal_dir)
     manifest = json.loads((planted.path / "manifest.json").read_text())
     assert cal.check_compatible(manifest) == []
@@ -297,10 +283,10 @@ def test_verified_score_kind(tmp_path):
     with pytest.warns(UserWarning, match="has no baseline.json; computing the embedding-similarity baseline"):
         calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=30)
     with pytest.warns(UserWarning, match="has no baseline.json"):  # the fallback is not written into the scan
-        cal = calibrate(p.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, p, cal_dir), ui="none")
+        cal = calibrate(p.path, calibration_dir=cal_dir, labels=oracle_file(tmp_path, p, cal_dir), ui="none")
     assert not (p.path / "baseline.json").exists()
     assert cal.score == "verified" and cal.verifier_identity == "planted-verifier/v1"
-    rec = json.loads((cal_dir / "labels.jsonl").read_text().splitlines()[0])
+    rec = read_labels(cal_dir)[0]
     assert rec["verifier_identity"] == "planted-verifier/v1" and rec["source"] == "import:oracle.jsonl"
 
 
@@ -326,7 +312,7 @@ def test_cli_calibrate(planted, tmp_path):
     assert res.exit_code == 0, res.output
     assert "cutoff: none (rule P(same) >= 0.5 by its 95 % lower bound per run of answers)" in res.output
     assert "cannot support a cutoff yet: no labels yet" in res.output
-    labels = _oracle_file(tmp_path, planted, cal_dir)
+    labels = oracle_file(tmp_path, planted, cal_dir)
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels", str(labels)])
     assert res.exit_code == 0, res.output
     assert "imported 60 new label records" in res.output and "60 of its 60 pairs are pairs this scan scores" in res.output
@@ -378,7 +364,7 @@ def _scan_whose_calibration_gives_no_cutoff(tmp_path: Path):
     planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)
     own = planted.path / "calibration"
     calibrate(planted.path, ui="none")
-    cal = calibrate(planted.path, labels=_oracle_file(tmp_path, planted, own, label="different"), ui="none")
+    cal = calibrate(planted.path, labels=oracle_file(tmp_path, planted, own, label="different"), ui="none")
     assert cal.cutoff is None
     return planted, own
 
@@ -438,7 +424,7 @@ def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(plante
 
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
-    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=_oracle_file(tmp_path, planted, cal_dir), ui="none")
+    cal = calibrate(planted.path, calibration_dir=cal_dir, labels=oracle_file(tmp_path, planted, cal_dir), ui="none")
     assert cal.cutoff is not None
     old = json.loads((cal_dir / "cutoff.json").read_text())
     (cal_dir / "cutoff.json").write_text(json.dumps({**old, "rule": "P(same) = 0.5", "cutoff": 0.123}))

@@ -2,48 +2,35 @@
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 
-from sibscan.calibration import LabelSession, LabelStore, calibrate
-from sibscan.calibration.flow import _identity
-from sibscan.calibration.sampling import Draw, Population
+from _helpers import label_session, read_labels
+
+from sibscan.calibration import calibrate
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.calibration.terminal import run_terminal
-from sibscan.scandir import ScanDir
-
-
-def _session(scan, cal_dir):
-    sd = ScanDir(scan)
-    pop = Population.from_neighbours(sd.neighbours())
-    store = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
-    return LabelSession(pop, Draw.load(cal_dir / "draw.json", pop), store, sd.items("test"), sd.items("train"))
-
-
-def _labels(cal_dir):
-    return [json.loads(x) for x in (cal_dir / "labels.jsonl").read_text().splitlines()]
 
 
 def test_piped_answers_undo_quit_and_resume(tmp_path):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=7, modality="text")
     cal_dir = tmp_path / "cal"
     calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=8)
-    s = _session(p.path, cal_dir)
+    s = label_session(p.path, cal_dir)
     out = io.StringIO()
     assert run_terminal(s, stdin=io.StringIO("y\nmaybe\nn\nu\ns\nq\n"), stdout=out) == "quit"
     text = out.getvalue()
     assert "please answer y, n, s, u or q" in text and "undid the answer to pair #1" in text
     assert "[[" in text  # differing words are marked on a non-terminal stream
     assert "-> same (score 0." in text and "test  te" in text
-    recs = _labels(cal_dir)
+    recs = read_labels(cal_dir)
     assert [r["label"] for r in recs] == ["same", "different", "undo", "skip"]
     assert recs[2]["query_id"] == recs[1]["query_id"]
     # end of input also quits, keeping everything; a new run continues with pair 2
-    s2 = _session(p.path, cal_dir)
+    s2 = label_session(p.path, cal_dir)
     assert s2.state()["done"] == 2 and s2.next_pending() == 2
     assert run_terminal(s2, stdin=io.StringIO("n\n"), stdout=io.StringIO()) == "quit"
-    assert [r["label"] for r in _labels(cal_dir)] == ["same", "different", "undo", "skip", "different"]
+    assert [r["label"] for r in read_labels(cal_dir)] == ["same", "different", "undo", "skip", "different"]
 
 
 def test_table_rows_show_values_and_sparkline(tmp_path):
@@ -51,9 +38,9 @@ def test_table_rows_show_values_and_sparkline(tmp_path):
     cal_dir = tmp_path / "cal"
     calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=3)
     out = io.StringIO()
-    assert run_terminal(_session(p.path, cal_dir), stdin=io.StringIO("y\ny\ny\n"), stdout=out) == "done"
+    assert run_terminal(label_session(p.path, cal_dir), stdin=io.StringIO("y\ny\ny\n"), stdout=out) == "done"
     assert "… (20 values)" in out.getvalue() and any(ch in out.getvalue() for ch in "▁▂▃▄▅▆▇█")
-    assert len(_labels(cal_dir)) == 3
+    assert len(read_labels(cal_dir)) == 3
 
 
 def test_cli_terminal_with_piped_stdin(tmp_path):
@@ -64,5 +51,5 @@ def test_cli_terminal_with_piped_stdin(tmp_path):
                           "--out", str(cal_dir)], input=answers, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "all 6 pairs labelled" in res.stdout and "labels: 3 same, 3 different, 0 skipped" in res.stdout
-    assert [r["label"] for r in _labels(cal_dir)] == ["different", "same"] * 3
-    assert all(r["labeller"] and r["score_kind"] == "similarity" for r in _labels(cal_dir))
+    assert [r["label"] for r in read_labels(cal_dir)] == ["different", "same"] * 3
+    assert all(r["labeller"] and r["score_kind"] == "similarity" for r in read_labels(cal_dir))

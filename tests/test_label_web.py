@@ -6,13 +6,11 @@ import urllib.error
 import urllib.request
 
 import pytest
+from _helpers import label_session, read_labels
 
-from sibscan.calibration import LabelSession, LabelStore, calibrate
-from sibscan.calibration.flow import _identity
-from sibscan.calibration.sampling import Draw, Population
+from sibscan.calibration import calibrate
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.calibration.web import LabelServer
-from sibscan.scandir import ScanDir
 
 pytestmark = pytest.mark.browser
 
@@ -20,10 +18,7 @@ def _session(tmp_path, modality, n_pairs, **kw):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=11, modality=modality, **kw)
     cal_dir = tmp_path / "cal"
     calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=n_pairs)
-    sd = ScanDir(p.path)
-    pop = Population.from_neighbours(sd.neighbours())
-    store = LabelStore(cal_dir / "labels.jsonl", _identity(sd.manifest()))
-    return LabelSession(pop, Draw.load(cal_dir / "draw.json", pop), store, sd.items("test"), sd.items("train")), cal_dir
+    return label_session(p.path, cal_dir), cal_dir
 
 
 def _get(url):
@@ -87,7 +82,7 @@ def test_label_by_keyboard_and_click_with_reload(tmp_path, browser):
         expect(progress).to_have_text("6 / 6 labelled")
         assert server.done.wait(5)
         page.close()
-    recs = [json.loads(x) for x in (cal_dir / "labels.jsonl").read_text().splitlines()]
+    recs = read_labels(cal_dir)
     assert [r["label"] for r in recs] == ["same", "different", "undo", "different", "skip", "same", "skip", "different"]
     assert [r["query_id"] for r in recs[:3]] == [session.keys[0][1], session.keys[1][1], session.keys[1][1]]
     assert {r["source"] for r in recs} == {"web"}

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from _helpers import write_jsonl, write_labels
 from planted_scan import make_scan
 from sibscan.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
 from sibscan.scandir import Neighbours, ScanDir
@@ -89,8 +90,7 @@ def _labelled_scan(tmp_path):
                            ("te7", "skip"))]
     recs.append({**other, "dataset_fingerprint": "elsewhere", "query_id": "te5", "neighbour_id": partner["te5"],
                  "label": "different"})  # made for other data: decides nothing here
-    (path / "calibration").mkdir()
-    (path / "calibration" / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    write_labels(path / "calibration", recs)
     rank1 = nb.direction("test", "train")
     rank1 = rank1.select((rank1["query_id"] == "te6") & (rank1["rank"] == 1))
     return path, partner, str(rank1["neighbour_id"][0])
@@ -166,8 +166,7 @@ def test_calibration_prints_the_count_the_report_flags(tmp_path):
     low = int(np.argmin(top["score"]))
     rec = json.loads(oracle.read_text().splitlines()[0])
     rec.update(query_id=str(top["query_id"][low]), neighbour_id=str(top["neighbour_id"][low]), label="same")
-    with open(oracle, "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    write_jsonl(oracle, [rec], append=True)
     cal = calibrate(planted.path, ui="none", n_pairs=40, labels=oracle)
     head = build_report(planted.path)["headline"]
     assert cal.cutoff is not None and cal.estimates["decided_by_labels"]["below_cutoff_labelled_same"] >= 1
@@ -209,8 +208,8 @@ def test_the_scan_summary_counts_what_the_report_flags(tmp_path, monkeypatch):
                                                      m["encoder"]["identity"], ver, m["dataset_fingerprint"]))
     ident = {"dataset_fingerprint": m["dataset_fingerprint"], "encoder_identity": m["encoder"]["identity"],
              "verifier_identity": ver}
-    (tmp_path / "cal1" / "labels.jsonl").write_text("".join(
-        json.dumps({**ident, "query_id": str(q), "neighbour_id": str(t), "label": "different"}) + "\n" for q, t in above))
+    write_labels(tmp_path / "cal1", ({**ident, "query_id": str(q), "neighbour_id": str(t), "label": "different"}
+                                     for q, t in above))
     second = runner.invoke(app, ["scan", *common, "--out", "scan1", "--calibration", "cal1"])
     assert second.exit_code == 0, second.output
     printed = json.loads(second.stdout[second.stdout.index("{"):])["siblings"]
@@ -262,9 +261,8 @@ def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_it
             if (q, t) not in have and q not in flagged_before]
     assert only, "the fixture has a pair found only from the train side"
     te, tr = ("te22", "tr4") if ("te22", "tr4") in only else only[0]
-    rec = {"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}
-    with open(path / "calibration" / "labels.jsonl", "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}],
+                 append=True)
     rep = build_report(path)
     flagged = {r["test_id"]: r for r in rep["flagged"]}
     assert rep["headline"]["flagged"]["count"] == 10 == len(flagged) and te in flagged
@@ -363,8 +361,7 @@ def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orie
              ("same", "undo"): NONE}
     for i, (answers, want) in enumerate(cases.items()):
         recs = [{**(fwd if j % 2 == 0 and j < 1 else back), "label": lab} for j, lab in enumerate(answers)]
-        path = tmp_path / f"labels{i}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        path = write_jsonl(tmp_path / f"labels{i}.jsonl", recs)
         current = LabelStore(path, Identity("d", "e", None)).current()
         from_store = current[pair_key(fwd)]["label"] if pair_key(fwd) in current else None
         got = PairLabels.from_records(recs, "d").lookup(["a"], ["b"])[0]
@@ -384,7 +381,7 @@ def test_answers_without_a_fingerprint_count_only_in_a_calibration_of_this_data(
     for fp, want in (("here", [SAME, DIFFERENT]), ("elsewhere", [NONE, DIFFERENT])):
         cal = tmp_path / fp
         write_calibration(cal, Calibration(0.9, None, "similarity", "enc", None, fp))
-        (cal / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        write_labels(cal, recs)
         labels = scan_labels(tmp_path, Cutoff(0.9, "calibrated", {"calibration": str(cal)}), "here")
         assert labels.lookup(["0", "2"], ["1", "3"]).tolist() == want, fp
 
@@ -454,10 +451,8 @@ def test_an_item_flagged_through_a_train_side_pair_above_the_cutoff_is_not_calle
     cols.pop("score", None)
     sd.write_neighbours(Neighbours(cols))
     bare = build_report(path)["headline"]
-    (path / "calibration").mkdir()
-    (path / "calibration" / "labels.jsonl").write_text(json.dumps(
-        {"dataset_fingerprint": "abcd", "query_split": "train", "query_id": "tr50", "neighbour_split": "test",
-         "neighbour_id": "te22", "label": "same"}) + "\n")
+    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_split": "train", "query_id": "tr50",
+                                         "neighbour_split": "test", "neighbour_id": "te22", "label": "same"}])
     rep = build_report(path)
     head = rep["headline"]
     assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 0, "below_cutoff_labelled_same": 0,
@@ -490,8 +485,8 @@ def test_a_same_pair_found_only_from_the_test_side_flags_its_train_item(tmp_path
     assert ("te4", "tr47") in only, "the fixture has a test -> train pair below the cutoff that no train item found"
     te, tr = "te4", "tr47"
     before = rep["sibling_rate"]
-    with open(path / "calibration" / "labels.jsonl", "a") as fh:
-        fh.write(json.dumps({"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}) + "\n")
+    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}],
+                 append=True)
     after = build_report(path)["sibling_rate"]
     assert after["test_to_train"]["any"]["count"] == before["test_to_train"]["any"]["count"] + 1
     assert after["train_to_test"]["any"]["count"] == before["train_to_test"]["any"]["count"] + 1
@@ -508,9 +503,8 @@ def test_the_reason_for_no_interval_names_the_cutoff_in_use_and_counts_answers_o
     from sibscan.report import build_report
 
     path, _, _ = _labelled_scan(tmp_path)
-    with open(path / "calibration" / "labels.jsonl", "a") as fh:  # (b): no row holds (te0, tr999)
-        fh.write(json.dumps({"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999",
-                             "label": "different"}) + "\n")
+    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999",
+                                         "label": "different"}], append=True)  # (b): no row holds (te0, tr999)
     write_calibration(path / "calibration", Calibration(0.95, None, "verified", "znorm-v1", "lagcorr-v1", "abcd"))
     head = build_report(path, cutoff=0.9)["headline"]
     assert head["n_answers"] == 4 and head["cutoff_source"] == "uncalibrated"
@@ -532,8 +526,8 @@ def test_a_cutoff_given_by_hand_reports_beside_an_unreadable_calibration_record(
     from sibscan.report import build_report
 
     path, partner, _ = _labelled_scan(tmp_path)
-    with open(path / "calibration" / "labels.jsonl", "a") as fh:  # unmarked: data unknown, so left out
-        fh.write(json.dumps({"query_id": "te5", "neighbour_id": partner["te5"], "label": "different"}) + "\n")
+    write_labels(path / "calibration", [{"query_id": "te5", "neighbour_id": partner["te5"], "label": "different"}],
+                 append=True)  # unmarked: data unknown, so left out
     (path / "calibration" / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     with pytest.warns(UserWarning, match="cutoff.json"):
         rep = build_report(path, cutoff=0.9)
@@ -573,8 +567,8 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     # the calibration is applied with --force (one scan, no identities to copy): only its cutoff and its
     # answer matter here
     write_calibration(tmp_path / "cal", Calibration(0.99, None, "verified", "any-encoder", None, None))
-    (tmp_path / "cal" / "labels.jsonl").write_text(json.dumps(
-        {"query_split": "train", "query_id": tr, "neighbour_split": "test", "neighbour_id": te, "label": "same"}) + "\n")
+    write_labels(tmp_path / "cal", [{"query_split": "train", "query_id": tr, "neighbour_split": "test", "neighbour_id": te,
+                                     "label": "same"}])
     loads, matched = [], []
     load, load_matching = Table.load, Table.load_matching
     monkeypatch.setattr(Table, "load", staticmethod(lambda path, skip=(): loads.append(list(skip)) or load(path, skip)))
@@ -650,8 +644,7 @@ def test_an_unreadable_record_of_the_calibration_in_use_stops_the_report(tmp_pat
     path = tmp_path / "scan"
     make_scan(path)
     cal = tmp_path / "cal1"
-    cal.mkdir()
-    (cal / "labels.jsonl").write_text(json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same"}) + "\n")
+    write_labels(cal, [{"query_id": "te9", "neighbour_id": "tr15", "label": "same"}])
     (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     _recorded_with(path, cal)
     with pytest.raises(SibscanError, match="cutoff.json") as err:
@@ -667,10 +660,9 @@ def test_an_in_memory_calibration_does_not_stop_on_the_scans_own_unreadable_reco
 
     path = tmp_path / "scan"
     make_scan(path)
-    (path / "calibration").mkdir(exist_ok=True)
+    write_labels(path / "calibration", [{"query_id": "te9", "neighbour_id": "tr15", "label": "same",
+                                         "dataset_fingerprint": "abcd"}])
     (path / "calibration" / "cutoff.json").write_text("{")
-    (path / "calibration" / "labels.jsonl").write_text(
-        json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same", "dataset_fingerprint": "abcd"}) + "\n")
     cal = Calibration(0.93, None, "verified", "znorm-v1", "lagcorr-v1", "abcd")  # make_scan's identities
     with pytest.warns(UserWarning, match="not valid JSON"):
         h = scan_headline(path, calibration=cal)
@@ -683,9 +675,7 @@ def test_the_warning_for_an_unreadable_own_record_says_what_happens_to_its_answe
     from sibscan.calibration.labelfile import scan_labels
     from sibscan.cutoff import Cutoff
 
-    (tmp_path / "calibration").mkdir()
-    (tmp_path / "calibration" / "labels.jsonl").write_text(
-        json.dumps({"query_id": "a", "neighbour_id": "b", "label": "same"}) + "\n")
+    write_labels(tmp_path / "calibration", [{"query_id": "a", "neighbour_id": "b", "label": "same"}])
     (tmp_path / "calibration" / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     by_hand = Cutoff(0.9, "uncalibrated", {})
     with pytest.warns(UserWarning, match="without a dataset fingerprint decide nothing here"):
@@ -702,9 +692,8 @@ def test_answers_about_pairs_the_table_lacks_are_not_called_no_labels(tmp_path):
 
     path = tmp_path / "scan"
     make_scan(path)
-    (path / "calibration").mkdir()
-    (path / "calibration" / "labels.jsonl").write_text(json.dumps(
-        {"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999", "label": "different"}) + "\n")
+    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": "te0", "neighbour_id": "tr999",
+                                         "label": "different"}])
     head = build_report(path, cutoff=0.9)["headline"]
     assert head["n_answers"] == 0 and head["n_answers_read"] == 1
     assert "no hand label answers a pair of this table, so no sibling-rate interval" in head["text"]

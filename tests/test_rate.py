@@ -5,21 +5,17 @@ from __future__ import annotations
 import io
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import oracle_file, read_labels, write_jsonl
 from typer.testing import CliRunner
 
 from sibscan import fmt
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+from sibscan.calibration.synthetic import planted_scan
 from sibscan.cli import app
 from sibscan.rate import estimate_rate, narrow_enough
-
-
-def _oracle(tmp_path: Path, planted, draw_file: Path, name: str = "oracle.jsonl", **override) -> Path:
-    return write_oracle_labels(planted, draw_file, tmp_path / name, **override)
 
 
 # --- how numbers are printed ----------------------------------------------------------------------
@@ -65,7 +61,7 @@ def calibrated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rate")
     p = planted_scan(tmp / "scan", n_train=400, n_test=300, rate=0.1, seed=3)
     calibrate(p.path, ui="none", n_pairs=60)
-    labels = _oracle(tmp, p, p.path / "calibration" / "draw.json")
+    labels = oracle_file(tmp, p, p.path / "calibration")
     cal = calibrate(p.path, labels=labels, ui="none", n_pairs=60)
     assert cal.status == "ok", cal.advice
     return p, tmp
@@ -177,14 +173,13 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
         {**base, "encoder_identity": "another-encoder/v2", "query_id": "te1",  # another encoder's label of a pair here
          "neighbour_id": str(pop.neighbour_id[list(pop.query_id).index("te1")]), "label": "different"},
     ]
-    f = tmp_path / "mixed.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    f = write_jsonl(tmp_path / "mixed.jsonl", recs)
     said = []
     cal = calibrate(p.path, calibration_dir=cal_dir, labels=f, ui="none", n_pairs=20, echo=said.append)
     msg = " ".join(said)
     assert "imported 4 new label records" in msg and "2 of its 3 pairs are pairs this scan scores (carried over)" in msg
     assert "1 records were made under another encoder or verifier" in msg and "1 are not (kept in labels.jsonl, not used)" in msg
-    lines = [json.loads(x) for x in (cal_dir / "labels.jsonl").read_text().splitlines()]
+    lines = read_labels(cal_dir)
     assert [r["label"] for r in lines if r["query_id"] == undrawn[0]] == ["same", "different"]  # both kept
     assert cal.extra["n_labelled_outside_population"] == 1 and cal.extra["n_labels_used"] == 2
     assert cal.n_labels == {"same": 1, "different": 2, "skip": 0}  # the later answer counts
@@ -200,7 +195,7 @@ def test_a_changed_definition_is_warned_and_recorded(tmp_path):
     with pytest.warns(UserWarning, match="the definition of 'same' changed: 2 under 'the same row of values'"):
         cal = calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same series, rescaled",
                         stdin=io.StringIO("n\n"), stdout=io.StringIO())
-    lines = [json.loads(x) for x in (cal_dir / "labels.jsonl").read_text().splitlines()]
+    lines = read_labels(cal_dir)
     assert [r["definition"] for r in lines] == ["the same row of values"] * 2 + ["the same series, rescaled"]
     assert cal.extra["definition"] == "the same series, rescaled"
     assert cal.extra["definitions"] == {"the same row of values": 2, "the same series, rescaled": 1}

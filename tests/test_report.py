@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from _helpers import write_labels
 from planted_scan import CUTOFF, make_scan
 from typer.testing import CliRunner
 
@@ -285,8 +286,6 @@ def test_text_and_image_gallery(tmp_path):
 
 def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     """`sibscan calibrate SCAN` then `sibscan report SCAN`: the report picks up SCAN/calibration."""
-    import json as _json
-
     from sibscan.calibration import calibrate
     from sibscan.calibration.synthetic import oracle_labels, planted_scan
     from sibscan.report import build_report
@@ -299,11 +298,9 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     m = sd.manifest()
     top = sd.neighbours().top1()
     pairs = list(zip(top["query_id"].tolist(), top["neighbour_id"].tolist()))
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("".join(
-        _json.dumps({"query_id": q, "neighbour_id": t, "label": lab, "dataset_fingerprint": m["dataset_fingerprint"],
-                     "encoder_identity": m["encoder"]["identity"], "verifier_identity": None}) + "\n"
-        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs))))
+    labels = write_labels(tmp_path, ({"query_id": q, "neighbour_id": t, "label": lab, "dataset_fingerprint": m["dataset_fingerprint"],
+                                      "encoder_identity": m["encoder"]["identity"], "verifier_identity": None}
+                                     for (q, t), lab in zip(pairs, oracle_labels(planted, pairs))))
     cal = calibrate(scan, labels=str(labels), ui="none")
     after = build_report(scan)
     assert after["cutoff"]["source"] == "calibrated"

@@ -5,6 +5,7 @@ import csv
 
 import numpy as np
 import pytest
+from _helpers import write_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from planted_scan import make_scan
@@ -125,9 +126,7 @@ def test_split_reads_the_labels_once_and_warns_once(tmp_path):
 
     make_scan(tmp_path / "scan")
     cal = tmp_path / "scan" / "calibration"
-    cal.mkdir()
-    (cal / "labels.jsonl").write_text(json.dumps({"query_id": "te9", "neighbour_id": "tr15", "label": "same",
-                                                  "dataset_fingerprint": "abcd"}) + "\n")
+    write_labels(cal, [{"query_id": "te9", "neighbour_id": "tr15", "label": "same", "dataset_fingerprint": "abcd"}])
     (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
