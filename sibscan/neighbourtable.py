@@ -97,11 +97,17 @@ class Neighbours:
         sub = self.direction(query_split, neighbour_split)
         if len(sub) == 0:
             return sub
-        order = np.lexsort((sub["rank"], -sub["score"], sub["query_index"]))
-        q = sub["query_index"][order]
+        return sub.select(sub.top1_rows())
+
+    def top1_rows(self) -> np.ndarray:
+        """Positions in this table of each query's nearest row by the deciding ``score`` (ties: lower rank),
+        int64 of shape (n_queries,) in ``query_index`` order; the rows are taken as one direction (see
+        :meth:`top1`, which picks the direction first)."""
+        order = np.lexsort((self["rank"], -self["score"], self["query_index"]))
+        q = self["query_index"][order]
         first = np.ones(len(q), bool)
         first[1:] = q[1:] != q[:-1]
-        return sub.select(order[first])
+        return order[first]
 
     @staticmethod
     def concat(parts: Iterable["Neighbours"]) -> "Neighbours":

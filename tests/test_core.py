@@ -75,6 +75,25 @@ def test_neighbours_score_top1_and_roundtrip(tmp_path):
     assert (tmp_path / "neighbours.csv").read_text().splitlines()[0].startswith("query_split,query_id")
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_top1_rows_against_a_loop(seed):
+    # each query's row with the highest deciding score (verified where present), ties to the lower rank, then the earlier row
+    rng = np.random.default_rng(seed)
+    m = 60
+    q = rng.integers(0, 12, m)
+    sim = rng.choice([0.2, 0.5, 0.9], m).astype(np.float32)
+    ver = np.where(rng.random(m) < 0.3, np.nan, rng.choice([0.5, 0.9], m)).astype(np.float32)
+    nb = Neighbours({"query_split": ["test"] * m, "query_id": [f"q{i}" for i in q], "query_index": q,
+                     "rank": rng.integers(0, 3, m).astype(np.int32), "neighbour_split": ["train"] * m,
+                     "neighbour_id": [f"n{i}" for i in range(m)], "neighbour_index": np.arange(m),
+                     "similarity": sim, "verified": ver, "exact": np.zeros(m, bool)})
+    score, rank = nb["score"], nb["rank"]
+    want = [min((r for r in range(m) if q[r] == i), key=lambda r: (np.isnan(score[r]), -score[r], rank[r], r))
+            for i in sorted(set(q.tolist()))]
+    assert nb.top1_rows().tolist() == want
+    assert nb.top1()["neighbour_index"].tolist() == want
+
+
 def test_atomic_json_and_append(tmp_path):
     p = tmp_path / "a" / "b.json"
     write_json(p, {"x": np.float32(1.5), "n": np.int64(3)})

@@ -79,10 +79,8 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
         pick[np.asarray(top["query_index"], np.int64)] = np.arange(len(top))
         rows = top
     else:
-        order = np.lexsort((rows["rank"], -rows["score"], rows["query_index"]))
-        first = np.ones(len(order), bool)
-        first[1:] = rows["query_index"][order[1:]] != rows["query_index"][order[:-1]]
-        pick[rows["query_index"][order[first]]] = order[first]
+        best = rows.top1_rows()
+        pick[rows["query_index"][best]] = best
     pick = np.where(flags.row >= 0, flags.row, pick)
     has = pick >= 0
     at = pick[has]
