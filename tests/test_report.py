@@ -354,3 +354,27 @@ def test_every_output_counts_chance_siblings_against_the_train_items_searched(tm
     (tmp_path / "items" / "train.npz").rename(tmp_path / "train.npz")
     assert train_items_searched(manifest, tmp_path) is None
     assert headline(at, scores, baseline=sd.baseline(), n_train=None)["expected_chance_siblings"] is None
+
+
+def test_one_chance_count_in_the_report_or_one_refusal(tmp_path):
+    """test_to_train states the headline's expected chance siblings: it computed its own, and left it out
+    (warning "left out of the report") where the baseline lacked a quantile while the headline stated it,
+    and warned so too before the headline refused a baseline without a tail."""
+    import warnings
+
+    make_scan(tmp_path)
+    sd = ScanDir(tmp_path)
+    b = sd.baseline()
+    sd.write_baseline({**b, "quantiles": {q: v for q, v in b["quantiles"].items() if q != "0.999"}})
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        rep = build_report(tmp_path)
+    expected = rep["headline"]["expected_chance_siblings"]
+    assert expected is not None and rep["sibling_rate"]["test_to_train"]["expected_chance_siblings"] == expected
+    assert [str(w.message) for w in said] == ["baseline.json cannot say whether the cutoff sits among its random pairs "
+                                              "('0.999'); no warning about it in the report"]
+    sd.write_baseline({k: v for k, v in b.items() if k != "tail"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused in one line, with no warning before it
+        with pytest.raises(SibscanError, match="baseline has no usable tail"):
+            build_report(tmp_path)

@@ -83,16 +83,16 @@ def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
     return pred_mod.accuracy_split(correct, mask)
 
 
-def _chance(baseline, cutoff, n_train, n_test):
-    from ..calibration import baseline_warning, expected_chance_siblings
+def _baseline_warning(baseline, cutoff):
+    """The baseline's warning about the cutoff (None where there is none, or the record cannot tell)."""
+    from ..calibration import baseline_warning
 
-    if baseline is None or cutoff is None or not n_train:
-        return None, None
     try:
-        return finite_or_none(expected_chance_siblings(baseline, cutoff, n_train, n_test)), baseline_warning(baseline, cutoff)
-    except (SibscanError, KeyError, TypeError) as exc:
-        warnings.warn(f"baseline.json cannot give expected chance siblings ({exc}); left out of the report")
-        return None, None
+        return baseline_warning(baseline, cutoff)
+    except (KeyError, TypeError, ValueError) as exc:
+        warnings.warn(f"baseline.json cannot say whether the cutoff sits among its random pairs ({exc}); "
+                      "no warning about it in the report")
+        return None
 
 
 def _manifest_summary(m: dict, cutoff: dict) -> dict:
@@ -177,13 +177,13 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         lo, hi = rec["interval"]
         interval_rates = [rate_at(hi), rate_at(lo)]
     baseline = scan.baseline()
-    n_searched = train_items_searched(manifest, scan.path)  # what every output counts chance siblings with
-    expected, base_warning = _chance(baseline, c, n_searched, n_test)
-    head = headline(at, ts, baseline=baseline, n_train=n_searched)
+    # the expected chance siblings: the headline's figure, stated again under test_to_train
+    head = headline(at, ts, baseline=baseline, n_train=train_items_searched(manifest, scan.path))
+    base_warning = _baseline_warning(baseline, c)
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
     tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
-    tt["expected_chance_siblings"] = expected
+    tt["expected_chance_siblings"] = head["expected_chance_siblings"]
 
     # per class
     per_class = []
