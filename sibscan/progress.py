@@ -58,8 +58,12 @@ def _on_terminal() -> bool:
         return False
 
 
-def _write(line: str) -> None:
+def _write(line: str, unless: Optional[threading.Event] = None) -> None:
+    """Write one line to stderr; not when ``unless`` is set (checked under the lock that
+    :meth:`Bar.close` sets it under, so a tick never lands after its bar's closing line)."""
     with _lock:
+        if unless is not None and unless.is_set():
+            return
         try:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
@@ -145,7 +149,8 @@ class Bar:
     def _tick(self, stop: threading.Event, every: float) -> None:
         while not stop.wait(every):
             self._lines += 1
-            _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, note=self.note))
+            _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, note=self.note),
+                   unless=stop)
 
     @property
     def done(self) -> int:
@@ -167,7 +172,8 @@ class Bar:
             self._tqdm.close()
             self._tqdm = None
         if self._stop is not None:
-            self._stop.set()
+            with _lock:  # a tick already past its wait writes before this or not at all
+                self._stop.set()
             self._stop = None
             if self._lines:  # it ran long enough to be reported: say that it finished
                 _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, done=True,

@@ -118,3 +118,22 @@ def test_a_slow_scan_logged_to_a_file_reports_at_every_interval(tmp_path):
     for stage in ("load", "fingerprint", "encode", "search", "baseline"):
         assert sum(ln.startswith(f"sibscan: {stage}:") for ln in log.splitlines()) == 1, log
     assert "\r" not in log  # no bar redraws in a file
+
+
+def test_no_tick_lands_after_the_closing_line(monkeypatch):
+    """A tick whose wait ended while the bar was closing wrote after close() returned (after the "… in
+    m:ss" line, or into the next command's output); now it writes before the closing line or not at all."""
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.01")
+    late = 0
+    for _ in range(40):
+        with progress.bar(1, "verify images", "pair") as bar:
+            end = time.perf_counter() + 0.03
+            while time.perf_counter() < end:  # busy work that holds the GIL, as the verifiers' loops do
+                pass
+            bar.update(1)
+        written = len(log.getvalue())
+        time.sleep(0.02)
+        late += len(log.getvalue()) != written
+    assert late == 0, f"{late} of 40 bars wrote after close()"
