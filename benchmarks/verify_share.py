@@ -146,11 +146,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                     help="a scan option for every configuration (repeatable), e.g. k=5")
     args = ap.parse_args(argv)
     wanted = args.configs
-    if args.device == "cuda":
-        import torch
+    if args.device == "cuda":  # refused before any image is written, as the scan would refuse it
+        from sibscan.device import resolve_device
+        from sibscan.errors import SibscanError
 
-        if not torch.cuda.is_available():
-            ap.error("--device cuda: torch sees no CUDA GPU here; run on a GPU machine or use --device cpu")
+        try:
+            resolve_device("cuda")
+        except SibscanError as exc:
+            ap.error(str(exc))
     n_images = args.images if args.images is not None else (60 if args.quick else 3600)
     if n_images < 12:
         ap.error(f"--images {n_images}: give at least 12 images")

@@ -288,6 +288,18 @@ def test_verify_share_options_are_scan_options(tmp_path, capsys, bench_results):
     assert not list(tmp_path.iterdir())
 
 
+def test_verify_share_refuses_cuda_without_a_gpu(tmp_path, capsys, bench_results):
+    import benchmarks.verify_share as bench
+    from sibscan.device import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is visible: --device cuda runs here")
+    with pytest.raises(SystemExit):  # the scan's own refusal, before any image is written
+        bench.main(["--quick", "--device", "cuda"])
+    assert "--device cuda was asked for but" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.slow  # a whole image scan of 60 images, then its pairs verified three more times
 def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, bench_results):
     import benchmarks.pair_once as bench

@@ -313,3 +313,20 @@ def test_unavailable_default_verifier_is_skipped_with_a_warning_but_an_explicit_
     result = runner.invoke(app, ["scan", *args, "--out", str(d / "s2"), "--verify"])
     assert result.exit_code == 1
     assert "verifier 'lagcorr' cannot run here: no_such_module_xyz is not installed" in result.output
+
+
+def test_the_scan_builds_its_verifier_on_its_device_and_with_its_progress(planted_tables, monkeypatch):
+    """``--device cpu --no-progress`` reach the verifier the scan builds (lagcorr here: it takes a device,
+    and has no bar of its own to silence)."""
+    pytest.importorskip("torch")
+    import importlib
+
+    scan_module = importlib.import_module("sibscan.scan")  # the module (sibscan.scan is also a function's name)
+    seen = []
+    real = scan_module.build_verifier
+    monkeypatch.setattr(scan_module, "build_verifier", lambda *a, **kw: seen.append((a[2:], kw)) or real(*a, **kw))
+    d = planted_tables
+    _scan(["--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--label", "label",
+           "--out", str(d / "scan"), "--device", "cpu"])
+    assert seen == [(("cpu", False), {})]
+    assert str(ScanDir(d / "scan").manifest()["verifier"]["name"]) == "lagcorr"

@@ -56,4 +56,3 @@ def _accepts(cls, name: str) -> bool:
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             return False
     return False
-
