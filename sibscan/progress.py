@@ -58,17 +58,19 @@ def _on_terminal() -> bool:
         return False
 
 
-def _write(line: str, unless: Optional[threading.Event] = None) -> None:
+def _write(line: str, unless: Optional[threading.Event] = None) -> bool:
     """Write one line to stderr; not when ``unless`` is set (checked under the lock that
-    :meth:`Bar.close` sets it under, so a tick never lands after its bar's closing line)."""
+    :meth:`Bar.close` sets it under, so a tick never lands after its bar's closing line).
+    Returns whether the line was written."""
     with _lock:
         if unless is not None and unless.is_set():
-            return
+            return False
         try:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
         except (AttributeError, ValueError):
-            pass
+            return False
+        return True
 
 
 def message(text: str) -> None:
@@ -130,6 +132,7 @@ class Bar:
         self._t0 = time.perf_counter()
         self._tqdm = None
         self._stop: Optional[threading.Event] = None
+        self._thread: Optional[threading.Thread] = None
         self._lines = 0
         if not enabled or is_quiet():
             return
@@ -143,14 +146,16 @@ class Bar:
                               leave=not transient, bar_format=fmt, dynamic_ncols=True)
         elif not transient:
             self._stop = threading.Event()
-            threading.Thread(target=self._tick, args=(self._stop, _interval()), daemon=True,
-                             name=f"sibscan-progress-{self.desc}").start()
+            self._every = _interval()
+            self._thread = threading.Thread(target=self._tick, args=(self._stop, self._every), daemon=True,
+                                            name=f"sibscan-progress-{self.desc}")
+            self._thread.start()
 
     def _tick(self, stop: threading.Event, every: float) -> None:
         while not stop.wait(every):
-            self._lines += 1
-            _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, note=self.note),
-                   unless=stop)
+            if _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0,
+                                  note=self.note), unless=stop):
+                self._lines += 1
 
     @property
     def done(self) -> int:
@@ -175,7 +180,11 @@ class Bar:
             with _lock:  # a tick already past its wait writes before this or not at all
                 self._stop.set()
             self._stop = None
-            if self._lines:  # it ran long enough to be reported: say that it finished
+            if self._thread is not None:  # its count of lines written is final once it has stopped
+                self._thread.join(timeout=5.0)
+                self._thread = None
+            # it ran long enough to be reported (a tick cut off by close() counts): say that it finished
+            if self._lines or time.perf_counter() - self._t0 >= self._every:
                 _write(format_line(self.desc, self.n, self.total, self.unit, time.perf_counter() - self._t0, done=True,
                                    note=self.note))
 

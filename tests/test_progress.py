@@ -137,3 +137,5 @@ def test_no_tick_lands_after_the_closing_line(monkeypatch):
         time.sleep(0.02)
         late += len(log.getvalue()) != written
     assert late == 0, f"{late} of 40 bars wrote after close()"
+    # and each bar, open longer than the interval, said that it finished (a tick cut off by close() counts)
+    assert sum(ln.startswith("verify images: 1/1 pairs in ") for ln in log.getvalue().splitlines()) == 40
