@@ -133,8 +133,8 @@ def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, iden
 
 
 def _check_definition(store: LabelStore, definition: str) -> None:
-    """Warn when answers were given under another definition of "same" than the one in use now (a warning
-    only: echoed as well, the command printed it twice)."""
+    """Warn when answers were given under another definition of "same" than the one in use now (as a
+    warning only: it was also echoed, so the command printed it twice)."""
     others = {d: k for d, k in store.definitions().items() if d and d != definition}  # None: not recorded
     if others:
         said = "; ".join(f"{k} under {d!r}" for d, k in others.items())

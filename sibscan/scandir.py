@@ -294,7 +294,18 @@ class ScanDir:
             raise _corrupt(self.baseline_path, exc, _DELETE_RERUN) from None
         if not isinstance(baseline, dict) or "quantiles" not in baseline:
             raise _corrupt(self.baseline_path, ValueError("not a baseline record"), _DELETE_RERUN)
+        q = baseline["quantiles"]
+        # the quantiles every reader of the cutoff uses (the 99th: calibration's draw; both: the warning
+        # about a cutoff among random pairs); checked once here, not as a KeyError in each reader
+        bad = [k for k in ("0.99", "0.999") if not isinstance(q, dict) or not _number(q.get(k))]
+        if bad:
+            raise _corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), _DELETE_RERUN)
         return baseline
 
     def write_baseline(self, baseline: dict) -> None:
         write_json(self.baseline_path, baseline)
+
+
+def _number(x) -> bool:
+    """A real number (JSON's int or float, not a bool or text)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..groups import group_table
+from ..calibration import baseline_warning
 from ..calibration.labelfile import cutoff_and_labels
 from ..pairdecision import flag_items
 from ..headline import headline
@@ -81,18 +82,6 @@ def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
     from .. import predictions as pred_mod
 
     return pred_mod.accuracy_split(correct, mask)
-
-
-def _baseline_warning(baseline, cutoff):
-    """The baseline's warning about the cutoff (None where there is none, or the record cannot tell)."""
-    from ..calibration import baseline_warning
-
-    try:
-        return baseline_warning(baseline, cutoff)
-    except (KeyError, TypeError, ValueError) as exc:
-        warnings.warn(f"baseline.json cannot say whether the cutoff sits among its random pairs ({exc}); "
-                      "no warning about it in the report")
-        return None
 
 
 def _manifest_summary(m: dict, cutoff: dict) -> dict:
@@ -179,7 +168,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     baseline = scan.baseline()
     # the expected chance siblings: the headline's figure, stated again under test_to_train
     head = headline(at, ts, baseline=baseline, n_train=train_items_searched(manifest, scan.path))
-    base_warning = _baseline_warning(baseline, c)
+    base_warning = baseline_warning(baseline, c)  # ScanDir.baseline checked the quantiles it reads
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
     tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
