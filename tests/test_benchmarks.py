@@ -903,3 +903,13 @@ def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monke
     assert e["calibration"]["cutoff"] == cal["cutoff"]  # the cutoff does not move
     assert e["hard_negatives_above_cutoff"] == 1 and e["hard_negatives_flagged"] == 0
     assert e["above_cutoff"]["recall"] == pytest.approx(evaluated["metrics"]["recall"])
+
+
+def test_write_results_goes_to_results_unless_the_environment_names_another_folder(tmp_path, monkeypatch):
+    """bench_results sets both ways; this keeps each covered on its own."""
+    monkeypatch.delenv("SIBSCAN_BENCH_RESULTS", raising=False)
+    monkeypatch.setattr(_common, "RESULTS", tmp_path / "results")
+    assert _common.write_results("x", {"a": 1}) == tmp_path / "results" / "x.json"
+    monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path / "env"))
+    assert _common.write_results("x", {"a": 2}) == tmp_path / "env" / "x.json"
+    assert json.loads((tmp_path / "results" / "x.json").read_text())["a"] == 1
