@@ -50,6 +50,8 @@ class TrainIndex:
 
     path: Path
     meta: Dict[str, Any]
+    #: items the last build or add could not load (all of them, with reasons: ``meta["skipped"]``)
+    last_skipped: int = 0
 
     # --- creation -----------------------------------------------------------------------------
     @classmethod
@@ -157,6 +159,9 @@ class TrainIndex:
         save_items(self.path, items, fps)
         shards.append(np.asarray(emb, np.float32))
         self.meta["n_items"] = int(len(items))
+        # what could not be loaded (unreadable images ...), over every build and add, as a scan lists them
+        self.meta["skipped"] = [*self.meta.get("skipped", []), *(k.to_dict() for k in new.skipped)]
+        self.last_skipped = len(new.skipped)
         write_json(self.path / "index.json", self.meta)
 
     # --- reading ------------------------------------------------------------------------------

@@ -112,3 +112,24 @@ def test_ray_block_encoder_embeds_blocks_on_workers_and_fills_the_cache(data, tm
     other = ray_block_encoder(functools.partial(get_encoder, "raw", dim=24), enc.identity + " (driver)")
     with pytest.raises(Exception, match="Ray worker built encoder"):
         list(other(iter([(np.arange(2), items.values[:2])]), None))
+
+
+def test_index_build_and_add_say_what_they_skipped(tmp_path):
+    """A corrupt image is skipped and said, as the scan says it (the index was silent about it)."""
+    PIL = pytest.importorskip("PIL", reason="Pillow is not installed (pip install 'sibscan[images]')")  # noqa: F841
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for folder, n in (("a", 4), ("b", 2)):
+        (tmp_path / folder).mkdir()
+        for i in range(n):
+            Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(tmp_path / folder / f"{folder}{i}.png")
+    (tmp_path / "a" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    r = runner.invoke(app, ["index", "build", str(tmp_path / "a"), "--out", str(tmp_path / "idx"), "--encoder", "pixels"])
+    assert r.exit_code == 0, r.output
+    assert "4 image items" in r.output and "(skipped: 1 — listed in index.json)" in r.output
+    r = runner.invoke(app, ["index", "add", str(tmp_path / "idx"), str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    assert "now holds 6" in r.output and "skipped" not in r.output  # nothing skipped by this add
+    meta = TrainIndex.open(tmp_path / "idx").meta
+    assert len(meta["skipped"]) == 1 and "broken.jpg" in json.dumps(meta["skipped"][0])

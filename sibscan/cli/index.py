@@ -27,7 +27,13 @@ def _summary(idx, index: str, added: Optional[int] = None) -> dict:
            "encoder": meta["encoder"]["identity"]}
     if added is not None:
         out["added"] = added
+    out["skipped"] = idx.last_skipped  # by this build or add; all of them: index.json's "skipped"
     return out
+
+
+def _skipped_note(s: dict) -> str:
+    """What the build or add could not load, as the scan says it."""
+    return f" (skipped: {s['skipped']:,} — listed in index.json)" if s.get("skipped") else ""
 
 
 @index_app.command("build", no_args_is_help=True, cls=Command)
@@ -50,7 +56,8 @@ def build(
         force=force, **common,
     )
     s = _summary(idx, out)
-    typer.echo(dumps_json(s) if as_json else f"index {out}: {s['n_items']:,} {s['modality']} items, encoder {s['encoder']}")
+    typer.echo(dumps_json(s) if as_json else f"index {out}: {s['n_items']:,} {s['modality']} items, encoder {s['encoder']}"
+               + _skipped_note(s))
 
 
 @index_app.command("add", no_args_is_help=True, cls=Command)
@@ -69,7 +76,7 @@ def add(
     idx = TrainIndex.open(index)
     n = idx.add(more, id=id_, **{k: v for k, v in (options or {}).items() if v is not None})
     s = _summary(idx, index, added=n)
-    typer.echo(dumps_json(s) if as_json else f"added {n:,} items; index {index} now holds {s['n_items']:,}")
+    typer.echo(dumps_json(s) if as_json else f"added {n:,} items; index {index} now holds {s['n_items']:,}" + _skipped_note(s))
 
 
 @index_app.command("info", cls=Command)
