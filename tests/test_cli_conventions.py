@@ -143,3 +143,23 @@ def test_in_memory_tables_and_texts_reach_find_twins_and_jsonl_ids(tmp_path):
     assert load(tmp_path / "t.jsonl", "train").ids.tolist() == ["doc7", "doc9"]  # an id field names its record
     (tmp_path / "d.jsonl").write_text('{"id": 1, "text": "a b"}\n{"id": 1, "text": "c d"}\n')
     assert load(tmp_path / "d.jsonl", "train").ids.tolist() == ["0", "1"]  # not distinct: record numbers
+
+
+def test_the_console_command_prints_a_warning_as_one_line(tmp_path):
+    """`sibscan report` on an unfinished scan warned as Python does ("…/compute.py:126: UserWarning: …" and
+    the source line); the command prints "warning: …" only."""
+    import subprocess
+    import sys
+
+    from planted_scan import make_scan
+    from sibscan.scandir import ScanDir
+
+    make_scan(tmp_path)
+    sd = ScanDir(tmp_path)
+    sd.write_manifest({**sd.manifest(), "status": "running"})
+    proc = subprocess.run([sys.executable, "-m", "sibscan", "report", str(tmp_path), "--json"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    said = [ln for ln in proc.stderr.splitlines() if "is not complete" in ln]
+    assert said == [f"warning: the scan in {tmp_path} is not complete (status 'running'); the report covers what it holds"]
+    assert "UserWarning" not in proc.stderr and "warnings.warn" not in proc.stderr

@@ -54,5 +54,15 @@ for _name in COMMANDS:
     importlib.import_module(f"{__name__}.{_name}").register(app)
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as a person reads it on the command line: "warning: ..." (the message says the file,
+    row and fix), not Python's "path/to/module.py:126: UserWarning: ..." and the source line."""
+    return f"warning: {message}\n"
+
+
 def main() -> None:
+    """The ``sibscan`` console command (and ``python -m sibscan``)."""
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
     app()
