@@ -116,6 +116,10 @@ def test_split_cli(tmp_path):
     assert not {x["group"] for x in new_test} & {x["group"] for x in new_train}
     r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(out), "--resplit", str(tmp_path / "rs"), "--test-size", "0"])
     assert r.exit_code == 1 and "error: --test-size is a fraction in (0, 1), got 0.0" in r.output
+    # without --resplit too (it was accepted, and ignored), and before anything is written
+    r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g2.csv"), "--test-size", "1.5"])
+    assert r.exit_code == 1 and "error: --test-size is a fraction in (0, 1), got 1.5" in r.output
+    assert not (tmp_path / "g2.csv").exists()
 
 
 def test_split_reads_the_labels_once_and_warns_once(tmp_path):

@@ -36,8 +36,7 @@ def register(app: typer.Typer) -> None:
         from ..split import check_resplit, groups_and_headline, resplit, write_groups, write_resplit
 
         check_linkage(linkage)
-        if resplit_dir is not None:
-            check_resplit(test_size, seed)
+        check_resplit(test_size, seed)  # checked with the others, before anything is read, --resplit or not
         groups, head = groups_and_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force,
                                            sources=not no_sources, linkage=linkage)
         write_groups(groups, out)
