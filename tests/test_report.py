@@ -382,3 +382,16 @@ def test_one_chance_count_in_the_report_or_one_refusal(tmp_path):
         warnings.simplefilter("error")  # refused in one line, with no warning before it
         with pytest.raises(SibscanError, match="baseline has no usable tail"):
             build_report(tmp_path)
+
+
+def test_the_share_over_the_cutoffs_interval_reads_as_one_value_when_it_does_not_move(planted):
+    import copy
+
+    rep = copy.deepcopy(planted[3])
+    tt = rep["sibling_rate"]["test_to_train"]
+    md = render_markdown(rep)
+    line = next(ln for ln in md.splitlines() if "Over the cutoff's interval" in ln)
+    assert " runs " in line  # the planted scan's share moves over the interval
+    tt["at_interval"] = [0.189, 0.189]
+    line = next(ln for ln in render_markdown(rep).splitlines() if "Over the cutoff's interval" in ln)
+    assert line.endswith("the share flagged stays at 18.9 %.") and "18.9 % to 18.9 %" not in line

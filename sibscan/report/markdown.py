@@ -91,7 +91,8 @@ def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
         out.append("The interval is wider than max(0.5 pp, 25 % of the estimate): label more pairs to narrow it.")
     if cut.get("interval") and tt.get("at_interval"):
         lo, hi = tt["at_interval"]
-        out.append(f"Over the cutoff's interval {span(*cut['interval'])} the share flagged runs {pct(lo)} to {pct(hi)}.")
+        runs = f"stays at {pct(lo)}" if pct(lo) == pct(hi) else f"runs {pct(lo)} to {pct(hi)}"
+        out.append(f"Over the cutoff's interval {span(*cut['interval'])} the share flagged {runs}.")
     if h.get("expected_chance_siblings") is not None:
         more = ", extrapolated beyond every random pair scored" if h.get("chance_extrapolated") else ""
         out.append(f"Expected chance siblings at this cutoff (random-pair baseline{more}): "
