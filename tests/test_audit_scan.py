@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 from sibscan.cli import app
 from sibscan.config import ScanConfig
 from sibscan.report import build_report
+from sibscan.report.honest import sibling_cell
+from sibscan.report.markdown import pct
 from sibscan.scan import run_scan
 
 runner = CliRunner()
@@ -130,3 +132,51 @@ def test_scan_manifest_run_record_and_verify(scanned, tmp_path):
         assert res.exit_code == 1 and "test" in res.stdout and "changed" in res.stdout
     finally:
         shutil.copy(tmp_path / "keep.tsv", d / "test.tsv")
+
+
+def test_audit_states_the_count_the_scans_report_states(tmp_path):
+    """The train→test note and ``train_test`` give the report's count, never None: without a cutoff the exact
+    twins (near siblings not assessed), once calibrated the headline's flagged count beside its estimate."""
+    from sibscan.calibration import calibrate
+    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+
+    planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
+    scan = str(planted.path)
+
+    def audit():
+        res = runner.invoke(app, ["audit", "--scan", scan, "--json", "--force"])
+        assert res.exit_code == 1, res.output  # no validation split
+        out = json.loads(res.stdout)
+        return out["checks"]["val_split"]["detail"], out["summaries"]["val_split"], build_report(scan)
+
+    detail, summary, rep = audit()
+    exact = rep["sibling_rate"]["test_to_train"]["exact"]
+    assert rep["headline"]["state"] == "not_assessed"
+    assert detail["train_test"]["count"] == exact["count"] == rep["headline"]["exact_twins"]["count"]
+    assert f"train→test: {pct(exact['rate'])} ({exact['count']} of 150, exact twins only" in summary
+    assert "None" not in summary
+    assert detail["near_siblings"] == "not assessed: no validation data was given (--val FILE)"
+
+    calibrate(planted.path, ui="none", n_pairs=40)
+    calibrate(planted.path, ui="none", n_pairs=40,
+              labels=write_oracle_labels(planted, planted.path / "calibration" / "draw.json", tmp_path / "o.jsonl"))
+    detail, summary, rep = audit()
+    head = rep["headline"]
+    assert head["state"] == "calibrated" and head["flagged"]["count"] > 0
+    tt = detail["train_test"]
+    assert (tt["count"], tt["n"], tt["rate"]) == (head["flagged"]["count"], 150, head["estimate"])
+    assert f"{head['flagged']['count']} of 150 flagged at the cutoff" in summary and "None" not in summary
+    # the report's own table says the same
+    assert sibling_cell(tt) in rep["audits"]["evaluation"]["markdown"]
+
+
+def test_val_siblings_not_assessed_says_the_scan_has_no_cutoff(scanned):
+    d, _ = scanned
+    run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan0"),
+                        baseline_pairs=2000, verified_baseline_pairs=500, progress=False))
+    res = runner.invoke(app, ["audit", "--scan", str(d / "scan0"), "--val", str(d / "val.tsv"), "--json"])
+    assert res.exit_code == 1, res.output
+    detail = json.loads(res.stdout)["checks"]["val_split"]["detail"]
+    assert "val_test_siblings" not in detail and detail["val_test"]["test_rows_with_twin"] == 2
+    assert detail["near_siblings"].startswith("not assessed: the scan has no cutoff")
+    assert detail["train_test"]["count"] == 3 and detail["train_test"]["state"] == "exact_only"  # train's 3 exact copies

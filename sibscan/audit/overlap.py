@@ -12,6 +12,7 @@ import os
 from typing import Optional
 
 from ..items import Items
+from ..report.honest import sibling_cell
 from ..report.markdown import pct
 from ..twins import find_twins
 from .result import Check
@@ -39,7 +40,8 @@ def _pair(reference: Items, test: Items, decimals: int, znorm: bool) -> dict:
 
 def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None, train: Optional[Items] = None,
                     selection_has_val: bool = False, decimals: int = 6, znorm: bool = False, max_overlap: float = 0.0,
-                    val_siblings: Optional[dict] = None, train_siblings: Optional[dict] = None) -> Check:
+                    val_siblings: Optional[dict] = None, train_siblings: Optional[dict] = None,
+                    near_unassessed: str = "exact twins only (audit a scan with a cutoff, --scan DIR, for siblings)") -> Check:
     """Fail when there is no validation split, or when more than ``max_overlap`` of the test items have
     a twin (or, with ``val_siblings``, a sibling) in it.
 
@@ -58,7 +60,10 @@ def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None
         Validation↔test siblings from a pairwise scan (:meth:`ScanLink.val_test_siblings`): judged
         instead of exact twins alone.
     train_siblings : dict, optional
-        The scan's train→test sibling rate, reported beside the check (instead of ``train`` twins).
+        The scan's train→test sibling rate (:func:`sibscan.report.honest.sibling_rate_record`), reported
+        beside the check in the report's words (instead of ``train`` twins).
+    near_unassessed : str
+        Why validation↔test siblings were not judged when ``val_siblings`` is None (``val`` given).
     """
     exists = val is not None or selection_has_val
     detail: dict = {"validation_split": exists,
@@ -87,14 +92,14 @@ def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None
         notes.append("validation/test overlap not assessed (the test items' data was not given)")
     if train_siblings is not None:
         detail["train_test"] = train_siblings
-        notes.append(f"train→test: {train_siblings['count']} of {train_siblings['n']} test items have a training "
-                     f"sibling ({train_siblings['kind']})")
+        notes.append(f"train→test: {sibling_cell(train_siblings)}")
     elif train is not None and test is not None:
         detail["train_test"] = _pair(train, test, decimals, znorm)
         notes.append(f"train↔test: {detail['train_test']['test_rows_with_twin']} exact twins "
                      "(gate with sibscan check --max-exact)")
-    if val_siblings is None:
-        detail["near_siblings"] = "not assessed: exact twins only (audit a scan with a cutoff, --scan DIR, for siblings)"
+    if val_siblings is None:  # why validation↔test siblings were not judged
+        detail["near_siblings"] = "not assessed: " + (near_unassessed if val is not None else "no validation data "
+                                                      "was given (--val FILE)")
     passed = not problems
     summary = "; ".join(problems + notes if problems else ["a validation split exists"] + notes)
     limitation = "" if passed else "Validation split: " + "; ".join(problems) + "."

@@ -199,7 +199,8 @@ def _val_check(cfg: AuditConfig, target: Optional[Column], link: Optional[ScanLi
         near = link.val_test_siblings(cfg.val, out / VAL_SCAN_DIR, force=cfg.force) if val is not None else None
         return val_split_check(val=val, test=link.test_items(), selection_has_val=cfg.selection is not None,
                                decimals=link.decimals, znorm=link.znorm, max_overlap=cfg.max_val_overlap,
-                               val_siblings=near, train_siblings=train_siblings)
+                               val_siblings=near, train_siblings=train_siblings,
+                               near_unassessed="the scan has no cutoff (calibrate it: sibscan calibrate SCAN_DIR)")
     test_path = cfg.test_data or (target.path if target is not None and target.loaded else None)
     return val_split_check(
         val=val, test=load_split_file(test_path, "test", **opts) if test_path else None,

@@ -58,27 +58,36 @@ def format_value(agg: dict, runs: bool = True) -> str:
 
 
 def sibling_rate_record(report: dict) -> dict:
-    """The test→train sibling rate of a scan report, as the honest-reporting table shows it."""
-    anyr = report["sibling_rate"]["test_to_train"]["any"]
+    """The test→train sibling rate of a scan report, as the honest-reporting table shows it.
+
+    ``count`` is always a count the report states: test items flagged at its cutoff (the headline's
+    ``flagged.count``, hand labels deciding the pairs they answer), or without a cutoff the test items
+    with an exact twin (all that is known then: ``state`` ``exact_only``).  ``rate`` is ``count / n``,
+    except when calibrated: the headline's estimate."""
+    tt = report["sibling_rate"]["test_to_train"]
     cut = report["cutoff"]
     head = report.get("headline") or {}
+    if cut.get("value") is None:  # near siblings not assessed; the exact twins are counted all the same
+        ex = tt["exact"]
+        return {"kind": "exact twins only; no cutoff for near siblings", "count": ex["count"], "n": ex["n"],
+                "rate": ex["rate"], "interval": ex["ci"], "state": "exact_only"}
     if head.get("state") == "calibrated":  # the report's headline estimate: one value in every table
-        return {"kind": f"calibrated with {head['n_labels']} hand labels", "count": None, "n": head["n"],
-                "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
-    if cut.get("value") is None:
-        kind = "exact twins only; no cutoff for near siblings"
-    else:
-        kind = f"exact or near at cutoff {cut['value']:.3g}, {cut.get('source')}"
-    return {"kind": kind, "count": anyr["count"], "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"],
-            "state": "exact_only" if cut.get("value") is None else cut.get("source")}
+        return {"kind": f"calibrated with {head['n_labels']} hand labels", "count": head["flagged"]["count"],
+                "n": head["n"], "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
+    anyr = tt["any"]
+    return {"kind": f"exact or near at cutoff {cut['value']:.3g}, {cut.get('source')}", "count": anyr["count"],
+            "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"], "state": cut.get("source")}
 
 
 def sibling_cell(sib: Optional[dict]) -> str:
-    """The sibling-rate cell: the rate with its interval and what it counts, or "not assessed"."""
+    """The sibling rate in words: the rate with its interval, what it counts and the count behind it, or
+    "not assessed" (the honest-reporting table's cell, and the audit's train→test note)."""
     if not sib or sib.get("rate") is None:
         return "not assessed"
-    text = f"{pct(sib['rate'])} ({sib['kind']})" if sib.get("count") is None else \
-        f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
+    if sib.get("state") == "calibrated":  # an estimate, not count / n: the flagged count is said apart
+        text = f"{pct(sib['rate'])} ({sib['kind']}; {sib['count']} of {sib['n']} flagged at the cutoff)"
+    else:
+        text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
     if sib.get("interval"):
         lo, hi = sib["interval"]
         text += f", 95 % CI {pct(lo)}–{pct(hi)}"
