@@ -223,8 +223,9 @@ def calibrate(
         index = pop.index_of()
         here = sum(1 for k in imp.pairs if k in index)
         echo(f"imported {imp.added} new label records from {labels}: {here} of its {len(imp.pairs)} pairs are pairs this "
-             f"scan scores (carried over){'' if not imp.other_encoder else f'; {imp.other_encoder} records were made under another encoder or verifier'}"
-             + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)"))
+             "scan scores (carried over)"
+             + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)")
+             + ("" if not imp.other_encoder else f"; {imp.other_encoder} records were made under another encoder or verifier"))
     _check_definition(store, definition)
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
@@ -298,6 +299,10 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         same.append(rec["label"] == "same")
     rows_a, same_a = np.asarray(rows, np.int64), np.asarray(same, bool)
     n_outside = sum(1 for k, rec in store.current().items() if k not in index and rec["label"] != "skip")
+    # the answers this fit uses, as every output counts them (the headline's "calibrated with N hand labels");
+    # answers about pairs this scan does not score stay in labels.jsonl, counted apart
+    n_labels = {"same": int(same_a.sum()), "different": int((~same_a).sum()),
+                "skip": sum(1 for k, rec in store.current().items() if k in index and rec["label"] == "skip")}
     if ts is None:  # scores of the population alone (every test item has a neighbour)
         score = np.full(int(pop.query_index.max()) + 1 if len(pop) else 0, np.nan)
         score[pop.query_index] = pop.score
@@ -339,7 +344,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     return Calibration(
         cutoff=res.cutoff, interval=res.interval, score=pop.score_kind, encoder_identity=identity.encoder_identity,
         verifier_identity=identity.verifier_identity, dataset_fingerprint=identity.dataset_fingerprint,
-        n_labels=store.counts(), estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
+        n_labels=n_labels, estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
         extra={"definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
                "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}

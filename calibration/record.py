@@ -38,7 +38,8 @@ class Calibration:
     score : str
         ``"verified"`` or ``"similarity"``: the score the cutoff applies to.
     n_labels : dict
-        ``{"same", "different", "skip"}`` counts.
+        ``{"same", "different", "skip"}`` counts of the answers the fit used: those about pairs the
+        scan scores (``extra["n_labelled_outside_population"]`` counts the others labels.jsonl keeps).
     estimates : dict
         ``precision``, ``recall``, ``sibling_rate [lo, mid, hi]``, ``siblings``, ``flagged``,
         ``expected_chance_siblings``…

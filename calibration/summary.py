@@ -51,9 +51,11 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     lines = []
     if head is not None:
         lines.append(head["text"])
-    n = cal.n_labels
+    n, extra = cal.n_labels, cal.extra or {}
+    unused = extra.get("n_labelled_outside_population") or 0
     lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
-                 + (f" ('same' means: {cal.extra['definition']})" if (cal.extra or {}).get("definition") else ""))
+                 + (f"; {unused} more in labels.jsonl not used (pairs this scan does not score)" if unused else "")
+                 + (f" ('same' means: {extra['definition']})" if extra.get("definition") else ""))
     if cal.cutoff is not None:
         iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
         lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import label_session, oracle_file, read_labels
+from _helpers import label_session, oracle_file, read_labels, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -449,3 +449,37 @@ def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(plante
     assert [s for s in said if s.startswith("the rule changed")] == [
         f"the rule changed: {cal_dir / 'cutoff.json'} was fitted by 'precision >= 0.9' (cutoff 0.4560); "
         f"refitted by '{precision_rule(0.9)}': cutoff {cut3}"]
+
+
+def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_used(tmp_path):
+    """Labels from another scan of the same data (another verifier) answer some pairs this scan does not
+    score: kept, not used — and every output counts the answers used, as cutoff.json's n_labels_used and
+    the rate estimate do (the headline said 'calibrated with' every answer in the file)."""
+    from sibscan.report import build_report
+    from sibscan.scandir import ScanDir
+
+    planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
+    scan = str(planted.path)
+    calibrate(planted.path, ui="none", n_pairs=40)
+    labels = oracle_file(tmp_path, planted, planted.path / "calibration")
+    first = json.loads(labels.read_text().splitlines()[0])
+    nb = ScanDir(scan).neighbours().top1("test", "train")
+    scored = set(zip(nb["query_id"].tolist(), nb["neighbour_id"].tolist()))
+    other = [(f"te{i}", f"tr{i + 1}") for i in range(60)]
+    other = [p for p in other if p not in scored][:25]
+    write_jsonl(labels, [{**first, "verifier_identity": "another-verifier/v1", "query_id": q, "neighbour_id": t,
+                          "label": "different"} for q, t in other], append=True)
+    runner = CliRunner()
+    res = runner.invoke(app, ["calibrate", scan, "--ui", "none", "--n-pairs", "40", "--labels", str(labels)])
+    assert res.exit_code == 0, res.output
+    assert "; 25 are not (kept in labels.jsonl, not used)" in res.stderr
+    cal = load_calibration(planted.path / "calibration")
+    used = cal.extra["n_labels_used"]
+    assert cal.extra["n_labelled_outside_population"] == 25 and used == cal.estimates["rate"]["n_labels"] == 40
+    assert cal.n_labels["same"] + cal.n_labels["different"] == used  # was 65: the file's answers, used or not
+    assert f"calibrated with {used} hand labels" in res.stdout
+    assert (f"labels: {cal.n_labels['same']} same, {cal.n_labels['different']} different, 0 skipped; 25 more in "
+            "labels.jsonl not used") in res.stdout
+    assert build_report(scan)["headline"]["n_labels"] == used
+    chk = runner.invoke(app, ["check", scan, "--max-rate", "0.9"])
+    assert chk.exit_code == 0 and f"calibrated with {used} labels" in chk.stdout, chk.output
