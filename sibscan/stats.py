@@ -36,7 +36,11 @@ def wilson_interval(k: int, n: int, z: float = Z95) -> Optional[list]:
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
+    # at k = 0 (k = n) the bound is 0 (1) exactly; centre - half leaves a rounding residue (1.7e-18),
+    # which a percentage printed to two significant digits shows as 0.00000000000000017 %
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return [float(lo), float(hi)]
 
 
 def rate_record(mask: np.ndarray) -> dict:

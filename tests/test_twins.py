@@ -200,6 +200,10 @@ def test_accuracy_split_and_wilson():
     assert wilson_interval(8, 10) == pytest.approx((ref.low, ref.high), abs=1e-6)
     empty = accuracy_split(correct, np.zeros(10, bool))["masked"]
     assert np.isnan(empty["accuracy"]) and empty["ci"] is None and wilson_interval(0, 0) is None
+    # none or all: the bound at the edge is exact, not a rounding residue (printed as 0.00000000000000017 %)
+    assert [wilson_interval(0, n)[0] for n in (7, 150, 10_000)] == [0.0, 0.0, 0.0]
+    assert [wilson_interval(n, n)[1] for n in (7, 150, 10_000)] == [1.0, 1.0, 1.0]
+    assert wilson_interval(0, 150)[1] == pytest.approx(scipy_stats.binomtest(0, 150).proportion_ci(method="wilson").high)
 
 
 # ------------------------------------------------------------------------------------------- CLI
