@@ -6,6 +6,9 @@ A predictions file is either
 * a CSV/TSV with a header, or JSONL, with an ``id`` and a ``prediction`` field (``pred`` and
   ``y_pred`` are accepted too), matched to the test items by id. Without an id column the rows
   are taken in test order.
+
+An optional ``label`` column holds the true label of each row: it is the truth the predictions are
+scored against when the scan's test items have no labels (:func:`read_predictions_and_truth`).
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from .items import Items
 from .loaders.records import json_objects
 from .stats import wilson_interval
 
-__all__ = ["read_predictions", "read_lines", "read_records", "correct_mask", "accuracy_split", "PREDICTION_FIELDS"]
+__all__ = ["PREDICTION_FIELDS", "accuracy_split", "correct_mask", "read_lines", "read_predictions",
+           "read_predictions_and_truth", "read_records"]
 
 #: accepted names of the prediction column/field, in order of preference
 PREDICTION_FIELDS = ("prediction", "pred", "y_pred", "predicted")
@@ -75,7 +79,42 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
         Unreadable file, wrong number of predictions, ids missing from the file or unknown to the
         test split.
     """
+    return _read(Path(path), test)[0]
+
+
+def read_predictions_and_truth(path: str | os.PathLike, test: Items) -> tuple:
+    """Predictions and the labels they are scored against, both in test order.
+
+    The truth is the test items' labels; when they have none, the predictions file's ``label``
+    column.
+
+    Returns
+    -------
+    predictions, labels : ndarray of shape (n_test,), str
+
+    Raises
+    ------
+    InputError
+        As :func:`read_predictions`; also when neither the test items nor the file have labels, or a
+        row of the file's label column is empty.
+    """
     path = Path(path)
+    preds, labels = _read(path, test)
+    if test.labels is not None:
+        return preds, np.asarray(test.labels)
+    if labels is None:
+        raise InputError("the test items have no labels and this file has no label column, so predictions cannot "
+                         "be scored; add a label column (id, prediction, label), scan with --label FIELD, or (Python API) pass "
+                         "correct=", path=path)
+    empty = np.char.str_len(np.char.strip(labels)) == 0
+    if empty.any():
+        raise InputError(f"test id {str(test.ids[np.argmax(empty)])!r} has an empty label; give a label on every row",
+                         path=path)
+    return preds, labels
+
+
+def _read(path: Path, test: Items) -> tuple:
+    """(predictions, the file's ``label`` column or None), both in test order."""
     if not path.is_file():
         raise InputError("predictions file not found", path=path)
     lines = read_lines(path)
@@ -88,17 +127,18 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
         if len(preds) != n:
             raise InputError(f"has {len(preds)} predictions for {n} test rows; give one per test row, "
                              "in test order, or a CSV/JSONL with id and prediction columns", path=path)
-        return np.array(preds, dtype=str)
+        return np.array(preds, dtype=str), None
     if not recs:
         raise InputError("no predictions", path=path)
     key = next((k for k in PREDICTION_FIELDS if k in recs[0]), None)
     if key is None:
         raise InputError(f"no prediction field; expected one of {', '.join(PREDICTION_FIELDS)}", path=path, row=1)
     preds = np.array([r.get(key, "") for r in recs], dtype=str)
+    labels = np.array([r.get("label", "") for r in recs], dtype=str) if "label" in recs[0] else None
     if "id" not in recs[0]:
         if len(preds) != n:
             raise InputError(f"has {len(preds)} predictions for {n} test rows and no id column", path=path)
-        return preds
+        return preds, labels
     ids = np.array([r.get("id", "") for r in recs], dtype=str)
     uniq, counts = np.unique(ids, return_counts=True)
     if (counts > 1).any():
@@ -116,7 +156,8 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
     if len(extra):
         raise InputError(f"{len(extra)} ids are not in the test split (first: {', '.join(map(repr, extra[:3].tolist()))})",
                          path=path)
-    return preds[order][pos]
+    take = order[pos]
+    return preds[take], (None if labels is None else labels[take])
 
 
 def correct_mask(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:

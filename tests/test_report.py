@@ -395,3 +395,28 @@ def test_the_share_over_the_cutoffs_interval_reads_as_one_value_when_it_does_not
     tt["at_interval"] = [0.189, 0.189]
     line = next(ln for ln in render_markdown(rep).splitlines() if "Over the cutoff's interval" in ln)
     assert line.endswith("the share flagged stays at 18.9 %.") and "18.9 % to 18.9 %" not in line
+
+
+def test_predictions_label_column_is_the_truth_when_the_scan_has_no_labels(tmp_path):
+    """`report --help` promises "id, prediction[, label]": an unlabelled scan is scored against the file's labels."""
+    from sibscan.scandir import load_items
+
+    t = make_scan(tmp_path)
+    test, fp = load_items(tmp_path, "test")
+    ScanDir(tmp_path).write_items(Items("test", "table", test.ids, values=test.values, groups=test.groups), fp)
+    labels = t["test"].labels
+    rows = [(f"te{i}", labels[i] if i % 2 == 0 else "zzz", labels[i]) for i in range(30)]
+    with_label = tmp_path / "with_label.csv"
+    with_label.write_text("id,prediction,label\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows))
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(with_label), "--format", "md",
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("accuracy 50.0 % (n=30)")
+    bare = tmp_path / "bare.csv"
+    bare.write_text("id,prediction\n" + "".join(f"{a},{b}\n" for a, b, _ in rows))
+    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(bare)])
+    assert res.exit_code == 1 and "no label column" in res.output and "scan with --label FIELD" in res.output
+    assert "Traceback" not in res.output
+    with_label.write_text("id,prediction,label\n" + "".join(f"{a},{b},{'' if a == 'te3' else c}\n" for a, b, c in rows))
+    with pytest.raises(InputError, match=r"with_label\.csv: test id 'te3' has an empty label"):
+        build_report(tmp_path, predictions=with_label)

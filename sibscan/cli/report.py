@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def report(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split (default: none, no accuracy)."),
+        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split; the label column is the truth when the scan's test items have none (default: none, no accuracy)."),
         format: str = typer.Option("json,md,html,csv", "--format", "-f", help="Comma-separated formats: json, md, html, csv (flagged.csv: every test item judged a sibling)."),
         cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
         calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),

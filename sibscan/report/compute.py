@@ -61,10 +61,8 @@ def _correct(test, predictions, correct) -> Optional[np.ndarray]:
     if predictions is not None:
         from .. import predictions as pred_mod
 
-        if test.labels is None:
-            raise SibscanError("the test items have no labels, so predictions cannot be scored; pass a correct= array or callback instead")
-        preds = pred_mod.read_predictions(predictions, test)
-        return np.asarray(pred_mod.correct_mask(preds, test.labels), bool)
+        preds, truth = pred_mod.read_predictions_and_truth(predictions, test)
+        return np.asarray(pred_mod.correct_mask(preds, truth), bool)
     if correct is None:
         return None
     arr = correct(test) if callable(correct) else correct
