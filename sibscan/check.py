@@ -207,7 +207,9 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
                    "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
                    "'sibscan report SCAN_DIR --predictions FILE'): remove or replace them (`sibscan split SCAN_DIR --out "
-                   "groups.csv --resplit DIR` writes a leak-free split), or raise the limit if they are intended.")
+                   "groups.csv --linkage single --resplit DIR` writes a split with no sibling pair across it; the default "
+                   "--linkage complete keeps exact twins together but can leave sibling pairs across), or raise the limit "
+                   "if they are intended.")
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
     return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)

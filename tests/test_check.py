@@ -73,3 +73,17 @@ def test_assert_no_siblings_tables_and_text():
         assert_no_siblings(texts, ["the cat sat on the mat"])
     with pytest.raises(SibscanError, match="max_rate is a fraction"):
         assert_no_siblings(texts, texts, max_rate=2)
+
+
+def test_fail_advice_names_the_split_that_leaves_no_sibling_across(scan, tmp_path):
+    """The FAIL paragraph's split command is the one that leaves no sibling pair across the boundary (complete
+    linkage, the default, can leave some: the advice says so instead of calling it leak-free)."""
+    import json
+
+    res = check(scan, max_rate=0.05)
+    assert "groups.csv --linkage single --resplit DIR` writes a split with no sibling pair across it" in res.message
+    assert "complete keeps exact twins together but can leave sibling pairs across" in res.message
+    r = CliRunner().invoke(app, ["split", str(scan), "--out", str(tmp_path / "g.csv"), "--linkage", "single",
+                                 "--resplit", str(tmp_path / "rs"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["resplit"]["siblings_left"] == 0 and json.loads(r.output)["resplit"]["twins_left"] == 0
