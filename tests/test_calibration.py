@@ -483,3 +483,26 @@ def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_us
     assert build_report(scan)["headline"]["n_labels"] == used
     chk = runner.invoke(app, ["check", scan, "--max-rate", "0.9"])
     assert chk.exit_code == 0 and f"calibrated with {used} labels" in chk.stdout, chk.output
+
+
+def test_calibrate_help_describes_the_labels_file_it_reads(planted, tmp_path):
+    """The error for a bad --labels line sends the user to 'calibrate --help': the help names every required
+    field and the identity fields, and what it says about a line without a dataset fingerprint holds."""
+    import re
+
+    from sibscan.calibration.labelfile import _REQUIRED
+
+    runner = CliRunner()
+    text = " ".join(runner.invoke(app, ["calibrate", "--help"], terminal_width=200).output.split())
+    text = re.sub(r"[│╭╮╰╯─]", " ", text)
+    for field in (*_REQUIRED, "dataset_fingerprint", "encoder_identity", "verifier_identity"):
+        assert field in text, field
+    assert "refused unless --force" in " ".join(text.split())
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text('{"query_id": "te5", "neighbour_id": "tr11", "label": "same"}\n')
+    args = ["calibrate", str(planted.path), "--ui", "none", "--out", str(tmp_path / "cal"), "--labels", str(bare)]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 1 and "label made for other data (dataset fingerprint None" in r.output
+    r = runner.invoke(app, args + ["--force"])
+    assert r.exit_code == 0, r.output
+    assert "imported 1 new label record" in r.output

@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def calibrate_cmd(
         scan_dir: Path = typer.Argument(..., help="A scan directory written by 'sibscan scan'."),
         ui: str = typer.Option("web", "--ui", help="How to label: web (a local page), terminal, or none (fit from the labels there are)."),
-        labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere (labels.jsonl form) before fitting (default: none)."),
+        labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere before fitting: JSONL, one answer a line, with query_id, neighbour_id, label and the scan's dataset_fingerprint (the form is described above; default: none)."),
         n_pairs: int = typer.Option(60, "--n-pairs", help="Nearest-neighbour pairs to label; raise it to extend an earlier draw."),
         seed: int = typer.Option(0, "--seed", help="Seed of the pair draw and the bootstrap."),
         target_precision: Optional[float] = typer.Option(None, "--target-precision", help=f"Cutoff at the lowest score where the flagged pairs reach this precision by the {CUTOFF_BOUND} (default: the lowest score from which P(same) by its {CUTOFF_BOUND} is 0.5 or more)."),
@@ -33,6 +33,13 @@ def register(app: typer.Typer) -> None:
         stopped); the fitted cutoff, its interval and the estimated sibling rate go to cutoff.json.
         Each next pair is drawn where the rate's interval shrinks most; the pages show the estimate
         as you go and say when it is narrow enough.
+
+        --labels FILE (the form of labels.jsonl): one JSON object a line with query_id (a test id),
+        neighbour_id (a train id) and label (same, different or skip), all required;
+        dataset_fingerprint, the scan's (manifest.json), without which or with another value the
+        file is refused unless --force; encoder_identity and verifier_identity, optional (labels
+        belong to pairs: other values are accepted and counted). Pairs this scan does not score
+        are kept, not used.
         """
         from sibscan.calibration import calibrate, describe
         from sibscan.calibration.summary import headline_of
