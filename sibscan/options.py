@@ -79,7 +79,7 @@ class LoadOptions:
     id: Optional[str] = opt(None, "--id", help="Id column name (default: row index / relative path).")
     group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
     text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file (default: text).")
-    path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing (default: the first of path, file, filename, image, image_path, filepath).")
+    path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing; relative paths are relative to the listing's folder (default: the first of path, file, filename, image, image_path, filepath; a CSV/TSV with one whose first row is an image file is read as a listing).")
     labels_train: Optional[str] = opt(None, "--labels-train", help="Label array (.npy) for an .npy train file (default: none, or the y array of an .npz).")
     labels_test: Optional[str] = opt(None, "--labels-test", help="Label array (.npy) for an .npy test file (default: none, or the y array of an .npz).")
     chunk_words: Optional[int] = opt(None, "--chunk-words", help="Split long texts into chunks of N words; a document scores its best chunk (default: off, whole texts).")

@@ -200,3 +200,29 @@ def test_flat_folder_has_no_labels(tmp_path, photos):
     with pytest.warns(UserWarning, match="no labels taken from sub-folder names"):
         items = load_images(tmp_path, "train")
     assert items.labels is None and len(items) == 3
+
+
+def test_csv_listing_of_images_is_detected_and_errors_name_the_options(tmp_path, photos):
+    """A path,label CSV of image files (paths relative to the CSV's folder) is read as images without
+    --modality; a missing column is named with its command-line option."""
+    from sibscan.loaders import load, modality_of
+
+    (tmp_path / "pics").mkdir()
+    photos["chelsea"].save(tmp_path / "pics" / "c.jpg")
+    photos["coffee"].save(tmp_path / "pics" / "k.png")
+    listing = tmp_path / "list.csv"
+    listing.write_text("path,label\npics/c.jpg,cat\npics/k.png,cup\n")
+    assert modality_of(listing) == "image"
+    items = load(listing, "train", label="label")
+    assert items.modality == "image" and list(items.labels) == ["cat", "cup"]
+    assert items.paths[1] == str((tmp_path / "pics" / "k.png").resolve())
+    # a path column whose first row is not an image file stays a table (the table reader explains)
+    (tmp_path / "t.csv").write_text("path,x\nnot-here.png,1\n")
+    (tmp_path / "n.csv").write_text("file,x\n3,1\n")
+    assert modality_of(tmp_path / "t.csv") == "table" and modality_of(tmp_path / "n.csv") == "table"
+    with pytest.raises(InputError, match=r"no label column 'cls'; columns: path, label \(choose one with --label\)"):
+        load(listing, "train", label="cls")
+    with pytest.raises(InputError, match=r"no id column 'key'; columns: path, label \(choose one with --id\)"):
+        load(listing, "train", id="key")
+    with pytest.raises(InputError, match=r"no path column 'img'; columns: path, label \(choose one with --path-field\)"):
+        load(listing, "train", path_field="img")

@@ -4,8 +4,8 @@
 
 * a directory -> ``image`` (class sub-folders give labels);
 * ``.txt`` / ``.jsonl`` -> ``text``;
-* ``.csv`` / ``.tsv`` / ``.parquet``: ``text_field`` given -> ``text``, ``path_field`` given ->
-  ``image``, otherwise ``table`` (numeric columns);
+* ``.csv`` / ``.tsv`` / ``.parquet``: ``text_field`` given -> ``text``, ``path_field`` given (or a CSV/TSV
+  whose path column's first row is an image file) -> ``image``, otherwise ``table`` (numeric columns);
 * ``.ts`` / ``.arff`` / ``.npy`` / ``.npz`` -> ``table``.
 
 ``modality=`` overrides the guess.
@@ -59,7 +59,11 @@ def modality_of(
     if suffix in _TEXT_SUFFIXES:
         return "text"
     if suffix in _COLUMN_SUFFIXES:
-        return "text" if text_field is not None else "image" if path_field is not None else "table"
+        if text_field is not None:
+            return "text"
+        from .images import is_image_listing
+
+        return "image" if path_field is not None or is_image_listing(path) else "table"
     if suffix in _TABLE_ONLY:
         return "table"
     raise InputError(

@@ -18,6 +18,7 @@ followed).  ``items.extra`` gets
 """
 from __future__ import annotations
 
+import csv
 import logging
 import os
 import warnings
@@ -94,6 +95,25 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
             stacklevel=3,
         )
     return files, rel, labels, sorted(skipped, key=lambda k: k.where)
+
+
+def is_image_listing(path: Path) -> bool:
+    """Whether a CSV/TSV names a path column (:data:`PATH_FIELDS`) whose first row is an existing image file,
+    relative to the listing's folder: such a file is an image listing without ``--path-field``."""
+    if path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
+        return False
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+            header = [h.strip() for h in next(reader, [])]
+            first = next(reader, [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # not one: the table reader then says what is wrong with the file
+    col = next((header.index(f) for f in PATH_FIELDS if f in header), None)
+    if col is None or col >= len(first) or not first[col].strip():
+        return False
+    image = path.parent / first[col].strip()
+    return image.suffix.lower() in IMAGE_EXTENSIONS and image.is_file()
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):

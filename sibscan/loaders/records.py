@@ -101,12 +101,16 @@ def _lone_surrogate(rec: dict) -> bool:
     return False
 
 
+#: the command-line option that names each kind of column
+_OPTION = {"path": "--path-field", "text": "--text-field", "label": "--label", "id": "--id", "group": "--group"}
+
+
 def column(columns: Dict[str, list], names: List[str], field: Optional[str], what: str, path: Path):
     if field is None:
         return None
     if field not in columns:
         raise InputError(
-            f"no {what} column {field!r}; columns: {', '.join(names)} (choose one with the {what} option)",
+            f"no {what} column {field!r}; columns: {', '.join(names)} (choose one with {_OPTION[what]})",
             path=path,
         )
     return columns[field]
