@@ -248,7 +248,9 @@ def calibrate(
                                target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop), definition=definition)
         pending = session.target - session.state()["done"]
         if pending > 0 and session.next_pending() is not None:
-            echo(f"{pending} of {session.target} pairs to label; 'same' means: {definition}")
+            fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a nearest "
+                     "train pair to label; exact twins need none)")
+            echo(f"{pending} of {session.target} pairs to label{fewer}; 'same' means: {definition}")
             echo(f"the score stays hidden until you answer; {n_below(session.target)} pairs come from below the candidate "
                  f"range (scores under {fmt.score(draw.lo)}) to find siblings the range misses")
             if ui == "web":

@@ -86,6 +86,11 @@ class Population:
     def index_of(self) -> Dict[PairKey, int]:
         return {k: i for i, k in enumerate(self.keys())}
 
+    def drawable(self) -> np.ndarray:
+        """ndarray of shape (n,) bool: the pairs a draw may hold (exact twins need no label; a pair
+        without a finite score cannot be placed in a stratum)."""
+        return np.isfinite(self.score) & ~self.exact
+
 
 @dataclass
 class Draw:
@@ -250,7 +255,7 @@ def make_draw(pop: Population, lo: float, n_pairs: int, *, seed: int = 0, n_stra
 
 def _members(draw: Draw, pop: Population) -> np.ndarray:
     """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score."""
-    free = np.isfinite(pop.score) & ~pop.exact
+    free = pop.drawable()
     free[draw.rows] = False
     return free
 
@@ -288,7 +293,7 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
         # most: the posterior variance of the stratum's count, N_h^2 sd_h^2, behaves like a Beta's
         # with n_eff = p(1 - p) / sd_h^2 - 1 answers, and one more answer takes
         # N_h^2 sd_h^4 / (p(1 - p) + sd_h^2) off it; and the answered item's own p(1 - p)
-        ok = np.isfinite(pop.score) & ~pop.exact
+        ok = pop.drawable()
         N_all = np.bincount(hb[ok], minlength=K + 1).astype(np.float64)
         pbar = np.bincount(hb[ok], weights=np.asarray(p_same, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)
         sd = np.bincount(hb[ok], weights=np.asarray(curve_sd, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)

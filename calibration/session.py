@@ -75,7 +75,9 @@ class LabelSession:
         self.test, self.train = test, train
         self.modality = test.modality
         self.scores = scores
-        self.target = int(target if target is not None else len(draw.rows))
+        # a draw holds at most the population's drawable pairs: a larger target could never be reached
+        self.most = max(int(pop.drawable().sum()), len(draw.rows))
+        self.target = min(int(target if target is not None else len(draw.rows)), self.most)
         self.on_extend = on_extend
         self.definition = definition
         self._index = pop.index_of()
@@ -172,7 +174,7 @@ class LabelSession:
         """Raise the target by ``n`` pairs (the user goes on) and return the next pair to ask about."""
         if n < 1:
             raise SibscanError(f"more pairs must be a positive number, got {n}")
-        self.target = max(self.target, len(self.answers())) + int(n)
+        self.target = min(max(self.target, len(self.answers())) + int(n), self.most)
         return self.advance()
 
     # --- content -------------------------------------------------------------------------------

@@ -53,3 +53,21 @@ def test_cli_terminal_with_piped_stdin(tmp_path):
     assert "all 6 pairs labelled" in res.stdout and "labels: 3 same, 3 different, 0 skipped" in res.stdout
     assert [r["label"] for r in read_labels(cal_dir)] == ["different", "same"] * 3
     assert all(r["labeller"] and r["score_kind"] == "similarity" for r in read_labels(cal_dir))
+
+
+def test_pairs_to_label_and_pairs_labelled_agree_when_the_scan_has_fewer(tmp_path):
+    """--n-pairs 60 on a scan with 12 test items: the header and the closing line name the same count (the
+    header said '60 of 60 pairs to label', the end 'all 12 pairs labelled') and the header says why."""
+    import re
+
+    p = planted_scan(tmp_path / "scan", n_train=40, n_test=12, seed=11, modality="table")
+    said: list = []
+    out = io.StringIO()
+    calibrate(p.path, calibration_dir=tmp_path / "cal", ui="terminal", n_pairs=60, stdin=io.StringIO("n\n" * 60),
+              stdout=out, echo=said.append, definition="the same row of values")
+    header = next(line for line in said if "pairs to label" in line)
+    m = re.match(r"(\d+) of (\d+) pairs to label \(not 60: only (\d+) test items have a nearest train pair to label", header)
+    assert m is not None, header
+    done = re.search(r"all (\d+) pairs labelled", out.getvalue())
+    assert done is not None, out.getvalue()[-300:]
+    assert m.group(1) == m.group(2) == m.group(3) == done.group(1) and int(done.group(1)) <= 12
