@@ -301,19 +301,19 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
         if n_same and n_diff:  # the normal case of a clean set: its few siblings may be all there are
             advice.append(f"the labels found only {n_same} sibling{'s' if n_same > 1 else ''} ('same' answers, scoring "
                           f"{fmt.span(low_same, float(scores[same].max()))}), and a cutoff needs a run of at least {run} "
-                          f"'same' answers: label about {2 * (min_per_side - n_same) + 5} more pairs scoring between "
+                          f"'same' answers: label about {2 * (min_per_side - n_same) + 5} more pairs scoring "
                           f"{fmt.span(top_diff, 1.0)} to find more; if the scan holds no more siblings there, no cutoff "
                           "can be fitted (the sibling rate is still estimated from the labels)")
     if n_diff < min_per_side:
         problems.append(f"too few 'different' labels ({n_diff}; need at least {min_per_side})")
-        advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring between {fmt.span(lo, low_same)}")
+        advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring {fmt.span(lo, low_same)}")
     if cutoff is None:
         if n_diff == 0:
             # the advice for too few 'different' answers says where to label
             problems.append(f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'")
         elif n_same == 0:
             problems.append(f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'")
-            advice.append(f"label about {2 * max(min_per_side - n_same, 1) + 5} more pairs scoring between "
+            advice.append(f"label about {2 * max(min_per_side - n_same, 1) + 5} more pairs scoring "
                           f"{fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
         elif curve.lower[0] >= 0.5:
             # the lowest run of answers already bounds P(same) at 0.5 or more: the flip lies below every
@@ -324,7 +324,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                             f"{fmt.span(x0, b)}, holds {k} 'same' of {m}), so "
                             "no answer below it says where P(same) falls under 0.5")
             if n_diff >= min_per_side:  # with fewer, the advice above already points below the lowest 'same'
-                where = f"between {fmt.span(lo, x0)}" if lo < x0 else f"under {fmt.score(x0)}"
+                where = fmt.span(lo, x0) if lo < x0 else f"under {fmt.score(x0)}"
                 advice.append(f"label about 10 more pairs scoring {where} (below the lowest labelled one; pairs above "
                               "it cannot place the cutoff)")
         elif target_precision is not None and (curve.lower >= 0.5).any():
@@ -342,7 +342,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                             f"{fmt.span(a, b)}, holds {k} 'same' of {m} answers)")
             if n_same >= min_per_side:  # with fewer, the advice above says where to look
                 # from the highest 'different' up, or from the run's start when that 'different' is inside it
-                advice.append(f"label about 10 more pairs scoring between {fmt.span(min(a, top_diff), 1.0)}")
+                advice.append(f"label about 10 more pairs scoring {fmt.span(min(a, top_diff), 1.0)}")
     status = "; ".join(problems) if problems else "ok"
     if cutoff is None:
         return FitResult(None, None, rule, status, advice, curve)
@@ -350,5 +350,5 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     if not problems and flip_share < min_flip_share:
         status = f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples (the answers flip too seldom)"
         if interval is not None:
-            advice.append(f"label about 10 more pairs scoring between {fmt.span(*interval)}")
+            advice.append(f"label about 10 more pairs scoring {fmt.span(*interval)}")
     return FitResult(cutoff, interval, rule, status, advice, curve, flip_share)

@@ -251,8 +251,10 @@ def calibrate(
             fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a nearest "
                      "train pair to label; exact twins need none)")
             echo(f"{pending} of {session.target} pairs to label{fewer}; 'same' means: {definition}")
-            echo(f"the score stays hidden until you answer; {n_below(session.target)} pairs come from below the candidate "
-                 f"range (scores under {fmt.score(draw.lo)}) to find siblings the range misses")
+            below = n_below(session.target)
+            echo(f"the score stays hidden until you answer; {fmt.plural(below, 'pair')} "
+                 f"{'comes' if below == 1 else 'come'} from below the candidate range (scores under {fmt.score(draw.lo)}) "
+                 "to find siblings the range misses")
             if ui == "web":
                 from .web import run_web
 

@@ -135,7 +135,7 @@ class LabelSession:
             return None
         ok = narrow_enough(est.estimate, est.lo, est.hi)
         text = (f"sibling rate so far {fmt.pct(est.estimate)} ({est.level:.0%} interval {fmt.pct(est.lo)} to "
-                f"{fmt.pct(est.hi)}) from {est.n_labels} answers; "
+                f"{fmt.pct(est.hi)}) from {fmt.plural(est.n_labels, 'answer')}; "
                 + ("narrow enough to quote: you may stop now or go on" if ok else
                    "not narrow enough yet (half width above max(0.5 pp, 25 % of the estimate))"))
         return {"n_labels": est.n_labels, "estimate": est.estimate, "lo": est.lo, "hi": est.hi, "level": est.level,

@@ -73,6 +73,12 @@ def pp(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{100 * x:+.1f} pp"
 
 
+def plural(n: int, word: str, many: Optional[str] = None) -> str:
+    """``n`` and ``word``, in the plural (``many``, default ``word + "s"``) unless ``n`` is 1:
+    ``(1, "test item") -> "1 test item"``, ``(1200, "id") -> "1,200 ids"``."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def count(x: Optional[float]) -> str:
     """An expected (fractional) count: 3 significant digits, ``"< 0.01"`` for the tail's tiny values."""
     if x is None:

@@ -34,6 +34,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import fmt
 from .cutoff import Cutoff
 from .calibration.labelfile import cutoff_and_labels, scan_labels
 from .pairdecision import pair_is_sibling, row_labels
@@ -244,7 +245,8 @@ class GroupTable:
                       f"({measured} measured pairs, the lowest {low:.4g})" if low is not None else
                       "exact twins and shared sources")
         else:
-            reason = (f"single linkage: connected through {measured} sibling pair(s) at or above the cutoff, "
+            # the linkage is named by every sentence that quotes this reason
+            reason = (f"connected through {fmt.plural(measured, 'sibling pair')} at or above the cutoff, "
                       "exact twins and shared sources (members need not pair with each other)")
         return {"group": f"g{g}", "size": int(sizes[g]), "n_train": int((self.split[rows] == "train").sum()),
                 "n_test": int((self.split[rows] == "test").sum()), "labels": sorted(set(self.labels[rows].tolist()) - {""}),

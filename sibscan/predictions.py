@@ -20,6 +20,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from . import fmt
 from .errors import InputError
 from .items import Items
 from .loaders.records import json_objects
@@ -154,7 +155,7 @@ def _read(path: Path, test: Items) -> tuple:
                          path=path)
     extra = np.setdiff1d(ids, test.ids)
     if len(extra):
-        raise InputError(f"{len(extra)} ids are not in the test split (first: {', '.join(map(repr, extra[:3].tolist()))})",
+        raise InputError(f"{fmt.plural(len(extra), 'id')} {'is' if len(extra) == 1 else 'are'} not in the test split (first: {', '.join(map(repr, extra[:3].tolist()))})",
                          path=path)
     take = order[pos]
     return preds[take], (None if labels is None else labels[take])

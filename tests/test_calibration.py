@@ -215,7 +215,7 @@ def test_cannot_support_a_cutoff_says_why_and_where(planted, tmp_path):
     labels = oracle_file(tmp_path, planted, cal_dir, label="different")
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none")
     assert cal.cutoff is None and "no flip observed" in cal.status and "too few 'same' labels (0" in cal.status
-    assert any("more pairs scoring between" in a for a in cal.advice)
+    assert any("more pairs scoring " in a for a in cal.advice)
 
 
 def test_labels_append_only_resume_and_extend(planted, tmp_path):

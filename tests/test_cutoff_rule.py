@@ -84,7 +84,7 @@ def test_not_enough_same_answers_says_so_and_what_to_label():
     assert res.status.startswith("not enough labels: no score from which P(same)'s 95 % lower bound per run of answers "
                                  "reaches 0.5")
     assert "at least 3 'same' answers" in res.status and "scoring 0.9000 to 0.9500, holds 2 'same' of 2" in res.status
-    assert res.advice == ["label about 10 more pairs scoring between 0.5000 to 1.0000"]
+    assert res.advice == ["label about 10 more pairs scoring 0.5000 to 1.0000"]
     # one more 'same' up there is enough (with 3 'different' and 3 'same', min_per_side holds too)
     s2, y2 = np.append(s, 0.97), np.append(y, True)
     assert fit(s2, y2, s2, lo=0.0, seed=0).cutoff == pytest.approx(0.7)
@@ -163,7 +163,7 @@ def test_not_enough_labels_points_at_the_mixed_run_when_a_different_is_on_top():
     assert res.cutoff is None and res.status.startswith("not enough labels")
     c = fit_curve(s, y)
     a = c.x[c.p == c.p[-1]][0]
-    assert a < 0.9 and res.advice == [f"label about 10 more pairs scoring between {a:.4f} to 1.0000"]
+    assert a < 0.9 and res.advice == [f"label about 10 more pairs scoring {a:.4f} to 1.0000"]
 
 
 def test_target_precision_quotes_the_run_its_target_needs():
@@ -205,7 +205,7 @@ def test_labels_high_from_the_lowest_score_point_below_it(target):
     assert res.cutoff is None and not res.status.startswith("not enough labels") and "'same' answers above" not in res.status
     assert res.status.startswith("no flip observed at or below the lowest labelled score 0.3000: P(same) is high already "
                                  f"there (its {BOUND} is 0.84")
-    assert res.advice == ["label about 10 more pairs scoring between 0.2000 to 0.3000 (below the lowest labelled one; "
+    assert res.advice == ["label about 10 more pairs scoring 0.2000 to 0.3000 (below the lowest labelled one; "
                           "pairs above it cannot place the cutoff)"]
     # following the advice: 'different' answers between lo and the lowest labelled score place the cutoff there
     below = np.linspace(0.2, 0.29, 5)

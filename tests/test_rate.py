@@ -240,3 +240,16 @@ def test_terminal_image_preview(tmp_path, monkeypatch):
     assert truecolor(Tty()) and not truecolor(io.StringIO())
     monkeypatch.setenv("COLORTERM", "")
     assert not truecolor(Tty())
+
+
+def test_counts_in_messages_agree_in_number():
+    """'1 test items', '1 ids are', 'from 1 answers', 'between X to Y': counts of one are singular, spans read X to Y."""
+    from sibscan.cli.scan import _fmt_summary
+
+    assert fmt.plural(1, "test item") == "1 test item" and fmt.plural(0, "answer") == "0 answers"
+    assert fmt.plural(1200, "id") == "1,200 ids" and fmt.plural(2, "match", "matches") == "2 matches"
+    summary = {"n_train": 5, "n_test": 3, "exact_test_rows_with_train_twin": 1, "exact_test_twin_pct": 33.33,
+               "cutoff": {"value": 0.9, "source": "calibrated", "score": "verified"}, "siblings": 1, "sibling_pct": 33.33}
+    text = _fmt_summary(summary, "out")
+    assert "exact twins: 1 test item (33.33 %) has a value-for-value copy" in text
+    assert "verified score): 1 test item (33.33 %)" in text

@@ -184,7 +184,7 @@ def test_read_predictions_errors(tmp_path):
     with pytest.raises(InputError, match=r"miss\.csv: 1 of 3 test ids have no prediction \(first: 'c'\)"):
         read_predictions(tmp_path / "miss.csv", test)
     (tmp_path / "extra.csv").write_text("id,prediction\na,1\nb,2\nc,3\nz,4\n")
-    with pytest.raises(InputError, match=r"extra\.csv: 1 ids are not in the test split \(first: 'z'\)"):
+    with pytest.raises(InputError, match=r"extra\.csv: 1 id is not in the test split \(first: 'z'\)"):
         read_predictions(tmp_path / "extra.csv", test)
 
 

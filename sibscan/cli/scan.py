@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..errors import SibscanError
-from ..fmt import count, score, scores
+from ..fmt import count, plural, score, scores
 from ..options import GROUPS
 from ._common import Command, json_flag, user_errors
 from ._options import with_options
@@ -20,9 +20,10 @@ def _fmt_summary(summary: dict, path: Path) -> str:
         + (f" (skipped: {summary['skipped']['train']} train, {summary['skipped']['test']} test — listed in manifest.json)"
            if summary.get("skipped") and (summary["skipped"]["train"] or summary["skipped"]["test"]) else "")
     )
+    n_exact = summary["exact_test_rows_with_train_twin"]
     lines.append(
-        f"  exact twins: {summary['exact_test_rows_with_train_twin']:,} test items "
-        f"({summary['exact_test_twin_pct']:.2f} %) have a value-for-value copy in train"
+        f"  exact twins: {plural(n_exact, 'test item')} ({summary['exact_test_twin_pct']:.2f} %) "
+        f"{'has' if n_exact == 1 else 'have'} a value-for-value copy in train"
     )
     q = summary.get("nn_score_quantiles") or {}
     if q:
@@ -33,7 +34,7 @@ def _fmt_summary(summary: dict, path: Path) -> str:
     else:
         how = "calibrated" if cut["source"] == "calibrated" else "UNCALIBRATED"
         lines.append(
-            f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {summary['siblings']:,} test items "
+            f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {plural(summary['siblings'], 'test item')} "
             f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"
         )
         if "expected_chance_siblings" in summary:
