@@ -89,7 +89,7 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
 
 
 def cutoff_and_labels(manifest: dict, scan_dir, *, cutoff: Optional[float] = None, calibration=None,
-                      force: bool = False, own_cutoff: bool = True) -> Tuple[Cutoff, PairLabels]:
+                      force: bool = False, writing: bool = False) -> Tuple[Cutoff, PairLabels]:
     """The cutoff a scan's rates are counted at and the hand labels behind it that decide its pairs, as
     every command reads them: :func:`sibscan.cutoff.resolve_cutoff`, then :func:`scan_labels`.  Each
     warns about what it cannot use, so a command calls this once and hands both on.
@@ -102,17 +102,18 @@ def cutoff_and_labels(manifest: dict, scan_dir, *, cutoff: Optional[float] = Non
         The scan directory.
     cutoff, calibration, force
         As :func:`sibscan.cutoff.resolve_cutoff`.
-    own_cutoff : bool
-        Whether the scan's own ``calibration/`` may give the cutoff when nothing else does.  A scan being
-        written passes False: its cutoff comes from its options only (the answers in that folder are
-        still read for a cutoff given by hand).
+    writing : bool
+        True for the scan being written into ``scan_dir``: its own ``calibration/`` gives the cutoff when
+        nothing else does, as for every other command (so a re-run prints and records what ``report``
+        uses), except one made for other data, encoder or verifier, which is passed over with a note
+        (``skip_foreign_own`` of :func:`~sibscan.cutoff.resolve_cutoff`).
 
     Returns
     -------
     (Cutoff, PairLabels)
     """
-    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force,
-                        scan_dir=scan_dir if own_cutoff else None)
+    at = resolve_cutoff(manifest, cutoff=cutoff, calibration=calibration, force=force, scan_dir=scan_dir,
+                        skip_foreign_own=writing)
     return at, scan_labels(scan_dir, at, manifest.get("dataset_fingerprint"))
 
 

@@ -7,10 +7,13 @@ Precedence, first that applies:
    ``calibration/``): kind ``"calibrated"``; refused when it was made for another dataset, encoder
    or verifier, unless ``force``;
 3. the scan's own ``SCAN_DIR/calibration`` when it holds a fitted cutoff (what ``sibscan calibrate
-   SCAN_DIR`` writes; only where a ``scan_dir`` is passed): ``"calibrated"``;
+   SCAN_DIR`` writes; only where a ``scan_dir`` is passed): ``"calibrated"``; a scan being written
+   (``skip_foreign_own``) passes over one made for other data, encoder or verifier (the scan it
+   replaces) instead of refusing it;
 4. the cutoff the scan recorded in its manifest (whatever kind it was); when the scan's own
-   calibration exists but gave no cutoff, its evidence carries a ``note`` saying so and why (the
-   headline's ``note``: report and check print it, never a silent fallback);
+   calibration exists but gave no cutoff, or was passed over, its evidence carries a ``note`` saying
+   so and why (the headline's ``note``: report and check print it, the scan's summary too, never a
+   silent fallback);
 5. none (kind ``"none"``): only exact twins count.
 
 Giving both a value and a calibration is refused.  A hand-given cutoff is a similarity in [-1, 1]
@@ -115,7 +118,7 @@ def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
 
 
 def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                   scan_dir=None) -> Cutoff:
+                   scan_dir=None, skip_foreign_own: bool = False) -> Cutoff:
     """The cutoff a scan's rates are counted at (precedence in the module docstring).
 
     Parameters
@@ -131,6 +134,10 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
         Apply a calibration made for another dataset/encoder/verifier anyway (recorded as ``forced``).
     scan_dir : path, optional
         The scan directory: its own ``calibration/`` is used when nothing else is given.
+    skip_foreign_own : bool
+        Pass over the scan's own calibration when it was made for other data, encoder or verifier,
+        with a ``note``, instead of refusing it (or, with ``force``, applying it): a scan being written
+        passes True, as a scan started over with other data keeps the calibration of the one it replaces.
 
     Returns
     -------
@@ -145,11 +152,14 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
         cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
         return _from_calibration(cal, manifest, force)
     own = None if scan_dir is None else calibration_in(Path(scan_dir) / "calibration")
-    if own is not None and own.cutoff is not None:
+    foreign = own.mismatches(manifest) if skip_foreign_own and own is not None and own.cutoff is not None else []
+    if own is not None and own.cutoff is not None and not foreign:
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))
     evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest), "forced": bool(force)}
     if own is not None:
         used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
-        evidence["note"] = f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}"
+        evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}" if not foreign else
+                            f"the calibration in {own.path} was made with another {'; '.join(foreign)}, so {used}: "
+                            "recalibrate with 'sibscan calibrate SCAN_DIR', or pass --calibration DIR --force to apply it")
     return replace(recorded, evidence=evidence)

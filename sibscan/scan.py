@@ -152,7 +152,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     # a calibration for other data, or answers that cannot be read, is refused here, before anything is written
     out = cfg.output
     at, labels = cutoff_and_labels(manifest, sd.path, cutoff=out.cutoff, calibration=out.calibration, force=out.force,
-                                   own_cutoff=False)
+                                   writing=True)
     cutoff = at.record()
     done, run = _begin(sd, cfg, manifest, splits, fps, echo)
 
@@ -200,6 +200,8 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline,
                         train_items_searched(manifest), labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
+    if at.evidence.get("note"):  # the scan's own calibration gave no cutoff or was passed over: say so and why
+        summary["cutoff_note"] = at.evidence["note"]
     manifest.update(summary=summary, status="complete")
     manifest[RECORD_KEY] = run.finish(samples={
         s: {"attempted": len(items) + len(items.skipped), "loaded": len(items), "skipped": len(items.skipped)}

@@ -96,6 +96,56 @@ def test_rescan_resumes_and_force_starts_over(planted_tables, monkeypatch):
     assert (d / "scan" / "calibration" / "labels.jsonl").read_text() == '{"label": "same"}\n'
 
 
+def _own_calibration(scan, cutoff: float, fingerprint=None) -> None:
+    """A fitted calibration record in ``scan/calibration`` made for the scan's encoder and verifier (and data,
+    unless ``fingerprint`` names other data), with one "same" answer: the pair of test row 30 (a fresh row,
+    scoring under the cutoff) and its nearest train item, so the count shows whether its answers decide pairs."""
+    from _helpers import write_labels
+    from sibscan.calibration.record import Calibration, write_calibration
+    sd = ScanDir(scan)
+    m = sd.manifest()
+    top = sd.neighbours().top1("test", "train")
+    i = int(np.flatnonzero(top["query_index"] == 30)[0])
+    assert float(top["score"][i]) < cutoff
+    fp = fingerprint or m["dataset_fingerprint"]
+    write_calibration(scan / "calibration", Calibration(
+        cutoff, (cutoff - 0.01, cutoff + 0.01), "verified" if m["verifier"] else "similarity", m["encoder"]["identity"],
+        (m["verifier"] or {}).get("identity"), fp))
+    write_labels(scan / "calibration", [{"query_split": "test", "query_id": str(top["query_id"][i]), "label": "same",
+                                         "neighbour_split": "train", "neighbour_id": str(top["neighbour_id"][i]),
+                                         "dataset_fingerprint": fp}])
+
+
+def test_rescan_uses_its_own_fitted_calibration_as_report_does(planted_tables):
+    # re-running the same scan after 'sibscan calibrate OUT' prints and records the calibrated cutoff (and its
+    # answers decide their pairs), as --help promises and report/check use; it printed "cutoff: none" before
+    d = planted_tables
+    args = [str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan")]
+    assert _scan(args)["cutoff"]["value"] is None
+    _own_calibration(d / "scan", 0.98)
+    summary = _scan(args)
+    assert summary["cutoff"]["value"] == 0.98 and summary["cutoff"]["source"] == "calibrated", summary["cutoff"]
+    assert ScanDir(d / "scan").manifest()["cutoff"]["value"] == 0.98
+    rep = runner.invoke(app, ["report", str(d / "scan"), "--json", "--format", "json"])
+    assert rep.exit_code == 0, rep.output
+    head = json.loads(rep.stdout[rep.stdout.index("{"):])["headline"]
+    assert head["cutoff"] == 0.98 and summary["siblings"] == head["flagged"]["count"] == 21, (summary, head)
+    # given explicitly, the same
+    assert _scan([*args, "--calibration", str(d / "scan" / "calibration")])["siblings"] == 21
+
+
+def test_rescan_passes_over_its_own_calibration_for_other_data_and_says_so(planted_tables):
+    d = planted_tables
+    args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
+    assert runner.invoke(app, args).exit_code == 0
+    _own_calibration(d / "scan", 0.98, fingerprint="other-data")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if "cutoff: none" in x)
+    assert "was made with another dataset fingerprint 'other-data'" in line and "sibscan calibrate" in line, line
+    assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
+
+
 def test_unreadable_answers_behind_the_cutoff_are_refused_before_anything_is_written(planted_tables):
     # the answers that decide the scan's pairs are read with its cutoff, before encoding and search
     d = planted_tables

@@ -30,7 +30,8 @@ def _fmt_summary(summary: dict, path: Path) -> str:
         lines.append("  nearest-train score quantiles: " + ", ".join(f"{k}={v}" for k, v in zip(q, scores(q.values()))))
     cut = summary["cutoff"]
     if cut.get("value") is None:
-        lines.append("  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
+        lines.append(f"  cutoff: none — {summary['cutoff_note']}" if summary.get("cutoff_note") else
+                     "  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
     else:
         how = "calibrated" if cut["source"] == "calibrated" else "UNCALIBRATED"
         lines.append(
