@@ -142,7 +142,9 @@ def test_in_memory_tables_and_texts_reach_find_twins_and_jsonl_ids(tmp_path):
     (tmp_path / "t.jsonl").write_text('{"id": "doc7", "text": "a b"}\n{"id": "doc9", "text": "c d"}\n')
     assert load(tmp_path / "t.jsonl", "train").ids.tolist() == ["doc7", "doc9"]  # an id field names its record
     (tmp_path / "d.jsonl").write_text('{"id": 1, "text": "a b"}\n{"id": 1, "text": "c d"}\n')
-    assert load(tmp_path / "d.jsonl", "train").ids.tolist() == ["0", "1"]  # not distinct: record numbers
+    from sibscan.errors import InputError
+    with pytest.raises(InputError, match=r"duplicate id '1' in column 'id' \(rows 1 and 2\)"):  # as --id id: refused,
+        load(tmp_path / "d.jsonl", "train")  # never replaced by record numbers (README: duplicate ids are refused)
 
 
 def test_the_console_command_prints_a_warning_as_one_line(tmp_path):

@@ -149,6 +149,10 @@ def test_listing_csv_with_columns_and_missing_files(tmp_path, photos):
     assert reasons[0].startswith("cannot read image") and reasons[1] == "empty image path"
     with pytest.raises(InputError, match=r"no label column 'label'; columns: file, cls, key, who"):
         load_images(listing, "test", label="label")
+    # an id column's repeat is refused naming both lines of the listing, before any image is decoded
+    listing.write_text("file,key\npics/c.jpg,c1\npics/k.png,c1\n")
+    with pytest.raises(InputError, match=r"list.csv: duplicate id 'c1' in column 'key' \(rows 2 and 3\)"):
+        load_images(listing, "test", id="key")
 
 
 def test_listing_jsonl_and_parquet(tmp_path, photos):

@@ -96,13 +96,33 @@ def test_bad_text_files(tmp_path):
     with pytest.raises(InputError, match=r"no non-empty texts \(2 rows, all empty\)"):
         load_text(empty, "train")
     dup = _jsonl(tmp_path / "dup.jsonl", [{"text": "a", "id": 1}, {"text": "b", "id": 1}])
-    with pytest.raises(InputError, match=r"duplicate id '1' \(rows 0 and 1\)"):
+    with pytest.raises(InputError, match=r"duplicate id '1' in column 'id' \(rows 1 and 2\)"):
         load_text(dup, "train", id="id")
     with pytest.raises(InputError, match="unsupported text file type '.docx'"):
         (tmp_path / "x.docx").write_text("x")
         load_text(tmp_path / "x.docx", "train")
     with pytest.raises(InputError, match="no such file"):
         load_text(tmp_path / "none.jsonl", "train")
+
+
+@pytest.mark.parametrize("id_", [None, "id"])
+def test_an_id_field_names_records_and_a_repeat_or_a_gap_is_refused_as_with_id(tmp_path, id_):
+    # an "id" field found without --id is used as --id id would use it: a repeated or missing id is refused
+    # in one line naming the file, both rows and the fix (before, the whole split silently took row numbers)
+    rows = [{"id": f"q{i}", "text": f"text number {i}"} for i in range(4)]
+    assert list(load_text(_jsonl(tmp_path / "ok.jsonl", rows), "test", id=id_).ids) == ["q0", "q1", "q2", "q3"]
+    dup = _jsonl(tmp_path / "dup.jsonl", [*rows, {"id": "q1", "text": "another text"}])
+    with pytest.raises(InputError, match=r"dup.jsonl: duplicate id 'q1' in column 'id' \(rows 2 and 5\); ids must be "
+                                         r"unique within a split: give every record its own 'id', or name another "
+                                         r"id column with --id COLUMN$"):
+        load_text(dup, "test", id=id_)
+    gap = _jsonl(tmp_path / "gap.jsonl", [*rows[:2], {"text": "no id here"}, *rows[2:]])
+    with pytest.raises(InputError, match=r"gap.jsonl, row 3: no id in column 'id'; give every record its own 'id'"):
+        load_text(gap, "test", id=id_)
+    csv = tmp_path / "dup.csv"
+    csv.write_text("id,text\na,one\nb,two\na,three\n")
+    with pytest.raises(InputError, match=r"dup.csv: duplicate id 'a' in column 'id' \(rows 2 and 4\)"):
+        load_text(csv, "test", id=id_)
 
 
 def test_fingerprints_normalise_case_space_and_unicode_forms():

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..fingerprint import file_fingerprint, pixel_fingerprint
 from ..imageio import IMAGE_EXTENSIONS, decode_images
 from ..items import Items, Skipped
-from .records import column, read_columns
+from .records import column, id_column, read_columns
 
 __all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "image_items", "load_images"]
 
@@ -128,12 +128,12 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
             )
     raw = column(columns, names, path_field, "path", path)
     n = len(raw)
-    ids = column(columns, names, id_field, "id", path)
+    ids = id_column(columns, names, id_field, path, lines)
     labels = column(columns, names, label, "label", path)
     groups = column(columns, names, group, "group", path)
     base = path.parent
     files = [None if not p else (base / str(p)).resolve() for p in raw]
-    ids = [str(x) for x in ids] if ids is not None else [("" if p is None else str(p)) for p in raw]
+    ids = ids if ids is not None else [("" if p is None else str(p)) for p in raw]
     return files, ids, labels, groups, lines
 
 

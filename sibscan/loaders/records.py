@@ -9,11 +9,13 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from ..errors import InputError, require
 
-__all__ = ["column", "decode_utf8", "json_objects", "read_columns"]
+__all__ = ["column", "decode_utf8", "id_column", "json_objects", "read_columns"]
 
 
 def decode_utf8(data: bytes, path: Path) -> str:
@@ -114,3 +116,30 @@ def column(columns: Dict[str, list], names: List[str], field: Optional[str], wha
             path=path,
         )
     return columns[field]
+
+
+def id_column(columns: Dict[str, list], names: List[str], field: Optional[str], path: Path,
+              lines: Sequence[int]) -> Optional[List[str]]:
+    """The records' ids from the column ``field``, as strings; None when ``field`` is None.
+
+    Every record needs an id of its own: an empty or missing one, or one two records share, is an
+    :class:`InputError` naming the file, the row(s) (``lines``: each record's line) and the fix,
+    before any item is read (ids name items in every output, so none may be guessed or replaced).
+    """
+    values = column(columns, names, field, "id", path)
+    if values is None:
+        return None
+    ids = ["" if v is None else str(v) for v in values]
+    fix = f"give every record its own {field!r}, or name another id column with --id COLUMN"
+    empty = next((i for i, x in enumerate(ids) if not x.strip()), None)
+    if empty is not None:
+        raise InputError(f"no id in column {field!r}; {fix}", path=path, row=lines[empty])
+    arr = np.asarray(ids, dtype=str)
+    _, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+    repeat = np.flatnonzero(first[inverse.ravel()] != np.arange(len(arr)))
+    if len(repeat):
+        again = int(repeat[0])  # the earliest record that repeats an id, and the first that holds it
+        was = int(first[inverse.ravel()[again]])
+        raise InputError(f"duplicate id {ids[again]!r} in column {field!r} (rows {lines[was]} and {lines[again]}); "
+                         f"ids must be unique within a split: {fix}", path=path)
+    return ids

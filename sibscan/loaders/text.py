@@ -1,9 +1,10 @@
 """Load text items (JSONL, CSV/TSV, Parquet, or ``.txt`` one item per line), and cut long documents
 into overlapping word chunks (their exact fingerprints: :mod:`sibscan.fingerprint`).
 
-Item ids are the id column when given, else a column called ``id`` when every record has a distinct
-one, else the item's record number in the file (0-based; for ``.txt`` the 0-based line number), so
-that skipping an empty item never renumbers the others. Messages and the list of skipped items name
+Item ids are the id column when given, else a column called ``id`` when the file has one (as if
+``--id id`` were given: an empty or repeated id is refused, never replaced), else the item's record
+number in the file (0-based; for ``.txt`` the 0-based line number), so that skipping an empty item
+never renumbers the others. Messages and the list of skipped items name
 rows by the file's line number (from 1), as the table loaders do.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..items import Items, Skipped
 from ..stats import check_int
-from .records import column, decode_utf8, read_columns
+from .records import column, decode_utf8, id_column, read_columns
 
 __all__ = ["TEXT_EXTENSIONS", "chunk_items", "load_text"]
 
@@ -83,9 +84,8 @@ def load_text(
             text_field = "text"
         texts_all = column(columns, names, text_field, "text", path)
         n_rows = len(texts_all)
-        ids_all = column(columns, names, id, "id", path)
-        if ids_all is None and "id" in columns and _usable_ids(columns["id"]):
-            ids_all = columns["id"]  # an "id" field names its record, as --id id would
+        # an "id" field names its record, as --id id would (a repeat refused, not replaced by row numbers)
+        ids_all = id_column(columns, names, id if id is not None or "id" not in columns else "id", path, line_of)
         ids_all = ids_all or [str(i) for i in range(n_rows)]
         labels_all = column(columns, names, label, "label", path)
         groups_all = column(columns, names, group, "group", path)
@@ -116,12 +116,6 @@ def load_text(
     if chunk_words is not None:
         items = chunk_items(items, chunk_words, chunk_stride)
     return items
-
-
-def _usable_ids(values: list) -> bool:
-    """Whether a column called ``id`` can be the ids without being asked: present and distinct in every row."""
-    texts = ["" if v is None else str(v) for v in values]
-    return all(texts) and len(set(texts)) == len(texts)
 
 
 def _chunk_starts(n_words: int, words: int, stride: int) -> np.ndarray:
