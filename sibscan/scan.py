@@ -43,7 +43,7 @@ from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
 from .scandir import Neighbours, ScanDir, train_items_searched
-from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files
+from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
 from .spill import RowSpill
 from .testscores import TestScores, best_scores
 from .verify import build_verifier
@@ -87,6 +87,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, t0 = ScanDir(cfg.output.out), {}, time.perf_counter()
     clock = _clock(timings)
     _refuse_foreign(sd)
+    refuse_other_options(sd, cfg)  # before any data is read or model built
     spilled, spill = [], None
     try:
         if cfg.load.index is None:

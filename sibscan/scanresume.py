@@ -2,8 +2,8 @@
 folder's scan, what ``force`` removes, the labels it must keep, and what a directory may hold before
 a scan writes into it.
 
-:func:`sibscan.scan.run_scan` calls :func:`_begin` once its manifest is known, and
-:func:`_refuse_foreign` before anything is written.
+:func:`sibscan.scan.run_scan` calls :func:`_refuse_foreign` and :func:`refuse_other_options` before
+anything is read or written, and :func:`_begin` once its manifest is known.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from .errors import SibscanError
 from .items import Items
 from .loaders.memory import is_path
 from .lock import LOCK_NAME
+from .options import GROUPS, OWNER, flag_of
 from .runrecord import RECORD_KEY, RunRecord, begin_run
 from .scandir import ScanDir
 
@@ -33,20 +34,22 @@ _SPILL = ".values-"
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
           "report.json", "report.md", "report.html", "flagged.csv", "cache")
 
-#: what a resumed scan must share with the folder's scan, and how a refusal names a difference
-_RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifier", "parameters": "other options",
+#: what a resumed scan must share with the folder's scan, and how a refusal names a difference (its options,
+#: the manifest's "parameters", are compared before anything is loaded: :func:`refuse_other_options`)
+_RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifier",
                 "view_identities": "other candidate views",
                 "pairing": "another pairing of verified scores (made by an earlier sibscan)"}
 #: manifest keys that an older sibscan did not write, and what they record: such a folder cannot be
 #: resumed (what it holds may come from what this sibscan no longer makes, e.g. the windows view's
 #: old grid), and "other options" would send its owner looking for a flag they never changed
-_ADDED_LATER = {"view_identities": "which candidate views made its candidates"}
+_ADDED_LATER = {"view_identities": "which candidate views made its candidates", "parameters": "the options it was made with"}
 
 
 def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
            echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
-    """Start over (``force``) or resume a scan of the same data and options; write the manifest (with
-    the run record) and the items.  Returns the stages already done and the run record."""
+    """Start over (``force``) or resume a scan of the same data and options (the options checked already,
+    :func:`refuse_other_options`); write the manifest (with the run record) and the items.  Returns the
+    stages already done and the run record."""
     previous = _previous(sd, cfg.output.force, manifest)
     differs = [] if previous is None else [what for key, what in _RESUME_KEYS.items()
                                            if previous.get(key) != json.loads(dumps_json(manifest[key]))]
@@ -84,6 +87,29 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
     for split, items in splits.items():
         sd.write_items(items, fps[split])
     return done, run
+
+
+def refuse_other_options(sd: ScanDir, cfg: ScanConfig) -> None:
+    """Refuse, before any data is read or model built, to resume a scan in ``sd`` that was made with
+    other options (its manifest's ``parameters``: they come from the options alone), naming each.
+    Other data, encoder or verifier need the data loaded and the models built: :func:`_begin` refuses those,
+    and a folder whose manifest records no options (an older sibscan's)."""
+    if cfg.output.force or not sd.exists():
+        return
+    previous = sd.manifest()
+    if "parameters" in previous and previous["parameters"] != json.loads(dumps_json(cfg.parameters())):
+        raise SibscanError(f"{sd.path} holds a scan with other options ({_changed_options(previous, cfg.parameters())}); "
+                           "pass --force to start over there (labels under calibration/ are kept), give the same "
+                           "options again, or choose another --out")
+
+
+def _changed_options(previous: dict, parameters: dict) -> str:
+    """The options this scan's ``parameters`` set otherwise than the folder's scan recorded, each as its
+    flag with both values: ``--k 3 (the scan there: 5)``."""
+    now, was = json.loads(dumps_json(parameters)), previous.get("parameters") or {}
+    shown = lambda v: "not set" if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
+    return "; ".join(f"{flag_of(GROUPS[OWNER[k]], k) if k in OWNER else k} {shown(now.get(k))} (the scan there: {shown(was.get(k))})"
+                     for k in sorted(set(now) | set(was)) if now.get(k) != was.get(k))
 
 
 def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:

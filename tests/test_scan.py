@@ -146,6 +146,26 @@ def test_rescan_passes_over_its_own_calibration_for_other_data_and_says_so(plant
     assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
 
 
+def test_rescan_with_other_options_names_them_before_reading_data_or_building_models(planted_tables, monkeypatch):
+    # the refusal said "(other options)" without naming one, after loading both splits and building the models
+    d = planted_tables
+    args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
+    assert runner.invoke(app, args).exit_code == 0
+    import importlib
+
+    scan_mod = importlib.import_module("sibscan.scan")  # the module (sibscan.scan the attribute is the function)
+
+    def never(*a, **k):
+        raise AssertionError("read or built before the options were compared")
+
+    monkeypatch.setattr(scan_mod, "load_split", never)
+    monkeypatch.setattr(scan_mod, "build_encoder", never)
+    result = runner.invoke(app, [*args, "--k", "3", "--directions", "test-train"])
+    assert result.exit_code == 1, result.output
+    assert ("holds a scan with other options (--directions test-train (the scan there: test-train,train-test,test-test); "
+            "--k 3 (the scan there: 10)); pass --force") in result.output, result.output
+
+
 def test_unreadable_answers_behind_the_cutoff_are_refused_before_anything_is_written(planted_tables):
     # the answers that decide the scan's pairs are read with its cutoff, before encoding and search
     d = planted_tables
