@@ -144,13 +144,15 @@ def load_calibration(path: str | Path) -> Calibration:
         with open(file, encoding="utf-8") as fh:
             d = json.load(fh)
     except json.JSONDecodeError as exc:
-        raise SibscanError(f"{file} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise SibscanError(f"{file} is not valid JSON ({exc.msg}, line {exc.lineno}); rewrite it with "
+                           "'sibscan calibrate SCAN_DIR' (it refits from the labels there)") from None
     if not isinstance(d, dict):
         raise SibscanError(f"{file} is not a sibscan calibration (holds a JSON {type(d).__name__}, not an object); "
                            "rewrite it with 'sibscan calibrate SCAN_DIR'")
     missing = [k for k in ("cutoff", "score", "encoder_identity", "dataset_fingerprint") if k not in d]
     if missing:
-        raise SibscanError(f"{file} is not a sibscan calibration (missing {', '.join(missing)})")
+        raise SibscanError(f"{file} is not a sibscan calibration (missing {', '.join(missing)}); rewrite it with "
+                           "'sibscan calibrate SCAN_DIR'")
     interval = d.get("interval")
     return Calibration(
         cutoff=None if d["cutoff"] is None else float(d["cutoff"]),

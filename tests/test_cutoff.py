@@ -61,7 +61,10 @@ def test_a_folder_without_cutoff_json_has_no_calibration_and_an_unreadable_one_i
     assert calibration_in(_calibration(tmp_path / "cal", ScanDir(scan).manifest())).cutoff == 0.95
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "cutoff.json").write_text("{")
-    with pytest.raises(SibscanError, match="is not valid JSON"):
+    with pytest.raises(SibscanError, match=r"is not valid JSON .*; rewrite it with 'sibscan calibrate SCAN_DIR'"):
+        calibration_in(tmp_path / "bad")  # a re-run scan reads its own calibration too: the fix, not only the fault
+    (tmp_path / "bad" / "cutoff.json").write_text("{}")
+    with pytest.raises(SibscanError, match=r"not a sibscan calibration \(missing cutoff, .*\); rewrite it with"):
         calibration_in(tmp_path / "bad")
     (tmp_path / "bad" / "cutoff.json").write_text("null")  # valid JSON, not a record: one line, no TypeError
     with pytest.raises(SibscanError, match="not a sibscan calibration .*JSON NoneType"):
