@@ -339,7 +339,7 @@ def test_bad_examples_are_refused(tmp_path):
         load_examples(no_id)
     blank_id = tmp_path / "blank.jsonl"
     blank_id.write_text('{"id": "a", "text": "x y"}\n{"id": "", "text": "a b c"}\n')
-    with pytest.raises(InputError, match="without an id"):
+    with pytest.raises(InputError, match="row 2: no id in column .id.; give every record its own .id."):
         load_examples(blank_id)
     dup = tmp_path / "dup.jsonl"
     dup.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
