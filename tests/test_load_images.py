@@ -224,6 +224,11 @@ def test_csv_listing_of_images_is_detected_and_errors_name_the_options(tmp_path,
     (tmp_path / "t.csv").write_text("path,x\nnot-here.png,1\n")
     (tmp_path / "n.csv").write_text("file,x\n3,1\n")
     assert modality_of(tmp_path / "t.csv") == "table" and modality_of(tmp_path / "n.csv") == "table"
+    # a table of features that names its images stays a table (it was read as images since detection came)
+    (tmp_path / "feat.csv").write_text("filename,f1,f2,f3,label\npics/c.jpg,0.1,0.2,0.3,cat\n")
+    assert modality_of(tmp_path / "feat.csv") == "table"
+    (tmp_path / "one.csv").write_text("path,label,year\npics/c.jpg,cat,2020\n")  # one number: still a listing
+    assert modality_of(tmp_path / "one.csv") == "image"
     with pytest.raises(InputError, match=r"no label column 'cls'; columns: path, label \(choose one with --label\)"):
         load(listing, "train", label="cls")
     with pytest.raises(InputError, match=r"no id column 'key'; columns: path, label \(choose one with --id\)"):

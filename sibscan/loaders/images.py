@@ -97,9 +97,21 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
     return files, rel, labels, sorted(skipped, key=lambda k: k.where)
 
 
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
 def is_image_listing(path: Path) -> bool:
     """Whether a CSV/TSV names a path column (:data:`PATH_FIELDS`) whose first row is an existing image file,
-    relative to the listing's folder: such a file is an image listing without ``--path-field``."""
+    relative to the listing's folder: such a file is an image listing without ``--path-field``.
+
+    Not when two or more of its other columns are numbers in that row: that is a table of features that
+    names its images (``filename,f1,f2,…``), read as a table as before (``--path-field`` makes it a
+    listing)."""
     if path.suffix.lower() not in (".csv", ".tsv") or not path.is_file():
         return False
     try:
@@ -113,7 +125,9 @@ def is_image_listing(path: Path) -> bool:
     if col is None or col >= len(first) or not first[col].strip():
         return False
     image = path.parent / first[col].strip()
-    return image.suffix.lower() in IMAGE_EXTENSIONS and image.is_file()
+    if not (image.suffix.lower() in IMAGE_EXTENSIONS and image.is_file()):
+        return False
+    return sum(_numeric(c.strip()) for i, c in enumerate(first) if i != col) < 2
 
 
 def _scan_listing(path: Path, label, id_field, group, path_field):
