@@ -113,7 +113,8 @@ def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
         "calibration": None if cal.path is None else str(Path(cal.path).resolve()),
         "interval": None if cal.interval is None else [finite_or_none(v) for v in cal.interval],
         "n_labels": dict(cal.n_labels or {}), "estimates": dict(cal.estimates or {}), "status": cal.status,
-        "forced": bool(force), "mismatches": list(mismatches), "rule": cal.rule,
+        # forced: applied despite mismatches (a --force that had nothing to override is not recorded as one)
+        "forced": bool(force and mismatches), "mismatches": list(mismatches), "rule": cal.rule,
         "definition": (cal.extra or {}).get("definition")})
 
 
@@ -151,12 +152,23 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     if calibration is not None:
         cal = calibration if hasattr(calibration, "cutoff") else load_calibration(resolve(calibration))
         return _from_calibration(cal, manifest, force)
-    own = None if scan_dir is None else calibration_in(Path(scan_dir) / "calibration")
+    unreadable = None
+    try:
+        own = None if scan_dir is None else calibration_in(Path(scan_dir) / "calibration")
+    except SibscanError as exc:
+        if not skip_foreign_own:
+            raise
+        # a scan being written passes over an own record it cannot read (a scan started over in a folder
+        # whose cutoff.json broke would otherwise be refused, with advice that needs a finished scan)
+        own, unreadable = None, str(exc)
     foreign = own.mismatches(manifest) if skip_foreign_own and own is not None and own.cutoff is not None else []
     if own is not None and own.cutoff is not None and not foreign:
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))
     evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest), "forced": bool(force)}
+    if unreadable is not None:
+        used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
+        evidence["note"] = f"{unreadable.rstrip('.')} — so {used} (or delete it, or pass --cutoff X)"
     if own is not None:
         used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
         evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}" if not foreign else

@@ -146,6 +146,31 @@ def test_rescan_passes_over_its_own_calibration_for_other_data_and_says_so(plant
     assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
 
 
+def test_a_scan_passes_over_an_own_cutoff_json_it_cannot_read_and_says_so(planted_tables):
+    # it was refused ("rewrite it with 'sibscan calibrate SCAN_DIR'"), and calibrate refused the folder in
+    # turn when no scan had finished there: a loop with no way out named
+    d = planted_tables
+    (d / "scan" / "calibration").mkdir(parents=True)
+    (d / "scan" / "calibration" / "cutoff.json").write_text("{bad")
+    args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if "cutoff: none" in x)
+    assert "cutoff.json" in line and "no cutoff is used (or delete it, or pass --cutoff X)" in line, line
+    assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
+
+
+def test_a_force_with_nothing_to_override_is_not_recorded_as_forced(planted_tables):
+    d = planted_tables
+    args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
+    assert runner.invoke(app, args).exit_code == 0
+    fp = ScanDir(d / "scan").manifest()["dataset_fingerprint"]
+    _own_calibration(d / "scan", 0.98, fingerprint=fp)
+    assert runner.invoke(app, [*args, "--force"]).exit_code == 0
+    cut = ScanDir(d / "scan").manifest()["cutoff"]
+    assert cut["source"] == "calibrated" and cut["forced"] is False and cut["mismatches"] == []
+
+
 def test_rescan_with_other_options_names_them_before_reading_data_or_building_models(planted_tables, monkeypatch):
     # the refusal said "(other options)" without naming one, after loading both splits and building the models
     d = planted_tables
