@@ -97,10 +97,34 @@ def refuse_other_options(sd: ScanDir, cfg: ScanConfig) -> None:
     if cfg.output.force or not sd.exists():
         return
     previous = sd.manifest()
-    if "parameters" in previous and previous["parameters"] != json.loads(dumps_json(cfg.parameters())):
+    if "parameters" in previous and _differing(previous["parameters"], cfg.parameters()):
         raise SibscanError(f"{sd.path} holds a scan with other options ({_changed_options(previous, cfg.parameters())}); "
                            "pass --force to start over there (labels under calibration/ are kept), give the same "
                            "options again, or choose another --out")
+
+
+#: options compared by what they resolve to, later (:func:`_begin`): the splits by the data's fingerprints
+#: (the same files named by another path are the same scan), and encoder, verifier and modality by the
+#: identities built, so that naming the default (``--encoder znorm``) is not "another option" than leaving it
+_DATA_KEYS = ("train", "test")
+_RESOLVED_LATER = ("encoder", "verifier", "modality")
+#: options whose value is a set written in any order
+_SET_KEYS = ("directions",)
+
+
+def _differing(was: dict, parameters: dict) -> List[str]:
+    """The recorded options (``was``) that this scan's ``parameters`` set otherwise, compared as above."""
+    now = json.loads(dumps_json(parameters))
+    out = []
+    for k in sorted(set(now) | set(was)):
+        a, b = now.get(k), was.get(k)
+        if k in _DATA_KEYS or (k in _RESOLVED_LATER and (a is None or b is None)):
+            continue
+        if k in _SET_KEYS and isinstance(a, list) and isinstance(b, list):
+            a, b = sorted(a), sorted(b)
+        if a != b:
+            out.append(k)
+    return out
 
 
 def _changed_options(previous: dict, parameters: dict) -> str:
@@ -109,7 +133,7 @@ def _changed_options(previous: dict, parameters: dict) -> str:
     now, was = json.loads(dumps_json(parameters)), previous.get("parameters") or {}
     shown = lambda v: "not set" if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
     return "; ".join(f"{flag_of(GROUPS[OWNER[k]], k) if k in OWNER else k} {shown(now.get(k))} (the scan there: {shown(was.get(k))})"
-                     for k in sorted(set(now) | set(was)) if now.get(k) != was.get(k))
+                     for k in _differing(was, parameters))
 
 
 def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:

@@ -171,6 +171,27 @@ def test_a_force_with_nothing_to_override_is_not_recorded_as_forced(planted_tabl
     assert cut["source"] == "calibrated" and cut["forced"] is False and cut["mismatches"] == []
 
 
+def test_the_same_scan_written_another_way_resumes(planted_tables, monkeypatch):
+    """The same files by another path, a default named (--encoder znorm, --verifier lagcorr, --modality
+    table) and the directions in another order are the same scan: it resumes (all were refused as "other
+    options"); a real change is still refused."""
+    d = planted_tables
+    monkeypatch.chdir(d)
+    base = ["scan", "train.csv", "test.csv", "--out", "scan", "--no-progress"]
+    assert runner.invoke(app, base).exit_code == 0
+    again = ["scan", str(d / "train.csv"), "./test.csv", "--out", "scan", "--no-progress", "--encoder", "znorm",
+             "--verifier", "lagcorr", "--modality", "table", "--directions", "test-test,train-test,test-train"]
+    result = runner.invoke(app, again)
+    assert result.exit_code == 0, result.output
+    assert "resuming the scan in scan" in result.output
+    result = runner.invoke(app, [*again, "--encoder", "raw"])  # a real change: refused, named
+    assert result.exit_code == 1 and "other options (--encoder raw (the scan there: znorm))" in result.output
+    result = runner.invoke(app, [*base, "--encoder", "raw", "--out", "scan2"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, [*base, "--out", "scan2"])  # the default against a named other: once built
+    assert result.exit_code == 1 and "another encoder" in result.output, result.output
+
+
 def test_rescan_with_other_options_names_them_before_reading_data_or_building_models(planted_tables, monkeypatch):
     # the refusal said "(other options)" without naming one, after loading both splits and building the models
     d = planted_tables
