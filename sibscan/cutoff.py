@@ -172,6 +172,7 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     if own is not None:
         used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
         evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}" if not foreign else
-                            f"the calibration in {own.path} was made with another {'; '.join(foreign)}, so {used}: "
-                            "recalibrate with 'sibscan calibrate SCAN_DIR', or pass --calibration DIR --force to apply it")
+                            f"the calibration in {own.path} was made with another {'; '.join(foreign)}, so {used} "
+                            f"(report and check refuse it until then): recalibrate with 'sibscan calibrate "
+                            f"{Path(scan_dir)}', or pass --calibration {own.path} --force to apply it")
     return replace(recorded, evidence=evidence)

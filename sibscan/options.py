@@ -76,7 +76,7 @@ class LoadOptions:
     index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of TRAIN (default: none, TRAIN is read and embedded).")
     modality: Optional[str] = opt(None, "--modality", help="image, text or table (default: detected from the files).")
     label: Optional[str] = opt(None, "--label", help="Label column name (default: a table's column named label, class, target or y; none for text and image listings).")
-    id: Optional[str] = opt(None, "--id", help="Id column name (default: row index / relative path).")
+    id: Optional[str] = opt(None, "--id", help="Id column name (default: a text file's 'id' field when it has one, else row index / relative path).")
     group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
     text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file (default: text).")
     path_field: Optional[str] = opt(None, "--path-field", help="Image-path column of a CSV/JSONL/Parquet listing; relative paths are relative to the listing's folder (default: the first of path, file, filename, image, image_path, filepath; a CSV/TSV with one whose first row is an image file is read as a listing).")
@@ -227,7 +227,7 @@ class OutputOptions:
     out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write; required (re-running into it resumes).")
     cutoff: Optional[float] = opt(None, "--cutoff", help="Similarity cutoff to use until a calibration exists, reported as uncalibrated (default: the calibration's, else none: exact twins only).")
     calibration: Optional[str] = opt(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use (default: OUT/calibration once it holds a fitted cutoff).")
-    force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also accept a calibration made for other data.")
+    force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also apply a calibration given with --calibration that was made for other data (OUT/calibration made for other data is passed over, with a note).")
     progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, a line per stage and every 30 s off one.")
 
     def check(self) -> None:
