@@ -303,6 +303,9 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         same.append(rec["label"] == "same")
     rows_a, same_a = np.asarray(rows, np.int64), np.asarray(same, bool)
     n_outside = sum(1 for k, rec in store.current().items() if k not in index and rec["label"] != "skip")
+    # answers about exact twins (siblings without an answer) or pairs without a score: kept, counted apart
+    n_not_needed = sum(1 for k, rec in store.current().items() if rec["label"] != "skip" and k in index
+                       and (pop.exact[index[k]] or not np.isfinite(pop.score[index[k]])))
     # the answers this fit uses, as every output counts them (the headline's "calibrated with N hand labels");
     # answers about pairs this scan does not score stay in labels.jsonl, counted apart
     n_labels = {"same": int(same_a.sum()), "different": int((~same_a).sum()),
@@ -353,5 +356,6 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}
                if res.curve is not None else None,
-               "n_labelled_outside_population": int(n_outside), "n_labels_used": int(len(rows_a))},
+               "n_labelled_outside_population": int(n_outside), "n_labelled_not_needed": int(n_not_needed),
+               "n_labels_used": int(len(rows_a))},
     )

@@ -39,7 +39,8 @@ class Calibration:
         ``"verified"`` or ``"similarity"``: the score the cutoff applies to.
     n_labels : dict
         ``{"same", "different", "skip"}`` counts of the answers the fit used: those about pairs the
-        scan scores (``extra["n_labelled_outside_population"]`` counts the others labels.jsonl keeps).
+        scan scores (``extra["n_labelled_outside_population"]`` counts the others labels.jsonl keeps, and
+        ``extra["n_labelled_not_needed"]`` the answers about exact twins or unscored pairs, which decide nothing).
     estimates : dict
         ``precision``, ``recall``, ``sibling_rate [lo, mid, hi]``, ``siblings``, ``flagged``,
         ``expected_chance_siblings``…

@@ -55,6 +55,8 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     unused = extra.get("n_labelled_outside_population") or 0
     lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
                  + (f"; {unused} more in labels.jsonl not used (pairs this scan does not score)" if unused else "")
+                 + (f"; {extra['n_labelled_not_needed']} about exact twins or unscored pairs, which need no answer"
+                    if extra.get("n_labelled_not_needed") else "")
                  + (f" ('same' means: {extra['definition']})" if extra.get("definition") else ""))
     if cal.cutoff is not None:
         iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""

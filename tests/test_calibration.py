@@ -506,3 +506,24 @@ def test_calibrate_help_describes_the_labels_file_it_reads(planted, tmp_path):
     r = runner.invoke(app, args + ["--force"])
     assert r.exit_code == 0, r.output
     assert "imported 1 new label record" in r.output
+
+
+def test_answers_about_exact_twins_are_counted_apart_and_said(tmp_path):
+    """Answers about exact twins (siblings without an answer) were in neither the used count nor the
+    unused one: calibrate now counts them apart and says so."""
+    from planted_scan import make_scan
+    from sibscan.scandir import ScanDir
+
+    make_scan(tmp_path)
+    calibrate(tmp_path, ui="none")
+    draw = json.loads((tmp_path / "calibration" / "draw.json").read_text())
+    ident = {k: draw[k] for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")}
+    nb = ScanDir(tmp_path).neighbours().top1("test", "train")
+    twins = [(q, t) for q, t, e in zip(nb["query_id"].tolist(), nb["neighbour_id"].tolist(), nb["exact"].tolist()) if e]
+    assert len(twins) >= 3
+    labels = tmp_path / "twins.jsonl"
+    write_jsonl(labels, [{**ident, "query_id": q, "neighbour_id": t, "label": "same"} for q, t in twins[:3]])
+    res = CliRunner().invoke(app, ["calibrate", str(tmp_path), "--ui", "none", "--labels", str(labels)])
+    assert res.exit_code == 0, res.output
+    assert load_calibration(tmp_path / "calibration").extra["n_labelled_not_needed"] == 3
+    assert "; 3 about exact twins or unscored pairs, which need no answer" in res.stdout
