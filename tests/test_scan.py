@@ -134,16 +134,21 @@ def test_rescan_uses_its_own_fitted_calibration_as_report_does(planted_tables):
     assert _scan([*args, "--calibration", str(d / "scan" / "calibration")])["siblings"] == 21
 
 
-def test_rescan_passes_over_its_own_calibration_for_other_data_and_says_so(planted_tables):
-    d = planted_tables
+def _scan_without_a_cutoff(d) -> str:
+    """Scan ``d``'s tables into ``d/scan``; the summary's "cutoff: none" line (the manifest records none)."""
     args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
-    assert runner.invoke(app, args).exit_code == 0
-    _own_calibration(d / "scan", 0.98, fingerprint="other-data")
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    line = next(x for x in result.stdout.splitlines() if "cutoff: none" in x)
-    assert "was made with another dataset fingerprint 'other-data'" in line and "sibscan calibrate" in line, line
     assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
+    return next(x for x in result.stdout.splitlines() if "cutoff: none" in x)
+
+
+def test_rescan_passes_over_its_own_calibration_for_other_data_and_says_so(planted_tables):
+    d = planted_tables
+    _scan_without_a_cutoff(d)
+    _own_calibration(d / "scan", 0.98, fingerprint="other-data")
+    line = _scan_without_a_cutoff(d)
+    assert "was made with another dataset fingerprint 'other-data'" in line and "sibscan calibrate" in line, line
 
 
 def test_a_scan_passes_over_an_own_cutoff_json_it_cannot_read_and_says_so(planted_tables):
@@ -152,12 +157,8 @@ def test_a_scan_passes_over_an_own_cutoff_json_it_cannot_read_and_says_so(plante
     d = planted_tables
     (d / "scan" / "calibration").mkdir(parents=True)
     (d / "scan" / "calibration" / "cutoff.json").write_text("{bad")
-    args = ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "scan"), "--no-progress"]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    line = next(x for x in result.stdout.splitlines() if "cutoff: none" in x)
+    line = _scan_without_a_cutoff(d)
     assert "cutoff.json" in line and "no cutoff is used (or delete it, or pass --cutoff X)" in line, line
-    assert ScanDir(d / "scan").manifest()["cutoff"]["value"] is None
 
 
 def test_a_force_with_nothing_to_override_is_not_recorded_as_forced(planted_tables):
