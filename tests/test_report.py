@@ -420,3 +420,18 @@ def test_predictions_label_column_is_the_truth_when_the_scan_has_no_labels(tmp_p
     with_label.write_text("id,prediction,label\n" + "".join(f"{a},{b},{'' if a == 'te3' else c}\n" for a, b, c in rows))
     with pytest.raises(InputError, match=r"with_label\.csv: test id 'te3' has an empty label"):
         build_report(tmp_path, predictions=with_label)
+
+
+def test_html_title_and_notebook_view_count_in_number(planted):
+    """The HTML title and the notebook view said "1 test items" for one (fmt.plural, as the other outputs)."""
+    import copy
+
+    from sibscan.report.notebook import render_notebook
+
+    d, _, _, rep = planted
+    one = copy.deepcopy(rep)
+    one["scan"]["n_test"] = 1
+    one["flagged"] = one["flagged"][:1]
+    sd = ScanDir(d)
+    assert "<title>sibscan report — table, 1 test item</title>" in render_html(one, sd.items("test"), sd.items("train"))
+    assert "; 1 test item flagged" in render_notebook(one)

@@ -23,7 +23,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..errors import SibscanError
-from ..fmt import score as fmt_score
+from ..fmt import plural, score as fmt_score
 from ..kernels.textalign import word_diff
 from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, headline, notes, pct
 from .plots import svg_histogram, svg_sweep
@@ -212,6 +212,6 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
                              "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])] for g in lc["groups"]]))
     body.extend(sec["html"] for sec in report.get("audits", {}).values())  # sections left by audits
     body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(_public(report['manifest'], shown), indent=2))}</pre>")
-    title = f"sibscan report — {_e(scan['modality'])}, {scan['n_test']} test items"
+    title = f"sibscan report — {_e(scan['modality'])}, {plural(scan['n_test'], 'test item')}"
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
             f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
