@@ -166,11 +166,10 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))
     evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest), "forced": bool(force)}
+    used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
     if unreadable is not None:
-        used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
         evidence["note"] = f"{unreadable.rstrip('.')} — so {used} (or delete it, or pass --cutoff X)"
     if own is not None:
-        used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
         evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}" if not foreign else
                             f"the calibration in {own.path} was made with another {'; '.join(foreign)}, so {used} "
                             f"(report and check refuse it until then): recalibrate with 'sibscan calibrate "

@@ -96,9 +96,13 @@ def refuse_other_options(sd: ScanDir, cfg: ScanConfig) -> None:
     and a folder whose manifest records no options (an older sibscan's)."""
     if cfg.output.force or not sd.exists():
         return
-    previous = sd.manifest()
-    if "parameters" in previous and _differing(previous["parameters"], cfg.parameters()):
-        raise SibscanError(f"{sd.path} holds a scan with other options ({_changed_options(previous, cfg.parameters())}); "
+    was = sd.manifest().get("parameters")
+    if was is None:  # an older sibscan's folder: _begin says so
+        return
+    now = json.loads(dumps_json(cfg.parameters()))
+    changed = _differing(was, now)
+    if changed:
+        raise SibscanError(f"{sd.path} holds a scan with other options ({_changed_options(was, now, changed)}); "
                            "pass --force to start over there (labels under calibration/ are kept), give the same "
                            "options again, or choose another --out")
 
@@ -112,9 +116,9 @@ _RESOLVED_LATER = ("encoder", "verifier", "modality")
 _SET_KEYS = ("directions",)
 
 
-def _differing(was: dict, parameters: dict) -> List[str]:
-    """The recorded options (``was``) that this scan's ``parameters`` set otherwise, compared as above."""
-    now = json.loads(dumps_json(parameters))
+def _differing(was: dict, now: dict) -> List[str]:
+    """The recorded options (``was``) that this scan's (``now``, as JSON holds them) set otherwise, compared
+    as above."""
     out = []
     for k in sorted(set(now) | set(was)):
         a, b = now.get(k), was.get(k)
@@ -127,13 +131,11 @@ def _differing(was: dict, parameters: dict) -> List[str]:
     return out
 
 
-def _changed_options(previous: dict, parameters: dict) -> str:
-    """The options this scan's ``parameters`` set otherwise than the folder's scan recorded, each as its
-    flag with both values: ``--k 3 (the scan there: 5)``."""
-    now, was = json.loads(dumps_json(parameters)), previous.get("parameters") or {}
+def _changed_options(was: dict, now: dict, changed: List[str]) -> str:
+    """The ``changed`` options, each as its flag with both values: ``--k 3 (the scan there: 5)``."""
     shown = lambda v: "not set" if v is None else ",".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
     return "; ".join(f"{flag_of(GROUPS[OWNER[k]], k) if k in OWNER else k} {shown(now.get(k))} (the scan there: {shown(was.get(k))})"
-                     for k in _differing(was, parameters))
+                     for k in changed)
 
 
 def _begin_record(cfg: ScanConfig, previous: Optional[dict], manifest: dict, resumed: bool) -> RunRecord:
