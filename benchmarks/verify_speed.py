@@ -66,7 +66,9 @@ def base_tree(rev: str, dest: Path) -> Path:
         subprocess.run(["git", "archive", rev, "sibscan", "kernels"], cwd=ROOT, stdout=fh, check=True)
     with tarfile.open(tar) as tf:
         tf.extractall(dest)
-    shutil.move(str(dest / "kernels"), str(dest / "sibscan" / "kernels"))  # setup's package-dir mapping
+    # setup's package-dir mapping: kernels/sibscan/kernels since the layout that shadows nothing, kernels/ before
+    nested = dest / "kernels" / "sibscan" / "kernels"
+    shutil.move(str(nested if nested.is_dir() else dest / "kernels"), str(dest / "sibscan" / "kernels"))
     return dest
 
 

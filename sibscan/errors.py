@@ -32,22 +32,41 @@ class CompatibilityError(SibscanError):
 
 
 class MissingDependencyError(SibscanError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
+    """An optional dependency is missing, or installed but failing to import.
 
-    def __init__(self, package: str, extra: str, purpose: str = ""):
+    The message names the extra to install and quotes the underlying ``ImportError`` (``cause``), so
+    that a broken install (a package that is there but whose own imports fail) is not reported as a
+    missing one.
+    """
+
+    def __init__(self, package: str, extra: str, purpose: str = "", cause: BaseException | None = None):
         what = f" for {purpose}" if purpose else ""
-        super().__init__(
-            f"{package} is needed{what}; install it with: pip install 'sibscan[{extra}]'"
-        )
+        if cause is not None and _installed(package):
+            message = (f"{package} is installed but fails to import{what} ({type(cause).__name__}: {cause}); "
+                       f"repair the install, e.g. pip install --force-reinstall 'sibscan[{extra}]'")
+        else:
+            quoted = f" ({cause})" if cause is not None else ""
+            message = f"{package} is needed{what}; install it with: pip install 'sibscan[{extra}]'{quoted}"
+        super().__init__(message)
         self.package = package
         self.extra = extra
 
 
+def _installed(package: str) -> bool:
+    """Whether ``package`` is found on the import path (without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def require(module: str, extra: str, purpose: str = ""):
-    """Import an optional dependency lazily, or raise :class:`MissingDependencyError`."""
+    """Import an optional dependency lazily, or raise :class:`MissingDependencyError` quoting why."""
     import importlib
 
     try:
         return importlib.import_module(module)
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise MissingDependencyError(module.split(".")[0], extra, purpose) from exc
+    except ImportError as exc:
+        raise MissingDependencyError(module.split(".")[0], extra, purpose, cause=exc) from exc

@@ -17,8 +17,9 @@ from typing import Dict, List, Set, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 #: installed package name -> source folder (pyproject's package-dir)
-PACKAGES = {"sibscan": ROOT / "sibscan", "sibscan.kernels": ROOT / "kernels",
-            "sibscan.calibration": ROOT / "calibration", "sibscan.configs": ROOT / "configs"}
+PACKAGES = {"sibscan": ROOT / "sibscan", "sibscan.kernels": ROOT / "kernels" / "sibscan" / "kernels",
+            "sibscan.calibration": ROOT / "calibration" / "sibscan" / "calibration",
+            "sibscan.configs": ROOT / "configs" / "sibscan" / "configs"}
 
 
 def layer_table() -> List[Tuple[int, str, List[str]]]:
