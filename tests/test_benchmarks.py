@@ -424,7 +424,7 @@ def test_imagecorr_beats_embedding_and_every_hard_negative(photos):
     qi, di = (a.ravel() for a in np.meshgrid(np.arange(len(test)), np.arange(len(train)), indexing="ij"))
     res = get_verifier("imagecorr", device="cpu", progress=False).verify(test, qi, train, di)
     assert res.scores.shape == (len(qi),) and len(res.details) == len(qi)
-    truth = np.array(data["test_photo"])[qi] + "-A" == np.array(data["train_ids"])[di]
+    truth = np.char.add(np.array(data["test_photo"])[qi], "-A") == np.array(data["train_ids"])[di]
     cosine = (pixel_embeddings(data["test_paths"])[qi] * pixel_embeddings(data["train_paths"])[di]).sum(1)
     pos, neg = res.scores[truth], res.scores[~truth]
     kinds = np.array(data["test_transform"])[qi]

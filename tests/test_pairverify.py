@@ -166,6 +166,7 @@ def test_verified_pairs_lookup_against_a_dict():
 
 
 def test_a_scan_gives_both_rows_of_a_pair_one_score_and_refuses_a_folder_of_the_old_pairing(flip_and_crop_folders):
+    pytest.importorskip("torch", reason="verified scores need the image verifier, which runs on torch")
     from sibscan.scan import run_scan
 
     tmp_path = flip_and_crop_folders

@@ -106,7 +106,8 @@ def _tiny_texture_case(seed=2, n_train=60, n_query=12):
     """Heavy crops of 32-px cells of one fine texture (every train image a look-alike of every other):
     each query is a 17-px square cut half-way between two of the old grid's positions at half the side,
     blown up to 32 px, mirrored and noised; all shown at the view's 64 px."""
-    from scipy.ndimage import gaussian_filter, zoom
+    gaussian_filter = pytest.importorskip("scipy.ndimage", reason="the planted crops are made with scipy (pip install -e '.[dev]')").gaussian_filter
+    from scipy.ndimage import zoom
 
     rng = np.random.default_rng(seed)
     field = gaussian_filter(rng.normal(size=(320, 192)), 0.6)
@@ -216,6 +217,7 @@ def test_views_default_and_validation(tmp_path):
 
 
 def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_folders):
+    pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
     from sibscan.scan import run_scan
     from sibscan.scandir import ScanDir
 
@@ -233,6 +235,7 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
 
 
 def test_a_scan_made_on_another_windows_grid_is_not_resumed(flip_and_crop_folders):
+    pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
     # the windows view's grid changed once (136 windows of 12 x 12 cells → 293 of 8 x 8): a scan folder
     # whose candidates came from the old grid must not be resumed onto (its manifest carried no grid)
     import json

@@ -215,6 +215,8 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     emb = {s: (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32) for s, v in (("train", tr), ("test", te))}
     fps = {s: fingerprint(splits[s]) for s in splits}
     options = SearchOptions(directions=("train-test",), k_reverse=3)
+    if verify:
+        pytest.importorskip("torch", reason="the lagcorr verifier runs on torch (pip install 'sibscan[torch]')")
     verifier = get_verifier("lagcorr") if verify else None
     whole = verify_neighbours(neighbours_table(emb, splits, fps, options, device="cpu", progress=False,
                                                view="raw", directions=["train-test"]), verifier, splits, progress=False)
@@ -223,7 +225,12 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     assert [len(p) for p in parts] == [block * 3, block * 3, 5 * 3]  # the tail's rows: a part of their own
     cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in whole.columns}
     for name, col in whole.columns.items():
-        np.testing.assert_array_equal(cols[name], col, err_msg=name)
+        if name in ("similarity", "score"):
+            # the same dot products in GEMMs of other shapes: numpy's BLAS (the backend of a core install,
+            # without faiss or torch) may round them differently in the last bit (1.8e-7 seen)
+            np.testing.assert_allclose(cols[name], col, rtol=0, atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(cols[name], col, err_msg=name)
 
 
 # --- nothing held per train row: row-number ids made on demand, train fingerprints and the
