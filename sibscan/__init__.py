@@ -52,8 +52,14 @@ _API = {
 
 __all__ = sorted([*_API, "__version__"])
 
+#: public submodules reached as attributes without importing them first (``sibscan.progress.set_quiet``);
+#: not in ``__all__``, which names functions and classes
+_SUBMODULES = ("progress",)
+
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")  # importing sets it on the package
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'sibscan' has no attribute {name!r}")
@@ -63,7 +69,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return __all__
+    return sorted([*__all__, *_SUBMODULES])
 
 
 class _Package(types.ModuleType):

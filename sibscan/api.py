@@ -12,17 +12,35 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
 from .errors import SibscanError, require
-from .progress import message
+from .progress import message, quiet as quiet_progress
+from .pywords import python_words, unknown_keyword
 
-__all__ = ["Scan", "scan"]
+__all__ = ["EMBEDDING_WIDTH", "Scan", "scan"]
+
+#: a float array at least this wide passed as ``train``/``test`` looks like embeddings: :func:`scan` says
+#: how it reads it (as table rows) and where embeddings go (``train_features=``)
+EMBEDDING_WIDTH = 64
+#: words used elsewhere for our options, so that a near miss of them suggests ours
+_SYNONYMS = {"threshold": "cutoff", "similarity_threshold": "cutoff", "top_k": "k", "n_neighbors": "k",
+             "n_neighbours": "k", "verbose": "progress", "embeddings_train": "train_features",
+             "embeddings_test": "test_features", "model_name": "encoder"}
 
 
+def _calibrate_function():
+    from .calibration import calibrate
+
+    return calibrate
+
+
+@python_words()
 def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike] = None, train_features: Any = None,
-         test_features: Any = None, features_id: Optional[str] = None, **options: Any) -> "Scan":
+         test_features: Any = None, features_id: Optional[str] = None, progress: bool = True, quiet: bool = False,
+         **options: Any) -> "Scan":
     """Scan ``test`` against ``train`` and return the :class:`Scan`.
 
     Parameters
@@ -40,18 +58,45 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
         Your own embeddings, one row per item in the items' order, instead of an encoder.
     features_id : str, optional
         The model that made them (required with them); calibrations are tied to it.
+    progress : bool, default True
+        Progress and notes on stderr (bars on a terminal or in a notebook, a line per stage off one).
+        ``False`` silences every line the scan would print; warnings stay warnings
+        (:mod:`warnings`), and the INFO/DEBUG records of sibscan's loggers stay with your logging
+        configuration.  ``sibscan.progress.set_quiet(True)`` silences every scan and command.
+    quiet : bool, default False
+        The same as ``progress=False`` (the CLI's ``--quiet``).
     **options
         Any option of ``sibscan scan`` by its name: ``k=5``, ``encoder="pixels"``, ``cutoff=0.9``,
-        ``calibration="calibration/mydata"``, ``verify=False``, ``progress=False`` …
-        (:class:`sibscan.ScanConfig`).
+        ``calibration="calibration/mydata"``, ``verify=False`` … (:class:`sibscan.ScanConfig`).
+        An unknown name is a TypeError that suggests the closest valid one.
 
     Returns
     -------
     Scan
+
+    Raises
+    ------
+    SibscanError
+        For a bad option or bad input; the message names the keyword (``features_id=``), not the
+        command line's flag.
+
+    Warns
+    -----
+    UserWarning
+        When ``train``/``test`` are float arrays of width >= :data:`EMBEDDING_WIDTH` and neither
+        ``modality`` nor ``encoder`` is given: they are read as table rows, and embeddings you made
+        belong in ``train_features=``/``test_features=``.
     """
     from .config import ScanConfig
+    from .options import OWNER
     from .scan import run_scan
 
+    for name in options:
+        if name not in OWNER:
+            raise unknown_keyword("sibscan.scan", name, [*OWNER, "quiet"], _SYNONYMS)
+    progress = bool(progress) and not quiet
+    if train_features is None and test_features is None and "modality" not in options and "encoder" not in options:
+        _warn_if_embeddings(train, test)
     tmp = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="sibscan-")
@@ -61,9 +106,32 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
         train, test = train_features, test_features
         options.setdefault("verify", False)
     cfg = ScanConfig(train=train, test=test, out=str(out), train_features=train_features, test_features=test_features,
-                     features_id=features_id, **options)
-    result = run_scan(cfg, echo=message)
+                     features_id=features_id, progress=progress, **options)
+    with quiet_progress(not progress):
+        result = run_scan(cfg, echo=message)
     return Scan(result.path, _keep=tmp)
+
+
+def _float_width(data: Any) -> Optional[int]:
+    """The width of a 2-d float numpy array or torch tensor (what the loaders read as table rows), else None."""
+    module = type(data).__module__ or ""
+    if not module.startswith(("numpy", "torch")) or getattr(data, "ndim", None) != 2:
+        return None
+    dtype = getattr(data, "dtype", None)
+    is_float = data.is_floating_point() if module.startswith("torch") else getattr(dtype, "kind", "") == "f"
+    return int(data.shape[1]) if is_float else None
+
+
+def _warn_if_embeddings(train: Any, test: Any) -> None:
+    """Say once, for both splits, that wide float arrays are read as table rows, and where embeddings go."""
+    widths = [w for w in (_float_width(train), _float_width(test)) if w is not None]
+    if not widths or max(widths) < EMBEDDING_WIDTH:
+        return
+    warnings.warn(
+        f"sibscan.scan: train/test are float arrays of width {max(widths)}: read as table rows (each row "
+        "z-normalised, compared by Pearson correlation; encoder 'znorm'). If they are embeddings from your own "
+        "model, pass them as train_features= and test_features= (with features_id=, the model's name) instead; "
+        "pass modality='table' to keep the table reading without this warning.", UserWarning, stacklevel=4)  # the caller of sibscan.scan (past python_words)
 
 
 class Scan:
@@ -79,6 +147,7 @@ class Scan:
     path : Path
     """
 
+    @python_words()
     def __init__(self, path: str | os.PathLike, *, _keep: Any = None):
         from .scandir import ScanDir
 
@@ -100,6 +169,7 @@ class Scan:
         return self._dir.manifest()
 
     # --- the report ------------------------------------------------------------------------------
+    @python_words()
     def report(self, *, predictions: Any = None, correct: Any = None, cutoff: Optional[float] = None,
                calibration: Any = None, force: bool = False) -> dict:
         """The report dict (the content of report.json; docs/report-schema.md).
@@ -126,6 +196,7 @@ class Scan:
         """
         return headline_of(self.report())
 
+    @python_words()
     def write_reports(self, formats: Iterable[str] = ("json", "md", "html", "csv"), *,
                       out: Optional[str | os.PathLike] = None) -> Dict[str, Path]:
         """Write report.json, report.md, report.html and flagged.csv (into the scan, or ``out``)."""
@@ -135,12 +206,14 @@ class Scan:
 
     # --- one row per test item ---------------------------------------------------------------------
     @property
+    @python_words()
     def pairs(self) -> List[dict]:
         """One dict per test item (columns of :meth:`to_pandas`), in test order."""
         from .report.items import scan_items
 
         return scan_items(self.path).records()
 
+    @python_words()
     def to_pandas(self):
         """A DataFrame with one row per test item.
 
@@ -148,23 +221,31 @@ class Scan:
         ``score`` (the deciding score: verified where verified), ``exact``, ``sibling`` (boolean, NA
         where not assessed: no cutoff), ``label_conflict`` (a sibling whose labels differ; NA
         without labels), ``verified``, ``test_index``, ``train_index``, ``test_label``,
-        ``train_label``, ``detail`` (how the verifier matched), ``why`` (why it is a sibling).
+        ``train_label``, ``hand_label``, ``detail`` (how the verifier matched), ``why`` (why it is a sibling).
         """
-        pd = require("pandas", "pandas", "Scan.to_pandas()")
         from .report.items import COLUMNS, scan_items
 
         table = scan_items(self.path)
-        df = pd.DataFrame({name: table.columns[name] for name in COLUMNS})
-        for name in ("sibling", "label_conflict"):
-            df[name] = df[name].astype("boolean")
-        return df
+        return _frame({name: table.columns[name] for name in COLUMNS}, "Scan.to_pandas()")
 
     @property
-    def flagged(self) -> List[dict]:
-        """The test items judged siblings (the report's ``flagged`` list)."""
-        return self.report()["flagged"]
+    def flagged(self):
+        """The test items judged siblings, as a DataFrame: one row per flagged test item.
+
+        The rows of the report's ``flagged`` list and of ``flagged.csv`` (the same decision: an exact
+        twin, a pair labelled "same", or an unlabelled pair at or above the cutoff), with the columns
+        of :meth:`to_pandas` (``test_id``, its ``train_id``, ``similarity``, ``score``, ``exact``,
+        labels where known, ``why`` …); exact twins first, then by score, highest first.  Without a
+        cutoff (``rate["state"] == "not_assessed"``) near copies are not assessed, so only the exact
+        twins are listed: an empty frame then means "no exact twins", not "no siblings".
+        """
+        from .report.items import COLUMNS
+
+        rows = self.report()["flagged"]
+        return _frame({name: [r.get(name) for r in rows] for name in COLUMNS}, "Scan.flagged")
 
     # --- calibration ---------------------------------------------------------------------------------
+    @python_words(_calibrate_function)
     def calibrate(self, ui: str = "web", *, labels: Any = None, **options: Any):
         """Label pairs and fit the cutoff (``sibscan calibrate``); returns the Calibration.
 
@@ -181,6 +262,10 @@ class Scan:
         """
         from .calibration import calibrate
 
+        valid = _keywords(calibrate) - {"scan_dir", "echo"}  # the two this method passes itself
+        unknown = sorted(set(options) - valid)
+        if unknown:
+            raise unknown_keyword("Scan.calibrate", unknown[0], valid)
         self._report = None
         if labels is None or isinstance(labels, (str, os.PathLike)):
             return calibrate(self.path, labels=labels, ui=ui, echo=message, **options)
@@ -190,6 +275,8 @@ class Scan:
             return calibrate(self.path, labels=path, ui=ui, echo=message, **options)
 
     def _label_records(self, labels: Iterable[dict]) -> List[dict]:
+        from .calibration.labelfile import LABELS
+
         m = self.manifest
         ident = {"dataset_fingerprint": m.get("dataset_fingerprint"),
                  "encoder_identity": (m.get("encoder") or {}).get("identity"),
@@ -197,7 +284,9 @@ class Scan:
         out = []
         for i, rec in enumerate(labels):
             if not isinstance(rec, dict) or not {"test_id", "train_id", "label"} <= set(rec):
-                raise SibscanError(f"labels[{i}] must be a dict with test_id, train_id and label (same/different/skip)")
+                raise SibscanError(f"labels[{i}] must be a dict with test_id, train_id and label ({'/'.join(LABELS)})")
+            if rec["label"] not in LABELS:  # named by its place in the list, not by the file it passes through
+                raise SibscanError(f"labels[{i}]: unknown label {rec['label']!r}; use one of: {', '.join(LABELS)}")
             out.append({**ident, "query_split": "test", "query_id": str(rec["test_id"]), "neighbour_split": "train",
                         "neighbour_id": str(rec["train_id"]), "label": rec["label"]})
         return out
@@ -207,6 +296,23 @@ class Scan:
         from .report.notebook import render_notebook
 
         return render_notebook(self.report(), self._dir.items("test"), self._dir.items("train"))
+
+
+def _frame(columns: Dict[str, Any], purpose: str):
+    """A DataFrame of per-item columns (:data:`sibscan.report.items.COLUMNS`), ``sibling`` and
+    ``label_conflict`` as nullable booleans (NA: not assessed)."""
+    pd = require("pandas", "pandas", purpose)
+    df = pd.DataFrame(columns)
+    for name in ("sibling", "label_conflict"):
+        df[name] = df[name].astype("boolean")
+    return df
+
+
+def _keywords(function) -> set:
+    import inspect
+
+    return {p.name for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
 
 
 def headline_of(report: dict) -> dict:

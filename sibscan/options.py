@@ -202,7 +202,7 @@ class VerifyOptions:
 
     def check(self) -> None:
         if self.verify is False and self.verifier is not None:
-            raise SibscanError(f"--verifier {self.verifier} and --no-verify contradict each other; drop one")
+            raise SibscanError(f"--verifier {self.verifier!r} and --no-verify contradict each other; drop one")
         if self.verify is False and self.cascade:
             raise SibscanError("--cascade and --no-verify contradict each other; drop one")
 

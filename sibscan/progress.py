@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Iterator, List, Optional
 
-__all__ = ["INTERVAL_S", "Bar", "bar", "format_line", "is_quiet", "message", "set_quiet", "stage", "task"]
+__all__ = ["INTERVAL_S", "Bar", "bar", "format_line", "is_quiet", "message", "quiet", "set_quiet", "stage", "task"]
 
 #: seconds between progress lines off a terminal (``SIBSCAN_PROGRESS_INTERVAL`` overrides it)
 INTERVAL_S = 30.0
@@ -38,6 +38,19 @@ def set_quiet(quiet: bool) -> None:
 
 def is_quiet() -> bool:
     return _state["quiet"]
+
+
+@contextlib.contextmanager
+def quiet(on: bool = True) -> Iterator[None]:
+    """Silence everything :func:`set_quiet` does for the duration of a ``with`` block (``on=False``:
+    change nothing), then restore what was set before: ``sibscan.scan(..., progress=False)``."""
+    before = _state["quiet"]
+    if on:
+        _state["quiet"] = True
+    try:
+        yield
+    finally:
+        _state["quiet"] = before
 
 
 def _interval() -> float:
