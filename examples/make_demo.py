@@ -6,6 +6,9 @@
 * ``demo/text_train.jsonl`` / ``demo/text_test.jsonl`` — paragraphs from Python's own documentation
   (``pydoc_data``): 900 train paragraphs; the test set holds 10 copies with changed case/whitespace,
   10 truncated copies, and 150 paragraphs that are not in train.
+* ``demo/text_predictions.csv`` — a topic classifier's predictions for the text test set
+  (id,prediction,label; the label is the documentation topic a paragraph comes from), right on the 20
+  planted copies and 60 % right on the rest, as a model that memorised its training set would be.
 * ``demo/test_predictions.csv`` — a model's predictions for the series test set (id,prediction), to
   see accuracy split into sibling rows and the rest.
 * for ``sibscan audit``: ``demo/series_val.tsv`` (a validation split of 100 new series),
@@ -82,9 +85,14 @@ def audit_files(out: Path, test_labels: np.ndarray, rng: np.random.Generator) ->
 
 
 def text(out: Path, seed: int) -> None:
+    """Write the text train/test files and the predictions for the text test set."""
     import pydoc_data.topics
 
-    paragraphs = sorted({" ".join(p.split()) for doc in pydoc_data.topics.topics.values() for p in doc.split("\n\n")})
+    topic_of: dict = {}  # paragraph -> the first (sorted) documentation topic that holds it: its label
+    for name, doc in sorted(pydoc_data.topics.topics.items()):
+        for p in doc.split("\n\n"):
+            topic_of.setdefault(" ".join(p.split()), name)
+    paragraphs = sorted(topic_of)
     paragraphs = [p for p in paragraphs if 15 <= len(p.split()) <= 120]
     random.Random(seed).shuffle(paragraphs)
     train, fresh = paragraphs[:900], paragraphs[900:1050]
@@ -97,6 +105,18 @@ def text(out: Path, seed: int) -> None:
     with open(out / "text_test.jsonl", "w", encoding="utf-8") as fh:
         for i, p in enumerate(test):
             fh.write(json.dumps({"id": f"q{i}", "text": p}) + "\n")
+    labels = [topic_of[p] for p in train[:20] + fresh]
+    text_predictions(out, labels, sorted(set(topic_of.values())), np.random.default_rng(seed + 2))
+
+
+def text_predictions(out: Path, labels: list, topics: list, rng: np.random.Generator) -> None:
+    """``text_predictions.csv`` (id,prediction,label): a classifier of each paragraph's documentation topic
+    that memorised its training set, right on the 20 planted copies and 60 % right on the rest; its own
+    generator, so the files above stay put."""
+    correct = np.concatenate([np.ones(20, bool), rng.random(len(labels) - 20) < 0.6])
+    wrong = [topics[(topics.index(lab) + 1 + int(rng.integers(len(topics) - 1))) % len(topics)] for lab in labels]
+    rows = [f"q{i},{lab if ok else other},{lab}\n" for i, (lab, ok, other) in enumerate(zip(labels, correct, wrong))]
+    (out / "text_predictions.csv").write_text("id,prediction,label\n" + "".join(rows))
 
 
 def main(argv: list[str]) -> None:

@@ -41,5 +41,25 @@ def register(app: typer.Typer) -> None:
         typer.echo(headline(rep) + ".")
         if rep["headline"].get("note"):
             typer.echo(f"note: {rep['headline']['note']}")
+        if rep.get("accuracy"):
+            # the split is what --predictions was given for: show it here, not only inside the files
+            typer.echo(_accuracy_text(rep))
         for fmt, path in written.items():
             typer.echo(f"wrote {path}")
+
+
+def _accuracy_text(rep: dict) -> str:
+    """The accuracy split as aligned terminal lines, from the rows the Markdown report tabulates; without a
+    cutoff only the exact twins are split off, and the lines say the near copies were not assessed."""
+    from ..report.markdown import accuracy_rows
+    _head, rows = accuracy_rows(rep)
+    name_w = max(len(r[0]) for r in rows)
+    n_w = max(len(r[2]) for r in rows)
+    lines = ["accuracy:"]
+    for name, acc, n, ci in rows:
+        detail = f"  n={n:>{n_w}}" if n else ""
+        detail += f"  95 % CI {ci}" if ci else ""
+        lines.append(f"  {name:<{name_w}}  {acc:>7}{detail}")
+    if not rep["accuracy"].get("siblings"):
+        lines.append("  near copies: not assessed (no cutoff), so the rows that are not exact twins may still hold some")
+    return "\n".join(lines)
