@@ -40,6 +40,30 @@ class Skipped:
         return {"where": self.where, "reason": self.reason}
 
 
+def skipped_note(skipped: dict, listed: str, shown: int = 5) -> str:
+    """The line a command prints about items left out: counts per split and the first reasons.
+
+    Parameters
+    ----------
+    skipped : dict of split -> list of {"where", "reason"}
+        As a manifest's ``skipped``.
+    listed : str
+        Where all of them are ("manifest.json", "--json").
+
+    Returns
+    -------
+    str
+        ``""`` when nothing was skipped.
+    """
+    every = [k for split in ("train", "test") for k in skipped.get(split) or []]
+    if not every:
+        return ""
+    counts = ", ".join(f"{len(skipped.get(split) or [])} {split}" for split in ("train", "test"))
+    more = f" … (all {len(every)} in {listed})" if len(every) > shown else f" (listed in {listed})"
+    return (f"skipped (not compared): {counts} — " + "; ".join(f"{k['where']}: {k['reason']}" for k in every[:shown])
+            + more)
+
+
 @dataclass
 class Items:
     """One split of one modality. See the module docstring for the fields."""

@@ -47,6 +47,7 @@ def twins(
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
+    from ..items import skipped_note
     from ..loaders.prints import load_prints
     from ..predictions import accuracy_split, correct_mask, read_predictions
     from ..stats import check_decimals, check_fraction
@@ -91,9 +92,7 @@ def twins(
     skipped = {split: [k.to_dict() for k in items.skipped] for split, items in (("train", tr), ("test", te))}
     if skipped["train"] or skipped["test"]:  # never silently: every item left out, with its reason
         out["skipped"] = skipped
-        text.append(f"skipped (not compared): {len(skipped['train'])} train, {len(skipped['test'])} test items — "
-                    + "; ".join(f"{k['where']}: {k['reason']}" for k in (skipped["train"] + skipped["test"])[:5])
-                    + (" …(all listed with --json)" if len(skipped["train"]) + len(skipped["test"]) > 5 else ""))
+        text.append(skipped_note(skipped, "--json"))
     if groups is not None:
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
         text.append(f"groups written to {groups}")
