@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 def twins(
     train: Path = typer.Argument(..., help="Training split: CSV/TSV/UCR .tsv/.ts/.arff/.npy/.npz/Parquet (or text/images)."),
     test: Path = typer.Argument(..., help="Evaluation split, same format and columns as TRAIN."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y; headerless UCR .tsv: column 0)."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; headerless UCR .tsv: column 0)."),
     id_: Optional[str] = typer.Option(None, "--id", help="Id column name (default: the row index)."),
     decimals: str = typer.Option("6", "--decimals", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest)."),
     znorm: bool = flag("--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
