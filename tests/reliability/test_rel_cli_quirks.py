@@ -115,3 +115,19 @@ def test_contamination_table_shows_thresholds_and_label_results_with_their_denom
     assert f"recall {fl['tpr']:.3f} (of 1 contaminated)" in table.stdout
     assert "1 labelled example(s) without a verdict (shorter than n words) left out" in table.stdout
     assert "AUC:" in table.stdout
+
+
+def test_audit_md_says_which_predictions_accuracy_is_over_and_why(tmp_path):
+    """A missing prediction leaves the denominator, a NaN one counts as wrong: said in audit.md's metrics."""
+    ids = [f"s{i}" for i in range(10)]
+    (tmp_path / "t.csv").write_text("id,target\n" + "".join(f"{i},{k % 2}\n" for k, i in enumerate(ids)))
+    preds = [str(k % 2) for k in range(10)]
+    preds[0] = "nan"
+    rows = [f"{i},{p}\n" for i, p in zip(ids, preds)][:-1]  # s9 has no prediction
+    (tmp_path / "p.csv").write_text("id,prediction\n" + "".join(rows))
+    result = cli("audit", tmp_path / "p.csv", "--targets", tmp_path / "t.csv", "--out", tmp_path / "a", "--json")
+    acc = json.loads(result.stdout)["metrics"]["accuracy"]
+    assert acc["mean"] == 8 / 9  # 9 scored (s9 left out), the NaN one wrong
+    md = (tmp_path / "a" / "audit.md").read_text()
+    assert "`accuracy` is over the test items with a prediction: a missing one" in md
+    assert "a NaN or empty prediction is an answer, and a wrong one" in md
