@@ -88,12 +88,13 @@ def _tiny_series(d: Path, length: int):
     return d / "tiny_TRAIN.tsv", d / "tiny_TEST.tsv"
 
 
-def test_temporal_refuses_series_shorter_than_minirocket_takes_before_training(tmp_path, monkeypatch):
+@pytest.mark.parametrize("extra", [(), ("--param", "n_kernels=84")])  # its kernels are 9 long, whatever the count
+def test_temporal_refuses_series_shorter_than_minirocket_takes_before_training(tmp_path, monkeypatch, extra):
     from sibscan.temporal import permutation
 
     train, test = _tiny_series(tmp_path, 4)
     monkeypatch.setattr(permutation, "fit_score", lambda *a, **k: pytest.fail("training started"))
-    result = cli("temporal", "--runs", "2", train, test, "--no-progress")
+    result = cli("temporal", "--runs", "2", train, test, "--no-progress", *extra)
     assert_one_line_error(result, str(train), "4 time points", "minirocket", "at least 9", "-c euclidean-1nn",
                           "sibscan augment --padding 1.25")
 
