@@ -286,8 +286,9 @@ def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tu
     splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs, sink=spill),
               "test": load_split(cfg.load, "test", image_dir=inputs)}
     check_pair(splits["train"], splits["test"])
-    if index is None and not cfg.encoding.precomputed:
-        # before any fingerprint or model: an encoder that cannot embed these rows (one value each)
+    if index is None and not cfg.encoding.precomputed and (cfg.encoding.encoder or splits["train"].modality == "table"):
+        # before any fingerprint or model: an encoder that cannot embed these items (another modality, rows
+        # of one value); a text/image default is resolved once, by build_encoder (its fallback warns)
         check_encoder(cfg.encoding, splits["train"])
     return index, splits
 
