@@ -214,3 +214,10 @@ def test_key_buckets_on_a_full_disk_raise_enospc(tmp_path):
     with pytest.raises(OSError) as info:
         keybuckets.spread(tmp_path, "c", rec, np.zeros(4, np.int64))
     assert info.value.errno == errno.ENOSPC
+
+
+def test_1d_features_are_refused_naming_the_argument_once(tmp_path):
+    with pytest.raises(InputError) as info:
+        sibscan.scan(train_features=np.random.rand(40), test_features=np.random.rand(10, 1), features_id="m",
+                     out=tmp_path / "s", progress=False)
+    assert str(info.value).startswith("train_features must be a numeric array of shape (n, dim)"), info.value
