@@ -103,7 +103,11 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
         out = Path(tmp.name) / "scan"
     features_only = train is None and test is None and train_features is not None
     if features_only:  # the vectors are the items: exact twins are equal vectors; no verifier reads vectors
-        train, test = train_features, test_features
+        from .items import Items
+
+        # read here, so that a message names the keyword given (test_features=), not "test"
+        train, test = (None if f is None else Items.coerce(f, split, what=f"{split}_features")
+                       for split, f in (("train", train_features), ("test", test_features)))
         options.setdefault("verify", False)
     cfg = ScanConfig(train=train, test=test, out=str(out), train_features=train_features, test_features=test_features,
                      features_id=features_id, progress=progress, **options)

@@ -70,6 +70,10 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:  # a write/fsync error names no file: name the output
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -110,9 +114,23 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return write_text(path, dumps_json(obj) + "\n")
 
 
+class _Stream:
+    """A file seen by numpy as a plain stream: ``write_array`` then writes it in chunks with ``write``.
+
+    ``np.save`` into a real file goes through ``ndarray.tofile``, whose short write on a full disk
+    raises an ``OSError`` with no errno and no file name ("3686400 requested and 2449344 written");
+    the file's own ``write`` raises ENOSPC, which the CLI turns into its "free some space" line.
+    """
+
+    def __init__(self, fh):
+        self.write = fh.write
+
+
 def save_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
+    """``np.save`` into ``path`` atomically (the same bytes); a full disk raises ENOSPC naming ``path``."""
     with atomic_path(path, suffix=".npy") as tmp:
-        np.save(tmp, array, allow_pickle=False)
+        with open(tmp, "wb") as fh:
+            np.lib.format.write_array(_Stream(fh), np.asanyarray(array), allow_pickle=False)
     return Path(path)
 
 

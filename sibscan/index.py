@@ -31,8 +31,12 @@ from .items import Items
 from .loaders import load_split
 from .options import EncoderOptions, LoadOptions, make
 from .scandir import load_items, save_items
+from .scanfiles import _READ_ERRORS, _corrupt
 
 __all__ = ["TrainIndex"]
+
+#: what every reader of index.json takes from it
+_META_KEYS = ("modality", "encoder", "n_items", "decimals", "znorm")
 
 
 def _fresh_ids(ids: np.ndarray, prefix: str, taken: np.ndarray) -> np.ndarray:
@@ -109,8 +113,16 @@ class TrainIndex:
         meta_path = path / "index.json"
         if not meta_path.exists():
             raise SibscanError(f"{path} is not a sibscan index (no index.json); build one with 'sibscan index build'")
-        with open(meta_path, encoding="utf-8") as fh:
-            return cls(path, json.load(fh))
+        rebuild = "rebuild the index with 'sibscan index build --force'"
+        try:
+            with open(meta_path, encoding="utf-8") as fh:
+                meta = json.load(fh)
+        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
+            raise _corrupt(meta_path, exc, rebuild) from None
+        missing = [k for k in _META_KEYS if not isinstance(meta, dict) or k not in meta]
+        if missing:
+            raise _corrupt(meta_path, ValueError(f"no {', '.join(missing)}"), rebuild)
+        return cls(path, meta)
 
     def add(self, source: str, *, device: str = "auto", batch_size: Optional[int] = None, progress: bool = True,
             load_options: Optional[Dict[str, Any]] = None, id: Optional[str] = None) -> int:  # noqa: A002 - --id

@@ -40,6 +40,30 @@ class Skipped:
         return {"where": self.where, "reason": self.reason}
 
 
+def skipped_note(skipped: dict, listed: str, shown: int = 5) -> str:
+    """The line a command prints about items left out: counts per split and the first reasons.
+
+    Parameters
+    ----------
+    skipped : dict of split -> list of {"where", "reason"}
+        As a manifest's ``skipped``.
+    listed : str
+        Where all of them are ("manifest.json", "--json").
+
+    Returns
+    -------
+    str
+        ``""`` when nothing was skipped.
+    """
+    every = [k for split in ("train", "test") for k in skipped.get(split) or []]
+    if not every:
+        return ""
+    counts = ", ".join(f"{len(skipped.get(split) or [])} {split}" for split in ("train", "test"))
+    more = f" … (all {len(every)} in {listed})" if len(every) > shown else f" (listed in {listed})"
+    return (f"skipped (not compared): {counts} — " + "; ".join(f"{k['where']}: {k['reason']}" for k in every[:shown])
+            + more)
+
+
 @dataclass
 class Items:
     """One split of one modality. See the module docstring for the fields."""
@@ -128,7 +152,7 @@ class Items:
         )
 
     @classmethod
-    def coerce(cls, data, split: str) -> "Items":
+    def coerce(cls, data, split: str, what: Optional[str] = None) -> "Items":
         """In-memory data as one split: Items as they are, a list of strings as text, numbers as table rows.
 
         Parameters
@@ -136,21 +160,31 @@ class Items:
         data : Items, list of str, or array-like of shape (n,), (n, d) or (n, ...)
             A 1-D array is one value per item; more than two dimensions are flattened per item.
         split : {"train", "test"}
+        what : str, optional
+            What messages call the data (default ``split``; ``"test_features"`` for vectors).
 
         Returns
         -------
         Items
             Ids are the positions ``"0" .. "n-1"``.  (A file path is loaded by
             :func:`sibscan.loaders.as_items`, which calls this for everything else.)
+
+        Raises
+        ------
+        SibscanError
+            Data that is not numeric, or has no items (an empty split is refused here, before any work).
         """
         if isinstance(data, Items):
             return data
+        what = what or split
         if isinstance(data, (list, tuple)) and data and all(isinstance(x, str) for x in data):
             return cls(split, "text", ids=np.arange(len(data)).astype(str), texts=list(data), source=f"{split} texts")
         arr = np.asarray(data)
         if arr.dtype.kind not in "biuf" or arr.ndim == 0:
-            raise SibscanError(f"{split}: expected Items, a list of strings or a numeric array of shape (n, d), "
+            raise SibscanError(f"{what}: expected Items, a list of strings or a numeric array of shape (n, d), "
                                f"got {type(data).__name__} of dtype {arr.dtype} and shape {arr.shape}")
+        if len(arr) == 0:
+            raise InputError(f"no items (an array of shape {arr.shape}); a split needs at least one item", path=what)
         arr = arr.reshape(len(arr), -1) if arr.ndim != 1 else arr[:, None]
         return cls(split, "table", ids=np.arange(len(arr)).astype(str), values=arr.astype(np.float64),
                    source=f"{split} array")

@@ -41,7 +41,8 @@ def spread(folder: Path, prefix: str, rec: np.ndarray, group: np.ndarray) -> Non
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b > a:
             with open(_file(folder, prefix, int(group[a])), "ab") as fh:
-                rec[a:b].tofile(fh)
+                # not ndarray.tofile: its short write on a full disk raises an OSError without errno
+                fh.write(memoryview(np.ascontiguousarray(rec[a:b])).cast("B"))
 
 
 def read_file(folder: Path, prefix: str, number: int, dtype: np.dtype, drop: bool = False) -> np.ndarray:

@@ -75,7 +75,7 @@ class LoadOptions:
     test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train (default: none).")
     index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of TRAIN (default: none, TRAIN is read and embedded).")
     modality: Optional[str] = opt(None, "--modality", help="image, text or table (default: detected from the files).")
-    label: Optional[str] = opt(None, "--label", help="Label column name (default: a table's column named label, class, target or y; none for text and image listings).")
+    label: Optional[str] = opt(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; an image folder's sub-folder names).")
     id: Optional[str] = opt(None, "--id", help="Id column name (default: a text file's 'id' field when it has one, else row index / relative path).")
     group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
     text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file (default: text).")

@@ -83,11 +83,17 @@ def read_predictions(path: str | os.PathLike, test: Items) -> np.ndarray:
     return _read(Path(path), test)[0]
 
 
-def read_predictions_and_truth(path: str | os.PathLike, test: Items) -> tuple:
+def read_predictions_and_truth(path, test: Items) -> tuple:
     """Predictions and the labels they are scored against, both in test order.
 
     The truth is the test items' labels; when they have none, the predictions file's ``label``
     column.
+
+    Parameters
+    ----------
+    path : path, or array-like of shape (n_test,)
+        A predictions file (module docstring), or (Python API) the predictions themselves, one per
+        test item in the scan's test order.
 
     Returns
     -------
@@ -97,8 +103,10 @@ def read_predictions_and_truth(path: str | os.PathLike, test: Items) -> tuple:
     ------
     InputError
         As :func:`read_predictions`; also when neither the test items nor the file have labels, or a
-        row of the file's label column is empty.
+        row of the file's label column is empty; an array of another length than the test split.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        return _given_predictions(path, test)
     path = Path(path)
     preds, labels = _read(path, test)
     if test.labels is not None:
@@ -112,6 +120,26 @@ def read_predictions_and_truth(path: str | os.PathLike, test: Items) -> tuple:
         raise InputError(f"test id {str(test.ids[np.argmax(empty)])!r} has an empty label; give a label on every row",
                          path=path)
     return preds, labels
+
+
+def _given_predictions(values, test: Items) -> tuple:
+    """Predictions given as an array-like (the ``predictions=`` argument), scored against the test labels."""
+    what = "predictions"
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):  # ragged nested lists
+        arr = np.asarray(None)
+    if arr.ndim != 1:
+        raise InputError(f"give a predictions file (CSV/JSONL with id and prediction, or one per line) or an array of "
+                         f"shape ({len(test)},), one prediction per test item in scan order; got {type(values).__name__}"
+                         f"{f' of shape {arr.shape}' if arr.ndim else ''}", path=what)
+    if len(arr) != len(test):
+        raise InputError(f"{len(arr)} predictions for {len(test)} test items; give one per test item, in scan order "
+                         "(or a file with id and prediction columns)", path=what)
+    if test.labels is None:
+        raise InputError("the test items have no labels to score predictions against; scan with label= (a label "
+                         "column), give a predictions file with a label column, or pass correct=", path=what)
+    return np.asarray(["" if v is None else str(v) for v in arr.tolist()], dtype=str), np.asarray(test.labels)
 
 
 def _read(path: Path, test: Items) -> tuple:

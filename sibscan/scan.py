@@ -30,6 +30,7 @@ from .config import ScanConfig
 from .diskarray import NpyArray, NpyWriter, is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
+from .encoders.build import check_encoder
 from .errors import SibscanError
 from .fingerprint import dataset_fingerprint, fingerprint, ids_fingerprint, items_fingerprint
 from .index import TrainIndex
@@ -285,6 +286,10 @@ def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tu
     splits = {"train": index.items() if index is not None else load_split(cfg.load, "train", image_dir=inputs, sink=spill),
               "test": load_split(cfg.load, "test", image_dir=inputs)}
     check_pair(splits["train"], splits["test"])
+    if index is None and not cfg.encoding.precomputed and (cfg.encoding.encoder or splits["train"].modality == "table"):
+        # before any fingerprint or model: an encoder that cannot embed these items (another modality, rows
+        # of one value); a text/image default is resolved once, by build_encoder (its fallback warns)
+        check_encoder(cfg.encoding, splits["train"])
     return index, splits
 
 

@@ -6,6 +6,7 @@ The honest-reporting section is :func:`sibscan.report.honest.honest_reporting`, 
 from __future__ import annotations
 
 from ..report.honest import CHECK_NAMES, fmt, format_value, honest_reporting
+from .metrics import METRICS
 from .result import AuditResult
 
 __all__ = ["render_audit_markdown"]
@@ -31,6 +32,7 @@ def render_audit_markdown(result: AuditResult) -> str:
             cells = [fmt(v) for v in m["values"].values()]
             lines.append(f"| `{mid}` | {m['formula']} | " + " | ".join(cells) + f" | {format_value(m, runs=False)} |")
         notes = [f"- `{mid}`: {m['note']}" for mid, m in result.metrics.items() if m.get("note")]
+        notes += [f"- `{mid}` is {METRICS[mid].samples}." for mid in result.metrics if METRICS[mid].samples]
         if notes:
             lines += [""] + notes
     if result.record:

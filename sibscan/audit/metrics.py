@@ -34,18 +34,27 @@ __all__ = ["Metric", "METRICS", "TASK_METRICS", "compute_metrics", "window", "pe
            "nrmse_step", "nrmse_sample", "nrmse_global", "rmse", "mae", "accuracy", "macro_f1"]
 
 
+#: which samples a classification metric is over: the one statement of it (audit.md, README)
+SCORED_SAMPLES = ("over the test items with a prediction: a missing one (or a failed status) is left out of n and "
+                  "counted by the denominator check, as there is no answer to score; a NaN or empty prediction is "
+                  "an answer, and a wrong one (the nan_free check names it)")
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A metric's identity: ``id`` (the key everywhere), a human name and the formula."""
+    """A metric's identity: ``id`` (the key everywhere), a human name, the formula, and (where it is
+    a choice) which samples it is over."""
 
     id: str
     name: str
     formula: str
+    samples: str = ""
 
 
 METRICS: Dict[str, Metric] = {m.id: m for m in (
-    Metric("accuracy", "accuracy", "mean_i [ŷ_i = y_i]"),
-    Metric("macro_f1", "macro-F1", "(1/C) Σ_c 2·TP_c / (2·TP_c + FP_c + FN_c), C = classes in targets ∪ predictions"),
+    Metric("accuracy", "accuracy", "mean_i [ŷ_i = y_i]", SCORED_SAMPLES),
+    Metric("macro_f1", "macro-F1", "(1/C) Σ_c 2·TP_c / (2·TP_c + FP_c + FN_c), C = classes in targets ∪ predictions",
+           SCORED_SAMPLES),
     Metric("rmse", "RMSE", "sqrt(mean over all elements of (ŷ − y)²)"),
     Metric("mae", "MAE", "mean over all elements of |ŷ − y|"),
     Metric("nrmse_step", "nRMSE per step", "mean_{i,t} ‖ŷ_it − y_it‖₂ / ‖y_it‖₂ (spatial RMSE per sample and "

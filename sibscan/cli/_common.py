@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import functools
+import io
+import os
 import logging
 import re
 import sys
@@ -127,14 +129,32 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}{what}" + (f" ({fix})" if fix and fix != "no such file or folder" else "")
 
 
+#: the exit status of a writer that SIGPIPE ended (128 + 13), as a shell reports it
+_SIGPIPE_EXIT = 141
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush meets no closed pipe either."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # stdout that is no file (tests)
+        pass
+
+
 def user_errors(fn: F) -> F:
     """Turn a :class:`SibscanError` (or an operating-system error: a full disk, a permission) into one
-    line on stderr and exit code 1 (no traceback); Ctrl-C into exit code 130."""
+    line on stderr and exit code 1 (no traceback); Ctrl-C into exit code 130; a closed output pipe
+    into a quiet exit 141 (SIGPIPE's status)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:  # the reader went away ('| head -1'): stop quietly, as Unix tools do
+            _stdout_to_devnull()
+            raise typer.Exit(_SIGPIPE_EXIT)
         except SibscanError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1)

@@ -118,6 +118,7 @@ def audit(
     from ..audit import AuditConfig, run_audit, verify_run
     from ..audit.run import parse_published
     from ..errors import SibscanError
+    from ..progress import message
     from ..report.honest import AUDIT_DIR
 
     files = list(predictions_args or []) + list(predictions or [])
@@ -139,8 +140,8 @@ def audit(
         typer.echo(dumps_json(result.to_dict()))
     else:
         typer.echo(_text(result))
-        for w in result.warnings:
-            typer.echo(f"warning: {w}", err=True)
+        for w in result.warnings:  # a note on stderr: --quiet silences it (it is in audit.md and --json too)
+            message(f"warning: {w}")
         if result.record is not None:
             where = out if out is not None else Path(result.scan["path"]) / AUDIT_DIR
             typer.echo(f"written to {where}: manifest.json (run record), audit.json, audit.md")

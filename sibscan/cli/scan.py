@@ -8,18 +8,23 @@ import typer
 
 from ..errors import SibscanError
 from ..fmt import count, plural, score, scores
+from ..items import skipped_note
 from ..options import GROUPS
 from ._common import Command, json_flag, user_errors
 from ._options import with_options
 
 
-def _fmt_summary(summary: dict, path: Path) -> str:
+def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> str:
+    """The printed summary; ``skipped`` (the manifest's) adds the first items left out with their reasons."""
     lines = [f"scan written to {path}"]
     lines.append(
         f"  items: {summary['n_train']:,} train, {summary['n_test']:,} test"
         + (f" (skipped: {summary['skipped']['train']} train, {summary['skipped']['test']} test — listed in manifest.json)"
            if summary.get("skipped") and (summary["skipped"]["train"] or summary["skipped"]["test"]) else "")
     )
+    note = skipped_note(skipped or {}, "manifest.json")
+    if note:  # an unreadable sub-folder says why here, not only in the manifest
+        lines.append(f"  {note}")
     n_exact = summary["exact_test_rows_with_train_twin"]
     lines.append(
         f"  exact twins: {plural(n_exact, 'test item')} ({summary['exact_test_twin_pct']:.2f} %) "
@@ -90,4 +95,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(dumps_json(result.summary))
         else:
-            typer.echo(_fmt_summary(result.summary, result.path))
+            typer.echo(_fmt_summary(result.summary, result.path, result.manifest.get("skipped")))

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 def twins(
     train: Path = typer.Argument(..., help="Training split: CSV/TSV/UCR .tsv/.ts/.arff/.npy/.npz/Parquet (or text/images)."),
     test: Path = typer.Argument(..., help="Evaluation split, same format and columns as TRAIN."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y; headerless UCR .tsv: column 0)."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; headerless UCR .tsv: column 0)."),
     id_: Optional[str] = typer.Option(None, "--id", help="Id column name (default: the row index)."),
     decimals: str = typer.Option("6", "--decimals", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest)."),
     znorm: bool = flag("--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
@@ -47,6 +47,7 @@ def twins(
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
+    from ..items import skipped_note
     from ..loaders.prints import load_prints
     from ..predictions import accuracy_split, correct_mask, read_predictions
     from ..stats import check_decimals, check_fraction
@@ -91,9 +92,7 @@ def twins(
     skipped = {split: [k.to_dict() for k in items.skipped] for split, items in (("train", tr), ("test", te))}
     if skipped["train"] or skipped["test"]:  # never silently: every item left out, with its reason
         out["skipped"] = skipped
-        text.append(f"skipped (not compared): {len(skipped['train'])} train, {len(skipped['test'])} test items — "
-                    + "; ".join(f"{k['where']}: {k['reason']}" for k in (skipped["train"] + skipped["test"])[:5])
-                    + (" …(all listed with --json)" if len(skipped["train"]) + len(skipped["test"]) > 5 else ""))
+        text.append(skipped_note(skipped, "--json"))
     if groups is not None:
         write_groups_csv(groups, tr, te, group_ids(tr, te, decimals=main_dec, znorm=znorm))
         text.append(f"groups written to {groups}")

@@ -41,8 +41,10 @@ def _as_index(name: str, corpus, work: Path, config: ContaminationConfig, text_f
         return corpus
     if isinstance(corpus, (str, Path)) and (Path(corpus) / "manifest.json").is_file():
         return _as_index(name, NgramIndex(corpus), work, config, text_field, progress)
-    return build_index(corpus, work / "index" / name, n=config.n, shard_size=config.shard_size, text_field=text_field,
-                       engine=config.engine, progress=progress)
+    # one folder per source and n: another --n builds its own index beside (both are reused), where one
+    # folder per source refused the other n with advice about an option this command does not have
+    return build_index(corpus, work / "index" / f"{name}.n{config.n}", n=config.n, shard_size=config.shard_size,
+                       text_field=text_field, engine=config.engine, progress=progress)
 
 
 def _controls(texts) -> List[str]:
@@ -216,7 +218,10 @@ def _assemble(ex, config, indexes, named, thresholds, overlaps, logprob, guided,
     if label_map is not None:
         known = np.array([flagged[i] is not None for i in lab_idx], bool)
         op = OperatingPoint.measure(np.array([bool(flagged[i]) for i in lab_idx])[known], lab_y[known])
-        evaluation = {"n_labelled": int(len(lab_idx)), "n_contaminated": int(lab_y.sum()), "auc": aucs,
+        # the flags' recall/FPR are over the labelled examples with a verdict (a shorter-than-n one has
+        # none): how many were left out is part of the record, and said wherever the rates are shown
+        evaluation = {"n_labelled": int(len(lab_idx)), "n_contaminated": int(lab_y.sum()),
+                      "n_without_verdict": int((~known).sum()), "auc": aucs,
                       "weights": weights if weights is not None else {m: 1.0 for m in COMBINED if m in scores},
                       "weighted_by_auc": bool(config.weight_by_auc), "operating_point": op}
     return ContaminationResult(examples=ex, config=config, indexes=indexes, named=list(named), thresholds=thresholds,

@@ -68,7 +68,12 @@ def render_html(result: ContaminationResult, max_examples: Optional[int] = 2000)
             prec = fl.get("precision_at_prevalence")
             at = (f"; precision at prevalence {fl['prevalence']:.1%}: {_fmt(prec, '.3f')}, expected review queue "
                   f"{fl['review_queue_size']:.1f} of {s['n_examples']}") if "prevalence" in fl else ""
-            parts.append(f"<p>Flags on labelled examples: recall {fl['tpr']:.3f}, false-positive rate {fl['fpr']:.3f}{at}.</p>")
+            left = ev.get("n_without_verdict", 0)
+            unscored = (f"; {left} labelled example(s) without a verdict (shorter than n words) left out"
+                        if left else "")
+            parts.append(f"<p>Flags on labelled examples: recall {fl['tpr']:.3f} (of {fl['n_positive']} contaminated), "
+                         f"false-positive rate {fl['fpr']:.3f} (of {fl['n_negative']} clean), over the examples with "
+                         f"a verdict{escape(unscored)}{at}.</p>")
     recs = d["examples"]
     order = sorted(range(len(recs)), key=lambda i: (not recs[i]["flagged"], -(recs[i]["z"] or -1e300)))
     if max_examples is not None:

@@ -103,8 +103,9 @@ class NgramIndex:
         self.path = Path(path)
         mf = self.path / "manifest.json"
         if not mf.is_file():
-            raise InputError("not a finished n-gram index (no manifest.json); build it with "
-                             "sibscan contamination --index DIR or build_index()", path=self.path)
+            raise InputError("not a finished n-gram index (no manifest.json); give the corpus itself to "
+                             "'sibscan contamination --corpus' (it is indexed into --work) or build one with "
+                             "build_index()", path=self.path)
         self.manifest = json.loads(mf.read_text())
         self.layout = layout_for_format(self.manifest.get("format"), self.path)
         self.n = int(self.manifest["n"])
@@ -173,7 +174,7 @@ def _open_existing(path: Path, identity: str, fingerprint: Optional[str], fmt: s
     idx = NgramIndex(path)
     if idx.identity != identity:
         raise CompatibilityError(f"{path} holds an index built as {idx.identity}, not {identity}; "
-                                 "use another --index folder or delete this one")
+                                 "build into another folder or delete this one")
     if fingerprint is not None and idx.manifest.get("corpus_fingerprint") == fingerprint:
         if idx.manifest["format"] == fmt:
             return idx

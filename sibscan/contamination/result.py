@@ -118,6 +118,44 @@ class ContaminationResult:
             "config": self.config.to_dict(),
         }
 
+    def _threshold_lines(self) -> List[str]:
+        """Each source's flagging thresholds and where they came from (controls, or the floors)."""
+        out = []
+        for name in self.indexes:
+            th = self.thresholds.get(name)
+            if th is None:
+                out.append(f"source {name}: flagged at overlap >= {self.config.overlap_floor:g} or a run of >= "
+                           f"{self.config.run_floor} words (the floors: no --control texts)")
+                continue
+            well = "well estimated" if th.is_well_estimated else f"NOT well estimated: {th.n_needed} needed"
+            out.append(f"source {name}: flagged at overlap > {th.threshold:.3f} or a run of > {th.run_threshold} words, "
+                       f"the {th.percentile:g}th percentile of {th.n_controls} control texts ({well})")
+        return out
+
+    def _evaluation_lines(self) -> List[str]:
+        """With --labels: each method's AUC and the flags' recall and false-positive rate, with their denominators."""
+        d = self.to_dict().get("evaluation")
+        if not d:
+            return []
+        auc = ", ".join(f"{m} {'n/a' if a is None else format(a, '.3f')}" for m, a in d["auc"].items())
+        out = [f"labelled examples: {d['n_labelled']} ({d['n_contaminated']} contaminated); AUC: {auc or 'no method ran'}"]
+        fl = d.get("flags")
+        left = d.get("n_without_verdict", 0)
+        unscored = f"; {left} labelled example(s) without a verdict (shorter than n words) left out" if left else ""
+        if fl is None:
+            out.append("flags on labelled examples: not assessed (the labelled examples with a verdict lack a "
+                       f"contaminated or a clean one){unscored}")
+            return out
+        line = (f"flags on labelled examples: recall {fl['tpr']:.3f} (of {fl['n_positive']} contaminated), "
+                f"false-positive rate {fl['fpr']:.3f} (of {fl['n_negative']} clean), over the examples with a verdict"
+                f"{unscored}")
+        if "prevalence" in fl:
+            prec = fl.get("precision_at_prevalence")
+            line += (f"; at prevalence {fl['prevalence']:.1%}: precision {'n/a' if prec is None else format(prec, '.3f')}, "
+                     f"expected review queue {fl['review_queue_size']:.1f} of {len(self.examples.ids)}")
+        out.append(line)
+        return out
+
     def table(self, limit: Optional[int] = None) -> str:
         """Terminal table: example, overlap, run, z, flag (flagged first, then by z)."""
         recs = self.records()
@@ -147,6 +185,7 @@ class ContaminationResult:
         lines.append(f"{f['count']} of {f['n']} examples flagged ({frac}); "
                      f"{s['n_unscorable']} shorter than n={self.config.n} words (unscorable, listed, not clean); "
                      f"{s['n_skipped']} skipped")
+        lines += self._threshold_lines() + self._evaluation_lines()
         for name, idx in self.indexes.items():
             bad = idx.manifest["skipped"]
             if bad:

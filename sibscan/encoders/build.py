@@ -9,7 +9,7 @@ from ..items import Items
 from ..options import EncoderOptions
 from .base import Encoder, encoder_class, get_encoder
 
-__all__ = ["build_encoder", "check_image_size", "default_encoder", "encoder_kwargs"]
+__all__ = ["build_encoder", "check_encoder", "check_image_size", "default_encoder", "encoder_kwargs"]
 
 log = logging.getLogger("sibscan.encoders")
 
@@ -58,19 +58,30 @@ def check_image_size(name: str, image_size: Optional[int]) -> None:
                            f"{name} keeps its own input size: drop --image-size")
 
 
-def build_encoder(options: EncoderOptions, items: Items) -> Encoder:
-    """The configured encoder for ``items`` (the modality's default when none is named), or the
-    caller's own embeddings when the options carry ``train_features``/``test_features``."""
-    if options.precomputed:
-        from .precomputed import PrecomputedEncoder
-
-        return PrecomputedEncoder(options.train_features, options.test_features, identity=options.features_id,
-                                  modality=items.modality)
-    name = options.encoder or default_encoder(items.modality)
+def check_encoder(options: EncoderOptions, items: Items, name: Optional[str] = None) -> str:
+    """The encoder's name, refused here when it cannot embed ``items``: another modality, or table
+    rows it cannot compare (one value per row).  Builds nothing, so a scan calls it as soon as the
+    splits are read, before any fingerprint, model or output (default: the modality's encoder)."""
+    name = name or options.encoder or default_encoder(items.modality)
     cls = encoder_class(name)
     if cls.modality != items.modality:
         raise SibscanError(
             f"encoder {name!r} is for {cls.modality} items but the data is {items.modality}; "
             f"run 'sibscan encoders --modality {items.modality}' for the ones that fit"
         )
+    if items.modality == "table" and hasattr(cls, "check_width"):
+        cls.check_width(items.width, items.source or items.split)
+    return name
+
+
+def build_encoder(options: EncoderOptions, items: Items, name: Optional[str] = None) -> Encoder:
+    """The configured encoder for ``items`` (the modality's default when none is named, or ``name``
+    as :func:`check_encoder` chose it), or the caller's own embeddings when the options carry
+    ``train_features``/``test_features``."""
+    if options.precomputed:
+        from .precomputed import PrecomputedEncoder
+
+        return PrecomputedEncoder(options.train_features, options.test_features, identity=options.features_id,
+                                  modality=items.modality)
+    name = check_encoder(options, items, name)
     return get_encoder(name, **encoder_kwargs(options, items, name))

@@ -142,10 +142,33 @@ class _NumericEncoder(Encoder):
     #: every row must have the same length (no trailing NaN padding, no all-NaN row): see :func:`row_problem`
     same_length: bool = False
 
+    #: why a row of one value says nothing to this encoder (completes "the NAME encoder cannot compare them: ...")
+    _one_value: str = ""
+
     def __init__(self, dim: Optional[int] = None, *, device: str = "auto", batch_size: int = 65536) -> None:
         self._dim = None if dim is None else check_int(dim, f"{self.name}: dim", error=InputError)
+        if self._dim is not None:
+            self.check_width(self._dim)
         self.device = cpu_device(device)
         self.batch_size = int(batch_size)
+
+    @classmethod
+    def check_width(cls, width: int, where: Optional[str] = None) -> None:
+        """Refuse rows of a single value (one column, or a 1-D array): every score would be meaningless.
+
+        The scan calls this as soon as its splits are read (:func:`sibscan.encoders.build.check_encoder`),
+        before any fingerprint, model or output; building the encoder checks it again.
+
+        Raises
+        ------
+        InputError
+            Naming ``where`` (the file, or the argument) and the fix.
+        """
+        if width == 1:
+            raise InputError(f"rows have one value each (one column, or a 1-D array); the {cls.name} encoder cannot "
+                             f"compare them: {cls._one_value}; give rows of two or more values (several features, "
+                             "or the whole series); exact copies of single values are counted by 'sibscan twins'",
+                             path=where)
 
     @property
     def dim(self) -> int:  # type: ignore[override]
@@ -166,6 +189,7 @@ class _NumericEncoder(Encoder):
     def _rows(self, batch) -> np.ndarray:
         x = _check_rows(batch, self._dim, self.name)
         if self._dim is None:
+            self.check_width(x.shape[1])
             self._dim = x.shape[1]
         return x
 
@@ -178,6 +202,7 @@ class ZNormEncoder(_NumericEncoder):
     description = "per-row z-normalised values (NaN -> 0 after); cosine = Pearson r; dim = row length"
     _recipe = "ddof=0 nan=0-after padding=refused"
     same_length = True
+    _one_value = "z-normalising a single value leaves 0 (there is no shape to correlate)"
 
     def encode(self, batch) -> np.ndarray:
         """Embed numeric rows.
@@ -218,6 +243,7 @@ class RawEncoder(_NumericEncoder):
     name = "raw"
     description = "raw values (NaN -> 0), L2-normalised; cosine of the rows; dim = row length"
     _recipe = "nan=0"
+    _one_value = "the cosine of two single values is only their sign (every positive pair scores 1.0)"
 
     def encode(self, batch) -> np.ndarray:
         """Embed numeric rows as :meth:`ZNormEncoder.encode` does, without z-normalising (zero rows stay zero)."""

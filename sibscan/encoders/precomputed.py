@@ -30,13 +30,14 @@ def _read(features: Any, what: str) -> np.ndarray:
         if hasattr(features, "detach"):  # a torch tensor, wherever it lives
             features = features.detach().float().cpu()
         arr = np.asarray(features)
+    where = str(features) if isinstance(features, (str, os.PathLike)) else None  # the message names `what` itself
     if arr.ndim != 2 or arr.dtype.kind not in "biuf" or arr.shape[1] == 0:
         raise InputError(f"{what} must be a numeric array of shape (n, dim), got dtype {arr.dtype} and shape {arr.shape}",
-                         path=str(features) if isinstance(features, (str, os.PathLike)) else what)
+                         path=where)
     bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
     if len(bad):
         raise InputError(f"{what} row {bad[0]} holds NaN or inf ({len(bad)} such rows); embed those items again",
-                         path=str(features) if isinstance(features, (str, os.PathLike)) else what)
+                         path=where)
     return arr.astype(np.float32, copy=False)
 
 

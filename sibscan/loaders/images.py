@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..fingerprint import file_fingerprint, pixel_fingerprint
 from ..imageio import IMAGE_EXTENSIONS, decode_images
 from ..items import Items, Skipped
-from .records import column, id_column, read_columns
+from .records import column, id_column, label_field, read_columns
 
 __all__ = ["LISTING_EXTENSIONS", "PATH_FIELDS", "image_items", "load_images"]
 
@@ -143,6 +143,8 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
     raw = column(columns, names, path_field, "path", path)
     n = len(raw)
     ids = id_column(columns, names, id_field, path, lines)
+    if label is None:  # a column named like a label is one, as in a table (--label names another)
+        label = label_field(names, (path_field, id_field, group))
     labels = column(columns, names, label, "label", path)
     groups = column(columns, names, group, "group", path)
     base = path.parent

@@ -40,10 +40,10 @@ from ..errors import InputError, SibscanError, require
 from ..imageio import IMAGE_EXTENSIONS
 from ..items import Items, Skipped
 from ..progress import bar
+from .records import label_field
 
 __all__ = ["describe", "from_memory", "is_path"]
 
-_LABEL_NAMES = ("label", "class", "target", "y")
 _PNG_MODES = ("1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA")
 
 
@@ -387,8 +387,7 @@ def _from_columns(cols: _Columns, ctx: _Context, label, id_, group, text_field, 
     if text_field is not None and path_field is not None:
         raise SibscanError("give either text_field or path_field, not both")
     if label is None:
-        lower = {c.lower(): c for c in cols.names}
-        label = next((lower[c] for c in _LABEL_NAMES if c in lower and lower[c] not in (id_, group)), None)
+        label = label_field(cols.names, (id_, group))
     special = [c for c in (label, id_, group) if c is not None]
 
     def strings(c: Optional[str]):

@@ -103,6 +103,19 @@ def _lone_surrogate(rec: dict) -> bool:
     return False
 
 
+#: the label column taken when none is named (--label / label=): the first of these, case-insensitive,
+#: for tables, text records, image listings and in-memory columns alike
+LABEL_NAMES = ("label", "class", "target", "y")
+
+
+def label_field(names: List[str], taken: Sequence[Optional[str]] = ()) -> Optional[str]:
+    """The column named like a label (:data:`LABEL_NAMES`), not one of ``taken`` (the text, id, ... columns)."""
+    lower: Dict[str, str] = {}
+    for name in names:
+        lower.setdefault(str(name).lower(), name)
+    return next((lower[c] for c in LABEL_NAMES if c in lower and lower[c] not in taken), None)
+
+
 #: the command-line option that names each kind of column
 _OPTION = {"path": "--path-field", "text": "--text-field", "label": "--label", "id": "--id", "group": "--group"}
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import InputError, require
 from ..items import Items
+from .records import label_field
 from .rows import MISSING_TOKENS, TABLE_HINT, build_table_items, read_text_lines, strings_to_float
 
 __all__ = ["DelimitedBlock", "TABLE_SUFFIXES", "delimited_blocks", "line_bound", "load_table"]
@@ -37,7 +38,6 @@ __all__ = ["DelimitedBlock", "TABLE_SUFFIXES", "delimited_blocks", "line_bound",
 log = logging.getLogger(__name__)
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".ts", ".arff", ".npy", ".npz", ".parquet", ".pq")
-_LABEL_NAMES = ("label", "class", "target", "y")
 
 
 def load_table(
@@ -115,11 +115,8 @@ def _pick(names: List[str], wanted: Optional[str], what: str, path: Path) -> Opt
 
 
 def _auto_label(names: List[str]) -> Optional[int]:
-    lower = [n.lower() for n in names]
-    for cand in _LABEL_NAMES:
-        if cand in lower:
-            return lower.index(cand)
-    return None
+    name = label_field(names)
+    return None if name is None else names.index(name)
 
 
 def _looks_numeric(row: Sequence[str]) -> bool:

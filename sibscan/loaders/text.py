@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..items import Items, Skipped
 from ..stats import check_int
-from .records import column, decode_utf8, id_column, read_columns
+from .records import column, decode_utf8, id_column, label_field, read_columns
 
 __all__ = ["TEXT_EXTENSIONS", "chunk_items", "load_text"]
 
@@ -46,7 +46,8 @@ def load_text(
     text_field : str, optional
         The text column; default ``"text"`` (an error lists the columns when there is none).
     label, id, group : str, optional
-        Columns holding each item's label, id and group.
+        Columns holding each item's label, id and group (label default: the first column named
+        label, class, target or y; id default: a column named id).
     chunk_words, chunk_stride : int, optional
         Cut every text into windows of ``chunk_words`` words every ``chunk_stride`` words (see
         :func:`chunk_items`).
@@ -85,8 +86,11 @@ def load_text(
         texts_all = column(columns, names, text_field, "text", path)
         n_rows = len(texts_all)
         # an "id" field names its record, as --id id would (a repeat refused, not replaced by row numbers)
-        ids_all = id_column(columns, names, id if id is not None or "id" not in columns else "id", path, line_of)
+        id_field = id if id is not None or "id" not in columns else "id"
+        ids_all = id_column(columns, names, id_field, path, line_of)
         ids_all = ids_all or [str(i) for i in range(n_rows)]
+        if label is None:  # a field named like a label is one, as in a table (--label names another)
+            label = label_field(names, (text_field, id_field, group))
         labels_all = column(columns, names, label, "label", path)
         groups_all = column(columns, names, group, "group", path)
         for i, t in enumerate(texts_all):

@@ -103,8 +103,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     ----------
     scan_dir : str or Path
         A scan directory written by ``sibscan scan``.
-    predictions : str or Path, optional
-        CSV/JSONL with ``id, prediction[, label]`` per test item (read by sibscan.predictions).
+    predictions : str or Path, or array-like of shape (n_test,), optional
+        CSV/JSONL with ``id, prediction[, label]`` per test item (read by sibscan.predictions), or
+        the predictions in the scan's test order, scored against the test labels.
     correct : ndarray of shape (n_test,) bool, or callable(test Items) -> that, optional
         Per-row correctness (accuracy, exact match, pass@1) in the scan's test order.
     cutoff : float, optional

@@ -164,6 +164,7 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
     """
     from ..errors import SibscanError as _Err
     from .augment import pad_series
+    from .classifiers import check_length
     from .permutation import fit_score, run_split
     from .series import SeriesPair, load_series
 
@@ -171,6 +172,8 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
     try:
         data = load_series(dataset.train, dataset.test, name=dataset.name)
         check_resplits(data.y_train, data.y_test, config.runs)
+        for spec in config.classifiers:
+            check_length(spec, data.length, dataset.name)
     except _Err as exc:
         return {"dataset": dataset.name, "run": run, "skipped": str(exc)}
     if config.augment:

@@ -29,6 +29,7 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,7 +39,7 @@ import numpy as np
 
 from ..errors import SibscanError, require
 
-__all__ = ["ClassifierSpec", "DEFAULT_CLASSIFIER", "REGISTRY", "aeon_classifier_names", "as_input",
+__all__ = ["ClassifierSpec", "DEFAULT_CLASSIFIER", "REGISTRY", "aeon_classifier_names", "as_input", "check_length",
            "classifier_spec", "describe", "list_classifiers", "make_classifier"]
 
 DEFAULT_CLASSIFIER = "minirocket"
@@ -61,6 +62,11 @@ class ClassifierSpec:
     permutation_invariant : bool
         True when the classifier cannot see the time order (its original and permuted accuracies
         must agree: a sanity check, not a finding).
+    min_length : int
+        The fewest time points it can be trained on (1: any length, or not known), measured with its
+        registry parameters and the aeon release this package is tested with (minirocket's 9 is its
+        kernel length, whatever the parameters); checked by :func:`check_length` before any training,
+        so a too-short series is one line instead of aeon's traceback.
     """
 
     name: str
@@ -68,6 +74,7 @@ class ClassifierSpec:
     params: Dict[str, Any] = field(default_factory=dict)
     description: str = ""
     permutation_invariant: bool = False
+    min_length: int = 1
 
     def identity(self) -> str:
         """A string that changes when the classifier or its parameters change (for resumable results)."""
@@ -81,9 +88,9 @@ class ClassifierSpec:
 
 REGISTRY: Dict[str, ClassifierSpec] = {s.name: s for s in (
     ClassifierSpec("minirocket", f"{_AEON}.convolution_based:MiniRocketClassifier", {},
-                   "MiniRocket: random convolutions + ridge (Dempster et al. 2021)"),
+                   "MiniRocket: random convolutions + ridge (Dempster et al. 2021)", min_length=9),
     ClassifierSpec("catch22", f"{_AEON}.feature_based:Catch22Classifier", {},
-                   "22 time-series features + random forest"),
+                   "22 time-series features + random forest", min_length=3),
     ClassifierSpec("rotation-forest", f"{_AEON}.sklearn:RotationForestClassifier", {},
                    "rotation forest on the time steps as tabular features", permutation_invariant=True),
     ClassifierSpec("dtw-1nn", f"{_AEON}.distance_based:KNeighborsTimeSeriesClassifier",
@@ -93,11 +100,12 @@ REGISTRY: Dict[str, ClassifierSpec] = {s.name: s for s in (
     ClassifierSpec("euclidean-1nn", "sklearn.neighbors:KNeighborsClassifier",
                    {"n_neighbors": 1, "algorithm": "brute"},
                    "1-NN under the Euclidean distance (the invariance check)", permutation_invariant=True),
-    ClassifierSpec("weasel", f"{_AEON}.dictionary_based:WEASEL_V2", {}, "WEASEL 2.0 dictionary classifier"),
+    ClassifierSpec("weasel", f"{_AEON}.dictionary_based:WEASEL_V2", {}, "WEASEL 2.0 dictionary classifier",
+                   min_length=4),
     ClassifierSpec("cif", f"{_AEON}.interval_based:CanonicalIntervalForestClassifier", {},
-                   "canonical interval forest"),
+                   "canonical interval forest", min_length=3),
     ClassifierSpec("stc", f"{_AEON}.shapelet_based:ShapeletTransformClassifier", {},
-                   "shapelet transform classifier"),
+                   "shapelet transform classifier", min_length=2),
 )}
 
 
@@ -151,7 +159,7 @@ def classifier_spec(name: str, params: Optional[Dict[str, Any]] = None) -> Class
     if name in REGISTRY:
         base = REGISTRY[name]
         return ClassifierSpec(base.name, base.target, {**base.params, **params}, base.description,
-                              base.permutation_invariant)
+                              base.permutation_invariant, base.min_length)
     aeon_names = aeon_classifier_names()
     if name in aeon_names:
         return ClassifierSpec(name, f"{aeon_names[name]}:{name}", params, f"aeon {name}")
@@ -160,6 +168,25 @@ def classifier_spec(name: str, params: Optional[Dict[str, Any]] = None) -> Class
     listed = (f"; aeon classes: {', '.join(sorted(aeon_names))}" if aeon_names
               else "; install aeon for its classes: pip install 'sibscan[temporal]'")
     raise SibscanError(f"unknown classifier {name!r}{hint}; available: {', '.join(list_classifiers())}{listed}")
+
+
+def check_length(spec: ClassifierSpec, length: int, where: str) -> None:
+    """Refuse series shorter than ``spec`` can be trained on, before any training starts.
+
+    Raises
+    ------
+    SibscanError
+        One line naming the data (``where``), the length, the classifier and the fixes: a classifier
+        of any length, or padding the series with ``sibscan augment``.
+    """
+    if length >= spec.min_length:
+        return
+    fits = [n for n, s in REGISTRY.items() if s.min_length <= length and n != "euclidean-1nn"]
+    pad = math.ceil((spec.min_length - length) / length * 1e4) / 1e4  # augment pads floor(padding * length)
+    raise SibscanError(f"{where}: the series have {length} time point{'s' * (length != 1)} but the {spec.name} "
+                       f"classifier needs at least {spec.min_length}; use -c euclidean-1nn (any length; "
+                       f"{', '.join(fits)} also fit), or pad the series to {spec.min_length} with "
+                       f"'sibscan augment --padding {pad:g}'")
 
 
 def _accepts(cls: type, param: str) -> bool:

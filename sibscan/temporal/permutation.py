@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .classifiers import DEFAULT_CLASSIFIER, ClassifierSpec, as_input, describe, make_classifier
+from .classifiers import DEFAULT_CLASSIFIER, ClassifierSpec, as_input, check_length, describe, make_classifier
 from .normalise import Normalisation, apply_normalisation, choose_normalisation
 from .progress import Progress
 from .resplit import check_resplits, permute_time, stratified_resplit, time_permutation
@@ -161,13 +161,15 @@ def permutation_test(data: SeriesPair, classifier: Any = DEFAULT_CLASSIFIER, *,
     Raises
     ------
     SibscanError
-        Too few series or classes for the runs asked, unknown classifier, missing aeon.
+        Too few series or classes for the runs asked, series shorter than the classifier takes,
+        unknown classifier, missing aeon.
     """
     t_start = time.perf_counter()
     spec = describe(classifier, params)
     if isinstance(classifier, str):
         classifier = spec  # resolved once: an unknown name fails before any work
     check_resplits(data.y_train, data.y_test, runs, where=data.name)
+    check_length(spec, data.length, data.train_source or data.name)
     decision = choose_normalisation(data.X_train, data.X_test, enabled=normalise, method=normalisation)
     x_train, x_test = apply_normalisation(data.X_train, data.X_test, decision)
     prepared = SeriesPair(x_train, data.y_train, x_test, data.y_test, data.name, data.train_source, data.test_source)

@@ -105,3 +105,26 @@ def test_twins_lists_the_images_it_left_out(tmp_path):
     result = cli("twins", tmp_path / "train", tmp_path / "test")
     assert result.exit_code == 0, result.output
     assert "skipped (not compared): 0 train, 1 test" in result.output and "broken.png" in result.output
+
+
+def test_scan_prints_why_a_sub_folder_was_not_scanned(tmp_path, monkeypatch):
+    """Issue 32: the reason was only in manifest.json; the summary counted the skip without it."""
+    rng = np.random.default_rng(5)
+    for split in ("train", "test"):
+        (tmp_path / split / "a").mkdir(parents=True)
+        for k in range(3):
+            Image.fromarray(_photo(rng)).save(tmp_path / split / "a" / f"x{k}.png")
+    (tmp_path / "train" / "locked").mkdir()
+    real = os.scandir
+
+    def scandir(path="."):  # fails as an unreadable folder does for a user (root reads any)
+        if isinstance(path, (str, os.PathLike)) and os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = cli("scan", tmp_path / "train", tmp_path / "test", "--out", tmp_path / "s", "--encoder", "pixels",
+                 "--no-verify", "--baseline-pairs", "50", "--no-progress")
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "skipped (not compared)" in ln)
+    assert "1 train, 0 test" in line and "locked" in line and "cannot read folder" in line, line

@@ -145,3 +145,15 @@ def test_ctrl_c_in_the_web_ui_exits_130_like_the_terminal_ui(scan, monkeypatch):
     result = cli("calibrate", scan, "--out", scan.parent / "cal3", "--no-browser", "--n-pairs", "3")
     assert result.exit_code == 130, result.output
     assert "re-run the same command" in result.output
+
+
+@pytest.mark.parametrize("body", [b"null", b"[1, 2]", b"3", b'"same"'])
+@pytest.mark.parametrize("route", ["/api/answer", "/api/undo", "/api/finish"])
+def test_a_body_that_is_not_a_json_object_is_answered_400(server, route, body):
+    """Issue 32, item 12: JSON null (or any non-object) was taken for 'an error was sent': no reply, and
+    the connection hung until the server's time-out."""
+    status, _, data = _request(server, "POST", route, body, {"Content-Type": "application/json"})
+    assert status == 400, data
+    assert "must be a JSON object" in json.loads(data)["error"]
+    assert _labels(server) == 0
+    assert not server.done.is_set()

@@ -103,7 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
         return origin is None or origin.strip().lower() in {f"http://{h}" for h in self.server.hosts}
 
     def _body(self):
-        """The JSON body, or None after answering an error: a Content-Length of 0..4096 bytes, all of it sent."""
+        """The JSON object of the body, or None after answering an error: a Content-Length of 0..4096 bytes,
+        all of it sent, holding a JSON object (JSON ``null``, a list or a number is refused with a 400: a
+        request is always answered)."""
         raw = self.headers.get("Content-Length")
         try:
             length = int(raw) if raw is not None else 0
@@ -119,10 +121,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "the body is shorter than its Content-Length")
             return None
         try:
-            return json.loads(data) if data else {}
+            body = json.loads(data) if data else {}
         except (ValueError, UnicodeDecodeError):
             self._error(400, "the body must be JSON")
             return None
+        if not isinstance(body, dict):
+            self._error(400, f"the body must be a JSON object, got {json.dumps(body)[:40]}")
+            return None
+        return body
 
     # --- verbs ---------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
@@ -160,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             try:
                 if route == "/api/answer":
-                    if not isinstance(body, dict) or not isinstance(body.get("index"), int):
+                    if not isinstance(body.get("index"), int):
                         return self._error(400, "answer needs {\"index\": int, \"label\": same|different|skip}")
                     res = session.answer(body["index"], str(body.get("label")), source="web")
                     state = session.state()
