@@ -31,10 +31,11 @@ def case_args(tmp_path: Path) -> dict:
     """Each case's ``sibscan twins`` arguments, its input files written under ``tmp_path`` (seeded)."""
     rng = np.random.default_rng(31)
     tr = np.round(rng.standard_normal((300, 7)), 3)
-    te = np.round(rng.standard_normal((120, 7)), 3)
+    te = np.round(rng.standard_normal((200, 7)), 3)
     ytr = rng.integers(1, 4, len(tr))
     yte = rng.integers(1, 4, len(te))
     te[:40] = tr[rng.integers(0, len(tr), 40)]  # twins, some of one train row, labels as they fall
+    te[120:200] = tr[200:280]  # index lists past dumps_json's one-piece length
     te[40:45] = tr[50:55] * 2.0 + 1.0  # rescaled: twins under --znorm only
     te[45:48] = tr[60:63] + 4e-7  # noise that 6 decimals absorb and 10 do not
     tr[100:110] = tr[110:120]  # duplicates within train
