@@ -112,7 +112,8 @@ def test_fingerprint_order_sorts_both_lanes(n, firsts, span, seed):
     """Against numpy's two-lane lexsort: few first-lane values (``firsts``) make distinct fingerprints
     share a first lane (the exact fallback); a wide ``span`` makes them unique (the one-lane sort)."""
     rng = np.random.default_rng(seed)
-    fp = np.stack([rng.integers(0, firsts, n) * np.uint64(span), rng.integers(0, 3, n)], axis=1).astype(np.uint64)
+    first = rng.integers(0, firsts, n).astype(np.uint64) * np.uint64(span)  # wraps past 2**64, as a hash would
+    fp = np.stack([first, rng.integers(0, 3, n).astype(np.uint64)], axis=1)
     fp = np.concatenate([fp, fp[: n // 2]])  # copies
     order = fingerprint_order(fp)
     assert sorted(order.tolist()) == list(range(len(fp)))
