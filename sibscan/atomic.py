@@ -106,8 +106,62 @@ def _json_default(obj: Any):
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+#: lists of at least this many ints are written by one ``str.join``: with an indent, json's encoder is
+#: pure Python, one call per element (the 581,000 twin row indices of ``sibscan twins --json`` on 1M + 1M
+#: rows took 0.4 s through it, 0.05 s joined)
+_INT_RUN = 64
+
+
+class _IntRun:
+    """A long list of ints, written by :func:`dumps_json` in one piece at nesting ``depth``."""
+
+    __slots__ = ("values", "depth", "index")
+
+    def __init__(self, values: list, depth: int, index: int):
+        self.values, self.depth, self.index = values, depth, index
+
+
+def _lift_int_runs(obj: Any, depth: int, runs: list) -> Any:
+    """``obj`` with every long list (or 1-D integer array) of plain ints replaced by an :class:`_IntRun`
+    appended to ``runs``; dicts and lists on the way are shallow copies, everything else as it is."""
+    if isinstance(obj, dict):
+        return {k: _lift_int_runs(v, depth + 1, runs) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray) and obj.ndim == 1 and obj.dtype.kind in "iu" and len(obj) >= _INT_RUN:
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        if len(obj) >= _INT_RUN and set(map(type, obj)) == {int}:  # bool is a subclass: written as true/false
+            runs.append(_IntRun(obj, depth, len(runs)))
+            return runs[-1]
+        return [_lift_int_runs(v, depth + 1, runs) for v in obj]
+    return obj
+
+
 def dumps_json(obj: Any, indent: int | None = 2) -> str:
-    return json.dumps(obj, indent=indent, default=_json_default, ensure_ascii=False, allow_nan=False)
+    """``obj`` as strict JSON text (numpy scalars and arrays written, non-finite numpy floats as null,
+    a non-finite Python float refused); with ``indent``, byte for byte what ``json.dumps`` writes,
+    long lists of ints joined in one piece instead of encoded one element at a time."""
+    if indent is None:  # json's C encoder: already fast
+        return json.dumps(obj, indent=None, default=_json_default, ensure_ascii=False, allow_nan=False)
+    runs: list = []
+    lifted = _lift_int_runs(obj, 0, runs)
+    if not runs:
+        return json.dumps(obj, indent=indent, default=_json_default, ensure_ascii=False, allow_nan=False)
+    token = f"\x00sibscan-int-run-{os.urandom(8).hex()}-"  # cannot occur in the caller's data
+
+    def default(o: Any):
+        return f"{token}{o.index}" if isinstance(o, _IntRun) else _json_default(o)
+
+    text = json.dumps(lifted, indent=indent, default=default, ensure_ascii=False, allow_nan=False)
+    pad = " " * indent if isinstance(indent, int) else indent
+    quoted = json.dumps(token, ensure_ascii=False)[:-1]  # the opening quote and the token, as encoded
+    pieces = text.split(quoted)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        number, rest = piece.split('"', 1)
+        run = runs[int(number)]
+        inner = "\n" + pad * (run.depth + 1)
+        out.append("[" + inner + ("," + inner).join(map(str, run.values)) + "\n" + pad * run.depth + "]" + rest)
+    return "".join(out)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:

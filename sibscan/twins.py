@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -82,7 +82,9 @@ class TwinReport:
     def to_dict(self) -> dict:
         """The report as JSON-ready builtins (names as in the module docstring, plus ``test_twin_ci``);
         for text and images without the fields about numeric rows."""
-        out = asdict(self)
+        # one level deep: dataclasses.asdict deep-copied each of the 581,000 row indices of a 1M + 1M
+        # run one by one (1.3 s); the lists are copied whole, so the dict never aliases the report
+        out = {f.name: list(v) if isinstance(v, list) else v for f in fields(self) for v in (getattr(self, f.name),)}
         out["test_twin_ci"] = self.test_twin_ci
         if self.modality != "table":
             for key in self._TABLE_ONLY:
@@ -124,18 +126,22 @@ def _joint_codes(tr: SplitPrints, te: SplitPrints) -> Tuple[np.ndarray, np.ndarr
             np.searchsorted(words, te.vocab)[te.labels].astype(np.int64))
 
 
-def _distinct_per_row(values: np.ndarray, decimals: int) -> np.ndarray:
-    """Number of distinct non-NaN rounded values in each row, ndarray of shape (n,)."""
+def _distinct_per_row(values: np.ndarray, decimals: int, block: int = 8192) -> np.ndarray:
+    """Number of distinct non-NaN rounded values in each row, ndarray of shape (n,).
+
+    ``block`` rows at a time: the rounded and sorted copies stay in the CPU cache (200,000 twin rows
+    x 46 took 0.47 CPU-s as one piece, most of it faulting in the temporaries, 0.07 s in blocks)."""
     from .kernels.rowhash import round_rows
 
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    s = np.sort(round_rows(values, decimals), axis=1)  # NaNs sort last
-    finite = ~np.isnan(s)
-    new = np.empty_like(finite)
-    new[:, 0] = finite[:, 0]
-    new[:, 1:] = (s[:, 1:] != s[:, :-1]) & finite[:, 1:]
-    return new.sum(axis=1)
+    out = np.zeros(len(values), dtype=np.int64)
+    for start in range(0, len(values), block):
+        s = np.sort(round_rows(values[start:start + block], decimals), axis=1)  # NaNs sort last
+        finite = ~np.isnan(s)
+        new = np.empty_like(finite)
+        new[:, 0] = finite[:, 0]
+        new[:, 1:] = (s[:, 1:] != s[:, :-1]) & finite[:, 1:]
+        out[start:start + block] = new.sum(axis=1)
+    return out
 
 
 def _pct(k: int, n: int) -> float:

@@ -507,6 +507,17 @@ def test_benchmark_quick_runs(tmp_path, monkeypatch, bench_results):
     assert (tmp_path / "fingerprint_quick_test.json").exists()
 
 
+def test_twins_process_quick_runs(tmp_path, bench_results):
+    """Both processes run to the end and agree on the counts (400 test rows are train copies)."""
+    pytest.importorskip("pandas", reason="the reference process is pandas")
+    import benchmarks.twins_process as bench
+
+    result = bench.main(["--quick"])
+    assert result["counts"]["sibscan"] == result["counts"]["pandas"] and result["counts"]["sibscan"][0] == 400
+    assert all(len(v) == 2 for v in result["seconds"].values()) and result["speedup_vs_pandas"] > 0
+    assert (tmp_path / "twins_process.json").exists()
+
+
 
 def test_verify_long_quick_writes_results(tmp_path, bench_results):
     import benchmarks.verify_long as bench

@@ -8,7 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 import sibscan
-from sibscan.atomic import append_jsonl, write_json
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sibscan.atomic import _json_default, append_jsonl, dumps_json, write_json
 from sibscan.cli import app
 from sibscan.device import resolve_device
 from sibscan.errors import InputError, SibscanError
@@ -103,6 +106,26 @@ def test_atomic_json_and_append(tmp_path):
     append_jsonl(log, {"a": 1})
     append_jsonl(log, {"a": 2})
     assert [json.loads(x)["a"] for x in log.read_text().splitlines()] == [1, 2]
+
+
+_long_ints = st.lists(st.integers(-(2 ** 70), 2 ** 70), min_size=60, max_size=140)
+_json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+    | _long_ints | _long_ints.map(tuple)
+    | st.lists(st.integers() | st.booleans(), min_size=64, max_size=80)  # true/false stay true/false
+    | st.lists(st.integers(-(2 ** 62), 2 ** 62), min_size=0, max_size=90).map(lambda v: np.array(v, np.int64))
+    | st.just(f"\x00sibscan-int-run-{'0' * 16}-0"),  # looks like the placeholder
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json_like, st.sampled_from([None, 1, 2, 4, "\t"]))
+def test_dumps_json_writes_what_json_dumps_writes(obj, indent):
+    """Long int lists are joined in one piece (issue 31); the text must stay json.dumps's, byte for byte."""
+    obj = {"x": obj}
+    want = json.dumps(obj, indent=indent, default=_json_default, ensure_ascii=False, allow_nan=False)
+    assert dumps_json(obj, indent=indent) == want
 
 
 def test_device_policy():

@@ -1,8 +1,11 @@
 """What README.md and docs/ point at exists: relative links (and their #anchors), the results files
-named as ``results/NAME.json`` / ``benchmarks/results/NAME.json`` / ``*_pairs.json.gz``, and the commits
-named by their hashes.  Each check is also run on planted bad references, so it can fail."""
+named as ``results/NAME.json`` / ``benchmarks/results/NAME.json`` / ``*_pairs.json.gz``, results files
+named at a git revision (``REV:benchmarks/results/NAME.json``: superseded runs, removed from the tree,
+issue 31) and the commits named by their hashes.  Each check is also run on planted bad references, so
+it can fail."""
 from __future__ import annotations
 
+import fnmatch
 import functools
 import itertools
 import re
@@ -14,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), RESULTS / "README.md"]
 IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 
 # Written by `bash benchmarks/gpu_check.sh` on a CUDA machine, which docs/benchmarks.md says has not
@@ -26,6 +29,7 @@ FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 LINK = re.compile(r"\[[^\]]*\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 RESULT_NAME = re.compile(r"(?<![\w/])(?:benchmarks/)?results/([\w.*{},-]+)|(?<![\w*{},\]/-])([\w*{},-]+_pairs\.json\.gz)")
+AT_REVISION = re.compile(r"(?<![\w/])([0-9a-f]{7,40}):benchmarks/results/([\w.*{},-]+)")
 HASH = re.compile(r"(?<![\w./#-])([0-9a-f]{7,12})(?![\w-])")
 # hashes the text itself says are not on main (branch commits since rebased; the text names their
 # counterparts on main, which are checked): each must still be named, so the list cannot go stale
@@ -80,8 +84,9 @@ def expand(name: str) -> list:
 
 
 def result_names(text: str) -> set:
+    """The results files ``text`` names in the tree (those named at a revision are not among them)."""
     names = set()
-    for in_results, pairs in RESULT_NAME.findall(text):
+    for in_results, pairs in RESULT_NAME.findall(AT_REVISION.sub("", text)):
         name = (in_results or pairs).rstrip(".,")
         if re.search(r"[A-Z]{2,}", name) or not name.endswith((".json", ".json.gz")):
             continue  # a placeholder (NAME.json) or a folder / stem, not a file
@@ -97,6 +102,26 @@ def missing_results(text: str, gpu_pending: bool) -> list:
         found = list(RESULTS.glob(name)) if "*" in name else (RESULTS / name).is_file()
         if not found:
             missing.append(f"benchmarks/results/{name}")
+    return missing
+
+
+def revision_results(text: str) -> set:
+    """``(revision, name)`` of each results file ``text`` names at a git revision (braces expanded)."""
+    return {(rev, name) for rev, raw in AT_REVISION.findall(prose(text)) for name in expand(raw.rstrip(".,"))}
+
+
+def missing_at_revision(refs) -> list:
+    """The ``REV:benchmarks/results/NAME`` of ``refs`` that name no file in that revision's tree (a
+    ``*`` in NAME: none matches)."""
+    import fnmatch
+
+    missing = []
+    for rev in sorted({rev for rev, _ in refs}):
+        listing = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "benchmarks/results/"], cwd=ROOT,
+                                 capture_output=True, text=True)
+        files = [p.rsplit("/", 1)[-1] for p in listing.stdout.split()] if listing.returncode == 0 else []
+        missing += [f"{rev}:benchmarks/results/{name}" for r, name in sorted(refs) if r == rev
+                    and not (fnmatch.filter(files, name) if "*" in name else name in files)]
     return missing
 
 
@@ -143,6 +168,14 @@ def test_named_results_files_exist(page):
 
 
 @pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_results_named_at_a_revision_exist_there(page):
+    why = git_usable()
+    if why:
+        pytest.skip(why)
+    assert missing_at_revision(revision_results(page.read_text(encoding="utf-8"))) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
 def test_named_commits_exist(page):
     why = git_usable()
     if why:
@@ -165,11 +198,31 @@ def test_the_checks_catch_planted_bad_references():
     assert commit_hashes("commit 10e1281, a branch commit") == set()  # listed in OFF_MAIN
     if not git_usable():
         assert missing_commits({"0123abcd4567", "1b25c1f"}) == ["0123abcd4567"]
+        at_rev = ("`git show cdfe6a1:benchmarks/results/quality_crops_v5_seed{2,9}.json`, "
+                  "`git show cdfe6a1:benchmarks/results/verify_share_views*.json`, cdfe6a1:benchmarks/results/nothing_*.json")
+        assert result_names(at_rev) == set()  # not looked for in the tree
+        assert missing_at_revision(revision_results(at_rev)) == [
+            "cdfe6a1:benchmarks/results/nothing_*.json", "cdfe6a1:benchmarks/results/quality_crops_v5_seed9.json"]
 
 
 def test_the_hashes_said_to_be_off_main_are_still_named():
     text = "".join(p.read_text(encoding="utf-8") for p in PAGES)
     assert {h for h in OFF_MAIN if h not in text} == set()
+
+
+def table_names(text: str) -> list:
+    """The file names (or globs) in the first column of a Markdown table."""
+    return [name for row in re.findall(r"^\|([^|\n]*)\|", text, re.M) for name in re.findall(r"`([^`]+)`", row)]
+
+
+def test_results_readme_lists_each_file_once():
+    """benchmarks/results/README.md's table names every results file in the tree, and nothing else."""
+    names = table_names((RESULTS / "README.md").read_text(encoding="utf-8"))
+    files = sorted(p.name for p in RESULTS.iterdir() if p.name != "README.md")
+    matched = {n: [f for f in files if fnmatch.fnmatch(f, n)] for n in names}
+    assert [n for n, found in matched.items() if not found] == []
+    assert [f for f in files if not any(f in found for found in matched.values())] == []
+    assert table_names("| `a.json` | x |\n|---|---|\n| `b*.json`, `c.json` | `not.json` |\n") == ["a.json", "b*.json", "c.json"]
 
 
 def test_slug_follows_github():

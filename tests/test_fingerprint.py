@@ -11,7 +11,8 @@ from hypothesis.extra import numpy as hnp
 
 from sibscan.fingerprint import dataset_fingerprint, fingerprint
 from sibscan.items import Items
-from sibscan.kernels.rowhash import group_fingerprints, round_rows, row_fingerprints, znormalise_rows
+from sibscan.kernels.rowhash import (fingerprint_order, group_fingerprints, round_rows, row_fingerprints,
+                                     znormalise_rows)
 
 
 def reference_groups(x, decimals=6, znorm=False):
@@ -103,6 +104,20 @@ def test_group_fingerprints_numbering_and_counts():
     assert counts.tolist() == [3, 2, 1] and first.tolist() == [0, 1, 3]
     g0, c0, f0 = group_fingerprints(np.zeros((0, 2), dtype=np.uint64))
     assert len(g0) == len(c0) == len(f0) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 4), st.integers(1, 2 ** 63), st.integers(0, 2 ** 32))
+def test_fingerprint_order_sorts_both_lanes(n, firsts, span, seed):
+    """Against numpy's two-lane lexsort: few first-lane values (``firsts``) make distinct fingerprints
+    share a first lane (the exact fallback); a wide ``span`` makes them unique (the one-lane sort)."""
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, firsts, n).astype(np.uint64) * np.uint64(span)  # wraps past 2**64, as a hash would
+    fp = np.stack([first, rng.integers(0, 3, n).astype(np.uint64)], axis=1)
+    fp = np.concatenate([fp, fp[: n // 2]])  # copies
+    order = fingerprint_order(fp)
+    assert sorted(order.tolist()) == list(range(len(fp)))
+    np.testing.assert_array_equal(fp[order], fp[np.lexsort((fp[:, 1], fp[:, 0]))])
 
 
 @settings(max_examples=40, deadline=None)

@@ -46,20 +46,23 @@ def reference_counts(fp_tr, fp_te, code_tr=None, code_te=None):
     return out
 
 
-def fingerprints(rng, sizes, pool):
+def fingerprints(rng, sizes, pool, shared=2):
     """Arrays of ``sizes`` fingerprints drawn from one ``pool`` of distinct ones (many copies within and
-    across them); pool entries 0 and 1 share their first lane, so a sort on it alone would merge them."""
+    across them); the first ``shared`` pool entries share their first lane, so a sort or a search on it
+    alone would merge them (0: none do, the one-lane fast path of ``twincount``; 2 or more: its exact
+    two-lane path wherever two of them are drawn)."""
     base = rng.integers(0, 2 ** 63, size=(pool, 2), dtype=np.uint64)
-    base[1, 0] = base[0, 0]
+    base[1:shared, 0] = base[0, 0]
     return [base[rng.integers(0, pool, size=n)] for n in sizes]
 
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("block", [1, 3, 64, None])
-def test_counts_equal_the_grouping_of_both_splits(seed, block):
+@pytest.mark.parametrize("shared", [0, 2, 40])
+def test_counts_equal_the_grouping_of_both_splits(seed, block, shared):
     rng = np.random.default_rng(seed)
     n1, n2 = int(rng.integers(0, 60)), int(rng.integers(0, 25))
-    fp_tr, fp_te = fingerprints(rng, (n1, n2), int(rng.integers(2, 40)))
+    fp_tr, fp_te = fingerprints(rng, (n1, n2), int(rng.integers(2, 40)), shared)
     n_lab = int(rng.integers(1, 4))
     code_tr, code_te = rng.integers(0, n_lab, n1), rng.integers(0, n_lab, n2)
     for codes in ((None, None), (code_tr, code_te)):

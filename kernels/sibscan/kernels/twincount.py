@@ -17,7 +17,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .rowhash import fingerprint_keys
+from .rowhash import fingerprint_keys, fingerprint_order
 
 __all__ = ["twin_counts", "twin_membership"]
 
@@ -26,19 +26,45 @@ BLOCK_ROWS = 1 << 16
 
 
 class _TestSide:
-    """The test split's distinct fingerprints, sorted, and each test row's index among them."""
+    """The test split's distinct fingerprints, sorted (first lane, then second), and each test row's
+    index among them.
+
+    Looked up by the first lane alone (a ``uint64`` ``searchsorted``, ~10x faster than one on
+    :func:`fingerprint_keys` with the needles sorted), the second lane compared at the position found;
+    only when two distinct test fingerprints share a first lane is the two-lane search used instead.
+    """
 
     def __init__(self, fp_te: np.ndarray):
-        self.keys, self.inv = np.unique(fingerprint_keys(fp_te), return_inverse=True)
-        self.inv = self.inv.reshape(-1)
+        fp = np.asarray(fp_te, dtype=np.uint64).reshape(-1, 2)
+        order = fingerprint_order(fp)
+        s = fp[order]
+        new = np.ones(len(s), bool)
+        new[1:] = (s[1:, 0] != s[:-1, 0]) | (s[1:, 1] != s[:-1, 1])
+        self.first, self.second = s[new, 0], s[new, 1]
+        self.n = len(self.first)
+        self.inv = np.empty(len(s), np.int64)
+        self.inv[order] = np.cumsum(new) - 1
+        self.keys = None  # the two-lane keys, where distinct fingerprints share a first lane
+        if self.n > 1 and bool((self.first[1:] == self.first[:-1]).any()):
+            self.keys = fingerprint_keys(np.stack([self.first, self.second], axis=1))
 
     def lookup(self, fp_block: np.ndarray):
-        """``(pos, match)``: the distinct-test index of each row of a train block, and whether it is one."""
-        keys = fingerprint_keys(fp_block)
-        if len(self.keys) == 0:
-            return np.zeros(len(keys), np.int64), np.zeros(len(keys), bool)
-        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        return pos, self.keys[pos] == keys
+        """``(pos, match)``: the distinct-test index of each row of a train block, and whether it is one
+        (``pos`` means nothing where ``match`` is False)."""
+        fp = np.asarray(fp_block, dtype=np.uint64).reshape(-1, 2)
+        if self.n == 0:
+            return np.zeros(len(fp), np.int64), np.zeros(len(fp), bool)
+        if self.keys is not None:
+            keys = fingerprint_keys(fp)
+            pos = np.minimum(np.searchsorted(self.keys, keys), self.n - 1)
+            return pos, self.keys[pos] == keys
+        # needles in ascending order: each search starts where the last ended, in cache (8x faster
+        # than random needles on 1,000,000 rows)
+        order = np.argsort(fp[:, 0])
+        pos = np.empty(len(fp), np.int64)
+        pos[order] = np.searchsorted(self.first, fp[order, 0])
+        np.minimum(pos, self.n - 1, out=pos)
+        return pos, (self.first[pos] == fp[:, 0]) & (self.second[pos] == fp[:, 1])
 
 
 def twin_membership(fp_tr: np.ndarray, fp_te: np.ndarray, block: Optional[int] = None):
@@ -59,7 +85,7 @@ def twin_membership(fp_tr: np.ndarray, fp_te: np.ndarray, block: Optional[int] =
     """
     block = block or BLOCK_ROWS
     side = _TestSide(fp_te)
-    seen = np.zeros(len(side.keys), bool)
+    seen = np.zeros(side.n, bool)
     found = []
     for start in range(0, len(fp_tr), block):
         pos, match = side.lookup(fp_tr[start:start + block])
@@ -95,7 +121,7 @@ def twin_counts(fp_tr: np.ndarray, fp_te: np.ndarray, code_tr: Optional[np.ndarr
     """
     n1, block = len(fp_tr), block or BLOCK_ROWS
     side = _TestSide(fp_te)
-    n_u = len(side.keys)
+    n_u = side.n
     first_u = np.full(n_u, -1, np.int64)
     found, pairs = [], []
     labels = code_tr is not None and code_te is not None
@@ -132,11 +158,12 @@ def twin_counts(fp_tr: np.ndarray, fp_te: np.ndarray, code_tr: Optional[np.ndarr
 
 def _train_groups(fp_tr: np.ndarray, code_tr: Optional[np.ndarray], side: _TestSide, block: int):
     """Distinct train fingerprints, and those absent from test that carry more than one train label:
-    one pass over the train rows in sorted order (fingerprint, then label code), a block at a time."""
+    one pass over the train rows in fingerprint order, a block at a time."""
     if len(fp_tr) == 0:
         return 0, 0
-    sort_keys = (fp_tr[:, 1], fp_tr[:, 0]) if code_tr is None else (code_tr, fp_tr[:, 1], fp_tr[:, 0])
-    order = np.lexsort(sort_keys)
+    # equal fingerprints together; their labels in any order (a group has a second label exactly when
+    # two neighbours within it differ)
+    order = fingerprint_order(fp_tr)
     distinct = conflicts = 0
     prev_fp = prev_code = None
     last_group = -1  # the last group (running number) counted as a conflict
