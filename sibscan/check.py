@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import SibscanError
 from .loaders import as_items
+from . import labeller
 from .pairdecision import labels_phrase
 from .headline import no_interval_reason
 from .fmt import pct
@@ -184,14 +185,14 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     parts = []
     if max_rate is not None:
         what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
-                f"calibrated with {head['n_labels']} labels)" if head["state"] == "calibrated" else
+                f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))})" if head["state"] == "calibrated" else
                 f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
                 f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; {no_interval_reason(head)}, so no sibling-rate interval)")
         parts.append(f"{what}, {'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
     if max_exact is not None:
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
-    said = labels_phrase(head.get("decided_by_labels"))
+    said = labels_phrase(head.get("decided_by_labels"), labeller.by(head.get("labeller")))
     if said and max_rate is not None:
         parts.append(said)
     if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
@@ -275,7 +276,7 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     if rate > max_rate:
         rows = np.flatnonzero(sib)[:n_pairs]
         shown = "; ".join(
-            f"test {te.ids[i]} " + ("(exact twin)" if exact[i] else f"~ train {tr.ids[arg[i]]} (cosine {best[i]:.4f})")
+            f"test {te.ids[i]} " + ("(exact twin)" if exact[i] else f"~ train {tr.ids[arg[i]]} (cosine {fmt_score(best[i])})")
             for i in rows)
         what = "exact twins only" if cutoff is None else f"exact or cosine >= {cutoff:g}"
         raise AssertionError(

@@ -60,12 +60,13 @@ class Cutoff:
 
     def record(self) -> dict:
         """The JSON form: ``{value, source, interval, calibration, score, n_labels, estimates, forced, status,
-        mismatches, rule, definition}``."""
+        mismatches, rule, definition, labeller}``."""
         e = self.evidence
         return {"value": self.value, "source": self.kind, "interval": e.get("interval"),
                 "calibration": e.get("calibration"), "score": e.get("score"), "n_labels": e.get("n_labels"),
                 "estimates": e.get("estimates"), "forced": bool(e.get("forced", False)), "status": e.get("status"),
-                "mismatches": e.get("mismatches") or [], "rule": e.get("rule"), "definition": e.get("definition")}
+                "mismatches": e.get("mismatches") or [], "rule": e.get("rule"), "definition": e.get("definition"),
+                "labeller": e.get("labeller")}
 
     @classmethod
     def from_record(cls, rec: Optional[dict]) -> "Cutoff":
@@ -76,7 +77,7 @@ class Cutoff:
         kind = rec.get("source") or "uncalibrated"
         return cls(float(rec["value"]), "uncalibrated" if kind == "user" else kind,
                    {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced",
-                                            "mismatches", "rule", "definition")})
+                                            "mismatches", "rule", "definition", "labeller")})
 
 
 def check_cutoff_value(value) -> float:
@@ -115,7 +116,9 @@ def _from_calibration(cal, manifest: dict, force: bool) -> Cutoff:
         "n_labels": dict(cal.n_labels or {}), "estimates": dict(cal.estimates or {}), "status": cal.status,
         # forced: applied despite mismatches (a --force that had nothing to override is not recorded as one)
         "forced": bool(force and mismatches), "mismatches": list(mismatches), "rule": cal.rule,
-        "definition": (cal.extra or {}).get("definition")})
+        "definition": (cal.extra or {}).get("definition"),
+        # who answered (sibscan.labeller): "oracle" for a calibration made from the planted truth
+        "labeller": (cal.extra or {}).get("labeller")})
 
 
 def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,

@@ -3,7 +3,8 @@ labelling pages): scores with the digits that tell them apart from 1 and from ea
 percentages with the digits a small rate needs.
 
 ``score(0.9999) -> "0.9999"``, ``score(0.99996) -> "0.99996"`` (never "1" or "1.0000" for a score
-below 1); ``scores([0.99991, 0.99996, 1.0]) -> ["0.99991", "0.99996", "1.00000"]``;
+below 1); ``score(1.0000001192092896) -> "1.0000"`` (float noise above 1 is 1);
+``scores([0.99991, 0.99996, 1.0]) -> ["0.99991", "0.99996", "1.00000"]``;
 ``pct(0.0073) -> "0.73 %"``, ``pct(0.264) -> "26.4 %"``.
 """
 from __future__ import annotations
@@ -15,20 +16,30 @@ __all__ = ["count", "pct", "pp", "score", "scores", "span"]
 
 _MIN_DIGITS = 4
 _MAX_DIGITS = 8
+#: how far past ±1 a similarity may lie and still be rounding noise (a float32 cosine of unit vectors
+#: lands up to a few ulps, ~1e-7, past 1); printed as ±1.  A score further out is printed as it is, so
+#: that a real error is not hidden by the formatting
+_NOISE = 1e-5
 
 
 def _fixed(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
 
+def _clip(x: float) -> float:
+    """``x`` with rounding noise past ±1 (up to :data:`_NOISE`) taken off: 1.0000001192092896 -> 1.0."""
+    return math.copysign(1.0, x) if 1.0 < abs(x) <= 1.0 + _NOISE else x
+
+
 def score(x: Optional[float], digits: int = _MIN_DIGITS) -> str:
     """A similarity score with ``digits`` decimals, more when fewer would print it as ±1 (or as 1.0000).
 
-    A score below 1 never prints as 1: 0.99996 needs five decimals, 0.9999999 gets eight.
+    A score below 1 never prints as 1: 0.99996 needs five decimals, 0.9999999 gets eight.  Float noise
+    above 1 is 1 (``1.0000001192092896 -> "1.0000"``); the JSON outputs keep the value as stored.
     """
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    x = float(x)
+    x = _clip(float(x))
     d = digits
     while d < _MAX_DIGITS and abs(x) != 1.0 and abs(float(_fixed(x, d))) == 1.0:
         d += 1
@@ -38,7 +49,7 @@ def score(x: Optional[float], digits: int = _MIN_DIGITS) -> str:
 def scores(values: Iterable[Optional[float]], digits: int = _MIN_DIGITS) -> List[str]:
     """Scores printed with one number of decimals, enough that distinct values print distinct
     (the baseline's quantiles near 1 used to read 1.0000 from q0 to q100)."""
-    vals = [None if v is None else float(v) for v in values]
+    vals = [None if v is None else _clip(float(v)) for v in values]
     finite = [v for v in vals if v is not None and not math.isnan(v)]
     d = max([digits] + [len(score(v, digits).split(".")[-1]) for v in finite])
     distinct = len(set(finite))

@@ -242,7 +242,7 @@ class GroupTable:
         if self.linkage == "complete":
             reason = ("exact twins" if exact else "one shared source" if source else
                       f"every pair of its members is an exact twin, shares a source or was scored at or above the cutoff "
-                      f"({measured} measured pairs, the lowest {low:.4g})" if low is not None else
+                      f"({measured} measured pairs, the lowest {fmt.score(low)})" if low is not None else
                       "exact twins and shared sources")
         else:
             # the linkage is named by every sentence that quotes this reason

@@ -8,7 +8,9 @@
 States: ``not_assessed`` (no cutoff: only exact twins are known; no rate is printed),
 ``baseline_only`` (a cutoff without hand labels of this data: the share flagged at it, no interval),
 ``calibrated`` (hand labels: the estimated rate with its interval, from :func:`sibscan.rate.estimate_rate`
-as recorded in the calibration's evidence).
+as recorded in the calibration's evidence).  Who gave the labels (``labeller``: a person, or an oracle
+that knows the planted truth) is said as :mod:`sibscan.labeller` words it: "calibrated with 200 oracle
+labels".
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import fmt
+from . import fmt, labeller
 from .cutoff import Cutoff
 from .cutoffrule import classify_rule
 from .pairdecision import labels_phrase
@@ -42,14 +44,14 @@ def narrow_enough(estimate: Optional[float], lo: Optional[float], hi: Optional[f
     return (hi - lo) / 2 <= max(0.005, 0.25 * estimate) + 1e-12
 
 
-def _rule_phrase(rule: Optional[str]) -> str:
+def _rule_phrase(rule: Optional[str], who: Optional[str] = None) -> str:
     """How the cutoff was chosen, in words (cutoff.json's ``rule``; the point-estimate rule of calibrations
-    fitted before the lower bound is kept readable)."""
+    fitted before the lower bound is kept readable); ``who``: the calibration's ``labeller``."""
     kind = classify_rule(rule).kind
     if kind == "point":
-        return "where hand labels flip from different to same"
+        return f"where {labeller.noun(who)} flip from different to same"
     if kind == "same":
-        return f"the lowest score from which P(same) of the hand labels, by its {CUTOFF_BOUND}, is 0.5 or more"
+        return f"the lowest score from which P(same) of the {labeller.noun(who)}, by its {CUTOFF_BOUND}, is 0.5 or more"
     return f"the lowest reaching {rule}" if kind == "precision" else rule
 
 
@@ -75,7 +77,8 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
         ``{state, estimate, lo, hi, level, n_labels, cutoff, definition, direction, n, score,
         cutoff_source, cutoff_rule, flagged {count, n, rate} or None, exact_twins {count, n, rate},
         expected_chance_siblings, chance_extrapolated, status, narrow_enough, note, decided_by_labels,
-        n_answers, n_answers_read, text}``; rates
+        n_answers, n_answers_read, labeller, text}``; ``labeller`` is the calibration's (``"hand"``,
+        ``"oracle"``, ``"hand and oracle"``; null for a calibration that does not say, read as hand); rates
         are fractions, null where nothing was assessed.  Plain JSON types only.
     """
     from .calibration.baseline import expected_chance_siblings, extrapolated
@@ -92,7 +95,8 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
          "direction": "test_to_train", "n": n, "score": ev.get("score"), "cutoff_source": cutoff.kind,
          "cutoff_rule": None, "flagged": None, "exact_twins": exact, "expected_chance_siblings": None,
          "chance_extrapolated": None, "status": ev.get("status"), "narrow_enough": None, "note": ev.get("note"),
-         "decided_by_labels": None, "n_answers": 0, "n_answers_read": 0}
+         "decided_by_labels": None, "n_answers": 0, "n_answers_read": 0,
+         "labeller": ev.get("labeller") if cutoff.kind == "calibrated" else None}
     if cutoff.value is not None:
         fl = scores.flags(cutoff.value)
         flagged = _count(fl.flagged)
@@ -114,7 +118,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
             triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
             lo, mid, hi = triple if triple else (None, None, None)
             h.update(state="calibrated", estimate=finite_or_none(mid), lo=finite_or_none(lo), hi=finite_or_none(hi),
-                     n_labels=n_labels, cutoff_rule=_rule_phrase(ev.get("rule")))
+                     n_labels=n_labels, cutoff_rule=_rule_phrase(ev.get("rule"), h["labeller"]))
             h["narrow_enough"] = narrow_enough(h["estimate"], h["lo"], h["hi"])
         else:
             h.update(state="baseline_only", estimate=flagged["rate"],
@@ -157,7 +161,7 @@ def sentence(h: dict) -> str:
                 f"exact twins: {ex['count']:,} of {n:,} test items ({fmt.pct(ex['rate'])})")
     fl = h["flagged"]
     at = f"{_score_name(h['score'])} ≥ {fmt.score(h['cutoff'])}"
-    said = labels_phrase(h.get("decided_by_labels"))
+    said = labels_phrase(h.get("decided_by_labels"), labeller.by(h.get("labeller")))
     said = f" ({said})" if said else ""
     if h["state"] == "baseline_only":
         why = h.get("cutoff_rule") or "not calibrated"
@@ -165,4 +169,4 @@ def sentence(h: dict) -> str:
                 f"{no_interval_reason(h)}, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
     iv = f"{h['level']:.0%} interval {fmt.pct(h['lo'])} to {fmt.pct(h['hi'])}"
     return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {h['n_labels']:,} "
-            f"hand labels; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}")
+            f"{labeller.noun(h.get('labeller'))}; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}")

@@ -316,20 +316,21 @@ def _best_row(qi: np.ndarray, s: np.ndarray, keep: np.ndarray, n: int) -> np.nda
     return out
 
 
-def labels_phrase(decided: Optional[dict]) -> str:
-    """What the labels changed, in words ("" when nothing): the same in every output."""
+def labels_phrase(decided: Optional[dict], by: str = "by hand") -> str:
+    """What the labels changed, in words ("" when nothing): the same in every output.  ``by``: who gave
+    them (:func:`sibscan.labeller.by`)."""
     if not decided:
         return ""
     off, on = decided["above_cutoff_labelled_different"], decided["below_cutoff_labelled_same"]
     far = decided.get("train_side_labelled_same", 0)  # absent from records written before it was counted
     parts = []
     if off:
-        parts.append(f"{off:,} test item{'s' if off != 1 else ''} above the cutoff labelled different by hand "
+        parts.append(f"{off:,} test item{'s' if off != 1 else ''} above the cutoff labelled different {by} "
                      f"{'are' if off != 1 else 'is'} not flagged")
     if on:  # "it" only where the sentence has named the cutoff already
         what = "below it" if off else f"test item{'s' if on != 1 else ''} below the cutoff"
-        parts.append(f"{on:,} {what} labelled same by hand {'are' if on != 1 else 'is'} flagged")
+        parts.append(f"{on:,} {what} labelled same {by} {'are' if on != 1 else 'is'} flagged")
     if far:
         parts.append(f"{far:,} test item{'s' if far != 1 else ''} {'are' if far != 1 else 'is'} flagged through a pair "
-                     "labelled same by hand that only the train side found")
+                     f"labelled same {by} that only the train side found")
     return "; ".join(parts)

@@ -73,13 +73,13 @@ def test_report_carries_the_honest_reporting_table(scanned):
     any_rate = rep["sibling_rate"]["test_to_train"]["any"]
     assert any_rate["count"] == 3
     # the table's sibling rate is the report's own
-    assert f"15.0 % (3 of 20, exact or near at cutoff 0.99, uncalibrated)" in md
+    assert f"15.0 % (3 of 20, exact or near at cutoff 0.9900, uncalibrated)" in md
     assert rep["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
     assert "Honest reporting" in (d / "scan" / "report.html").read_text()  # an audit section in the HTML too
     # at another cutoff the table follows the report: it is rendered by the report, not left pre-rendered
     other = build_report(d / "scan", cutoff=0.5)
     sib = other["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]
-    assert sib["rate"] == other["sibling_rate"]["test_to_train"]["any"]["rate"] and "cutoff 0.5," in sib["kind"]
+    assert sib["rate"] == other["sibling_rate"]["test_to_train"]["any"]["rate"] and "cutoff 0.5000," in sib["kind"]
 
 
 def test_check_require_gates_on_the_recorded_audit(scanned):

@@ -411,7 +411,7 @@ def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tm
     assert head["state"] == "calibrated" and head["note"].startswith(said)
     assert head["note"].endswith("so the scan's recorded cutoff is used")
     msg = run_check(planted.path, max_rate=1.0).message
-    assert "calibrated with 60 labels" in msg and head["note"] in msg
+    assert "calibrated with 60 hand labels" in msg and head["note"] in msg
     # applied with --force to other data: both notes, the scan's own calibration's first
     sd.write_manifest({**sd.manifest(), "cutoff": {**recorded, "forced": True, "mismatches": ["another encoder"]}})
     head = build_report(planted.path)["headline"]
@@ -482,7 +482,7 @@ def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_us
             "labels.jsonl not used") in res.stdout
     assert build_report(scan)["headline"]["n_labels"] == used
     chk = runner.invoke(app, ["check", scan, "--max-rate", "0.9"])
-    assert chk.exit_code == 0 and f"calibrated with {used} labels" in chk.stdout, chk.output
+    assert chk.exit_code == 0 and f"calibrated with {used} hand labels" in chk.stdout, chk.output
 
 
 def test_calibrate_help_describes_the_labels_file_it_reads(planted, tmp_path):

@@ -46,3 +46,33 @@ def test_kept_calibration_refuses_other_data(demo, tmp_path):
     with pytest.raises(CompatibilityError, match="dataset"):
         run_scan(cfg)
     assert not (tmp_path / "scan").exists()  # refused before anything was written
+
+
+def test_kept_calibration_says_oracle_labels_and_is_fitted_by_todays_rule(demo, tmp_path):
+    """Its answers were written from the planted truth: every output says 'oracle labels', and the cutoff is
+    described as the text demo's calibration (today's rule) describes its own."""
+    import json
+
+    from sibscan.calibration import load_calibration, resolve
+    from sibscan.cutoffrule import RULE
+    from sibscan.report import write_reports
+
+    folder = resolve("demo-series")
+    cal = load_calibration(folder)
+    records = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines()]
+    assert cal.rule == RULE and cal.status == "ok" and cal.extra["labeller"] == "oracle"
+    assert records and all(r["labeller"] == "oracle" for r in records)
+    assert "oracle labels" in (folder / "README.md").read_text()
+    cfg = ScanConfig().merged(load_config_file("demo-series")).merged(
+        {"train": str(demo / "series_train.tsv"), "test": str(demo / "series_test.tsv"), "out": str(tmp_path / "scan"),
+         "progress": False})
+    run_scan(cfg)
+    written = write_reports(tmp_path / "scan", formats=["json", "md", "html"])
+    head = json.loads(written["json"].read_text())["headline"]
+    n = cal.extra["n_labels_used"]
+    assert head["labeller"] == "oracle" and head["state"] == "calibrated" and head["n_labels"] == n
+    said = f"calibrated with {n} oracle labels; flagged at verified similarity ≥ 0.9963, the lowest score from which " \
+           "P(same) of the oracle labels, by its 95 % lower bound per run of answers, is 0.5 or more"
+    for fmt in ("md", "html"):
+        text = written[fmt].read_text()
+        assert said in text and "hand label" not in text, fmt

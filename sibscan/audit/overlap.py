@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from ..fmt import score as fmt_score
 from ..items import Items
 from ..report.honest import sibling_cell
 from ..report.markdown import pct
@@ -80,7 +81,7 @@ def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None
                                  detail["val_test"]["share"] or 0.0, "an exact twin")
         if val_siblings is not None:
             detail["val_test_siblings"] = val_siblings
-            detail["method"] += f"; siblings by a validation↔test scan at cutoff {val_siblings['cutoff']:.4g}"
+            detail["method"] += f"; siblings by a validation↔test scan at cutoff {fmt_score(val_siblings['cutoff'])}"
             count, n, share, what = val_siblings["count"], val_siblings["n"], val_siblings["share"] or 0.0, "a sibling"
         found = f"{count} of {n} test items ({pct(share)}) have {what} in validation"
         if share > max_overlap:

@@ -21,6 +21,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from .. import labeller
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration import baseline_warning
@@ -138,7 +139,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     flags = ts.flags(c)
     tt, sib = _classify(flags.flagged, ex_tt, c), flags.flagged
     tt["decided_by_labels"] = flags.decided()
-    per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score")
+    per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score", by=labeller.by(rec.get("labeller")))
     # train -> test (the same pairs seen from the train side: their labels decide them too)
     _, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
@@ -222,12 +223,15 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # "different" by its other pairs (Flags.score_left)
     sw = sweep(flags.score_left, ex_tt | flags.same, cutoffs, corr)
 
-    # pairs
-    order = np.argsort(-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), kind="stable")
+    # pairs: the closest near pairs first, exact twins after them (they need no eye, and an exact twin
+    # scores 1: listed first, they filled the closest pairs and pushed out the near pairs worth looking at)
+    order = np.lexsort((-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), np.asarray(top_tt["exact"], bool)))
     closest = pair_records(order[:n_pairs], top_tt, test, train, labels)
     near_cut = None
     if c is not None:
-        sc = top_tt["score"]
+        # the pairs whose flag the cutoff decides: exact twins are siblings at every cutoff (an exact text twin
+        # whose boilerplate is masked can verify below a re-cased copy, and filled 'just above' on the text demo)
+        sc = np.where(np.asarray(top_tt["exact"], bool), np.nan, top_tt["score"])
         above = np.flatnonzero(sc >= c)
         above = above[np.argsort(sc[above], kind="stable")][:n_near]
         below = np.flatnonzero(sc < c)

@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 from typing import List, Optional
 
+from .. import labeller
 from ..errors import SibscanError
+from ..fmt import score as fmt_score
 from .audits import AUDITS_DIR
 from .markdown import pct
 
@@ -72,10 +74,10 @@ def sibling_rate_record(report: dict) -> dict:
         return {"kind": "exact twins only; no cutoff for near siblings", "count": ex["count"], "n": ex["n"],
                 "rate": ex["rate"], "interval": ex["ci"], "state": "exact_only"}
     if head.get("state") == "calibrated":  # the report's headline estimate: one value in every table
-        return {"kind": f"calibrated with {head['n_labels']} hand labels", "count": head["flagged"]["count"],
+        return {"kind": f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))}", "count": head["flagged"]["count"],
                 "n": head["n"], "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
     anyr = tt["any"]
-    return {"kind": f"exact or near at cutoff {cut['value']:.3g}, {cut.get('source')}", "count": anyr["count"],
+    return {"kind": f"exact or near at cutoff {fmt_score(cut['value'])}, {cut.get('source')}", "count": anyr["count"],
             "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"], "state": cut.get("source")}
 
 

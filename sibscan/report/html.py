@@ -22,9 +22,11 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from .. import labeller
 from ..errors import SibscanError
 from ..fmt import plural, score as fmt_score
 from ..kernels.textalign import word_diff
+from .gallery import exact_twins, galleries
 from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, headline, notes, pct
 from .plots import svg_histogram, svg_sweep
 
@@ -36,8 +38,10 @@ CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-th{background:#f4f4f4}.pair{display:flex;gap:12px;border:1px solid #ddd;margin:6px 0;padding:6px}
+th{background:#f4f4f4}.card{border:1px solid #ddd;padding:6px}.gallery{display:grid;gap:8px;grid-template-columns:repeat(auto-fill,minmax(var(--card),1fr))}
+.pair{display:flex;gap:12px}.card .what{font-size:12px;margin-bottom:4px;color:#333}
 .side{flex:1;min-width:0;overflow-wrap:anywhere}.meta{color:#555;font-size:12px}mark{background:#ffe08a}
+.twins{columns:3 16em;font-size:12px;color:#444}
 .warn{background:#fff3cd;padding:6px}.headline{font-size:16px;background:#eef5ff;padding:8px}
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}svg text{font:11px sans-serif}
 img.thumb{image-rendering:pixelated;max-width:100%}
@@ -115,7 +119,13 @@ def _content_cells(pairs: Sequence[dict], test, train, max_chars: int = 1200, sh
     return cells
 
 
-def _pairs_html(pairs: Optional[Sequence[dict]], test, train, shown: Callable[[str], str] = str) -> str:
+#: the narrowest a pair's card in a gallery grid may be, per modality: two thumbnails side by side,
+#: two sparklines, or (text) the page's width, one pair a row, as a paragraph needs
+_CARD_WIDTH = {"image": "340px", "text": "100%"}
+
+
+def _pairs_html(pairs: Sequence[dict], test, train, shown: Callable[[str], str] = str, by: str = "by hand") -> str:
+    """A gallery: one card per pair (test and train side by side), the cards in a grid."""
     if not pairs:
         return "<p><i>none</i></p>"
     out = []
@@ -123,13 +133,32 @@ def _pairs_html(pairs: Optional[Sequence[dict]], test, train, shown: Callable[[s
         flag = "exact twin" if p["exact"] else f"score {fmt_score(p['score'])}" if p["score"] is not None else "no score"
         lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
         det = f" · {_e(p['detail'])}" if p.get("detail") else ""
-        det += f" · <b>labelled {p['hand_label']} by hand</b>" if p.get("hand_label") else ""
+        det += f" · <b>labelled {p['hand_label']} {_e(by)}</b>" if p.get("hand_label") else ""
         out.append(
-            f'<div class="pair"><div class="side"><div class="meta">test {_e(p["test_id"])}'
-            f'{"" if p["test_label"] is None else " [" + _e(p["test_label"]) + "]"}</div>{a}</div>'
+            f'<div class="card"><div class="what">{flag}{det}{lab}</div><div class="pair"><div class="side"><div class="meta">test '
+            f'{_e(p["test_id"])}{"" if p["test_label"] is None else " [" + _e(p["test_label"]) + "]"}</div>{a}</div>'
             f'<div class="side"><div class="meta">train {_e(p["train_id"])}'
-            f'{"" if p["train_label"] is None else " [" + _e(p["train_label"]) + "]"} — {flag}{det}{lab}</div>{b}</div></div>')
-    return "\n".join(out)
+            f'{"" if p["train_label"] is None else " [" + _e(p["train_label"]) + "]"}</div>{b}</div></div></div>')
+    modality = getattr(test, "modality", None)
+    return f'<div class="gallery" style="--card:{_CARD_WIDTH.get(modality, "480px")}">' + "\n".join(out) + "</div>"
+
+
+def _galleries_html(report: dict, test, train, shown: Callable[[str], str], by: str) -> str:
+    """The pair galleries (each pair once, :func:`sibscan.report.gallery.galleries`), exact twins last as
+    a count and a short list."""
+    body = []
+    for g in galleries(report):
+        body.append(f"<h2>{_e(g.title)}</h2><p class='meta'>{_e(g.about)}.</p>" + _pairs_html(g.pairs, test, train, shown, by))
+    tw = exact_twins(report)
+    body.append("<h2>Exact twins</h2>")
+    if not tw.count:
+        body.append("<p>No test item has an exact copy in train.</p>")
+    else:
+        more = f"; the first {len(tw.listed)}" if len(tw.listed) < tw.count else ""
+        body.append(f"<p>{plural(tw.count, 'test item')} {'has' if tw.count == 1 else 'have'} a byte-for-byte copy in "
+                    f"train (same content fingerprint), not shown as pictures: their two sides are the same{more}:</p>"
+                    "<ul class='twins'>" + "".join(f"<li>test {_e(a)} = train {_e(b)}</li>" for a, b in tw.listed) + "</ul>")
+    return "".join(body)
 
 
 def _table(head, rows) -> str:
@@ -198,10 +227,7 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
         body.append("<h2>Shared sources</h2>" + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
                     f"source that also occurs in train.</p>" + _table(["source", "test items", "train items"],
                                                                       [[t["source"], t["n_test"], t["n_train"]] for t in ss["top"]]))
-    body.append("<h2>Closest pairs</h2>" + _pairs_html(report["closest_pairs"], test, train, shown))
-    if report.get("near_cutoff"):
-        body.append("<h2>Just above the cutoff</h2>" + _pairs_html(report["near_cutoff"]["above"], test, train, shown))
-        body.append("<h2>Just below the cutoff</h2>" + _pairs_html(report["near_cutoff"]["below"], test, train, shown))
+    body.append(_galleries_html(report, test, train, shown, labeller.by(report["headline"].get("labeller"))))
     lc = report["label_conflicts"]
     listed = "" if len(lc["groups"]) >= lc["n_groups"] else f" The {len(lc['groups'])} largest are listed."
     groups_line = f" {html.escape(group_sentence(lc))}" if lc.get("linkage") else ""

@@ -14,6 +14,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from .. import labeller
+from ..fmt import score as fmt_score
 from ..items import Items
 from ..pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
@@ -56,7 +58,7 @@ class ItemTable:
         return self.records(rows[order])
 
 
-def item_table(scores, flags, test: Items, train: Items, score_kind: str = "score") -> ItemTable:
+def item_table(scores, flags, test: Items, train: Items, score_kind: str = "score", by: str = "by hand") -> ItemTable:
     """The per-item table of test items from their scores and the flags at the cutoff in use.
 
     Parameters
@@ -68,6 +70,8 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     test, train : Items
     score_kind : str
         What the deciding score is ("verified" or "similarity"), for the ``why`` text.
+    by : str
+        Who gave the labels, for the ``why`` text (:func:`sibscan.labeller.by`: "by hand", "by the oracle").
     """
     n = len(test)
     cutoff, exact = flags.cutoff, np.asarray(scores.exact, bool)
@@ -120,7 +124,7 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
     why = np.full(n, "", dtype=object)
     for r in np.flatnonzero(exact | flags.flagged | off):
         why[r] = _why(bool(exact[r]), bool(flags.flagged[r]), bool(off[r]), int(flags.nearest_label[r]), label[r],
-                      score[r], cutoff, score_kind, detail[r], bool(flags.row_added[r]))
+                      score[r], cutoff, score_kind, detail[r], bool(flags.row_added[r]), by)
     return ItemTable({
         "test_id": test.ids.astype(object), "train_id": train_id, "similarity": similarity, "score": score,
         "exact": exact, "sibling": sibling, "label_conflict": conflict, "verified": verified,
@@ -130,7 +134,7 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
 
 
 def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, score: float,
-         cutoff: Optional[float], score_kind: str, detail: str, added: bool) -> str:
+         cutoff: Optional[float], score_kind: str, detail: str, added: bool, by: str = "by hand") -> str:
     """What made an item a sibling (``exact``, ``flagged``), or what the labels said to keep it from
     being one (``off``: the scores flag it, the labels do not); ``added``: its pair is one only the train
     side found (``Flags.row_added``), worded as ``Flags.decided`` counts it."""
@@ -138,17 +142,17 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
         return "exact copy (same content fingerprint)"
     if cutoff is None:
         return ""
-    at = f"{score_kind} score {float(score):.4f}"
+    at = f"{score_kind} score {fmt_score(score)}"
     how = f"; {detail}" if detail else ""
     if flagged:
         if label == SAME:
             side = ">=" if score >= cutoff else "below"
             found = ", a pair only the train side found" if added else ""
-            return f"labelled same by hand{found} ({at} {side} cutoff {cutoff:.4g}){how}"
-        other = "; its nearest pair was labelled different by hand" if nearest_label == DIFFERENT else ""
-        return f"{at} >= cutoff {cutoff:.4g}{how}{other}"
+            return f"labelled same {by}{found} ({at} {side} cutoff {fmt_score(cutoff)}){how}"
+        other = f"; its nearest pair was labelled different {by}" if nearest_label == DIFFERENT else ""
+        return f"{at} >= cutoff {fmt_score(cutoff)}{how}{other}"
     if off:
-        return f"not a sibling: labelled different by hand ({at} >= cutoff {cutoff:.4g})"
+        return f"not a sibling: labelled different {by} ({at} >= cutoff {fmt_score(cutoff)})"
     return ""
 
 
@@ -164,7 +168,8 @@ def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, fo
     train, fp_train = load_items(scan.path, "train")
     test, fp_test = load_items(scan.path, "test")
     ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test), labels=labels)
-    return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score")
+    return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score",
+                      by=labeller.by(at.evidence.get("labeller")))
 
 
 def flagged_csv(flagged: List[dict]) -> str:

@@ -15,7 +15,9 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["fmt_score", "svg_histogram", "svg_sweep"]
+from ..fmt import score as fmt_score
+
+__all__ = ["svg_histogram", "svg_sweep"]
 
 W, H = 720, 270
 LEFT, RIGHT, TOP, BOTTOM = 54, 16, 36, 46
@@ -25,15 +27,6 @@ BODY_SHARE = 0.16
 
 def _e(x) -> str:
     return html.escape(str(x))
-
-
-def fmt_score(x: float) -> str:
-    """A similarity with the digits that tell it apart from 1 (0.907, 0.99996), never rounded to 1."""
-    x = float(x)
-    digits = 3
-    while digits < 7 and x != 1.0 and round(x, digits) == 1.0:
-        digits += 1
-    return f"{x:.{digits}f}"
 
 
 class _XAxis:

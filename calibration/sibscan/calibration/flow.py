@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, TextIO
 
 import numpy as np
 
-from sibscan import fmt
+from sibscan import fmt, labeller
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.pairdecision import PairLabels
 from sibscan.headline import narrow_enough
@@ -294,13 +294,14 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     about the test item's nearest neighbour here); exact twins are siblings without an answer.
     """
     index = pop.index_of()
-    rows, same = [], []
+    rows, same, used = [], [], []
     for key, rec in store.current().items():
         r = index.get(key)
         if r is None or rec["label"] == "skip" or not np.isfinite(pop.score[r]) or pop.exact[r]:
             continue
         rows.append(r)
         same.append(rec["label"] == "same")
+        used.append(rec)
     rows_a, same_a = np.asarray(rows, np.int64), np.asarray(same, bool)
     n_outside = sum(1 for k, rec in store.current().items() if k not in index and rec["label"] != "skip")
     # answers about exact twins (siblings without an answer) or pairs without a score: kept, counted apart
@@ -352,7 +353,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         cutoff=res.cutoff, interval=res.interval, score=pop.score_kind, encoder_identity=identity.encoder_identity,
         verifier_identity=identity.verifier_identity, dataset_fingerprint=identity.dataset_fingerprint,
         n_labels=n_labels, estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
-        extra={"definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
+        # who gave the answers the fit used: what every output calls them ("hand labels", "oracle labels")
+        extra={"labeller": labeller.of_records(used), "definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
                "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}
                if res.curve is not None else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
-from sibscan import fmt
+from sibscan import fmt, labeller
 from sibscan.headline import headline
 from sibscan.pairdecision import labels_phrase
 from sibscan.scandir import ScanDir, train_items_searched
@@ -53,7 +53,7 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
         lines.append(head["text"])
     n, extra = cal.n_labels, cal.extra or {}
     unused = extra.get("n_labelled_outside_population") or 0
-    lines.append(f"labels: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
+    lines.append(f"{labeller.noun(extra.get('labeller'))}: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
                  + (f"; {unused} more in labels.jsonl not used (pairs this scan does not score)" if unused else "")
                  + (f"; {extra['n_labelled_not_needed']} about exact twins or unscored pairs, which need no answer"
                     if extra.get("n_labelled_not_needed") else "")
@@ -66,7 +66,7 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     e = cal.estimates or {}
     if e.get("precision") is not None or e.get("recall") is not None:
         f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
-        said = labels_phrase(e.get("decided_by_labels"))
+        said = labels_phrase(e.get("decided_by_labels"), labeller.by(extra.get("labeller")))
         lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates, "
                      f"by score), {e.get('flagged')} test items flagged" + (f" ({said})" if said else ""))
     b = e.get("below_range")

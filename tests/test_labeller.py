@@ -1,0 +1,77 @@
+"""Who labelled a calibration, said in every output: "hand labels" for a person's answers, "oracle labels"
+for answers written from the planted truth (records with ``"labeller": "oracle"``)."""
+from __future__ import annotations
+
+import json
+
+from _helpers import oracle_file, write_jsonl
+from typer.testing import CliRunner
+
+from sibscan import labeller
+from sibscan.calibration import calibrate, load_calibration
+from sibscan.calibration.synthetic import planted_scan
+from sibscan.cli import app
+from sibscan.report import build_report, render_markdown
+
+
+def test_the_kind_of_a_set_of_answers():
+    assert labeller.of_records([{"labeller": "oracle"}, {"labeller": " Oracle "}]) == "oracle"
+    assert labeller.of_records([{"labeller": "alice"}, {}]) == "hand"  # a login name, or none: a person
+    assert labeller.of_records([{"labeller": "oracle"}, {"labeller": "alice"}]) == "hand and oracle"
+    assert labeller.of_records([]) == "hand"
+    assert [labeller.noun(k) for k in (None, "hand", "oracle")] == ["hand labels", "hand labels", "oracle labels"]
+    assert [labeller.by(k) for k in (None, "oracle", "hand and oracle")] == ["by hand", "by the oracle", "by hand or by the oracle"]
+
+
+def _planted(tmp_path):
+    planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
+    calibrate(planted.path, ui="none", n_pairs=40)
+    return planted
+
+
+def test_a_calibration_from_oracle_answers_says_oracle_labels_everywhere(tmp_path):
+    planted = _planted(tmp_path)
+    labels = oracle_file(tmp_path, planted, planted.path / "calibration", labeller="oracle")
+    res = CliRunner().invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--n-pairs", "40", "--labels", str(labels)])
+    assert res.exit_code == 0, res.output
+    cal = load_calibration(planted.path / "calibration")
+    used = cal.extra["n_labels_used"]
+    assert cal.extra["labeller"] == "oracle"
+    assert json.loads((planted.path / "calibration" / "cutoff.json").read_text())["labeller"] == "oracle"
+    assert f"calibrated with {used} oracle labels" in res.stdout and "hand label" not in res.stdout
+    assert f"oracle labels: {cal.n_labels['same']} same" in res.stdout
+    rep = build_report(planted.path)
+    assert rep["headline"]["labeller"] == "oracle" and rep["cutoff"]["labeller"] == "oracle"
+    assert "P(same) of the oracle labels" in rep["headline"]["text"]
+    md = render_markdown(rep)
+    assert f"calibrated with {used} oracle labels" in md and "hand label" not in md
+    chk = CliRunner().invoke(app, ["check", str(planted.path), "--max-rate", "0.9"])
+    assert chk.exit_code == 0 and f"calibrated with {used} oracle labels" in chk.stdout, chk.output
+
+
+def test_answers_without_the_field_are_a_persons(tmp_path):
+    planted = _planted(tmp_path)
+    labels = oracle_file(tmp_path, planted, planted.path / "calibration")  # no labeller field
+    calibrate(planted.path, ui="none", n_pairs=40, labels=labels)
+    cal = load_calibration(planted.path / "calibration")
+    assert cal.extra["labeller"] == "hand"
+    head = build_report(planted.path)["headline"]
+    assert f"calibrated with {head['n_labels']} hand labels" in head["text"]
+    # a calibration written before the field (no 'labeller' in cutoff.json) reads as hand labels
+    path = planted.path / "calibration" / "cutoff.json"
+    rec = json.loads(path.read_text())
+    del rec["labeller"]
+    path.write_text(json.dumps(rec))
+    head = build_report(planted.path)["headline"]
+    assert head["labeller"] is None and f"calibrated with {head['n_labels']} hand labels" in head["text"]
+
+
+def test_a_mix_of_oracle_and_hand_answers_says_both(tmp_path):
+    planted = _planted(tmp_path)
+    labels = oracle_file(tmp_path, planted, planted.path / "calibration", labeller="oracle")
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    rows[0]["labeller"] = "alice"
+    write_jsonl(labels, rows)
+    calibrate(planted.path, ui="none", n_pairs=40, labels=labels)
+    head = build_report(planted.path)["headline"]
+    assert f"calibrated with {head['n_labels']} hand and oracle labels" in head["text"]
