@@ -90,10 +90,10 @@ def view_identities(views: Sequence[str]) -> Dict[str, str]:
     then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.windowsearch`), so a
     scan made one way is not resumed another; an encoder view is named only."""
     from .kernels.windows import VIEW_CELLS, VIEW_SCALES
-    from .windowsearch import FLAT_MAX_VECTORS, NPROBE
+    from .windowsearch import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
 
     grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
-    search = f"crop+wide,flat<={FLAT_MAX_VECTORS},else IVF-SQ8 nprobe={NPROBE}"
+    search = f"crop+wide,flat<={FLAT_MAX_VECTORS} windows and {FLAT_MAX_PAIRS} pairs,else IVF-SQ8 nprobe={NPROBE}"
     return {v: (f"windows-v3(cells={VIEW_CELLS},scales={grid},search={search})" if v == "windows" else v)
             for v in views}
 

@@ -13,9 +13,13 @@ direction is a nearest-neighbour search of the kind the scan already runs, so it
   its ``k`` best test images, and each test image is proposed to the train images that kept it.
 
 A test image's candidates are the union of both, best score first, the top ``k`` of it
-(:func:`join_directions`).  The database is a faiss index (:func:`build_index`): exact (flat) up to
-:data:`FLAT_MAX_VECTORS` windows, past it an inverted file of 8-bit codes (``IVF{nlist},SQ8``), which
-bounds memory at 72 bytes a window and scans ``nprobe`` of its lists per query instead of every window.
+(:func:`join_directions`).  The database is a faiss index (:func:`build_index`): exact (flat) while
+it holds at most :data:`FLAT_MAX_VECTORS` windows and its search compares at most
+:data:`FLAT_MAX_PAIRS` (query, window) pairs, past either an inverted file of 8-bit codes
+(``IVF{nlist},SQ8``), which bounds memory at 72 bytes a window and scans ``nprobe`` of its lists per
+query instead of every window.  On CIFAR-10 at a quarter (12,712 train x 2,705 test images, load
+about 9) a flat index of the 793,000 test windows searched by 25,424 train whole-image rows ran
+more than a minute per 8,192 rows, which is what the pair bound stops.
 :func:`windows_view_reference` computes the same candidates by brute force (every pair's score), the
 reference the flat path is tested against.
 """
@@ -28,12 +32,15 @@ import numpy as np
 
 from .progress import bar
 
-__all__ = ["FLAT_MAX_VECTORS", "build_index", "image_topk", "join_directions", "windows_view_reference",
+__all__ = ["FLAT_MAX_PAIRS", "FLAT_MAX_VECTORS", "build_index", "image_topk", "join_directions", "windows_view_reference",
            "windows_view_search"]
 
 #: windows held in an exact (flat) index; past it an IVF index of 8-bit codes.  A flat index of this
 #: many 64-float windows is 256 MiB and searching it is a full matrix product per query block
 FLAT_MAX_VECTORS = 1 << 20
+#: (query row, window) pairs a flat index's search may compare (2^32: about 2.7e11 multiply-adds, a few
+#: seconds on 2 cores); past it the IVF index, whose search scans ``nprobe / nlist`` of the windows
+FLAT_MAX_PAIRS = 1 << 32
 #: images cut into windows at a time while the index is filled (1,024 x 293 windows: 77 MB of floats)
 _ADD_BLOCK = 1024
 #: queries searched at a time (the unit of progress)
@@ -59,8 +66,8 @@ def _window_blocks(gray: np.ndarray, boxes: np.ndarray, cells: int) -> Iterator[
         yield v.reshape(-1, v.shape[2])
 
 
-def build_index(gray: np.ndarray, boxes: np.ndarray, cells: int, *, kind: str = "auto", progress: bool = True,
-                desc: str = "index windows"):
+def build_index(gray: np.ndarray, boxes: np.ndarray, cells: int, *, kind: str = "auto", n_queries: int = 0,
+                progress: bool = True, desc: str = "index windows"):
     """A faiss inner-product index of every window of every image; row ``i * n_windows + w`` is image
     ``i``'s window ``w``.
 
@@ -69,14 +76,17 @@ def build_index(gray: np.ndarray, boxes: np.ndarray, cells: int, *, kind: str = 
     gray : ndarray of shape (n, s, s), uint8
     boxes : ndarray of shape (n_windows, 3)
     kind : {"auto", "flat", "ivf"}
-        ``auto``: flat up to :data:`FLAT_MAX_VECTORS` windows, else IVF (``nlist`` about 4 sqrt(windows),
-        at most 4,096; 8-bit scalar codes; trained on up to 64 windows a list drawn with a fixed seed).
+        ``auto``: flat up to :data:`FLAT_MAX_VECTORS` windows and :data:`FLAT_MAX_PAIRS` pairs with
+        ``n_queries`` query rows, else IVF (``nlist`` sqrt(windows), at most 1,024; 8-bit scalar codes;
+        trained on about 64 windows a list from images drawn with a fixed seed).
+    n_queries : int
+        Query rows the index will be searched with (for ``auto``).
     """
     import faiss
 
     n_vectors, dim = len(gray) * len(boxes), cells * cells
     if kind == "auto":
-        kind = "flat" if n_vectors <= FLAT_MAX_VECTORS else "ivf"
+        kind = "flat" if n_vectors <= FLAT_MAX_VECTORS and n_vectors * n_queries <= FLAT_MAX_PAIRS else "ivf"
     if kind == "flat":
         index = faiss.IndexFlatIP(dim)
     elif kind == "ivf":
@@ -213,10 +223,10 @@ def windows_view_search(train: np.ndarray, test: np.ndarray, k: int, boxes: np.n
     if k == 0 or len(test) == 0:
         return np.full((len(test), k), -np.inf, np.float32), np.full((len(test), k), -1, np.int64)
     w = len(boxes)
-    index = build_index(train, boxes, cells, kind=kind, progress=progress, desc="train windows")
+    index = build_index(train, boxes, cells, kind=kind, n_queries=2 * len(test), progress=progress, desc="train windows")
     crop = image_topk(index, w, _whole_and_mirror(test, cells), k, progress=progress, desc="test images against them")
     del index
-    index = build_index(test, boxes, cells, kind=kind, progress=progress, desc="test windows")
+    index = build_index(test, boxes, cells, kind=kind, n_queries=2 * len(train), progress=progress, desc="test windows")
     wide = image_topk(index, w, _whole_and_mirror(train, cells), k, progress=progress, desc="train images against them")
     return join_directions(crop, wide, len(test), k)
 

@@ -185,7 +185,7 @@ def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatc
         src = train[10 * t]
         test[t] = src[:, ::-1] if t % 2 else np.kron(src[16:48, 16:48], np.ones((2, 2), np.uint8))
         test[t] = np.clip(test[t] + rng.normal(0, 4, test[t].shape), 0, 255).astype(np.uint8)
-    monkeypatch.setattr(ws, "FLAT_MAX_VECTORS", 1000)  # 300 x 293 windows: IVF
+    monkeypatch.setattr(ws, "FLAT_MAX_PAIRS", 1000)  # 300 x 293 windows, 40 query rows: IVF
     built = []
     real = ws.build_index
     monkeypatch.setattr(ws, "build_index", lambda *a, **kw: built.append(real(*a, **kw)) or built[-1])
