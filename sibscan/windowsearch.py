@@ -136,7 +136,8 @@ def image_topk(index, n_windows: int, queries: np.ndarray, k: int, *, progress: 
                 d, i = index.search(np.ascontiguousarray(q, np.float32), kw)
                 s, j, sure = _best_images(d.reshape(len(rows), 2 * kw), i.reshape(len(rows), 2 * kw),
                                           d[:, -1].reshape(len(rows), 2).max(axis=1), n_windows, k)
-                done = sure | (kw >= index.ntotal)
+                # a row padded with -1 has seen every window its search reaches (an IVF index's probed lists)
+                done = sure | (kw >= index.ntotal) | (i < 0).reshape(len(rows), 2 * kw).any(axis=1)
                 sims[rows[done]], idx[rows[done]] = s[done], j[done]
                 rows, kw = rows[~done], min(index.ntotal, 2 * kw)
             b.update(min(n, a + _QUERY_BLOCK) - a)
