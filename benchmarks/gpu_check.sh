@@ -2,7 +2,9 @@
 # GPU check, in one run: the CUDA tests, the GPU search benchmark (10,000 x 1,000,000 x 512 exact
 # top-1/top-5 against the card's bf16 matmul rate), the image pipeline (model-only vs end-to-end
 # images/s from 224-px JPEGs, and their ratio, for effnet and CLIP ViT-B/32) and verification's share
-# of a whole image scan on CUDA (issue 14: default imagecorr and imagefuse, 3,000 x 600 32-px images).
+# of a whole image scan on CUDA (issue 14: default imagecorr and imagefuse, 3,000 x 600 32-px images),
+# and the windows view searched through its faiss index (issue 31; CPU faiss on both machines: its
+# seconds at 2,000 x 10,000 on a GPU box, tiny in the dry run).
 #
 #   bash benchmarks/gpu_check.sh             # on the lent GPU machine; log and copies under "$OUT" (./gpu_out)
 #   bash benchmarks/gpu_check.sh --dry-run   # any CPU box: checks the environment, runs the pipeline
@@ -16,8 +18,8 @@
 # Needs python3 with torch, numpy, pillow, scikit-image, tqdm and pytest (open_clip, timm and the
 # effnet weights package for the encoder rows; a missing one skips its row, logged).  Pure-python
 # wheels carried in ./.whl are installed first, if present.
-# Budget on a GPU: about 10 minutes (tests ~2, search ~2-4, pipeline ~2, verify share ~2; not yet run on one);
-# the steps' own limits add up to 15 minutes (180 + 240 + 180 + 300 s), the verify share last.
+# Budget on a GPU: about 11 minutes (tests ~2, search ~2-4, pipeline ~2, verify share ~2, windows view ~1; not yet run on one);
+# the steps' own limits add up to 17 minutes (180 + 240 + 180 + 300 + 120 s), the verify share and the windows view last.
 set -u
 DRY=0
 for arg in "$@"; do
@@ -89,6 +91,7 @@ if [ "$DRY" -eq 1 ]; then
   skip search_cuda "python -m benchmarks.search --device cuda"
   skip verify_share_cuda "python -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda"
   step gpu_pipeline 900 "$PY" -m benchmarks.gpu_pipeline --device cpu --quick --encoders "${DRY_ENCODERS:-effnet,clip}"
+  step windows_view 300 "$PY" -m benchmarks.windows_speed --quick --encode-images 0
 else
   RESULTS="$PWD/benchmarks/results"
   say "nvidia-smi"
@@ -99,7 +102,9 @@ else
   step search_cuda 240 "$PY" -m benchmarks.search --device cuda
   step gpu_pipeline 180 "$PY" -m benchmarks.gpu_pipeline --device cuda
   step verify_share_cuda 300 "$PY" -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda
-  cp "$RESULTS"/search_cuda.json "$RESULTS"/gpu_pipeline.json "$RESULTS"/verify_share_cuda.json "$OUT/" 2>/dev/null || true
+  step windows_view 120 "$PY" -m benchmarks.windows_speed --sizes 2000x10000 --encode-images 0 --name windows_speed_gpu_box
+  cp "$RESULTS"/search_cuda.json "$RESULTS"/gpu_pipeline.json "$RESULTS"/verify_share_cuda.json \
+    "$RESULTS"/windows_speed_gpu_box.json "$OUT/" 2>/dev/null || true
 fi
 
 # the summary: every step's status and the headline figures from the results files
@@ -134,6 +139,9 @@ if share:  # issue 14's target: (verify + baseline) / scan <= 15 %
                                     **{r["config"]: {"verifier": r["verifier"], "timings": r["timings"],
                                                      "share_verify_and_baseline_of_total": r["share_verify_and_baseline_of_total"]}
                                        for r in share["results"]}}
+view = load("windows_speed_quick" if dry else "windows_speed_gpu_box")
+if view:  # the windows view through its index (issue 31): seconds per size
+    summary["windows_view"] = [{k: r[k] for k in ("n_test", "n_train", "kind", "view_seconds")} for r in view["rows"]]
 path = write_results("gpu_check", summary)  # a dry run: $SIBSCAN_BENCH_RESULTS is $OUT
 for name, status in steps.items():
     print(f"{name}: {status}")

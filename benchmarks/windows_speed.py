@@ -3,8 +3,9 @@
     python -m benchmarks.windows_speed                   # 500 x 2,500 and 2,000 x 10,000 (a few minutes on 2 cores)
     python -m benchmarks.windows_speed --quick           # tiny, for the tests
 
-The windows view (:func:`sibscan.views.windows_topk_gray`) compares every test image with every
-train image (136 windows each, both ways round, mirrors), so its time grows with n_test x n_train;
+The windows view (:func:`sibscan.views.windows_topk_gray`) searches each direction through a faiss
+index of the other split's windows (:mod:`sibscan.windowsearch`; ``--kind`` flat, ivf or auto: flat up
+to ``FLAT_MAX_VECTORS`` windows), so its time grows like a search (it compared every pair before);
 the cascade (:func:`sibscan.views.pair_window_scores_gray`) scores only ``--pairs-per-item``
 candidate pairs per test item.  Both run on 64-px grey images made here (smooth random images:
 decoding is not the view's search cost and is left out).  As a reference measured in the same run,
@@ -55,7 +56,9 @@ def _encode_rate(n: int, rng: np.random.Generator) -> Optional[float]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
-    from sibscan.views import pair_window_scores_gray, windows_topk_gray
+    from sibscan.kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
+    from sibscan.views import pair_window_scores_gray
+    from sibscan.windowsearch import windows_view_search
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.windows_speed", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
@@ -64,6 +67,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--pairs-per-item", type=int, default=13, help="candidate pairs per test item the cascade scores "
                     "(13: the union of views on the planted crop sets)")
     ap.add_argument("--encode-images", type=int, default=None, help="images effnet embeds for the reference rate")
+    ap.add_argument("--kind", default="auto", choices=("auto", "flat", "ivf"), help="the view's index (default auto)")
     ap.add_argument("--name", default="windows_speed", help="results file stem")
     args = ap.parse_args(argv)
     sizes = args.sizes or ("20x60" if args.quick else "500x2500,2000x10000")
@@ -75,14 +79,14 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         train, test = _gray(n_train, rng), _gray(n_test, rng)
         load = os.getloadavg()[0]  # the machine is shared: the 1-minute load as the size starts
         t, c = time.perf_counter(), time.process_time()
-        windows_topk_gray(train, test, args.k)
+        windows_view_search(train, test, args.k, window_boxes(VIEW_SCALES), VIEW_CELLS, kind=args.kind, progress=False)
         view, view_cpu = time.perf_counter() - t, time.process_time() - c
         qi = np.repeat(np.arange(n_test), args.pairs_per_item)
         ni = rng.integers(0, n_train, len(qi))
         t = time.perf_counter()
         pair_window_scores_gray(test, qi, train, ni)
         cascade = time.perf_counter() - t
-        rows.append({"n_test": n_test, "n_train": n_train, "view_seconds": view,
+        rows.append({"n_test": n_test, "n_train": n_train, "kind": args.kind, "view_seconds": view,
                      "view_ns_per_pair": view / (n_test * n_train) * 1e9,
                      "view_cpu_seconds": view_cpu, "load_1min": load, "cascade_pairs": len(qi),
                      "cascade_seconds": cascade, "cascade_us_per_pair": cascade / len(qi) * 1e6})

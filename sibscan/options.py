@@ -162,7 +162,7 @@ class SearchOptions:
     block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
     engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
     address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
-    extra_views: Optional[Tuple[str, ...]] = opt(None, "--extra-views", help="Comma list of views whose test→train top-k joins the encoder's before verification: windows (crops and zooms of images), an encoder name (pixels, phash, …), or none (default: images windows,pixels when verifying, else none).")
+    extra_views: Optional[Tuple[str, ...]] = opt(None, "--extra-views", help="Comma list of views whose test→train top-k joins the encoder's before verification: windows (crops and zooms of images), an encoder name (pixels, phash, …), or none (default: images pixels when verifying, else none).")
     k_view: int = opt(5, "--k-view", help="Candidates each extra view proposes per test item (joined to the encoder's --k).")
 
     def __post_init__(self) -> None:

@@ -13,29 +13,26 @@ Views:
 
 * ``windows`` — each image as 293 square windows (6 scales from the whole image to half its side,
   at 1-121 positions each, about one 8 x 8 cell apart), 8 x 8 grey cells, pixel-correlation normalised
-  (:mod:`sibscan.kernels.windows`, ``VIEW_SCALES``); a pair scores its best window match in either
-  direction, mirrors included.  Weight-free, no cache (images are decoded and shrunk to 64 px once per scan and kept as
-  8-bit grey; window vectors are made block by block).
+  (:mod:`sibscan.kernels.windows`, ``VIEW_SCALES``).  Searched both ways through a faiss index of the
+  other split's windows (:mod:`sibscan.windowsearch`): each test image's whole-image vector and mirror
+  against the train windows (it is a crop), each train image's against the test windows (the test image
+  is a wider shot); exact up to a million windows, an IVF index past it.  Weight-free, no cache (images
+  are decoded and shrunk to 64 px once per scan and kept as 8-bit grey).  Opt-in (``--extra-views
+  windows,pixels``): before the index it compared every pair (2,269 s of a 2,494 s CIFAR-10 scan).
   The same kind of score of given pairs, on the cascade's own grid (136 windows of 12 x 12 cells,
   the grid its bands were measured on; :func:`pair_window_scores`), is the cheap first stage of the
   verification cascade (``--cascade``, :func:`cascade_candidates`, :mod:`sibscan.verify.cascade`).
 * any registered encoder of the data's modality (``pixels``, ``phash``, ``clip``, …), embedded
   through the scan's embedding cache.
 
-The default (:func:`resolve_views`): ``windows`` and ``pixels`` for images when the candidates are
-verified, none otherwise; each extra view adds its top ``--k-view`` (5).  Measured with ``python -m
-benchmarks.quality --sets crops,small32 --candidates-only --k 10 --name quality_views``
-(``benchmarks/results/quality_views.json``; heavy crops, zooms, rotations, re-grades and flips of photo cells at 96 px /
-32 px): effnet's top 10 holds the true source for 0.92 / 0.77 of the planted items, windows' alone
-for 0.98 / 0.93, effnet's top 10 joined with the top 5 of windows and pixels for 1.00 / 0.97.  The
-cost: 17.7 candidate pairs per test item instead of 10 for the verifier, and the windows view took
-6.3 s / 4.2 s beside effnet's 39 s / 56 s of embedding for ~470 images (2 shared cores, load
-~8).  That run was on the grid of the cascade (136 windows of 12 x 12 cells); the view's grid since
-(``VIEW_SCALES``, positions about a cell apart; the same floats per image) ranks first the source
-of the four small32 crop+flip+JPEG items (seeds 0 and 2) the old grid ranked 6th to 25th, and one
-other (a line of text among text cells) 8th instead of 2nd; a re-grade whose hue rotation changes
-the grey levels stays out of reach of any grey view.  See the README's candidates paragraph and
-docs/benchmarks.md, "Candidates from more than one view".
+The default (:func:`resolve_views`): ``pixels`` for images when the candidates are verified, none
+otherwise; each extra view adds its top ``--k-view`` (5).  Measured on CIFAR-10 against ciFAIR's 286
+test→train duplicates (``python -m benchmarks.cifar10``; the partner's rank over all 50,000 train images):
+effnet's top 10 holds the partner for 246, joined with pixels' top 5 for 274, with windows' top 5 as
+well for 277, while the windows view cost more than the rest of the scan; so windows left the default.
+On the planted crop sets (``benchmarks/results/quality_views.json``) windows still finds heavy crops
+and zooms effnet misses (0.98 / 0.93 of the sources in its top 10 against 0.92 / 0.77): use it where
+the data has them.  See docs/benchmarks.md, "Candidates from more than one view" and "CIFAR-10".
 """
 from __future__ import annotations
 
@@ -58,16 +55,15 @@ __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_w
 #: the windows view: grey side the images are shrunk to; cells per window side of the cascade's pair
 #: scores (:func:`pair_window_scores`; the view's top-k uses ``VIEW_SCALES`` / ``VIEW_CELLS``)
 _WINDOW_SIDE, _WINDOW_CELLS = 64, 12
-#: images cut into windows at once, on each side (a block's windows: 1024 x 293 x 64 floats, 77 MB)
+#: database images whose window vectors :func:`pair_window_scores_gray` holds for a whole call (80 MB)
 _WINDOW_BLOCK = 1024
-#: test images whose window vectors are held while the train blocks stream past (300 MB): each
-#: train block is cut into windows once per 4,096 test images instead of once per block of 1,024
-_WINDOW_HOLD = 4096
 
 
 def default_views(modality: str, verifying: bool) -> Tuple[str, ...]:
-    """``("windows", "pixels")`` for verified images, else none (see the module docstring)."""
-    return ("windows", "pixels") if modality == "image" and verifying else ()
+    """``("pixels",)`` for verified images, else none (see the module docstring: on CIFAR-10 the
+    windows view added 3 of 286 ciFAIR partners to effnet's top 10 and pixels' top 5, at more than
+    the rest of the scan's time)."""
+    return ("pixels",) if modality == "image" and verifying else ()
 
 
 def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder_name: str) -> Tuple[str, ...]:
@@ -90,12 +86,16 @@ def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder
 
 def view_identities(views: Sequence[str]) -> Dict[str, str]:
     """What each extra view computes, for the scan's manifest (a resume compares it): the windows
-    view's grid is part of its answer (its grid changed once: 136 windows of 12 x 12 cells, then 293 of
-    8 x 8), so a scan made on one grid is not resumed on another; an encoder view is named only."""
+    view's grid and search are part of its answer (its grid changed once: 136 windows of 12 x 12 cells,
+    then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.windowsearch`), so a
+    scan made one way is not resumed another; an encoder view is named only."""
     from .kernels.windows import VIEW_CELLS, VIEW_SCALES
+    from .windowsearch import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
 
     grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
-    return {v: (f"windows-v2(cells={VIEW_CELLS},scales={grid})" if v == "windows" else v) for v in views}
+    search = f"crop+wide,flat<={FLAT_MAX_VECTORS} windows and {FLAT_MAX_PAIRS} pairs,else IVF-SQ8 nprobe={NPROBE}"
+    return {v: (f"windows-v3(cells={VIEW_CELLS},scales={grid},search={search})" if v == "windows" else v)
+            for v in views}
 
 
 def _encoder_modality(name: str) -> str:
@@ -136,14 +136,14 @@ def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np
 
     gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
             for s, items in (("train", train), ("test", test))}
-    return windows_topk_gray(gray["train"], gray["test"], k)
+    return windows_topk_gray(gray["train"], gray["test"], k, progress)
 
 
-def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k train images of each test image by the windows score on the view's grid
-    (:data:`sibscan.kernels.windows.VIEW_SCALES`, 8 x 8 cells); window vectors (73 KiB an image)
-    made block by block, up to :data:`_WINDOW_HOLD` test images' held at once while the train
-    blocks stream past, so memory stays at a few hundred MB.
+def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Top-k train images of each test image under the windows view on its grid
+    (:data:`sibscan.kernels.windows.VIEW_SCALES`, 8 x 8 cells): both directions searched through a
+    faiss index of the other split's windows (:func:`sibscan.windowsearch.windows_view_search`), so
+    the cost grows like a search, not with every pair's 293 x 2 window comparisons.
 
     Parameters
     ----------
@@ -155,22 +155,10 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int) -> Tuple[np.n
     sims : ndarray of shape (n_test, k), float32 (-inf where none)
     idx : ndarray of shape (n_test, k), int64 (-1 where none)
     """
-    from .kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes, window_topk, window_vectors
+    from .kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
+    from .windowsearch import windows_view_search
 
-    boxes = window_boxes(VIEW_SCALES)
-    k = min(k, len(train))
-    sims = np.full((len(test), k), -np.inf, np.float32)
-    idx = np.full((len(test), k), -1, np.int64)
-
-    def vectors(gray: np.ndarray, a: int) -> np.ndarray:
-        return window_vectors(gray[a:a + _WINDOW_BLOCK], boxes, VIEW_CELLS)
-
-    for a in range(0, len(test), _WINDOW_HOLD):
-        q = window_vectors(test[a:a + _WINDOW_HOLD], boxes, VIEW_CELLS)  # cut 64 images at a time inside
-        blocks = ((b, vectors(train, b)) for b in range(0, len(train), _WINDOW_BLOCK))
-        s, i = window_topk(q, blocks, k, VIEW_CELLS)
-        sims[a:a + _WINDOW_HOLD], idx[a:a + _WINDOW_HOLD] = s, i
-    return sims, idx
+    return windows_view_search(train, test, k, window_boxes(VIEW_SCALES), VIEW_CELLS, progress=progress)
 
 
 def pair_window_scores(queries: Items, query_index: np.ndarray, database: Items, database_index: np.ndarray,

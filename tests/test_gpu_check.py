@@ -32,13 +32,15 @@ def test_gpu_check_dry_run_skips_cuda_and_keeps_results_clean(tmp_path):
     summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert summary["dry_run"] is True and "no GPU figure was measured" in summary["note"]
     assert summary["steps"] == {"cuda_tests": "skipped", "search_cuda": "skipped", "verify_share_cuda": "skipped",
-                                "gpu_pipeline": "0"}
+                                "gpu_pipeline": "0", "windows_view": "0"}
     assert "verify_share_cuda" not in summary  # no share figure from a dry run
     (row,) = summary["pipeline"]
     assert row["encoder"] == "effnet" and row["device"] == "cpu"
     assert row["model_only_images_per_s"] > 0 and row["end_to_end_images_per_s"] > 0
     assert row["ratio"] == pytest.approx(row["end_to_end_images_per_s"] / row["model_only_images_per_s"])
     assert (tmp_path / "out" / "gpu_pipeline_cpu_quick.json").is_file()
+    (view,) = summary["windows_view"]  # issue 31: the windows view through its index, tiny on the CPU
+    assert view["kind"] == "auto" and view["view_seconds"] > 0
     assert {p.name: p.stat().st_mtime_ns for p in results.glob("*.json")} == before
 
 

@@ -92,16 +92,6 @@ def test_window_scores_and_topk_against_brute_force():
     np.testing.assert_allclose(sims, np.take_along_axis(ref, order, axis=1), rtol=1e-5)
 
 
-def _reference_windows_topk(train, test, k):
-    """The windows view's top-k as it was before test blocks were held: every pair scored at once,
-    stable argsort (ties: lower index first)."""
-    boxes = window_boxes(VIEW_SCALES)
-    k = min(k, len(train))
-    s = window_pair_scores(window_vectors(test, boxes, VIEW_CELLS), window_vectors(train, boxes, VIEW_CELLS), VIEW_CELLS)
-    order = np.argsort(-s, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(s, order, axis=1), order
-
-
 def _tiny_texture_case(seed=2, n_train=60, n_query=12):
     """Heavy crops of 32-px cells of one fine texture (every train image a look-alike of every other):
     each query is a 17-px square cut half-way between two of the old grid's positions at half the side,
@@ -139,32 +129,99 @@ def test_the_view_finds_heavy_crops_of_tiny_images_between_the_old_grid_position
     assert (idx == sources[:, None]).any(axis=1).all()
 
 
+def _gray_images(rng, n):
+    return np.clip(128 + 40 * np.stack([_smooth(rng) for _ in range(n)]), 0, 255).astype(np.uint8)
+
+
 @pytest.mark.parametrize("n_train", [13, 3])
-def test_windows_topk_gray_is_the_all_pairs_ranking(n_train, monkeypatch):
-    import sibscan.views as views
+def test_windows_view_search_on_a_flat_index_is_the_brute_force_reference(n_train, monkeypatch):
+    """Both directions through a faiss flat index give exactly the candidates of every pair scored
+    (issue 31: the view compared every pair, 2,269 s on CIFAR-10); tiny blocks cross every block edge,
+    and the first window search (4 k windows a row) is too short, so the widening loop runs."""
+    import sibscan.windowsearch as ws
+    from sibscan.views import windows_topk_gray
 
     rng = np.random.default_rng(5)
-    gray = lambda n: np.clip(128 + 40 * np.stack([_smooth(rng) for _ in range(n)]), 0, 255).astype(np.uint8)  # noqa: E731
-    test, train = gray(7), gray(n_train)
-    train[-1] = test[0, :, ::-1]  # a mirrored copy
-    test[3] = 90  # a flat image: every score 0, a tie with every train image
-    if n_train > 3:
-        train[7] = train[2]  # an exact tie: the lower index first
-        train[9] = 200
-    want = _reference_windows_topk(train, test, 5)
+    test, train = _gray_images(rng, 7), _gray_images(rng, n_train)
+    train[-1] = test[0, :, ::-1]  # a mirrored copy (test 0 is a crop of it at scale 1)
+    test[5] = np.kron(train[0][16:48, 16:48], np.ones((2, 2), np.uint8))  # a zoom into train 0's centre
+    boxes = window_boxes(VIEW_SCALES)
+    want = ws.windows_view_reference(train, test, 5, boxes, VIEW_CELLS)
     assert want[1].shape[1] == min(5, n_train)
-    # tiny blocks, a held set that is not a whole number of blocks: every block edge is crossed
-    monkeypatch.setattr(views, "_WINDOW_BLOCK", 3)
-    monkeypatch.setattr(views, "_WINDOW_HOLD", 4)
-    sims, idx = views.windows_topk_gray(train, test, 5)
+    monkeypatch.setattr(ws, "_ADD_BLOCK", 2)
+    monkeypatch.setattr(ws, "_QUERY_BLOCK", 3)
+    sims, idx = windows_topk_gray(train, test, 5)
     np.testing.assert_array_equal(idx, want[1])
-    np.testing.assert_allclose(sims, want[0], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(sims, want[0], rtol=0, atol=1e-5)
     assert idx[0, 0] == n_train - 1 and sims[0, 0] > 0.99  # the mirror is found
-    np.testing.assert_array_equal(idx[3], np.arange(min(5, n_train)))  # the flat image: ties in index order
-    if n_train > 3:  # the duplicate pair 2 / 7 ranks together, 2 first (row 4 holds both)
-        both = np.isin(idx, [2, 7]).sum(axis=1) == 2
-        assert both.sum() >= 1 and all(list(r[np.isin(r, [2, 7])]) == [2, 7] for r in idx[both])
-    assert window_vectors(test[:2], window_boxes(VIEW_SCALES), VIEW_CELLS).flags.c_contiguous  # no 77 MB copy per query slice
+    assert 0 in idx[5]  # the zoom finds its source
+    assert window_vectors(test[:2], boxes, VIEW_CELLS).flags.c_contiguous  # no 77 MB copy per query slice
+
+
+def test_the_reference_joins_both_directions_of_the_pair_scores():
+    """The reference's crop and wide scores are the two halves of :func:`window_pair_scores` (whose max
+    the view used to rank every pair by): each test image's candidates come from its crop top k and the
+    train images whose wide top k kept it."""
+    from sibscan.windowsearch import windows_view_reference
+
+    rng = np.random.default_rng(8)
+    test, train = _gray_images(rng, 6), _gray_images(rng, 9)
+    boxes = window_boxes(VIEW_SCALES)
+    both = window_pair_scores(window_vectors(test, boxes, VIEW_CELLS), window_vectors(train, boxes, VIEW_CELLS),
+                              VIEW_CELLS)
+    sims, idx = windows_view_reference(train, test, 9, boxes, VIEW_CELLS)  # k = every train image: every pair
+    for t in range(len(test)):
+        np.testing.assert_allclose(sims[t], both[t, idx[t]], rtol=0, atol=1e-5)
+        assert sorted(idx[t]) == list(range(len(train)))
+
+
+def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatch):
+    import sibscan.windowsearch as ws
+    from sibscan.views import windows_topk_gray
+
+    rng = np.random.default_rng(6)
+    train, test = _gray_images(rng, 300), _gray_images(rng, 20)
+    for t in range(10):  # mirrored copies and zooms into a train image's centre, with noise
+        src = train[10 * t]
+        test[t] = src[:, ::-1] if t % 2 else np.kron(src[16:48, 16:48], np.ones((2, 2), np.uint8))
+        test[t] = np.clip(test[t] + rng.normal(0, 4, test[t].shape), 0, 255).astype(np.uint8)
+    monkeypatch.setattr(ws, "FLAT_MAX_PAIRS", 1000)  # 300 x 293 windows, 40 query rows: IVF
+    built = []
+    real = ws.build_index
+    monkeypatch.setattr(ws, "build_index", lambda *a, **kw: built.append(real(*a, **kw)) or built[-1])
+    idx = windows_topk_gray(train, test, 5)[1]
+    assert {type(i).__name__ for i in built} == {"IndexIVFScalarQuantizer"}
+    assert all(10 * t in idx[t] for t in range(10))
+
+
+def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch, capsys):
+    """Off a terminal the view's bars write timed lines with an ETA, and a closing line each (issue 31:
+    the view printed nothing for 38 minutes on CIFAR-10)."""
+    import time
+
+    import sibscan.windowsearch as ws
+    from sibscan.progress import task
+    from sibscan.views import windows_topk_gray
+
+    monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.02")
+    monkeypatch.setattr(ws, "_QUERY_BLOCK", 1)
+    monkeypatch.setattr(ws, "_ADD_BLOCK", 1)
+    real_blocks, real_whole = ws._window_blocks, ws._whole_and_mirror
+
+    def slow_blocks(*a):  # each image's windows take longer than the interval
+        for block in real_blocks(*a):
+            time.sleep(0.03)
+            yield block
+
+    monkeypatch.setattr(ws, "_window_blocks", slow_blocks)
+    rng = np.random.default_rng(3)
+    with task("view windows"):
+        windows_topk_gray(_gray_images(rng, 6), _gray_images(rng, 4), 3, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    for desc in ("train windows", "test windows"):
+        mine = [line for line in lines if line.startswith(f"view windows: {desc}: ")]
+        assert any("ETA" in line for line in mine), (desc, lines)
+        assert mine[-1].startswith(f"view windows: {desc}: ") and " in 0:00 " in mine[-1], (desc, lines)
 
 
 def _items(split, n):
@@ -198,9 +255,11 @@ def test_union_is_deduplicated_labelled_and_ranked_by_the_encoders_similarity():
 
 
 def test_views_default_and_validation(tmp_path):
-    assert default_views("image", True) == ("windows", "pixels")
+    assert default_views("image", True) == ("pixels",)  # issue 31: windows earned 3 of 286 ciFAIR partners
     assert default_views("image", False) == () and default_views("text", True) == ()
-    assert resolve_views(SearchOptions(), "image", True, "pixels") == ("windows",)  # the encoder is not added twice
+    assert resolve_views(SearchOptions(), "image", True, "effnet") == ("pixels",)
+    assert resolve_views(SearchOptions(), "image", True, "pixels") == ()  # the encoder is not added twice
+    assert resolve_views(SearchOptions(extra_views="windows,pixels"), "image", True, "pixels") == ("windows",)
     assert resolve_views(SearchOptions(extra_views="none"), "image", True, "effnet") == ()
     assert resolve_views(SearchOptions(directions="train-test"), "image", True, "effnet") == ()
     with pytest.raises(SibscanError, match="view 'pixels' is for image items but the data is text"):
@@ -223,7 +282,7 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
 
     tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
-                              encoder="pixels", k=2, progress=False))
+                              encoder="pixels", k=2, progress=False, extra_views="windows"))
     assert res.manifest["views"] == ["pixels", "windows"] and "views" in res.manifest["timings"]
     nb = ScanDir(tmp_path / "out").neighbours().direction("test", "train")
     row = {(q, n): (v, s) for q, n, v, s in zip(nb["query_id"], nb["neighbour_id"], nb["view"], nb["score"])}
@@ -244,9 +303,9 @@ def test_a_scan_made_on_another_windows_grid_is_not_resumed(flip_and_crop_folder
 
     tmp_path = flip_and_crop_folders
     cfg = dict(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),
-               encoder="pixels", k=2, progress=False)
+               encoder="pixels", k=2, progress=False, extra_views="windows")
     res = run_scan(ScanConfig(**cfg))
-    assert res.manifest["view_identities"]["windows"].startswith("windows-v2(cells=8,")
+    assert res.manifest["view_identities"]["windows"].startswith("windows-v3(cells=8,")
     manifest = tmp_path / "out" / "manifest.json"
     old = json.loads(manifest.read_text())
     old.pop("view_identities")  # as a scan written before the grid changed
