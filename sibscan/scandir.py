@@ -97,13 +97,23 @@ NEIGHBOURS_SOURCE_KEY = "neighbours_source"
 _FORCE = "re-run the 'sibscan scan' command with --force to compute it again (labels under calibration/ are kept)"
 
 
+#: options that say where a split's rows, ids and labels are read from: the table depends on the rows and
+#: ids they give (the manifest's items_fingerprint), not on how a file named them
+_WHERE_ROWS = ("train", "test", "index", "modality", "label", "id", "group", "text_field", "path_field",
+               "labels_train", "labels_test")
+
+
 def neighbours_source(manifest: dict) -> str:
     """The digest of what a scan's neighbours table is computed from: the rows of both splits in order
     with their ids (``items_fingerprint``: the table points at rows by position and names them by id),
-    the encoder, verifier, candidate views and pairing, and the options.  Written into the table and the
+    the encoder, verifier, candidate views and pairing, and the options that shape the table (the splits
+    by their rows, not by the path or columns they were read from).  Written into the table and the
     manifest together; a table whose digest is not its manifest's came from another scan."""
-    keys = ("items_fingerprint", "encoder", "verifier", "view_identities", "pairing", "parameters")
-    text = json.dumps({k: manifest.get(k) for k in keys}, sort_keys=True, default=str)
+    keys = ("items_fingerprint", "encoder", "verifier", "view_identities", "pairing")
+    record = {k: manifest.get(k) for k in keys}
+    # the splits by their rows and ids (items_fingerprint), not by the options that found them in a file
+    record["parameters"] = {k: v for k, v in (manifest.get("parameters") or {}).items() if k not in _WHERE_ROWS}
+    text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
