@@ -294,7 +294,7 @@ def _nothing_indexed(stats: _BuildStats, n: int, reader: CorpusReader) -> str:
         return (f"the corpus holds no text ({stats.n_docs} document(s), 0 words{skipped}); every overlap would be 0 "
                 "— give the file or folder that holds the training text")
     return (f"no corpus document has {n} words ({stats.n_docs} document(s), {stats.n_words} words), so no n-gram was "
-            f"indexed and every overlap would be 0; lower --n or give the full corpus")
+            f"indexed and every overlap would be 0; use a smaller n (--n) or give the full corpus")
 
 
 class _LocalTasks:

@@ -23,7 +23,7 @@ def _examples(path, texts):
 @pytest.mark.parametrize("content, needles", [
     (b"", ("empty.txt", "no text", "every overlap would be 0")),
     (b"\xff\xfe not utf-8", ("empty.txt", "no text", "not valid UTF-8")),
-    (b"three short words", ("empty.txt", "no corpus document has 13 words", "lower --n")),
+    (b"three short words", ("empty.txt", "no corpus document has 13 words", "smaller n (--n)")),
 ])
 def test_corpus_with_no_ngram_is_refused(tmp_path, content, needles):
     (tmp_path / "empty.txt").write_bytes(content)
