@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import typing
 from pathlib import Path
 from typing import Any, Dict
 
 from .atomic import check_writable_dir
+from .configkeys import check_value, suggest
 from .errors import SibscanError
 from .options import GROUPS, OWNER
 
@@ -155,7 +157,10 @@ def list_presets() -> Dict[str, Path]:
 def load_config_file(name_or_path: str) -> Dict[str, Any]:
     """Read a TOML config (a path, or the stem of a preset in ``configs/``) into a flat dict.
 
-    The ``[scan]`` table is used when present, else the top level.
+    The options are the keys of a ``[scan]`` table, or of the top level in a file without one; they are
+    checked as flags are: another section (``[Scan]``), a key beside ``[scan]``, an unknown key or a value
+    of the wrong type (``verify = "no"``) is refused naming the file and the key, with the nearest
+    valid name.
     """
     path = Path(name_or_path)
     if not path.exists():
@@ -172,5 +177,31 @@ def load_config_file(name_or_path: str) -> Dict[str, Any]:
         raise SibscanError(f"{path}: not valid TOML ({exc})") from None
     except OSError as exc:
         raise SibscanError(f"{path}: cannot read config ({exc.strerror})") from None
-    data = data.get("scan", data)
-    return {k.replace("-", "_"): v for k, v in data.items() if not isinstance(v, dict)}
+    return _checked_options(path, data)
+
+
+def _checked_options(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
+    """The scan options of a parsed TOML file (see :func:`load_config_file`), each key known and typed."""
+    scan = data.get("scan")
+    if scan is not None and not isinstance(scan, dict):
+        raise SibscanError(f"{path}: 'scan' must be a section [scan] holding the options, got {scan!r}")
+    for key, value in data.items():
+        if key == "scan":
+            continue
+        if isinstance(value, dict):
+            raise SibscanError(f"{path}: unknown section [{key}]{suggest(key, ['scan'])}; the options go under [scan] "
+                               "(or at the top level of a file without sections)")
+        if scan is not None:
+            raise SibscanError(f"{path}: key {key!r} is outside [scan], where it would be ignored; move it under [scan]")
+    hints = {name: typing.get_type_hints(group)[name] for name, group in ((n, GROUPS[OWNER[n]]) for n in OWNER)}
+    section = "[scan] " if scan is not None else ""
+    out = {}
+    for key, value in (data if scan is None else scan).items():
+        name = key.replace("-", "_")
+        if isinstance(value, dict):
+            raise SibscanError(f"{path}: unknown section [scan.{key}]; the options are keys of [scan]")
+        if name not in hints:
+            raise SibscanError(f"{path}: unknown option {section}{key!r}{suggest(name, hints)}; "
+                               f"valid: {', '.join(sorted(hints))}")
+        out[name] = check_value(value, hints[name], f"{path}: {section}{key}")
+    return out

@@ -26,7 +26,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .atomic import atomic_path
-from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours
+from .neighbourtable import NEIGHBOUR_COLUMNS, SOURCE_MEMBER, Neighbours
 
 __all__ = ["NeighboursWriter"]
 
@@ -38,10 +38,14 @@ class NeighboursWriter:
     ----------
     npz_path, csv_path : path
         ``DIR/neighbours.npz`` and ``DIR/neighbours.csv`` (``csv_path=None``: no CSV).
+    source : str, optional
+        The digest of what the table is computed from, stored in the ``.npz`` as
+        :meth:`Neighbours.save <sibscan.neighbourtable.Neighbours.save>` stores it.
     """
 
-    def __init__(self, npz_path: str | os.PathLike, csv_path: str | os.PathLike | None):
+    def __init__(self, npz_path: str | os.PathLike, csv_path: str | os.PathLike | None, source: str | None = None):
         self.npz_path = Path(npz_path)
+        self.source = source
         self.npz_path.parent.mkdir(parents=True, exist_ok=True)
         self._stack = contextlib.ExitStack()
         self._spool = Path(tempfile.mkdtemp(prefix=f".{self.npz_path.name}.", suffix=".tmp", dir=self.npz_path.parent))
@@ -91,6 +95,9 @@ class NeighboursWriter:
                 with open(tmp, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
                     for name in NEIGHBOUR_COLUMNS:
                         self._copy_column(zf, name)
+                    if self.source is not None:
+                        with zf.open(f"{SOURCE_MEMBER}.npy", "w") as out:
+                            np.lib.format.write_array(out, np.array(self.source))
                     zf.close()
                     raw.flush()
                     os.fsync(raw.fileno())

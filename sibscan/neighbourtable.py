@@ -33,6 +33,9 @@ NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "detail": np.dtype(object),
     "view": np.dtype(object),
 }
+#: the member of ``neighbours.npz`` (beside the columns) naming what the table was computed from: the
+#: digest :func:`sibscan.scandir.neighbours_source` recorded in the scan's manifest when it was written
+SOURCE_MEMBER = "source"
 
 
 @dataclass
@@ -120,10 +123,14 @@ class Neighbours:
     def empty() -> "Neighbours":
         return Neighbours({k: np.zeros(0, dtype=d if d != np.dtype(object) else "U1") for k, d in NEIGHBOUR_COLUMNS.items()})
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, source: Optional[str] = None) -> None:
+        """Write the table to ``path`` (``.npz``); ``source``: the digest of what it was computed from,
+        stored beside the columns (see :func:`table_source`)."""
         arrays = {}
         for k, v in self.columns.items():
             arrays[k] = v.astype(str) if v.dtype == object else v
+        if source is not None:
+            arrays[SOURCE_MEMBER] = np.array(source)
         save_npz(path, **arrays)
 
     @staticmethod
@@ -133,14 +140,15 @@ class Neighbours:
         skip = list(skip)
         try:
             with np.load(path, allow_pickle=False) as z:
+                names = [k for k in z.files if k != SOURCE_MEMBER]
                 if not skip:
-                    return Neighbours({k: z[k] for k in z.files})
+                    return Neighbours({k: z[k] for k in names})
                 qs, ns = z["query_split"], z["neighbour_split"]
                 keep = np.ones(len(qs), bool)
                 for q, n in skip:
                     keep &= ~((qs == q) & (ns == n))
                 del qs, ns
-                return Neighbours({k: z[k][keep] for k in z.files})
+                return Neighbours({k: z[k][keep] for k in names})
         except _READ_ERRORS as exc:
             raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
@@ -159,7 +167,7 @@ class Neighbours:
         step = max(1, int(block_rows))
         try:
             with zipfile.ZipFile(path) as zf:
-                names = [n[:-len(".npy")] for n in zf.namelist() if n.endswith(".npy")]
+                names = [n[:-len(".npy")] for n in zf.namelist() if n.endswith(".npy") and n != f"{SOURCE_MEMBER}.npy"]
                 picked = []
                 for a, (qs, ns, col) in column_blocks(zf, ("query_split", "neighbour_split", column), step):
                     m = (qs == query_split) & (ns == neighbour_split)
@@ -202,6 +210,16 @@ class Neighbours:
                 fh.write(piece)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def table_source(path: Path) -> Optional[str]:
+    """The digest of what a saved table was computed from (:data:`SOURCE_MEMBER`), or None for a table
+    written without one (by an older sibscan, or by hand)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return str(z[SOURCE_MEMBER]) if SOURCE_MEMBER in z.files else None
+    except _READ_ERRORS as exc:
+        raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
 
 
 def column_blocks(zf, names: Tuple[str, ...], step: int) -> Iterator[Tuple[int, List[np.ndarray]]]:

@@ -43,7 +43,7 @@ from .options import DIRECTIONS
 from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
-from .scandir import Neighbours, ScanDir, train_items_searched
+from .scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
 from .spill import RowSpill
 from .testscores import TestScores, best_scores
@@ -173,8 +173,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     if "search" in done and sd.neighbours_path.exists():
         nb = sd.neighbours(skip=[_REVERSE])
     else:
+        manifest[NEIGHBOURS_SOURCE_KEY] = neighbours_source(manifest)  # on disk with the table, compared on every read
         nb = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
-                         clock, timings, echo, manifest.setdefault("pairs_verified", {}))  # pairverify.verify_pairs
+                         clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
+                         source=manifest[NEIGHBOURS_SOURCE_KEY])
         _mark(sd, manifest, "search")
     on_disk = "baseline" not in done and "train-test" in cfg.search.directions
     reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
@@ -198,7 +200,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         # held table lacks train->test rows, so read those of the test items answered "same", and only those
         # (the whole direction is what the held table leaves on disk to bound memory)
         same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
-        nb = Neighbours.concat([nb, Neighbours.load_matching(sd.neighbours_path, *_REVERSE, "neighbour_id", same)])
+        nb = Neighbours.concat([nb, sd.neighbours_matching(*_REVERSE, "neighbour_id", same)])
     summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline,
                         train_items_searched(manifest), labels)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
@@ -214,7 +216,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
 
 def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
-                echo: Callable[[str], None], counts: Dict[str, int]) -> Neighbours:
+                echo: Callable[[str], None], counts: Dict[str, int], source: str) -> Neighbours:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
     when those were streamed (they are in the files only: the baseline reads them back, see
     :func:`_on_disk_pairs`).
@@ -222,7 +224,8 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
     at the place the whole table would hold it, its time added to ``timings``' search and verify;
-    chunked texts (whose rows are documents made of chunks) are searched whole.
+    chunked texts (whose rows are documents made of chunks) are searched whole.  ``source``: the digest
+    of what the table is computed from, stored in it (:func:`sibscan.scandir.neighbours_source`).
     """
     search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
     # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it
@@ -245,7 +248,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
         if verifier is not None:  # each pair once (sibscan.pairverify); train→test's new pairs a block at a time
             echo(f"verifying the pairs of {len(nb):,} candidate rows{' and the train → test rows' * stream} with {verifier.name}")
         nb = verify_neighbours(nb, verifier, splits, progress=progress, counts=counts)
-    with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv") as writer:
+    with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv", source=source) as writer:
         for pair in _table_order(search.directions, verifier is not None, bool(views)) if stream else [None]:
             if pair != _REVERSE:
                 writer.append(nb if pair is None else nb.direction(*pair))

@@ -53,6 +53,9 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     verifier: {name, identity} or null,
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
     view_identities: {view: identity}; pairing: sibscan.pairverify.PAIRING or null (a resume compares both),
+    neighbours_source (hex): what neighbours.npz was computed from (:func:`neighbours_source`), stored in the
+        table too; every reader compares the two (:meth:`ScanDir.checked_neighbours_path`), so a table
+        copied from another scan is refused (absent in scans made before it was recorded),
     pairs_verified: {"test>train", "test>test", "train>test": pairs handed to the verifier, each under
         the first of these directions holding it},
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
@@ -70,6 +73,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -80,11 +84,37 @@ import numpy as np
 from .atomic import save_npy, save_npz, write_json, write_text
 from .errors import SibscanError
 from .items import Items, Skipped
-from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks
+from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks, table_source
 from .rowids import RowNumberIds
 from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _RERUN, _corrupt
 
-__all__ = ["Neighbours", "ScanDir", "save_items", "load_items", "NEIGHBOUR_COLUMNS", "train_items_searched"]
+__all__ = ["NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "load_items", "neighbours_source",
+           "save_items", "train_items_searched"]
+
+#: the manifest key recording what the neighbours table was computed from (:func:`neighbours_source`)
+NEIGHBOURS_SOURCE_KEY = "neighbours_source"
+#: what computes a scan folder's neighbours table again
+_FORCE = "re-run the 'sibscan scan' command with --force to compute it again (labels under calibration/ are kept)"
+
+
+#: options that say where a split's rows, ids and labels are read from: the table depends on the rows and
+#: ids they give (the manifest's items_fingerprint), not on how a file named them
+_WHERE_ROWS = ("train", "test", "index", "modality", "label", "id", "group", "text_field", "path_field",
+               "labels_train", "labels_test")
+
+
+def neighbours_source(manifest: dict) -> str:
+    """The digest of what a scan's neighbours table is computed from: the rows of both splits in order
+    with their ids (``items_fingerprint``: the table points at rows by position and names them by id),
+    the encoder, verifier, candidate views and pairing, and the options that shape the table (the splits
+    by their rows, not by the path or columns they were read from).  Written into the table and the
+    manifest together; a table whose digest is not its manifest's came from another scan."""
+    keys = ("items_fingerprint", "encoder", "verifier", "view_identities", "pairing")
+    record = {k: manifest.get(k) for k in keys}
+    # the splits by their rows and ids (items_fingerprint), not by the options that found them in a file
+    record["parameters"] = {k: v for k, v in (manifest.get("parameters") or {}).items() if k not in _WHERE_ROWS}
+    text = json.dumps(record, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
@@ -250,16 +280,40 @@ class ScanDir:
     def write_embeddings(self, split: str, emb: np.ndarray) -> None:
         save_npy(self.embeddings_path(split), emb)
 
+    def checked_neighbours_path(self) -> Path:
+        """``neighbours.npz``, once it is known to be this scan's: every reader of the table comes here.
+
+        The table stores the digest of what it was computed from (:func:`neighbours_source`) and the
+        manifest records the one of the table the scan wrote; a table copied in from another scan (other
+        items, ids, encoder or options) stores another, or none, and is refused naming the fix.  A manifest
+        recording none (a scan made before the digest was recorded) has nothing to compare with.
+        """
+        path = self.neighbours_path
+        if not path.exists():
+            raise SibscanError(f"{path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
+        recorded = self._recorded_source()
+        if recorded is not None and table_source(path) != recorded:
+            raise SibscanError(f"{path} was not computed by the scan in {self.path} (it records another source than "
+                               f"{self.manifest_path.name}: copied from another scan?); {_FORCE}")
+        return path
+
+    def _recorded_source(self) -> Optional[str]:
+        """The manifest's :data:`NEIGHBOURS_SOURCE_KEY` (None without a manifest: a table made by hand)."""
+        return self.manifest().get(NEIGHBOURS_SOURCE_KEY) if self.exists() else None
+
     def neighbours(self, skip: Iterable[Tuple[str, str]] = ()) -> Neighbours:
         """The neighbours table; ``skip``: directions left out (see :meth:`Neighbours.load`)."""
-        if not self.neighbours_path.exists():
-            raise SibscanError(f"{self.neighbours_path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
-        return Neighbours.load(self.neighbours_path, skip)
+        return Neighbours.load(self.checked_neighbours_path(), skip)
+
+    def neighbours_matching(self, query_split: str, neighbour_split: str, column: str, values: np.ndarray) -> Neighbours:
+        """The rows of one direction whose ``column`` is among ``values`` (see :meth:`Neighbours.load_matching`)."""
+        return Neighbours.load_matching(self.checked_neighbours_path(), query_split, neighbour_split, column, values)
 
     def neighbour_pairs(self, query_split: str, neighbour_split: str) -> Tuple[np.ndarray, np.ndarray]:
         """``(query_index, neighbour_index)`` of one direction's rows, read without the other columns."""
+        path = self.checked_neighbours_path()
         try:
-            with np.load(self.neighbours_path, allow_pickle=False) as z:
+            with np.load(path, allow_pickle=False) as z:
                 m = (z["query_split"] == query_split) & (z["neighbour_split"] == neighbour_split)
                 return z["query_index"][m], z["neighbour_index"][m]
         except _READ_ERRORS as exc:
@@ -271,8 +325,9 @@ class ScanDir:
         that direction's rows among each ``block_rows`` rows, read from the archive's columns as streams
         (memory bounded by the block, whatever the table's length)."""
         names = ("query_split", "neighbour_split", "query_index", "neighbour_index")
+        path = self.checked_neighbours_path()
         try:
-            with zipfile.ZipFile(self.neighbours_path) as zf:
+            with zipfile.ZipFile(path) as zf:
                 for _, (qs, ns, qi, ni) in column_blocks(zf, names, max(1, int(block_rows))):
                     m = (qs == query_split) & (ns == neighbour_split)
                     yield qi[m], ni[m]
@@ -280,7 +335,9 @@ class ScanDir:
             raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
 
     def write_neighbours(self, nb: Neighbours, csv: bool = True) -> None:
-        nb.save(self.neighbours_path)
+        """Write the table (and its CSV), stamped with the source its manifest records, if any."""
+        source = self._recorded_source()
+        nb.save(self.neighbours_path, source=source)
         if csv:
             nb.write_csv(self.path / "neighbours.csv")
 

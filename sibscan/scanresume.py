@@ -22,7 +22,7 @@ from .loaders.memory import is_path
 from .lock import LOCK_NAME
 from .options import GROUPS, OWNER, flag_of
 from .runrecord import RECORD_KEY, RunRecord, begin_run
-from .scandir import ScanDir
+from .scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
@@ -79,6 +79,8 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
     done = set(previous.get("stages", [])) if resumable else set()
     if "search" in done and "pairs_verified" in previous:  # counted when the search ran, not again on resume
         manifest["pairs_verified"] = previous["pairs_verified"]
+    if "search" in done and NEIGHBOURS_SOURCE_KEY in previous:  # the table kept is the one the digest names
+        manifest[NEIGHBOURS_SOURCE_KEY] = previous[NEIGHBOURS_SOURCE_KEY]
     if resumable:
         echo(f"resuming the scan in {sd.path} (done: {', '.join(sorted(done)) or 'nothing yet'})")
     manifest["stages"] = sorted(done)

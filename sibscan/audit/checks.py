@@ -16,7 +16,7 @@ from .denominator import Aligned, first
 from .metrics import per_sample_error, window
 from .result import Check
 
-__all__ = ["nan_free", "not_targets", "init_window", "near_perfect_share", "combine_runs"]
+__all__ = ["AGREEMENT_MARGIN", "agreement_limit", "nan_free", "not_targets", "init_window", "near_perfect_share", "combine_runs"]
 
 _NON_FINITE_WORDS = ("", "nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
 
@@ -31,23 +31,48 @@ def _bad_rows(values: np.ndarray) -> Tuple[np.ndarray, int]:
 
 
 def nan_free(al: Aligned) -> Check:
-    """Fail when a prediction holds NaN or Inf (for class labels: is empty or "nan")."""
+    """Fail when a prediction or its target holds NaN or Inf (for class labels: is empty or "nan"):
+    either makes the metrics over it undefined, and the summary names which side holds them."""
     rows, n_values = _bad_rows(al.pred)
-    t_rows, _ = _bad_rows(al.target)
-    n, k = len(al.ids), int(rows.sum())
+    t_rows, t_values = _bad_rows(al.target)
+    n, k, kt = len(al.ids), int(rows.sum()), int(t_rows.sum())
     detail = {"n": n, "rows": k, "values": n_values, "first": first(al.ids[rows]),
-              "target_rows_non_finite": int(t_rows.sum())}
-    if k:
-        summary = f"{k} of {n} predictions hold NaN/Inf ({n_values} values; first: {', '.join(first(al.ids[rows], 3))})"
-        limitation = f"{k} of {n} predictions are NaN/Inf; metrics over them are undefined."
+              "target_rows_non_finite": kt, "target_values": t_values, "target_first": first(al.ids[t_rows])}
+    found = [f"{c} of {n} {what} hold NaN/Inf ({v} values; first: {', '.join(first(al.ids[r], 3))})"
+             for c, v, r, what in ((k, n_values, rows, "predictions"), (kt, t_values, t_rows, "targets")) if c]
+    if found:
+        summary = "; ".join(found)
+        limitation = f"{summary}; metrics over them are undefined."
     else:
-        summary, limitation = f"no NaN/Inf in {n} predictions", ""
-    return Check("nan_free", k == 0, summary, detail, limitation)
+        summary, limitation = f"no NaN/Inf in {n} predictions or their targets", ""
+    return Check("nan_free", not found, summary, detail, limitation)
 
 
-def not_targets(al: Aligned, task: str, init_steps: Optional[int], rtol: float, atol: float) -> Check:
+#: how far above the model's validation accuracy the share of predictions equal to their targets may
+#: lie before ``not_targets`` fails (absolute, 0.05 = 5 points): a test score that much above validation
+#: is not the same model on data of the same kind
+AGREEMENT_MARGIN = 0.05
+
+
+def agreement_limit(max_agreement: Optional[float], val_accuracy: Optional[float]) -> Tuple[Optional[float], str]:
+    """The largest plausible share of predictions equal to their targets, and where it comes from: the
+    stated ``max_agreement``, the validation accuracy plus :data:`AGREEMENT_MARGIN`, the lower of the
+    two when both are given; ``(None, "")`` when neither is (only all-equal predictions then fail)."""
+    limits = []
+    if max_agreement is not None:
+        limits.append((max_agreement, "--max-agreement"))
+    if val_accuracy is not None:
+        limits.append((min(1.0, val_accuracy + AGREEMENT_MARGIN),
+                       f"validation accuracy {pct(val_accuracy)} + {AGREEMENT_MARGIN * 100:g} points"))
+    return min(limits) if limits else (None, "")
+
+
+def not_targets(al: Aligned, task: str, init_steps: Optional[int], rtol: float, atol: float,
+                max_agreement: Optional[float] = None, val_accuracy: Optional[float] = None) -> Check:
     """Fail when the predictions are the targets: every label equal, or (numbers) ``allclose`` on the
-    predicted window at ``rtol``/``atol``."""
+    predicted window at ``rtol``/``atol``; or when the share of samples equal to their targets is above
+    the limit :func:`agreement_limit` makes of ``max_agreement`` and ``val_accuracy`` (a copy of the
+    answers with a few changed passes the first test, not this one)."""
     n = len(al.ids)
     detail = {"n": n}
     if task == "classification":
@@ -63,16 +88,29 @@ def not_targets(al: Aligned, task: str, init_steps: Optional[int], rtol: float, 
         detail.update(samples_equal=int(close.sum()), rtol=rtol, atol=atol,
                       max_abs_diff=float(finite.max()) if finite.size else None,
                       compared="predicted window" if init_steps else "all values")
-    detail["identical"] = identical
+    k = detail["samples_equal"]
+    # labels only: a share of numbers close to their targets is near_perfect_share's (refused for them: run.py)
+    limit, limit_from = agreement_limit(max_agreement, val_accuracy) if task == "classification" else (None, "")
+    share = k / n
+    too_many = limit is not None and share > limit
+    detail.update(identical=identical, share_equal=share, max_agreement=limit, limit_from=limit_from or None)
     if identical:
         summary = (f"all {n} predictions equal their targets"
                    + ("" if task == "classification" else f" (allclose at rtol={rtol:g}, atol={atol:g})")
                    + ": the prediction file holds the targets, not a model's output")
         limitation = "The predictions equal the targets: the scores measure a copy of the answers, not a model."
+    elif too_many:
+        summary = (f"{pct(share)} of predictions ({k} of {n}) equal their targets, above the limit {pct(limit)} "
+                   f"({limit_from}): targets leaked into the predictions, or test items seen in training?")
+        limitation = (f"{pct(share)} of predictions equal their targets, above the plausible {pct(limit)} "
+                      f"({limit_from}): the scores may measure leaked answers, not a model.")
     else:
-        summary = f"predictions differ from the targets ({detail['samples_equal']} of {n} samples equal)"
+        within = (f", within the limit {pct(limit)} ({limit_from})" if limit is not None
+                  else "; no limit on the share: give --max-agreement or --val-accuracy" if task == "classification"
+                  else "")
+        summary = f"predictions differ from the targets ({k} of {n} samples equal{within})"
         limitation = ""
-    return Check("not_targets", not identical, summary, detail, limitation)
+    return Check("not_targets", not identical and not too_many, summary, detail, limitation)
 
 
 def init_window(al: Aligned, init_steps: int) -> Check:

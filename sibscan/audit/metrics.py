@@ -160,6 +160,13 @@ def per_sample_error(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=num.copy(), where=den > 0)
 
 
+def _non_finite(p: np.ndarray, y: np.ndarray) -> str:
+    """Which side holds NaN/Inf, counted in samples (``"1 of 60 targets hold NaN/Inf"``), or ``""``."""
+    n = len(p)
+    counts = [(int((~np.isfinite(a.reshape(n, -1))).any(axis=1).sum()), what) for a, what in ((p, "predictions"), (y, "targets"))]
+    return " and ".join(f"{c} of {n} {what}" for c, what in counts if c) + " hold NaN/Inf" if any(c for c, _ in counts) else ""
+
+
 def compute_metrics(pred: np.ndarray, target: np.ndarray, task: str, init_steps: Optional[int] = None) -> dict:
     """Every metric of ``task`` on one run.
 
@@ -181,12 +188,12 @@ def compute_metrics(pred: np.ndarray, target: np.ndarray, task: str, init_steps:
     n = len(pred)
     numeric = task != "classification"
     p, y = (window(pred, init_steps), window(target, init_steps)) if numeric else (pred, target)
-    finite = bool(np.isfinite(p).all() and np.isfinite(y).all()) if numeric else True
+    not_finite = _non_finite(p, y) if numeric and n else ""
     for mid in TASK_METRICS[task]:
         if n == 0:
             value, note = None, "undefined: no scored samples"
-        elif not finite:
-            value, note = None, "undefined: predictions or targets hold NaN/Inf (see the nan_free check)"
+        elif not_finite:
+            value, note = None, f"undefined: {not_finite} (see the nan_free check)"
         else:
             value, note = _FUNCS[mid](p, y)
         rec = {"value": value, "n": n}

@@ -46,6 +46,11 @@ class AuditConfig:
         Forecasts: the leading steps given to the model (kept exactly; left out of the metrics).
     rtol, atol : float
         ``not_targets``: predictions ``allclose`` to the targets at these tolerances fail.
+    max_agreement : float, optional
+        ``not_targets``: the largest plausible share of predictions equal to their targets (fraction).
+    val_accuracy : float, optional
+        ``not_targets``: the model's validation accuracy; more than
+        :data:`~sibscan.audit.checks.AGREEMENT_MARGIN` above it fails (with ``max_agreement``: the lower limit).
     perfect_tol, max_perfect_share : float
         ``near_perfect_share``: samples with a relative error below ``perfect_tol`` may be at most
         ``max_perfect_share`` of all.
@@ -78,6 +83,8 @@ class AuditConfig:
     init_steps: Optional[int] = None
     rtol: float = 1e-5
     atol: float = 1e-8
+    max_agreement: Optional[float] = None
+    val_accuracy: Optional[float] = None
     perfect_tol: float = 1e-3
     max_perfect_share: float = 0.01
     selection: Optional[Path] = None
@@ -118,6 +125,8 @@ class AuditConfig:
             if not x >= 0:
                 raise SibscanError(f"{name} must be >= 0, got {x:g}")
         check_fraction(self.max_perfect_share, "--max-perfect-share")
+        check_fraction(self.max_agreement, "--max-agreement")
+        check_fraction(self.val_accuracy, "--val-accuracy")
         check_fraction(self.max_val_overlap, "--max-val-overlap")
         if (self.reported or self.metric) and self.selection is None:
             raise SibscanError("--reported/--metric describe a --selection CSV; add --selection FILE")
@@ -154,6 +163,9 @@ def _check_task(task: str, target: Column, cfg: AuditConfig) -> None:
         if cfg.init_steps >= target.values.shape[1]:
             raise SibscanError(f"--init-steps {cfg.init_steps} leaves nothing to score: the targets have "
                                f"{target.values.shape[1]} steps")
+    if task != "classification" and (cfg.max_agreement is not None or cfg.val_accuracy is not None):
+        raise SibscanError(f"--max-agreement and --val-accuracy limit the share of class labels equal to their targets, "
+                           f"not {task} values; for those use --max-perfect-share")
     wrong = sorted(set(cfg.published) - set(TASK_METRICS[task]))
     if wrong:
         raise SibscanError(f"--published {wrong[0]} is not a {task} metric; available: {', '.join(TASK_METRICS[task])}")
@@ -174,7 +186,8 @@ def _prediction_checks(cfg: AuditConfig, target: Column, files: List[Path], name
         al = align(pred, target)
         found = [denominator_check(al)]
         if len(al.ids):
-            found += [C.nan_free(al), C.not_targets(al, task, cfg.init_steps, cfg.rtol, cfg.atol)]
+            found += [C.nan_free(al), C.not_targets(al, task, cfg.init_steps, cfg.rtol, cfg.atol,
+                                                      cfg.max_agreement, cfg.val_accuracy)]
             if cfg.init_steps:
                 found.append(C.init_window(al, cfg.init_steps))
             if task != "classification":

@@ -72,6 +72,13 @@ def audit(
                                help="not_targets: relative tolerance of allclose(predictions, targets)."),
     atol: float = typer.Option(1e-8, "--atol", show_default=True, rich_help_panel=_C,
                                help="not_targets: absolute tolerance of allclose(predictions, targets)."),
+    max_agreement: Optional[float] = typer.Option(None, "--max-agreement", show_default=False, rich_help_panel=_C,
+                                                  help="not_targets: largest plausible share of predictions equal to "
+                                                       "their targets (fraction; default: none, only all equal fails)."),
+    val_accuracy: Optional[float] = typer.Option(None, "--val-accuracy", show_default=False, rich_help_panel=_C,
+                                                 help="not_targets: the model's validation accuracy; a share of "
+                                                      "predictions equal to their targets more than 5 points above it "
+                                                      "fails (default: none)."),
     perfect_tol: float = typer.Option(1e-3, "--perfect-tol", show_default=True, rich_help_panel=_C,
                                       help="near_perfect_share: a sample is near-perfect below this relative error."),
     max_perfect_share: float = typer.Option(0.01, "--max-perfect-share", show_default=True, rich_help_panel=_C,
@@ -130,7 +137,7 @@ def audit(
         raise typer.Exit(res.exit_code)
     cfg = AuditConfig(
         predictions=files, targets=targets, task=task, label=label, id_field=id_field, init_steps=init_steps,
-        rtol=rtol, atol=atol, perfect_tol=perfect_tol, max_perfect_share=max_perfect_share, selection=selection,
+        rtol=rtol, atol=atol, max_agreement=max_agreement, val_accuracy=val_accuracy, perfect_tol=perfect_tol, max_perfect_share=max_perfect_share, selection=selection,
         reported=reported, metric=metric, mode=mode, train=train, val=val, test_data=test_data, scan=scan, decimals=decimals,
         max_val_overlap=max_val_overlap, out=out, force=force, model_revision=model_revision,
         seeds=[s.strip() for s in seeds.split(",") if s.strip()] if seeds else None,

@@ -88,7 +88,7 @@ def render_html(result: ContaminationResult, max_examples: Optional[int] = 2000)
         flag = {True: "<span class='flag'>FLAG</span> " + escape(", ".join(r["reasons"])), False: "-",
                 None: "<span class='muted'>n/a</span>"}[r["flagged"]]
         rows.append(f"<tr><td>{escape(str(r['example_id']))}</td><td>{_fmt(r['overlap_fraction'])}</td>"
-                    f"<td>{_fmt(r['longest_match_tokens'], 'd')}</td><td>{escape(r['best_source'] or '-')}</td>"
+                    f"<td>{_fmt(r['longest_match_tokens'], 'd')}</td><td>{escape(r['best_source'] or '—')}</td>"
                     f"<td>{_fmt(r['z'], '.1f')}</td><td>{flag}</td><td class='text'>{body}</td></tr>")
     parts.append("<h2>Examples</h2><table><tr><th>example</th><th>overlap</th><th>run</th><th>source</th><th>z</th>"
                  f"<th>flag</th><th>text (longest run marked)</th></tr>{''.join(rows)}</table>")

@@ -232,7 +232,7 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
     fingerprint = reader.fingerprint()
     if not rebuild:
         found = _open_existing(path, identity, fingerprint, shard_layout.format)
-        if found is not None:
+        if found is not None and found.manifest.get("n_ngrams") != 0:  # one of nothing (an older sibscan's) is redone
             log.info("reusing the finished index at %s", path)
             return found
     if (path / "manifest.json").exists():
@@ -252,6 +252,9 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
         tasks = _LocalTasks()
     stats = _map(tasks, batches, n, runs_dir, progress)
     t_map = time.perf_counter() - t0
+    if stats.n_ngrams == 0:  # every overlap would read 0.00, "0 flagged": a clean result measured against nothing
+        shutil.rmtree(runs_dir, ignore_errors=True)
+        raise InputError(_nothing_indexed(stats, n, reader), path=reader.path if reader.path is not None else "corpus")
     n_parts = max(1, -(-stats.run_entries // shard_size))
     edges = range_bounds(n_parts)
     shards = _reduce(tasks, stats.runs, edges, path, shard_layout, progress)
@@ -282,6 +285,17 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
                     len(reader.skipped), path, reader.skipped[0].path, reader.skipped[0].offset,
                     reader.skipped[0].reason)
     return NgramIndex(path)
+
+
+def _nothing_indexed(stats: _BuildStats, n: int, reader: CorpusReader) -> str:
+    """Why a corpus gave no n-gram, and what to do (an index of nothing makes every example look clean)."""
+    skipped = f"; {len(reader.skipped)} file(s) or document(s) skipped, first: {reader.skipped[0].reason}" \
+        if reader.skipped else ""
+    if stats.n_words == 0:
+        return (f"the corpus holds no text ({stats.n_docs} document(s), 0 words{skipped}); every overlap would be 0 "
+                "— give the file or folder that holds the training text")
+    return (f"no corpus document has {n} words ({stats.n_docs} document(s), {stats.n_words} words), so no n-gram was "
+            f"indexed and every overlap would be 0; use a smaller n (--n) or give the full corpus")
 
 
 class _LocalTasks:

@@ -11,8 +11,8 @@ Per example and source:
 
 An example shorter than ``n`` words has no n-gram: it is ``scorable=False`` and listed, never
 counted as clean.  The example's headline values are those of its ``best_source`` (highest overlap,
-then longest run, then the sources' order); ``matched_sources`` lists every source with at least
-one matched n-gram.
+then longest run, then the sources' order), None when no source matched any of its n-grams;
+``matched_sources`` lists every source with at least one matched n-gram.
 """
 from __future__ import annotations
 
@@ -55,16 +55,22 @@ class ExampleOverlap:
 
     @property
     def best_source(self) -> Optional[str]:
+        """The source the headline values come from; None when no source matched an n-gram (every
+        source then scores 0, and naming the first would claim a provenance there is none of)."""
+        return self._highest() if self.matched_sources else None
+
+    @property
+    def best(self) -> Optional[SourceMatch]:
+        """The headline values: the best source's, or (no source matched) the zeros every source shares."""
+        b = self._highest()
+        return None if b is None else self.per_source[b]
+
+    def _highest(self) -> Optional[str]:
         if not self.scorable or not self.per_source:
             return None
         order = list(self.per_source)
         return max(order, key=lambda s: (self.per_source[s].overlap_fraction,
                                          self.per_source[s].longest_match_tokens, -order.index(s)))
-
-    @property
-    def best(self) -> Optional[SourceMatch]:
-        b = self.best_source
-        return None if b is None else self.per_source[b]
 
     @property
     def matched_sources(self) -> List[str]:

@@ -174,7 +174,7 @@ class ContaminationResult:
                    "n/a" if r["longest_match_tokens"] is None else str(r["longest_match_tokens"]),
                    "n/a" if r["z"] is None else f"{r['z']:.1f}", flag]
             if self.named:
-                row.insert(3, r["best_source"] or "-")
+                row.insert(3, r["best_source"] or "—")
             rows.append(row)
         widths = [max(len(c), *(len(r[j]) for r in rows)) if rows else len(c) for j, c in enumerate(cols)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
