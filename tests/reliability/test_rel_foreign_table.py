@@ -54,7 +54,7 @@ def test_foreign_neighbours_table_is_refused_by_every_command(mixed, tmp_path, c
 
 
 def test_foreign_neighbours_table_is_refused_by_the_python_api(mixed):
-    with pytest.raises(sibscan.SibscanError, match="neighbours.npz.*--force"):
+    with pytest.raises(sibscan.SibscanError, match="neighbours.npz.*force=True"):
         sibscan.Scan(mixed).report(cutoff=0.99)
 
 
