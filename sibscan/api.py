@@ -60,9 +60,9 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
         The model that made them (required with them); calibrations are tied to it.
     progress : bool, default True
         Progress and notes on stderr (bars on a terminal or in a notebook, a line per stage off one).
-        ``False`` silences every line the scan would print; warnings stay warnings
-        (:mod:`warnings`), and the INFO/DEBUG records of sibscan's loggers stay with your logging
-        configuration.  ``sibscan.progress.set_quiet(True)`` silences every scan and command.
+        ``False`` silences every line the scan would print except warnings about the result, which
+        stay warnings (:mod:`warnings`, and logging's WARNING records such as "verification is
+        off"); the INFO/DEBUG records of sibscan's loggers stay with your logging configuration.  ``sibscan.progress.set_quiet(True)`` silences every scan and command.
     quiet : bool, default False
         The same as ``progress=False`` (the CLI's ``--quiet``).
     **options
@@ -239,7 +239,7 @@ class Scan:
         The rows of the report's ``flagged`` list and of ``flagged.csv`` (the same decision: an exact
         twin, a pair labelled "same", or an unlabelled pair at or above the cutoff), with the columns
         of :meth:`to_pandas` (``test_id``, its ``train_id``, ``similarity``, ``score``, ``exact``,
-        labels where known, ``why`` …); exact twins first, then by score, highest first.  Without a
+        labels where known, ``why`` …); exact twins first in test order, then by score, highest first.  Without a
         cutoff (``rate["state"] == "not_assessed"``) near copies are not assessed, so only the exact
         twins are listed: an empty frame then means "no exact twins", not "no siblings".
         """

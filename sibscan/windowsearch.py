@@ -82,8 +82,9 @@ def build_index(gray: np.ndarray, boxes: np.ndarray, cells: int, *, kind: str = 
     n_queries : int
         Query rows the index will be searched with (for ``auto``).
     """
-    import faiss
+    from .errors import require
 
+    faiss = require("faiss", "faiss", "the windows view's index")
     n_vectors, dim = len(gray) * len(boxes), cells * cells
     if kind == "auto":
         kind = "flat" if n_vectors <= FLAT_MAX_VECTORS and n_vectors * n_queries <= FLAT_MAX_PAIRS else "ivf"

@@ -138,6 +138,7 @@ def test_windows_view_search_on_a_flat_index_is_the_brute_force_reference(n_trai
     """Both directions through a faiss flat index give exactly the candidates of every pair scored
     (issue 31: the view compared every pair, 2,269 s on CIFAR-10); tiny blocks cross every block edge,
     and the first window search (4 k windows a row) is too short, so the widening loop runs."""
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import sibscan.windowsearch as ws
     from sibscan.views import windows_topk_gray
 
@@ -176,6 +177,7 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
 
 
 def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatch):
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import sibscan.windowsearch as ws
     from sibscan.views import windows_topk_gray
 
@@ -197,6 +199,7 @@ def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatc
 def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch, capsys):
     """Off a terminal the view's bars write timed lines with an ETA, and a closing line each (issue 31:
     the view printed nothing for 38 minutes on CIFAR-10)."""
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import time
 
     import sibscan.windowsearch as ws

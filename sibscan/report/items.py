@@ -50,10 +50,12 @@ class ItemTable:
         return out
 
     def flagged(self) -> List[dict]:
-        """Every test item judged a sibling: exact twins first, then by score, highest first."""
+        """Every test item judged a sibling: exact twins first, in test order (their scores are 1 up to
+        float noise, which would order them by chance), then the rest by score, highest first."""
         sib = np.asarray([v is True for v in self.columns["sibling"]])
         rows = np.flatnonzero(sib)
         score = np.nan_to_num(self.columns["score"][rows].astype(np.float64), nan=-np.inf)
+        score[self.columns["exact"][rows]] = np.inf
         order = np.lexsort((rows, -score, ~self.columns["exact"][rows]))
         return self.records(rows[order])
 
