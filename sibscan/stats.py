@@ -2,13 +2,14 @@
 and the checks of numeric options: a limit is a fraction, a count an integer in range."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
+__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "ControlAnswers", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
            "wilson_interval"]
 
 #: the most decimal places a rounding may keep: a float64 of order 1 has no digits beyond about 17
@@ -82,3 +83,35 @@ def check_int(value, name: str, minimum: int = 1, maximum: Optional[int] = None,
         bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
         raise error(f"{name} must be an integer {bound}, got {value!r}")
     return int(value)
+
+
+@dataclass(frozen=True)
+class ControlAnswers:
+    """The labeller's answers on control pairs, mixed into a calibration's draw (issue 30): pairs whose truth
+    is known without asking, so the labeller's error rates are measured rather than assumed.
+
+    Attributes
+    ----------
+    n_same, same_answered_same : int
+        Known-"same" controls shown (an item against an exact twin or a lightly transformed copy of
+        itself) and how many were answered "same" (the rest are false "different").
+    n_different, different_answered_same : int
+        Known-"different" controls shown (random pairs far below the cutoff) and how many were answered
+        "same" (false "same").
+    """
+
+    n_same: int = 0
+    same_answered_same: int = 0
+    n_different: int = 0
+    different_answered_same: int = 0
+
+    def __post_init__(self):
+        for name, k, n in (("same", self.same_answered_same, self.n_same),
+                           ("different", self.different_answered_same, self.n_different)):
+            if not 0 <= k <= n:
+                raise ValueError(f"control answers: {k} answered 'same' of {n} known-{name} controls")
+
+    @property
+    def n(self) -> int:
+        """Control pairs answered (skips are not answers)."""
+        return self.n_same + self.n_different
