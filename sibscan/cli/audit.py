@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
+from ..audit.inputs import TASKS
+from ..audit.selection import MODES
 from ._common import user_errors
 
 HELP = (
@@ -59,8 +61,8 @@ def audit(
         None, "--targets", "-t", show_default=False, rich_help_panel=_P,
         help="Test targets: CSV/JSONL with id and target (or label, y_true), .txt, .npy/.npz arrays, or the test "
              "data file itself (UCR .tsv, .ts, .arff, CSV with --label)."),
-    task: str = typer.Option("auto", "--task", show_default=True, rich_help_panel=_P,
-                             help="classification, regression, forecast, or auto (from the targets)."),
+    task: Literal[TASKS] = typer.Option("auto", "--task", show_default=True, rich_help_panel=_P,
+                             help="The kind of task (auto: from the targets)."),
     label: Optional[str] = typer.Option(None, "--label", show_default=False, rich_help_panel=_P,
                                         help="Label column of data files (targets, --train, --val, --test-data; with --scan, --val is read as the scan read its files)."),
     id_field: Optional[str] = typer.Option(None, "--id", show_default=False, rich_help_panel=_P,
@@ -82,8 +84,8 @@ def audit(
                                            help="The checkpoint whose test score was reported (or a 'reported' column)."),
     metric: Optional[str] = typer.Option(None, "--metric", show_default=False, rich_help_panel=_S,
                                          help="Which metric of the selection CSV, when it holds several."),
-    mode: str = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
-                             help="max or min is better; auto: min for loss/error/RMSE/MAE names, else max."),
+    mode: Literal[MODES] = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
+                             help="Whether the higher (max) or the lower (min) score is better; auto: min for loss/error/RMSE/MAE names, else max."),
     train: Optional[Path] = typer.Option(None, "--train", show_default=False, rich_help_panel=_D,
                                          help="Training split data (train↔test exact twins, reported)."),
     val: Optional[Path] = typer.Option(None, "--val", show_default=False, rich_help_panel=_D,

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
+from ..temporal.writers import FORMATS
 from ._common import parse_float_list, user_errors
 
 HELP = (
@@ -29,7 +30,7 @@ def augment(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the augmented files."),
     seed: int = typer.Option(0, "--seed", help="Seed of the head lengths and the walks.", show_default=True),
     sigma: float = typer.Option(0.01, "--sigma", min=0.0, help="Standard deviation of a walk step.", show_default=True),
-    fmt: str = typer.Option("auto", "--format", help="auto (.tsv when univariate with numeric labels, else .ts), tsv or ts.", show_default=True),
+    fmt: Literal[("auto", *FORMATS)] = typer.Option("auto", "--format", help="File format (auto: .tsv when univariate with numeric labels, else .ts).", show_default=True),
     no_znorm: bool = typer.Option(False, "--no-znorm", help="Pad the values as they are (the paper z-normalises first)."),
     label: Optional[str] = typer.Option(None, "--label", help="Label column (headerless UCR .tsv: column 0, found by itself)."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name in the output files (default: TRAIN's name without _TRAIN)."),

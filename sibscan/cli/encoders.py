@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
     @app.command("encoders", cls=Command)
     @user_errors
     def encoders(
-        modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image (default: all)."),
+        modality: Optional[Literal[MODALITIES]] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality (default: all)."),
         as_json: bool = json_flag(),
     ) -> None:
         """List the encoders and whether each can run here.
