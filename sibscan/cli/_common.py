@@ -12,7 +12,8 @@ import functools
 import logging
 import re
 import sys
-from typing import Callable, List, Optional, TypeVar
+from enum import Enum
+from typing import Callable, List, Optional, Sequence, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -22,7 +23,7 @@ from ..progress import set_quiet
 
 F = TypeVar("F", bound=Callable)
 
-__all__ = ["Command", "Group", "conform", "flag", "json_flag", "parse_float_list", "parse_int_list", "setup_logging",
+__all__ = ["Command", "Group", "choice", "conform", "flag", "json_flag", "parse_float_list", "parse_int_list", "setup_logging",
            "user_errors"]
 
 
@@ -94,13 +95,15 @@ def _quiet_option():
 
 def conform(command) -> None:
     """Hold ``command`` to the conventions: no value metavar on a flag (nor on ``--help``), ``--quiet``
-    on every command, arguments named in capitals (``SCAN_DIR``), and a default in every option's help
+    on every command, arguments named in capitals (``SCAN_DIR``), choices passed as plain strings, and a default in every option's help
     (an option that defaults to nothing and says nothing about it gets "(default: none)"; one whose
     help says it is required gets none)."""
     if isinstance(command, TyperGroup):
         return  # a group conforms its own commands
     if type(command) is TyperCommand:
         command.__class__ = Command  # same fields; only how its help is shown differs
+    if command.callback is not None and not getattr(command.callback, "plain_values", False):
+        command.callback = _plain_values(command.callback)
     names = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
     for p in command.params:
         if p.param_type_name == "argument":
@@ -119,6 +122,23 @@ def conform(command) -> None:
         if "-q" in names:
             quiet_option.opts = ["--quiet"]
         command.params.append(quiet_option)
+
+
+def choice(values: Sequence[str]) -> type:
+    """The annotation of an option with a fixed set of ``values``: ``--help`` shows them and the parser
+    refuses another value with the list.  An Enum (every Typer since 0.18 takes one; Literal needs a
+    newer one); the command receives the plain string (:func:`conform` unwraps it)."""
+    return Enum("Choice", {v: v for v in values}, type=str)
+
+
+def _plain_values(callback: Callable) -> Callable:
+    """``callback`` receiving a :func:`choice` option's value as the plain string, not the Enum member."""
+    @functools.wraps(callback)
+    def command(*args, **kwargs):
+        return callback(*args, **{k: v.value if isinstance(v, Enum) else v for k, v in kwargs.items()})
+
+    command.plain_values = True
+    return command
 
 
 def flag(*names: str, help: str, panel: Optional[str] = None):  # noqa: A002 - Typer's word

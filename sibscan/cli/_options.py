@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import typer
 
 from ..options import PANELS
+from ._common import choice
 
 try:  # newer Typer runs on its own copy of click, whose context click itself cannot see: ask that copy
     from typer._click.core import ParameterSource
@@ -43,7 +44,7 @@ def _panel(group: type, field: dataclasses.Field) -> str:
 def _parameter(group: type, field: dataclasses.Field, hint: Any, hidden: bool = False) -> inspect.Parameter:
     meta = field.metadata
     kind = _cli_type(hint)
-    cli_kind = kind if meta.get("choices") is None else typing.Literal[meta["choices"]]  # the parser refuses others
+    cli_kind = kind if meta.get("choices") is None else choice(meta["choices"])  # the parser refuses others
     flags: Sequence[str] = meta["flags"]
     toggle = kind is bool and meta["toggle"]
     if toggle:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Literal, Optional
+from typing import Dict, List, Optional
 
 import typer
 
 from ..options import ENGINES
-from ._common import user_errors
+from ._common import choice, user_errors
 
 HELP = (
     "Audit benchmark EXAMPLES (JSONL/CSV/Parquet with id and text) for contamination.\n\n"
@@ -54,7 +54,7 @@ def contamination(
     work: Path = typer.Option(Path(".sibscan-cache/contamination"), "--work", help="Folder for the n-gram indexes (reused while the corpus is unchanged) and the resumable model results."),
     n: int = typer.Option(13, "--n", help="Words per n-gram."),
     shard_size: int = typer.Option(1 << 22, "--shard-size", help="N-grams per index batch and shard (the unit of memory)."),
-    engine: Literal[ENGINES] = typer.Option("local", "--engine", help="Build the index here (local) or as Ray tasks (ray)."),
+    engine: choice(ENGINES) = typer.Option("local", "--engine", help="Build the index here (local) or as Ray tasks (ray)."),
     k: float = typer.Option(0.2, "--k", help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++."),
     overlap_floor: float = typer.Option(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction."),
     run_floor: int = typer.Option(40, "--run-floor", help="Flag a verbatim run of this many words."),

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional
 
 import typer
 
 from ..options import CUTOFF_PANEL
 from ..groups import LINKAGES
-from ._common import Command, flag, json_flag, user_errors
+from ._common import Command, choice, flag, json_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
         force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
         no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
-        linkage: Literal[LINKAGES] = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
+        linkage: choice(LINKAGES) = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
         as_json: bool = json_flag(),
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).
