@@ -19,8 +19,9 @@ from .errors import SibscanError
 from .items import MODALITIES
 from .stats import check_decimals, check_int
 
-__all__ = ["BACKENDS", "BaselineOptions", "CUTOFF_PANEL", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
-           "OutputOptions", "PANELS", "SearchOptions", "VIEWS", "VerifyOptions", "flag_of", "make"]
+__all__ = ["BACKENDS", "BaselineOptions", "CUTOFF_PANEL", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LINKAGES",
+           "LoadOptions", "NORMALISATIONS", "OWNER", "OutputOptions", "PANELS", "REPORT_FORMATS", "SELECTION_MODES",
+           "SERIES_FORMATS", "SearchOptions", "TASKS", "UIS", "VIEWS", "VerifyOptions", "flag_of", "make"]
 
 #: search backends (all exact); "auto": torch on CUDA, numpy on the CPU (see sibscan.search)
 BACKENDS = ("auto", "torch", "faiss", "numpy")
@@ -34,6 +35,24 @@ DIRECTIONS = {
     "train-test": ("train", "test"),
     "test-test": ("test", "test"),
 }
+
+
+# The fixed value sets of the other commands' options, declared here with the scan's so the command line
+# shows them as choices without importing the stages that act on them (each imports its set from here).
+#: ``sibscan split --linkage`` (sibscan.groups)
+LINKAGES = ("complete", "single")
+#: ``sibscan calibrate --ui`` (sibscan.calibration.flow)
+UIS = ("web", "terminal", "none")
+#: ``sibscan temporal --normalisation`` (sibscan.temporal.normalise); its ``--engine`` is ENGINES
+NORMALISATIONS = ("demean", "znorm")
+#: ``sibscan augment --format`` besides "auto" (sibscan.temporal.writers.FORMATS)
+SERIES_FORMATS = ("tsv", "ts")
+#: ``sibscan report --format``, a comma list of them (sibscan.report.write.FORMATS)
+REPORT_FORMATS = ("json", "md", "html", "csv")
+#: ``sibscan audit --task`` (sibscan.audit.inputs)
+TASKS = ("auto", "classification", "regression", "forecast")
+#: ``sibscan audit --mode`` (sibscan.audit.selection.MODES)
+SELECTION_MODES = ("auto", "max", "min")
 
 
 #: the help panels of the command line, in the order ``--help`` shows them; each group's ``PANEL`` is one

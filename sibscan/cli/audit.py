@@ -6,8 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ..audit.inputs import TASKS
-from ..audit.selection import MODES
+from ..options import SELECTION_MODES, TASKS
 from ._common import choice, user_errors
 
 HELP = (
@@ -84,7 +83,7 @@ def audit(
                                            help="The checkpoint whose test score was reported (or a 'reported' column)."),
     metric: Optional[str] = typer.Option(None, "--metric", show_default=False, rich_help_panel=_S,
                                          help="Which metric of the selection CSV, when it holds several."),
-    mode: choice(MODES) = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
+    mode: choice(SELECTION_MODES) = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
                              help="Whether the higher (max) or the lower (min) score is better; auto: min for loss/error/RMSE/MAE names, else max."),
     train: Optional[Path] = typer.Option(None, "--train", show_default=False, rich_help_panel=_D,
                                          help="Training split data (train↔test exact twins, reported)."),

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from sibscan.calibration.flow import UIS
+from ..options import UIS
 from ..stats import CUTOFF_BOUND
 from ._common import Command, choice, flag, user_errors
 

@@ -6,8 +6,7 @@ from typing import Optional
 
 import typer
 
-from ..options import CUTOFF_PANEL
-from ..groups import LINKAGES
+from ..options import CUTOFF_PANEL, LINKAGES
 from ._common import Command, choice, flag, json_flag, user_errors
 
 

@@ -9,8 +9,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from ..temporal.archive import ENGINES
-from ..temporal.normalise import NORMALISATIONS
+from ..options import ENGINES, NORMALISATIONS
 from ._common import choice, parse_float_list, user_errors
 
 HELP = (
