@@ -87,6 +87,8 @@ def test_a_shared_option_sits_in_the_same_panel_in_every_command():
     assert {"--modality", "--encoder", "--device", "--out", "--force"} <= shared
     assert {f: build[f] for f in shared} == {f: scan[f] for f in shared}
     assert (build["--encoder"], build["--out"], scan["--cutoff"]) == ("Encoding", "Output", "Cutoff")
+    shown = [t for t in _panels(_help("index", "build")) if t in PANELS]
+    assert shown == sorted(shown, key=PANELS.index) == ["Inputs", "Encoding", "Output", "Performance"]
     for path in (["report"], ["check"], ["split"]):
         panels = panel_of(path)
         assert panels["--cutoff"] == panels["--calibration"] == panels["--force"] == scan["--cutoff"], path

@@ -87,6 +87,12 @@ def _verifier_names() -> List[str]:
 REGISTERED = {"encoder": _encoder_names, "verifier": _verifier_names}
 
 
+def _panel_of(parameter: inspect.Parameter) -> Optional[str]:
+    """The help panel of a Typer parameter, when it is one of PANELS."""
+    panel = getattr(parameter.default, "rich_help_panel", None)
+    return panel if panel in PANELS else None
+
+
 def _given(name: str, value: Any) -> Any:
     """``value`` when the user gave the flag, None when it is the default (so a config file below wins)."""
     ctx = get_current_context(silent=True)
@@ -109,7 +115,6 @@ def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], C
         own_params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own.parameters.values()
                       if p.name != "options"]
         generated = [p for group, pick in groups for p in option_parameters(group, **pick)]
-        generated.sort(key=lambda p: PANELS.index(p.default.rich_help_panel))  # --help shows the panels in this order
         names = {p.name for p in generated}
 
         @functools.wraps(fn)
@@ -117,7 +122,10 @@ def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], C
             options = {k: _given(k, kwargs.pop(k)) for k in list(kwargs) if k in names}
             return fn(**kwargs, options=options)
 
-        params = own_params + generated
+        # --help shows the panels in the order of PANELS (Typer: in the order of their first option); the
+        # command's own options outside them first.  Typer passes every value by keyword.
+        params = sorted(own_params + generated, key=lambda p: 1 + PANELS.index(_panel_of(p)) if _panel_of(p) else 0)
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
         command.registered_names = {p.name: REGISTERED[p.name] for p in generated if p.name in REGISTERED}
         command.__signature__ = inspect.Signature(params)
         command.__annotations__ = {p.name: p.annotation for p in params}
