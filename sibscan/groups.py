@@ -40,11 +40,9 @@ from .calibration.labelfile import cutoff_and_labels, scan_labels
 from .pairdecision import pair_is_sibling, row_labels
 from .errors import SibscanError
 from .scandir import ScanDir, load_items
+from .options import LINKAGES
 
 __all__ = ["LINKAGES", "GroupTable", "complete_linkage", "connected_components", "group_table", "sibling_groups"]
-
-#: how sibling pairs make groups (see the module docstring)
-LINKAGES = ("complete", "single")
 
 
 def _renumber(labels: np.ndarray) -> np.ndarray:

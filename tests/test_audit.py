@@ -222,7 +222,6 @@ def test_val_split(tmp_path):
 
 
 @pytest.mark.parametrize("args, match", [
-    (["--task", "regresion"], "unknown --task 'regresion'; available: auto, classification"),
     (["--max-perfect-share", "5"], "fraction in"),
     (["--published", "acc=0.8"], "unknown metric 'acc' in --published; available: accuracy"),
     (["--reported", "3"], "add --selection"),
@@ -230,6 +229,11 @@ def test_val_split(tmp_path):
 def test_bad_options_refused_before_reading(tmp_path, args, match):
     res = runner.invoke(app, ["audit", str(tmp_path / "nope.csv"), "--targets", str(tmp_path / "nope.csv"), *args])
     assert res.exit_code == 1 and match in res.stderr and "Traceback" not in res.output
+
+
+def test_a_bad_task_is_refused_by_the_parser_with_the_choices(tmp_path):
+    res = runner.invoke(app, ["audit", str(tmp_path / "nope.csv"), "--task", "regresion"], env={"COLUMNS": "200"})
+    assert res.exit_code == 2 and "'regresion' is not one of 'auto', 'classification', 'regression'" in res.output
 
 
 def test_bad_input_names_file_and_row(tmp_path):

@@ -338,6 +338,6 @@ def test_cli_encoders_table_and_json():
     assert {r["modality"] for r in rows} == {"text"}
     ngram = next(r for r in rows if r["name"] == "ngram")
     assert ngram == {**ngram, "dim": 4096, "weight_free": True, "usable": True, "why": ""}
-    result = runner.invoke(app, ["encoders", "--modality", "audio"])
-    assert result.exit_code == 1
-    assert "unknown modality 'audio'; available: table, text, image" in result.output
+    result = runner.invoke(app, ["encoders", "--modality", "audio"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2  # a parser choice
+    assert "'audio' is not one of 'table', 'text', 'image'" in result.output

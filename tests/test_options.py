@@ -21,15 +21,12 @@ def data(tmp_path):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--backend", "nope"], "unknown --backend 'nope'; available: auto, torch, faiss, numpy"),
-    (["--engine", "spark"], "unknown --engine 'spark'; available: local, ray"),
     (["--directions", "test-train,sideways"], "unknown direction 'sideways'; available: test-train, train-test, test-test"),
     (["--k", "0"], "--k must be an integer >= 1, got 0"),
     (["--device", "tpu"], "unknown device 'tpu'; available: auto, cpu, cuda"),
     (["--encoder", "clp"], "unknown encoder 'clp'; available: "),
     (["--verifier", "nope"], "unknown verifier 'nope'; available: "),
     (["--chunk-stride", "4"], "--chunk-stride needs --chunk-words N"),
-    (["--modality", "audio"], "unknown --modality 'audio'; available: table, text, image"),
     (["--calibration", "no-such-calibration"], "no calibration 'no-such-calibration'"),
 ])
 def test_a_bad_option_fails_before_anything_is_written(data, flags, message):
@@ -39,6 +36,26 @@ def test_a_bad_option_fails_before_anything_is_written(data, flags, message):
     assert res.exit_code == 1, res.output
     assert res.output.startswith(f"error: {message}"), res.output
     assert not out.exists()  # nothing read into it, nothing written: not even manifest.json or cache/
+
+
+@pytest.mark.parametrize("flag, value, choices", [
+    ("--backend", "nope", ("auto", "torch", "faiss", "numpy")),
+    ("--engine", "spark", ("local", "ray")),
+    ("--modality", "audio", ("table", "text", "image")),
+])
+def test_a_value_outside_a_choice_is_refused_by_the_parser_with_the_choices(data, flag, value, choices):
+    """A fixed set of values is a choice on the command line: the parser refuses another value and lists
+    the valid ones (before this the scan's own check did, with the same list); from Python or a config
+    file the group's check still refuses it."""
+    out = data / "scan"
+    res = runner.invoke(app, ["scan", str(data / "train.csv"), str(data / "test.csv"), "--out", str(out), flag, value],
+                        env={"COLUMNS": "250"})
+    assert res.exit_code == 2, res.output
+    assert f"Invalid value for '{flag}'" in res.output and all(repr(c) in res.output for c in choices), res.output
+    assert not out.exists()
+    name = flag[2:]
+    with pytest.raises(SibscanError, match=f"{value}.*{', '.join(choices)}"):
+        ScanConfig(**{name: value}).check()
 
 
 def test_flat_names_reach_their_groups():

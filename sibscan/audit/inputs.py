@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..predictions import PREDICTION_FIELDS, read_lines, read_records
+from ..options import TASKS
 
 __all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "as_column", "expand_runs", "first_non_number", "infer_task",
            "read_column"]
@@ -34,7 +35,6 @@ __all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "as_column", "expand
 TARGET_FIELDS = ("target", "y_true", "label", "y", "truth")
 #: ``status`` values that mean the sample produced a prediction (case-insensitive); anything else is a failure
 OK_STATUS = ("", "ok", "success", "succeeded", "done", "completed")
-TASKS = ("auto", "classification", "regression", "forecast")
 _FIELDS = {"predictions": PREDICTION_FIELDS, "targets": TARGET_FIELDS}
 _ARRAY_KEYS = {"predictions": ("predictions", "prediction", "pred", "y_pred"),
                "targets": ("targets", "target", "y_true", "y", "labels")}

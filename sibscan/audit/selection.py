@@ -22,10 +22,10 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..predictions import read_lines
 from .result import Check
+from ..options import SELECTION_MODES as MODES
 
 __all__ = ["MODES", "selection_check", "metric_direction"]
 
-MODES = ("auto", "max", "min")
 _CKPT = ("checkpoint", "ckpt", "step", "epoch", "name")
 _SPLITS = {"validation": "val", "valid": "val", "val": "val", "dev": "val", "test": "test"}
 _LOWER_IS_BETTER = ("loss", "err", "rmse", "mae", "mse", "nrmse", "perplexity", "ppl", "wer", "cer")

@@ -14,7 +14,8 @@ import os
 import logging
 import re
 import sys
-from typing import Callable, List, Optional, TypeVar
+from enum import Enum
+from typing import Callable, List, Optional, Sequence, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -24,18 +25,38 @@ from ..progress import set_quiet
 
 F = TypeVar("F", bound=Callable)
 
-__all__ = ["Command", "Group", "conform", "flag", "json_flag", "parse_float_list", "parse_int_list", "setup_logging",
+__all__ = ["Command", "Group", "choice", "conform", "flag", "json_flag", "parse_float_list", "parse_int_list", "setup_logging",
            "user_errors"]
 
 
 class Command(TyperCommand):
-    """A command whose ``--help`` flag, like every flag, shows no value metavar."""
+    """A command whose ``--help`` flag, like every flag, shows no value metavar, and whose usage line
+    shows its arguments as its peers' do: ``SCAN_DIR`` when required, ``[TRAIN]`` when not."""
 
     def get_help_option(self, ctx):
         option = super().get_help_option(ctx)
         if option is not None:
             option.metavar = ""
         return option
+
+    def format_help(self, ctx, formatter) -> None:
+        for p in self.params:  # options valued by a registry's names (cli._options.REGISTERED) list them
+            names = getattr(self.callback, "registered_names", {}).get(p.name)
+            if names is not None and "Available:" not in (p.help or ""):
+                p.help = f"{p.help} Available: {', '.join(names())}."
+        return super().format_help(ctx, formatter)
+
+    def collect_usage_pieces(self, ctx) -> List[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for p in self.get_params(ctx):
+            if p.param_type_name != "argument":
+                pieces.extend(p.get_usage_pieces(ctx))
+                continue
+            name = p.metavar or p.name.upper()
+            if p.nargs != 1 and not name.endswith("..."):
+                name += "..."
+            pieces.append(name if p.required else f"[{name}]")
+        return pieces
 
 
 class Group(TyperGroup):
@@ -76,19 +97,27 @@ def _quiet_option():
 
 def conform(command) -> None:
     """Hold ``command`` to the conventions: no value metavar on a flag (nor on ``--help``), ``--quiet``
-    on every command, and a default in every option's help (an option that defaults to nothing and
-    says nothing about it gets "(default: none)")."""
+    on every command, arguments named in capitals (``SCAN_DIR``), choices passed as plain strings, and a default in every option's help
+    (an option that defaults to nothing and says nothing about it gets "(default: none)"; one whose
+    help says it is required gets none)."""
     if isinstance(command, TyperGroup):
         return  # a group conforms its own commands
     if type(command) is TyperCommand:
-        command.__class__ = Command  # same fields; only get_help_option differs
+        command.__class__ = Command  # same fields; only how its help is shown differs
+    if command.callback is not None and not getattr(command.callback, "plain_values", False):
+        command.callback = _plain_values(command.callback)
     names = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
     for p in command.params:
+        if p.param_type_name == "argument":
+            if p.metavar is None:  # a placeholder in capitals, as the help text names it: SCAN_DIR, TRAIN
+                p.metavar = re.sub(r"_arg$", "", p.name).upper()
+            continue
         if p.param_type_name != "option":
             continue
         if p.is_flag or p.count:
             p.metavar = ""
-        elif p.default is None and not p.required and not p.hidden and not re.search(r"default: \S", p.help or ""):
+        elif (p.default is None and not p.required and not p.hidden and not re.search(r"default: \S", p.help or "")
+              and not re.search(r"\brequired\b", p.help or "")):
             p.help = f"{(p.help or '').rstrip()} (default: none)".strip()
     if "--quiet" not in names:
         quiet_option = _quiet_option()
@@ -97,9 +126,26 @@ def conform(command) -> None:
         command.params.append(quiet_option)
 
 
-def flag(*names: str, help: str):  # noqa: A002 - Typer's word
-    """A boolean flag (off unless given): no value, no metavar."""
-    return typer.Option(False, *names, help=help, metavar="", show_default=False)
+def choice(values: Sequence[str]) -> type:
+    """The annotation of an option with a fixed set of ``values``: ``--help`` shows them and the parser
+    refuses another value with the list.  An Enum (every Typer since 0.18 takes one; Literal needs a
+    newer one); the command receives the plain string (:func:`conform` unwraps it)."""
+    return Enum("Choice", {v: v for v in values}, type=str)
+
+
+def _plain_values(callback: Callable) -> Callable:
+    """``callback`` receiving a :func:`choice` option's value as the plain string, not the Enum member."""
+    @functools.wraps(callback)
+    def command(*args, **kwargs):
+        return callback(*args, **{k: v.value if isinstance(v, Enum) else v for k, v in kwargs.items()})
+
+    command.plain_values = True
+    return command
+
+
+def flag(*names: str, help: str, panel: Optional[str] = None):  # noqa: A002 - Typer's word
+    """A boolean flag (off unless given): no value, no metavar; ``panel``: its help panel."""
+    return typer.Option(False, *names, help=help, metavar="", show_default=False, rich_help_panel=panel)
 
 
 def json_flag():

@@ -2,8 +2,9 @@
 
 ``sibscan scan`` and ``sibscan index build`` take the same load and encoder flags because both are
 made here from the same fields (flag names, help, default shown as ``[default: 10]``, no value
-metavar on a boolean flag).  A flag the user did not give reaches the command as None ("not
-given", read from click's parameter source), so a TOML config file below the flags keeps its values.
+metavar on a boolean flag, a fixed set of values as a parser choice, the group's help panel).  A flag
+the user did not give reaches the command as None ("not given", read from click's parameter source),
+so a TOML config file below the flags keeps its values.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import typing
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import typer
+
+from ..options import PANELS
+from ._common import choice
 
 try:  # newer Typer runs on its own copy of click, whose context click itself cannot see: ask that copy
     from typer._click.core import ParameterSource
@@ -32,9 +36,15 @@ def _cli_type(hint: Any) -> type:
     return str if typing.get_origin(base) is tuple else base
 
 
-def _parameter(field: dataclasses.Field, hint: Any, hidden: bool = False) -> inspect.Parameter:
+def _panel(group: type, field: dataclasses.Field) -> str:
+    """The help panel of ``field``: its own, else its group's."""
+    return field.metadata.get("panel") or group.PANEL
+
+
+def _parameter(group: type, field: dataclasses.Field, hint: Any, hidden: bool = False) -> inspect.Parameter:
     meta = field.metadata
     kind = _cli_type(hint)
+    cli_kind = kind if meta.get("choices") is None else choice(meta["choices"])  # the parser refuses others
     flags: Sequence[str] = meta["flags"]
     toggle = kind is bool and meta["toggle"]
     if toggle:
@@ -42,10 +52,11 @@ def _parameter(field: dataclasses.Field, hint: Any, hidden: bool = False) -> ins
         flags = (f"{long}/--no-{long[2:]}", *flags[1:])
     default = field.default
     shown = ",".join(default) if isinstance(default, tuple) else default
-    option = typer.Option(shown, *flags, help=meta["help"], hidden=hidden,
+    metavar = "" if kind is bool else meta.get("metavar")
+    option = typer.Option(shown, *flags, help=meta["help"], hidden=hidden, rich_help_panel=_panel(group, field),
                           show_default=shown is not None and (kind is not bool or toggle),
-                          **({"metavar": ""} if kind is bool else {}))
-    return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[kind], default=option)
+                          **({"metavar": metavar} if metavar is not None else {}))
+    return inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[cli_kind], default=option)
 
 
 def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, exclude: Iterable[str] = (),
@@ -54,8 +65,32 @@ def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, excl
     ``hidden`` ones still work but are left out of ``--help``)."""
     hints = typing.get_type_hints(group)
     keep = None if only is None else set(only)
-    return [_parameter(f, hints[f.name], f.name in set(hidden)) for f in dataclasses.fields(group)
+    return [_parameter(group, f, hints[f.name], f.name in set(hidden)) for f in dataclasses.fields(group)
             if (keep is None or f.name in keep) and f.name not in set(exclude)]
+
+
+def _encoder_names() -> List[str]:
+    from ..encoders.base import list_encoders
+
+    return [c.name for c in list_encoders()]
+
+
+def _verifier_names() -> List[str]:
+    from ..verify.base import list_verifiers
+
+    return [c.name for c in list_verifiers()]
+
+
+#: options whose values are the names in a plug-in registry: too open a set for a choice (a plug-in
+#: registers more), so the parser takes any string, ScanConfig.check refuses an unknown one with the
+#: list, and ``--help`` lists them (looked up when help is shown, not on every command line)
+REGISTERED = {"encoder": _encoder_names, "verifier": _verifier_names}
+
+
+def _panel_of(parameter: inspect.Parameter) -> Optional[str]:
+    """The help panel of a Typer parameter, when it is one of PANELS."""
+    panel = getattr(parameter.default, "rich_help_panel", None)
+    return panel if panel in PANELS else None
 
 
 def _given(name: str, value: Any) -> Any:
@@ -87,7 +122,11 @@ def with_options(*groups: Tuple[type, Dict[str, Any]]) -> Callable[[Callable], C
             options = {k: _given(k, kwargs.pop(k)) for k in list(kwargs) if k in names}
             return fn(**kwargs, options=options)
 
-        params = own_params + generated
+        # --help shows the panels in the order of PANELS (Typer: in the order of their first option); the
+        # command's own options outside them first.  Typer passes every value by keyword.
+        params = sorted(own_params + generated, key=lambda p: 1 + PANELS.index(_panel_of(p)) if _panel_of(p) else 0)
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+        command.registered_names = {p.name: REGISTERED[p.name] for p in generated if p.name in REGISTERED}
         command.__signature__ = inspect.Signature(params)
         command.__annotations__ = {p.name: p.annotation for p in params}
         del command.__wrapped__  # Typer must read the generated signature, not fn's

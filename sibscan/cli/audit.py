@@ -6,7 +6,8 @@ from typing import List, Optional
 
 import typer
 
-from ._common import user_errors
+from ..options import SELECTION_MODES, TASKS
+from ._common import choice, user_errors
 
 HELP = (
     "Audit an evaluation: are the predictions real, is every test item scored once, was the model chosen on "
@@ -59,8 +60,8 @@ def audit(
         None, "--targets", "-t", show_default=False, rich_help_panel=_P,
         help="Test targets: CSV/JSONL with id and target (or label, y_true), .txt, .npy/.npz arrays, or the test "
              "data file itself (UCR .tsv, .ts, .arff, CSV with --label)."),
-    task: str = typer.Option("auto", "--task", show_default=True, rich_help_panel=_P,
-                             help="classification, regression, forecast, or auto (from the targets)."),
+    task: choice(TASKS) = typer.Option("auto", "--task", show_default=True, rich_help_panel=_P,
+                             help="The kind of task (auto: from the targets)."),
     label: Optional[str] = typer.Option(None, "--label", show_default=False, rich_help_panel=_P,
                                         help="Label column of data files (targets, --train, --val, --test-data; with --scan, --val is read as the scan read its files)."),
     id_field: Optional[str] = typer.Option(None, "--id", show_default=False, rich_help_panel=_P,
@@ -89,8 +90,8 @@ def audit(
                                            help="The checkpoint whose test score was reported (or a 'reported' column)."),
     metric: Optional[str] = typer.Option(None, "--metric", show_default=False, rich_help_panel=_S,
                                          help="Which metric of the selection CSV, when it holds several."),
-    mode: str = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
-                             help="max or min is better; auto: min for loss/error/RMSE/MAE names, else max."),
+    mode: choice(SELECTION_MODES) = typer.Option("auto", "--mode", show_default=True, rich_help_panel=_S,
+                             help="Whether the higher (max) or the lower (min) score is better; auto: min for loss/error/RMSE/MAE names, else max."),
     train: Optional[Path] = typer.Option(None, "--train", show_default=False, rich_help_panel=_D,
                                          help="Training split data (train↔test exact twins, reported)."),
     val: Optional[Path] = typer.Option(None, "--val", show_default=False, rich_help_panel=_D,

@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from ._common import parse_float_list, user_errors
+from ..options import SERIES_FORMATS
+from ._common import choice, parse_float_list, user_errors
 
 HELP = (
     "Write the UCR Augmented version of a dataset (Zhang, Batista & Kanhere, PAKDD 2025): each series "
@@ -29,7 +30,7 @@ def augment(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the augmented files."),
     seed: int = typer.Option(0, "--seed", help="Seed of the head lengths and the walks.", show_default=True),
     sigma: float = typer.Option(0.01, "--sigma", min=0.0, help="Standard deviation of a walk step.", show_default=True),
-    fmt: str = typer.Option("auto", "--format", help="auto (.tsv when univariate with numeric labels, else .ts), tsv or ts.", show_default=True),
+    fmt: choice(("auto", *SERIES_FORMATS)) = typer.Option("auto", "--format", help="File format (auto: .tsv when univariate with numeric labels, else .ts).", show_default=True),
     no_znorm: bool = typer.Option(False, "--no-znorm", help="Pad the values as they are (the paper z-normalises first)."),
     label: Optional[str] = typer.Option(None, "--label", help="Label column (headerless UCR .tsv: column 0, found by itself)."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name in the output files (default: TRAIN's name without _TRAIN)."),

@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
+from ..options import UIS
 from ..stats import CUTOFF_BOUND
-from ._common import Command, flag, user_errors
+from ._common import Command, choice, flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -15,7 +16,7 @@ def register(app: typer.Typer) -> None:
     @user_errors
     def calibrate_cmd(
         scan_dir: Path = typer.Argument(..., help="A scan directory written by 'sibscan scan'."),
-        ui: str = typer.Option("web", "--ui", help="How to label: web (a local page), terminal, or none (fit from the labels there are)."),
+        ui: choice(UIS) = typer.Option("web", "--ui", help="How to label: in a local web page, in the terminal, or none (fit from the labels there are)."),
         labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere before fitting: JSONL, one answer a line, with query_id, neighbour_id, label and the scan's dataset_fingerprint (the form is described above; default: none)."),
         n_pairs: int = typer.Option(60, "--n-pairs", help="Nearest-neighbour pairs to label; raise it to extend an earlier draw."),
         seed: int = typer.Option(0, "--seed", help="Seed of the pair draw and the bootstrap."),

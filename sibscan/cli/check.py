@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from ..options import CUTOFF_PANEL
 from ._common import Command, flag, user_errors
 
 
@@ -16,9 +17,9 @@ def register(app: typer.Typer) -> None:
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
         max_rate: Optional[float] = typer.Option(None, "--max-rate", help="Largest allowed share of test items with a training sibling (0.01 = 1 %; default: no limit)."),
         max_exact: Optional[float] = typer.Option(None, "--max-exact", help="Largest allowed share of test items with an exact training twin (default: no limit)."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
         require: Optional[str] = typer.Option(
             None, "--require", show_default=False,
             help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "

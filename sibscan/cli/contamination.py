@@ -6,7 +6,8 @@ from typing import Dict, List, Optional
 
 import typer
 
-from ._common import user_errors
+from ..options import ENGINES
+from ._common import choice, user_errors
 
 HELP = (
     "Audit benchmark EXAMPLES (JSONL/CSV/Parquet with id and text) for contamination.\n\n"
@@ -53,7 +54,7 @@ def contamination(
     work: Path = typer.Option(Path(".sibscan-cache/contamination"), "--work", help="Folder for the n-gram indexes (reused while the corpus is unchanged) and the resumable model results."),
     n: int = typer.Option(13, "--n", help="Words per n-gram."),
     shard_size: int = typer.Option(1 << 22, "--shard-size", help="N-grams per index batch and shard (the unit of memory)."),
-    engine: str = typer.Option("local", "--engine", help="Build the index here (local) or as Ray tasks (ray)."),
+    engine: choice(ENGINES) = typer.Option("local", "--engine", help="Build the index here (local) or as Ray tasks (ray)."),
     k: float = typer.Option(0.2, "--k", help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++."),
     overlap_floor: float = typer.Option(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction."),
     run_floor: int = typer.Option(40, "--run-floor", help="Flag a verbatim run of this many words."),
@@ -64,7 +65,7 @@ def contamination(
     prevalence: Optional[float] = typer.Option(None, "--prevalence", help="Expected share of contaminated examples (a fraction): quote precision and review-queue size at it."),
     id_field: str = typer.Option("id", "--id-field", help="Id column of EXAMPLES (and --labels)."),
     text_field: str = typer.Option("text", "--text-field", help="Text column of EXAMPLES and of JSONL/Parquet corpora and controls."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda for a local model."),
+    device: str = typer.Option("auto", "--device", metavar="<auto|cpu|cuda[:N]>", help="Where a local model runs (auto: CUDA when there is one)."),
     batch_size: int = typer.Option(8, "--batch-size", help="Texts per forward pass of a local model."),
     max_tokens: int = typer.Option(512, "--max-tokens", help="Tokens of each example a local model scores."),
     endpoint_model: Optional[str] = typer.Option(None, "--endpoint-model", help="The 'model' field sent to an endpoint."),

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import SibscanError
 from ..items import MODALITIES
-from ._common import Command, json_flag, user_errors
+from ._common import Command, choice, json_flag, user_errors
 
 __all__ = ["encoder_rows", "register"]
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
     @app.command("encoders", cls=Command)
     @user_errors
     def encoders(
-        modality: Optional[str] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality: table, text or image (default: all)."),
+        modality: Optional[choice(MODALITIES)] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality (default: all)."),
         as_json: bool = json_flag(),
     ) -> None:
         """List the encoders and whether each can run here.

@@ -5,7 +5,7 @@ from typing import Optional
 
 import typer
 
-from ..options import EncoderOptions, LoadOptions
+from ..options import EncoderOptions, LoadOptions, OutputOptions
 from ._common import Command, Group, flag, json_flag, user_errors
 from ._options import with_options
 
@@ -41,8 +41,8 @@ def _skipped_note(s: dict) -> str:
 @with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": _NOT_FOR_INDEX}))
 def build(
     train: str = typer.Argument(..., help="Train items (folder of images, text or table file)."),
-    out: str = typer.Option(..., "--out", "-o", help="Index directory to create."),
-    force: bool = flag("--force", help="Rebuild an existing index."),
+    out: str = typer.Option(..., "--out", "-o", help="Index directory to create.", rich_help_panel=OutputOptions.PANEL),
+    force: bool = flag("--force", help="Rebuild an existing index.", panel=OutputOptions.PANEL),
     as_json: bool = json_flag(),
     options: Optional[dict] = None,
 ) -> None:

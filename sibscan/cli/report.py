@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from ..options import CUTOFF_PANEL, REPORT_FORMATS
 from ._common import Command, flag, json_flag, user_errors
 
 
@@ -15,10 +16,10 @@ def register(app: typer.Typer) -> None:
     def report(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
         predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split; the label column is the truth when the scan's test items have none (default: none, no accuracy)."),
-        format: str = typer.Option("json,md,html,csv", "--format", "-f", help="Comma-separated formats: json, md, html, csv (flagged.csv: every test item judged a sibling)."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        format: str = typer.Option(",".join(REPORT_FORMATS), "--format", "-f", metavar=f"<{'|'.join(REPORT_FORMATS)}>,...", help="The report files to write, a comma list (csv: flagged.csv, every test item judged a sibling)."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
         absolute_paths: bool = flag("--absolute-paths", help="Keep absolute data paths in report.html (default: relative to the input folders)."),
         as_json: bool = json_flag(),

@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
     def scan(
         train_arg: Optional[str] = typer.Argument(None, metavar="TRAIN", help="Train items: a folder of images, or a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff). --train PATH works too.", show_default=False),
         test_arg: Optional[str] = typer.Argument(None, metavar="TEST", help="Test (evaluation) items, same kinds as TRAIN (--test PATH works too). With --index, the one argument is TEST.", show_default=False),
-        config: Optional[str] = typer.Option(None, "--config", "-c", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here)."),
+        config: Optional[str] = typer.Option(None, "--config", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here)."),
         json_out: bool = json_flag(),
         options: Optional[dict] = None,
     ) -> None:

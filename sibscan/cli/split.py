@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, json_flag, user_errors
+from ..options import CUTOFF_PANEL, LINKAGES
+from ._common import Command, choice, flag, json_flag, user_errors
 
 
 def register(app: typer.Typer) -> None:
@@ -18,11 +19,11 @@ def register(app: typer.Typer) -> None:
         resplit_dir: Optional[Path] = typer.Option(None, "--resplit", help="Also write a stratified group split here: train.csv, test.csv, resplit.json (default: none)."),
         test_size: float = typer.Option(0.2, "--test-size", help="Share of items in the new test set."),
         seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway."),
+        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
+        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
+        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
         no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
-        linkage: str = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
+        linkage: choice(LINKAGES) = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
         as_json: bool = json_flag(),
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).

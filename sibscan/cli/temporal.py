@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from ._common import parse_float_list, user_errors
+from ..options import ENGINES, NORMALISATIONS
+from ._common import choice, parse_float_list, user_errors
 
 HELP = (
     "Does a time-series benchmark test time? Score a classifier on the original series and on series whose time "
@@ -61,11 +62,11 @@ def temporal(
     runs: int = typer.Option(5, "--runs", min=1, help="Runs: the given split, then stratified re-splits.", show_default=True),
     seed: int = typer.Option(0, "--seed", help="Run r uses seed+r for its re-split, permutation and classifier.", show_default=True),
     no_normalise: bool = typer.Option(False, "--no-normalise", help="Test the raw values even where the series are not z-normalised."),
-    normalisation: str = typer.Option("demean", "--normalisation", help="How to normalise series that are not z-normalised: demean (the paper's: each mean removed, one common scale) or znorm.", show_default=True),
+    normalisation: choice(NORMALISATIONS) = typer.Option("demean", "--normalisation", help="How to normalise series that are not z-normalised: demean (the paper's: each mean removed, one common scale) or znorm.", show_default=True),
     augment: Optional[str] = typer.Option(None, "--augment", help="With --archive: padding levels (e.g. 0.1,0.2,0.3,0.4,0.5): compare original vs UCR Augmented instead."),
     label: Optional[str] = typer.Option(None, "--label", help="Label column (headerless UCR .tsv: column 0, found by itself)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", min=1, help="Threads per classifier (where it takes n_jobs; default: the classifier's)."),
-    engine: str = typer.Option("local", "--engine", help="With --archive: local (one unit after another) or ray (one Ray task per dataset and run).", show_default=True),
+    engine: choice(ENGINES) = typer.Option("local", "--engine", help="With --archive: local (one unit after another) or ray (one Ray task per dataset and run).", show_default=True),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: start Ray on this machine)."),
     num_cpus: Optional[int] = typer.Option(None, "--num-cpus", min=1, help="CPUs for a local Ray."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="TRAIN TEST: write the JSON result here. --archive: results folder (needed; re-running resumes)."),

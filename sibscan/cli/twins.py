@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from ._common import Command, flag, json_flag, parse_int_list, user_errors
+from ..items import MODALITIES
+from ._common import Command, choice, flag, json_flag, parse_int_list, user_errors
 
 HELP = (
     'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'
@@ -41,7 +42,7 @@ def twins(
         None, "--groups", help="Write split,index,id,group CSV: copies share a group, for a leak-free split (default: not written)."),
     labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN (default: none, or the y array of an .npz)."),
     labels_test: Optional[Path] = typer.Option(None, "--labels-test", help="Labels of a .npy/.npz TEST (default: none, or the y array of an .npz)."),
-    modality: Optional[str] = typer.Option(None, "--modality", help="table, text or image (default: from the files)."),
+    modality: Optional[choice(MODALITIES)] = typer.Option(None, "--modality", help="The kind of items (default: from the files)."),
     text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet (default: text)."),
     path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet (default: the first of path, file, filename, image, image_path, filepath)."),
 ) -> None:

@@ -8,11 +8,9 @@ from ..atomic import write_json, write_text
 from ..errors import SibscanError
 from ..scandir import ScanDir
 from .compute import build_report
+from ..options import REPORT_FORMATS as FORMATS
 
 __all__ = ["write_reports", "FORMATS"]
-
-#: "csv" is flagged.csv: every test item judged a sibling, with its partner, scores and why
-FORMATS = ("json", "md", "html", "csv")
 
 
 def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[str | Path] = None,

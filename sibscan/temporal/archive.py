@@ -26,13 +26,13 @@ from .classifiers import ClassifierSpec, classifier_spec
 from .normalise import NORMALISATIONS, apply_normalisation, choose_normalisation, normalise
 from .progress import Progress
 from .resplit import check_resplits, permute_time, time_permutation
+from ..options import ENGINES
 
 __all__ = ["ArchiveConfig", "ArchiveDataset", "discover", "run_archive", "run_unit"]
 
 log = logging.getLogger("sibscan.temporal")
 
 _SUFFIXES = (".tsv", ".ts", ".arff")
-ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True)

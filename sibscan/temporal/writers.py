@@ -19,10 +19,10 @@ import numpy as np
 
 from ..atomic import write_text
 from ..errors import SibscanError
+from ..options import SERIES_FORMATS as FORMATS
 
 __all__ = ["FORMATS", "choose_format", "write_pair", "write_series"]
 
-FORMATS = ("tsv", "ts")
 _TS_LABEL = re.compile(r"^[^\s:,]+$")
 
 

@@ -29,12 +29,12 @@ from .labels import Identity, LabelStore
 from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
+from sibscan.options import UIS
 
 __all__ = ["calibrate", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
 
 log = logging.getLogger("sibscan.calibration")
 
-UIS = ("web", "terminal", "none")
 DRAW_FILE = "draw.json"
 
 #: the written definition of "same" per modality, unless ``--definition`` says otherwise
