@@ -41,10 +41,10 @@ from benchmarks.score_samples import load as load_scores
 
 PREVALENCES = (0.005, 0.03, 0.12)
 #: 100 data sets per size and prevalence: 200 per prevalence over the two sizes
-DEFAULT = {"datasets": 100, "sizes": (2000, 10000), "step": 5, "adaptive_runs": 60}
-QUICK = {"datasets": 2, "sizes": (300,), "step": 20, "adaptive_runs": 1}
+DEFAULT = {"datasets": 16, "sizes": (2000, 10000), "step": 10, "checkpoints": (60, 100, 150, 200, 300, 400),
+           "control_datasets": 8}
+QUICK = {"datasets": 1, "sizes": (300,), "step": 20, "checkpoints": (30, 60), "control_datasets": 1}
 LABELLER_ERROR = 0.03
-TODAY_WIDTH = 0.098  # benchmarks/results/calibration_coverage.json before this version, 1,000 x 500, 60 labels
 SEED_PAIRS = 12
 
 
@@ -87,10 +87,16 @@ def _population(score: np.ndarray):
                       score=score, exact=np.zeros(n, bool), score_kind="verified")
 
 
-def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator, seed: int) -> Dict[int, dict]:
-    """Label as ``sibscan calibrate`` does, with a labeller wrong 3 % of the time; the estimate at each checkpoint."""
+def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator, seed: int,
+                     control_share: float = 0.0) -> Dict[int, dict]:
+    """Label as ``sibscan calibrate`` does, with a labeller wrong 3 % of the time; the estimate at each
+    checkpoint (total answers).  With ``control_share``, that share of the answers goes to control
+    pairs (half known "same", half known "different", answered by the same fallible labeller) and the
+    estimate reads them (:class:`sibscan.stats.ControlAnswers`)."""
+    from sibscan.calibration.fit import find_cutoff, fit_curve
     from sibscan.calibration.sampling import extend_draw, make_draw
     from sibscan.rate import estimate_rate
+    from sibscan.stats import ControlAnswers
 
     score, truth = ds["score"], ds["truth"]
     n = len(score)
@@ -98,161 +104,163 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
     pop = _population(score)
     wrong = rng.random(n) < LABELLER_ERROR  # each item's answer, if asked: the truth, or wrong
     answer = truth ^ wrong
-    draw = make_draw(pop, ds["lo"], min(SEED_PAIRS, checkpoints[0]), seed=seed)
+    top = max(checkpoints)
+    ctrl_wrong = rng.random((2, top)) < LABELLER_ERROR  # [known same, known different] answers, in order
+    pairs_at = {t: t - int(round(control_share * t)) for t in checkpoints}
+    draw = make_draw(pop, ds["lo"], min(SEED_PAIRS, pairs_at[checkpoints[0]]), seed=seed)
     out = {}
-    for target in checkpoints:
+    for total in checkpoints:
+        target = pairs_at[total]
         while len(draw.rows) < target:
             rows = draw.rows
             est = estimate_rate(score, exact, rows, answer[rows], fast=True)
             extend_draw(draw, pop, min(step, target - len(rows)), labels_by_row={int(r): "x" for r in rows},
                         p_same=est.p_same, curve_sd=est.curve_sd)
         rows = draw.rows[:target]
-        est = estimate_rate(score, exact, rows, answer[rows])
-        out[target] = {"lo": est.lo, "mid": est.estimate, "hi": est.hi, "n_below": int((score[rows] < ds["lo"]).sum()),
-                       "wrong_answers": int(wrong[rows].sum())}
+        n_ctrl = total - target
+        controls = None
+        if n_ctrl:
+            ns, nd = n_ctrl // 2, n_ctrl - n_ctrl // 2
+            controls = ControlAnswers(n_same=ns, same_answered_same=int(ns - ctrl_wrong[0, :ns].sum()),
+                                      n_different=nd, different_answered_same=int(ctrl_wrong[1, :nd].sum()))
+        # the cutoff calibrate fits from these answers: answered "same" at or above it are the floor
+        cutoff = find_cutoff(fit_curve(score[rows], answer[rows]))
+        est = estimate_rate(score, exact, rows, answer[rows], cutoff=cutoff, controls=controls)
+        out[total] = {"lo": est.lo, "mid": est.estimate, "hi": est.hi, "n_below": int((score[rows] < ds["lo"]).sum()),
+                      "wrong_answers": int(wrong[rows].sum()), "controls": n_ctrl}
     return out
-
-
-def today(ds: dict, n_labels: int, rng: np.random.Generator, seed: int) -> dict:
-    """The estimator before this version, as a reference: prior-allocated stratified draw from the
-    candidate range only, design-weighted Jeffreys posterior per stratum, pairs below the range taken
-    as unrelated.  Same fallible labeller."""
-    from sibscan.calibration.sampling import _prior_uncertainty, allocate
-
-    score, truth = ds["score"], ds["truth"]
-    n = len(score)
-    lo = min(ds["lo"], 1 - 1e-6)
-    K = int(np.clip(n_labels // 6, 3, 10))
-    edges = np.linspace(lo, max(1.0, score.max()) + 1e-6, K + 1)
-    h = np.where(score < lo, -1, np.clip(np.searchsorted(edges, score, side="right") - 1, 0, K - 1))
-    N_h = np.bincount(h[h >= 0], minlength=K)
-    take = allocate(N_h, np.sqrt(N_h) * _prior_uncertainty(edges, lo), n_labels)
-    r = np.random.default_rng([seed, 0])
-    rows = np.concatenate([r.choice(np.flatnonzero(h == k), int(take[k]), replace=False) for k in np.flatnonzero(take)] or [np.zeros(0, int)])
-    answer = truth[rows] ^ (rng.random(len(rows)) < LABELLER_ERROR)
-    hs = h[rows]
-    n_h = np.bincount(hs, minlength=K).astype(float)
-    a_h = np.bincount(hs, weights=answer.astype(float), minlength=K)
-    mid = float((N_h * np.where(n_h > 0, a_h / np.maximum(n_h, 1), 0.5)).sum())
-    theta = r.beta(a_h + 0.5, n_h - a_h + 0.5, size=(4000, K))
-    totals = (a_h + r.binomial(np.maximum(N_h - n_h, 0).astype(np.int64), theta)).sum(axis=1)
-    lo_c, hi_c = np.quantile(totals, [0.025, 0.975])
-    return {"lo": min(float(lo_c), mid) / n, "mid": mid / n, "hi": max(float(hi_c), mid) / n}
 
 
 KINDS = ("image", "text", "series")
 
 
-def run(datasets: int, sizes, step: int, adaptive_runs: int, seed: int = 0, kinds=KINDS, prevalences=PREVALENCES) -> dict:
-    """The coverage runs: at each size and prevalence, ``datasets`` data sets cycling through ``kinds``
-    (a subset of kinds or prevalences is for iterating quickly; the results quoted use all)."""
+def half_width_target(rate: float) -> float:
+    """The half width a rate's interval should reach: max(1 pp, 25 % of the rate) (issue 30)."""
+    return max(0.01, 0.25 * rate)
+
+
+def _one(job: tuple) -> dict:
+    """One simulated data set (a pool worker's unit)."""
+    seed, n, prev, d, kind, checkpoints, step, control_share = job
     sets = _score_sets()
-    runs = []
+    rng = np.random.default_rng([seed, n, int(prev * 1e4), d, int(control_share * 100)])
+    ds = make_dataset(sets, kind, d, n, prev, rng)
+    truth = float(ds["truth"].mean())
+    res = label_adaptively(ds, checkpoints, step, rng, seed=d, control_share=control_share)
+    row = {"n": n, "prevalence": prev, "kind": kind, "set": ds["set"], "true": truth, "control_share": control_share}
+    target = half_width_target(truth)
+    needed = None
+    for k in sorted(res):
+        v = res[k]
+        row[f"at_{k}"] = {**v, "covered": v["lo"] <= truth <= v["hi"]}
+        if needed is None and (v["hi"] - v["lo"]) / 2 <= target:
+            needed = k
+    row["labels_needed"] = needed  # None: not reached by the last checkpoint
+    return row
+
+
+def run(datasets: int, sizes, step: int, checkpoints, seed: int = 0, kinds=KINDS, prevalences=PREVALENCES,
+        control_datasets: int = 0, control_share: float = 0.1, workers: int = 2) -> dict:
+    """The coverage runs: ``datasets`` data sets per kind, size and prevalence (each its own draw of
+    a score set of that kind), and ``control_datasets`` more per kind and prevalence at the smallest
+    size with ``control_share`` of the answers on control pairs."""
+    from multiprocessing import Pool
+
+    jobs = [(seed, n, prev, d, kind, tuple(checkpoints), step, 0.0)
+            for n in sizes for prev in prevalences for kind in kinds for d in range(datasets)]
+    jobs += [(seed, min(sizes), prev, d, kind, tuple(checkpoints), step, control_share)
+             for prev in prevalences for kind in kinds for d in range(control_datasets)]
     t0 = time.perf_counter()
-    for n in sizes:
-        for prev in prevalences:
-            for d in range(datasets):
-                rng = np.random.default_rng([seed, n, int(prev * 1e4), d])
-                kind = kinds[d % len(kinds)]
-                ds = make_dataset(sets, kind, d // len(kinds), n, prev, rng)
-                truth = float(ds["truth"].mean())
-                res = label_adaptively(ds, (60, 100), step, rng, seed=d)
-                ref = today(ds, 60, rng, seed=d)
-                row = {"n": n, "prevalence": prev, "kind": kind, "set": ds["set"], "true": truth,
-                       "today_60": {**ref, "covered": ref["lo"] <= truth <= ref["hi"]}}
-                for k, v in res.items():
-                    row[f"new_{k}"] = {**v, "covered": v["lo"] <= truth <= v["hi"]}
-                runs.append(row)
-            print(f"  n={n:,} prevalence {prev:.1%}: {datasets} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
-    # strictly adaptive (a new estimate after every answer), as the labelling pages do: 2,000 items at 1 %
-    adaptive = []
-    for d in range(adaptive_runs):
-        rng = np.random.default_rng([seed, 99, d])
-        kind = kinds[d % len(kinds)]
-        ds = make_dataset(sets, kind, d // len(kinds), 2000 if adaptive_runs > 10 else min(sizes), 0.01, rng)
-        res = label_adaptively(ds, (100,), 1, rng, seed=d)[100]
-        truth = float(ds["truth"].mean())
-        adaptive.append({"kind": kind, "set": ds["set"], "true": truth, **res, "covered": res["lo"] <= truth <= res["hi"],
-                         "half_width": (res["hi"] - res["lo"]) / 2})
-    print(f"  adaptive, 100 labels, 1 %: {adaptive_runs} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
-    return {"runs": runs, "adaptive": adaptive, "seconds": time.perf_counter() - t0}
+    runs = []
+    with Pool(workers) as pool:
+        for i, row in enumerate(pool.imap_unordered(_one, jobs, chunksize=1)):
+            runs.append(row)
+            if (i + 1) % 50 == 0 or i + 1 == len(jobs):
+                print(f"  {i + 1} of {len(jobs)} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
+    return {"runs": runs, "seconds": time.perf_counter() - t0}
 
 
-def summarise(result: dict) -> dict:
+def _binomial_se(p: float, k: int) -> float:
+    return float(np.sqrt(p * (1 - p) / k)) if k else float("nan")
+
+
+def summarise(result: dict, checkpoints) -> dict:
     runs = result["runs"]
-    rows = []
-    for n in sorted({r["n"] for r in runs}):
-        for prev in sorted({r["prevalence"] for r in runs}):
-            sel = [r for r in runs if r["n"] == n and r["prevalence"] == prev]
-            if not sel:
-                continue
-            row = {"n": n, "prevalence": prev, "datasets": len(sel)}
-            for key, label in (("new_60", "60"), ("new_100", "100"), ("today_60", "today 60")):
-                row[f"coverage {label}"] = float(np.mean([r[key]["covered"] for r in sel]))
-                row[f"width {label}"] = float(np.mean([r[key]["hi"] - r[key]["lo"] for r in sel]))
-            rows.append(row)
-    per_kind = []
+    cells = []
+    for share in sorted({r["control_share"] for r in runs}):
+        for kind in KINDS:
+            for n in sorted({r["n"] for r in runs}):
+                for prev in sorted({r["prevalence"] for r in runs}):
+                    sel = [r for r in runs if r["kind"] == kind and r["n"] == n and r["prevalence"] == prev
+                           and r["control_share"] == share]
+                    if not sel:
+                        continue
+                    row = {"kind": kind, "n": n, "prevalence": prev, "controls": share, "datasets": len(sel)}
+                    for k in checkpoints:
+                        cov = float(np.mean([r[f"at_{k}"]["covered"] for r in sel]))
+                        row[f"cov {k}"] = cov
+                        row[f"se {k}"] = _binomial_se(cov, len(sel))
+                        row[f"width {k}"] = float(np.mean([r[f"at_{k}"]["hi"] - r[f"at_{k}"]["lo"] for r in sel]))
+                    needed = [r["labels_needed"] if r["labels_needed"] is not None else np.inf for r in sel]
+                    med = float(np.median(needed))
+                    row["labels needed (median)"] = med if np.isfinite(med) else f"> {max(checkpoints)}"
+                    cells.append(row)
+    main_cells = [c for c in cells if c["controls"] == 0]
+    by_kind = {}
     for kind in KINDS:
-        sel = [r for r in runs if r["kind"] == kind]
-        if sel:
-            per_kind.append({"kind": kind, "datasets": len(sel),
-                             "coverage 60": float(np.mean([r["new_60"]["covered"] for r in sel])),
-                             "coverage 100": float(np.mean([r["new_100"]["covered"] for r in sel])),
-                             "today coverage 60": float(np.mean([r["today_60"]["covered"] for r in sel]))})
-    ad = result["adaptive"]
-    width60 = float(np.mean([r["new_60"]["hi"] - r["new_60"]["lo"] for r in runs]))
-    width100 = float(np.mean([r["new_100"]["hi"] - r["new_100"]["lo"] for r in runs]))
-    today60 = float(np.mean([r["today_60"]["hi"] - r["today_60"]["lo"] for r in runs]))
-    return {
-        "by_size_and_prevalence": rows, "by_kind": per_kind,
-        "coverage_min_60": min(r["coverage 60"] for r in rows), "coverage_min_100": min(r["coverage 100"] for r in rows),
-        "mean_width_60": width60, "mean_width_100": width100, "today_mean_width_60_same_run": today60,
-        "width_60_vs_today_same_run": width60 / today60 if today60 else None,
-        "width_60_vs_today_0.098": width60 / TODAY_WIDTH,
-        "adaptive_100_at_1pct_median_half_width": float(np.median([r["half_width"] for r in ad])) if ad else None,
-        "adaptive_100_at_1pct_coverage": float(np.mean([r["covered"] for r in ad])) if ad else None,
-    }
+        needed = [r["labels_needed"] if r["labels_needed"] is not None else np.inf
+                  for r in runs if r["kind"] == kind and r["control_share"] == 0]
+        if needed:
+            med = float(np.median(needed))
+            by_kind[kind] = med if np.isfinite(med) else f"> {max(checkpoints)}"
+    return {"cells": cells,
+            "coverage_min": {str(k): min(c[f"cov {k}"] for c in main_cells) for k in checkpoints} if main_cells else {},
+            "cells_below_0.93": {str(k): [f"{c['kind']} n={c['n']} {c['prevalence']:.1%}: {c[f'cov {k}']:.2f}"
+                                          for c in main_cells if c[f"cov {k}"] < 0.93] for k in checkpoints},
+            "labels_needed_median_by_kind": by_kind}
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.calibration_coverage", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few tiny data sets (for the tests)")
-    ap.add_argument("--datasets", type=int, default=None, help=f"data sets per size and prevalence (default {DEFAULT['datasets']}: 200 per prevalence)")
+    ap.add_argument("--datasets", type=int, default=None, help=f"data sets per kind, size and prevalence (default {DEFAULT['datasets']})")
     ap.add_argument("--sizes", default=None, help="comma list of test-set sizes (default 2000,10000)")
-    ap.add_argument("--step", type=int, default=None, help="pairs added per adaptive step in the coverage runs (default 5)")
-    ap.add_argument("--adaptive-runs", type=int, default=None, help="data sets of 2,000 items at 1 %% labelled strictly adaptively (default 60)")
+    ap.add_argument("--step", type=int, default=None, help=f"pairs added per adaptive step (default {DEFAULT['step']})")
+    ap.add_argument("--checkpoints", default=None, help="comma list of answer counts the interval is read at (default 60,100,150,200,300,400)")
+    ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with 10 %% of the answers on control pairs")
     ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
     ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
+    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--name", default="calibration_coverage", help="results file stem")
     args = ap.parse_args(argv)
     cfg = dict(QUICK if args.quick else DEFAULT)
-    if args.datasets is not None:
-        cfg["datasets"] = args.datasets
+    for key in ("datasets", "step", "control_datasets"):
+        if getattr(args, key) is not None:
+            cfg[key] = getattr(args, key)
     if args.sizes:
         cfg["sizes"] = tuple(int(x) for x in args.sizes.split(","))
-    if args.step is not None:
-        cfg["step"] = args.step
-    if args.adaptive_runs is not None:
-        cfg["adaptive_runs"] = args.adaptive_runs
+    if args.checkpoints:
+        cfg["checkpoints"] = tuple(int(x) for x in args.checkpoints.split(","))
     kinds = tuple(args.kinds.split(",")) if args.kinds else KINDS
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         ap.error(f"unknown kind {', '.join(unknown)}; available: {', '.join(KINDS)}")
     prevalences = tuple(float(x) for x in args.prevalences.split(",")) if args.prevalences else PREVALENCES
     cfg.update(kinds=list(kinds), prevalences=list(prevalences))
-    print(f"{cfg['datasets']} data sets per size and prevalence, sizes {cfg['sizes']}, prevalences {prevalences}, "
-          f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}", flush=True)
-    result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["adaptive_runs"], kinds=kinds, prevalences=prevalences)
-    summary = summarise(result)
-    print_table(summary["by_size_and_prevalence"])
-    print_table(summary["by_kind"])
+    print(f"{cfg['datasets']} data sets per kind, size and prevalence, sizes {cfg['sizes']}, prevalences {prevalences}, "
+          f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}, "
+          f"read at {cfg['checkpoints']} answers", flush=True)
+    result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["checkpoints"], kinds=kinds, prevalences=prevalences,
+                 control_datasets=cfg["control_datasets"], workers=args.workers)
+    summary = summarise(result, cfg["checkpoints"])
+    print_table(summary["cells"])
     for k, v in summary.items():
-        if not isinstance(v, list):
-            print(f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}")
-    path = write_results(args.name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"])},
-                                     "labeller_error": LABELLER_ERROR, "prevalences": list(prevalences),
-                                     "seconds": result["seconds"], "summary": summary, "runs": result["runs"],
-                                     "adaptive": result["adaptive"]})
+        if k != "cells":
+            print(f"{k}: {v}")
+    path = write_results(args.name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"]),
+                                                                     "checkpoints": list(cfg["checkpoints"])},
+                                     "labeller_error": LABELLER_ERROR, "seconds": result["seconds"],
+                                     "summary": summary, "runs": result["runs"]})
     print(f"written: {path} ({result['seconds']:.0f} s)")
     return summary
 

@@ -12,57 +12,111 @@ also importable from here, as they were before those modules were split off.
 
 The estimator
 -------------
-``P(same | score)`` rises with the score.  It is modelled as a logistic curve in the score with a
-labeller who answers wrong a share ``eps`` of the time::
+Design-based, so that it covers wherever the siblings score.  The test items are cut into strata by
+their top-1 score over the *whole* test set (:func:`score_strata`: fine strata at the top, where
+siblings sit, coarse ones below, the scores under the candidate range included); the pairs a person
+labels are random draws within their strata (:mod:`sibscan.calibration.sampling` draws them by the
+same rule, adaptively: each next pair from the stratum where one more answer shrinks the interval
+most), so each stratum's answers are a random sample of it whatever the allocation.
 
-    P(answer "same" | s) = eps + (1 - 2 eps) / (1 + exp(-(s - c) / w))
+Per stratum ``h`` the share of items a person would answer "same", ``q_h``, has a Jeffreys posterior
+from its ``a_h`` "same" of ``m_h`` answers.  The labeller answers wrong: "same" about a non-sibling
+with probability ``f_s``, "different" about a sibling with probability ``f_d``, so ``q_h = f_s +
+p_h (1 - f_s - f_d)`` and the sibling share is ``p_h = (q_h - f_s) / (1 - f_s - f_d)`` (the
+Rogan-Gladen correction).  ``(f_s, f_d)`` have a posterior on a grid: a flat prior, times the
+answers on control pairs when given (:class:`sibscan.stats.ControlAnswers`: known-different pairs
+answered "same" measure ``f_s``, known-same answered "different" ``f_d``), times what every
+stratum's answers allow (``q_h >= f_s`` and ``q_h <= 1 - f_d``: a stratum answered "different"
+throughout bounds ``f_s``).  Without control answers the flat prior is the assumption: each rate at
+most 10 %, and :meth:`RateEstimate.to_dict` says so in ``"method"``.
 
-and the posterior over the location ``c`` (where the answers flip), the width ``w`` and ``eps`` is
-computed on a grid (flat in ``c`` over and beyond the scores, flat in ``log w``, ``eps`` in
-[0, 0.1]).  For each grid point the number of siblings among the N test items is exact twins (known
-siblings) + for each labelled item the probability it is a sibling given its answer + for each
-unlabelled item ``P(same | s)``; its distribution is the posterior mixture of the normal
-approximations of those sums (a Poisson-binomial for the unlabelled items).  The interval is the
-2.5-97.5 % quantiles of that mixture and the estimate its median.  Because the curve is monotone, a
-region where every answer was "different" bounds every score below it; because answers may be
-wrong, one stray "same" among many "different" does not turn a low-score region into siblings.
-Selection of the labelled pairs may depend on earlier answers (adaptive labelling): the likelihood
-is the same.
+The count of siblings is then drawn by Monte Carlo, every draw one ``(f_s, f_d)`` and one ``p_h``
+per stratum: exact twins, plus the answered "same" at or above the cutoff (known siblings: the
+floor), plus per stratum a binomial of its unlabelled items at ``p_h`` (a finite population: the
+labelled items are not drawn again), plus the labelled items the answers may have got wrong
+(answered "same" below the cutoff at ``p (1 - f_d) / q``, answered "different" at ``p f_d / (1 -
+q)``).  The interval is the draws' 2.5-97.5 % quantiles and the estimate their median, so ``lo x n``
+is never below exact twins + answered "same" at or above the cutoff, and the estimate lies in
+``[lo, hi]`` (property-tested).  A stratum without answers has the prior's whole range: label it
+(the draw gives every stratum answers first).
 
-What it cannot see: siblings that the verifier scores among non-siblings, far below the flip. There
-``P(same | s)`` is a few percent, like the labeller's error rate, and the handful of answers drawn
-there cannot tell the two apart: the curve reads them as errors and the interval leaves those
-siblings out. On the image score sets a quarter of the siblings score below the 98th percentile of
-the non-siblings; this is why coverage falls short at 3 % and 12 % prevalence. (A floor on ``P(same
-| s)`` or an allowance for a share of missed siblings restores coverage there, but, with the
-labeller's error rate unknown, widened the intervals at 0.5 % 1.7-6x in trial runs: tried, measured,
-not adopted.)  Coverage and width are measured by ``python -m benchmarks.calibration_coverage`` on
-scores drawn from the project's real-item benchmark scans, with a labeller wrong 3 % of the time.
+What it costs: nothing is assumed away, so a big low-score stratum answered "different" throughout
+still carries an upper end of a few percent of its items until enough answers narrow it, and the
+labeller's unknown false-"same" rate widens the upper end where the rate is small: the width is what
+the labels buy.  Coverage and width are measured by ``python -m benchmarks.calibration_coverage`` on
+scores drawn from the project's real-item benchmark scans, with a labeller wrong 3 % of the time
+(docs/calibration.md has the table).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy import special
 
 from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason, sentence
+from .stats import ControlAnswers
 from .testscores import TestScores, best_scores, flagged_mask, test_scores
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
-           "narrow_enough", "no_interval_reason", "sentence", "test_scores"]
+           "narrow_enough", "no_interval_reason", "score_strata", "sentence", "test_scores"]
+
+#: the estimator's strata: test items are cut by their top-1 score at these shares from the top (the
+#: finest where siblings sit, the coarsest where the bulk of unrelated items lies), over the WHOLE test
+#: set, below the candidate range included; a stratum holds at least ``_MIN_STRATUM`` items
+_TAILS = (0.005, 0.02, 0.06, 0.18, 0.45)
+_MIN_STRATUM = 10
+#: the labeller's error rates (false "same", false "different"): a grid over [0, cap] with a flat prior;
+#: without control answers the cap is the assumption (at most 10 % each way), with them it is 0.5 and
+#: the controls' answers measure the rates
+_ERR_CAP_ASSUMED, _ERR_CAP_MEASURED, _ERR_GRID = 0.10, 0.5, 25
+_DRAWS, _DRAWS_FAST = 20_000, 4_000
+#: each stratum's prior sibling share: Beta(0.1, 1), mean 0.09 (most strata hold few siblings; a
+#: Jeffreys prior's half a pseudo-"same" per stratum added up to a floor of several percent of the items
+#: over the big low-score strata at 60 labels, above a 0.5 % rate)
+_SHARE_PRIOR = (0.15, 1.0)
+_THETA = 128  # grid points of each stratum's sibling share (uniform in theta, p = sin(theta)^2)
+#: the method as every record names it
+METHOD = ("stratified by top-1 score over the whole test set; per stratum a Jeffreys posterior of the share answered "
+          "'same', corrected for the labeller's false-'same' and false-'different' rates (Rogan-Gladen); unlabelled "
+          "items by a finite-population Monte Carlo; answered 'same' at or above the cutoff counted as siblings")
 
 
-#: the posterior's grid: locations of the flip (``c``, points per unit of quantile), widths of the
-#: curve (in quantile units, flat prior in log w), the labeller's error rates (flat prior), the most
-#: grid points kept (the heaviest), and Monte Carlo draws for the quantiles of the count
-_FULL = {"c": 120, "w": np.geomspace(2e-4, 0.3, 14), "eps": np.array([0.0, 0.015, 0.03, 0.05, 0.08]),
-         "top": np.array([1.0, 0.97, 0.94, 0.9, 0.85, 0.8]), "points": 3000, "draws": 40_000}
-_FAST = {"c": 64, "w": np.geomspace(2e-4, 0.3, 8), "eps": np.array([0.0, 0.03, 0.08]),
-         "top": np.array([1.0, 0.94, 0.85]), "points": 600, "draws": 4_000}
-_KEEP = 1e-7  # grid points with less posterior weight than this share of the largest are dropped
-_BLOCK = 256
-_BINS = 1024
+def score_strata(score: np.ndarray) -> np.ndarray:
+    """The estimator's stratum of each test item from its top-1 score: 0 (lowest) .. K-1, -1 without a score.
+
+    One rule for the estimator (:func:`estimate_rate`) and the draw of pairs to label
+    (:func:`sibscan.calibration.sampling.extend_draw`), so that every labelled pair is a random draw
+    from its stratum.  The cut points are scores at the shares ``_TAILS`` from the top of all finite
+    scores (compared in float32, the precision scores are stored in, so the population and the test
+    scores agree); ties stay together; strata smaller than ``_MIN_STRATUM`` join the one below.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (n,), int64
+    """
+    s = np.asarray(score, np.float64).astype(np.float32)
+    ok = np.isfinite(s)
+    out = np.full(len(s), -1, np.int64)
+    if not ok.any():
+        return out
+    srt = np.sort(s[ok])
+    m = len(srt)
+    edges = np.unique([srt[m - int(np.ceil(t * m))] for t in _TAILS if int(np.ceil(t * m)) < m])
+    # merge strata holding too few items into the one below (drop their lower edge), from the top
+    while len(edges):
+        counts = np.diff(np.r_[0, np.searchsorted(srt, edges, side="left"), m])
+        small = np.flatnonzero(counts[1:] < _MIN_STRATUM)  # stratum k + 1 starts at edges[k]
+        if not len(small):
+            break
+        edges = np.delete(edges, small[-1])
+    out[ok] = np.searchsorted(edges, s[ok], side="right")
+    return out
 
 
 @dataclass
@@ -79,11 +133,18 @@ class RateEstimate:
         Test items, items with a same/different answer used, exact twins (known siblings).
     level : float
     p_same : ndarray of shape (n,)
-        Posterior mean probability that each item is a sibling (1 for exact twins; labelled items
-        given their answer).
+        Posterior mean probability that each item is a sibling: 1 for exact twins and known siblings
+        (answered "same" at or above the cutoff), the labelled items given their answer, the others
+        their stratum's posterior mean sibling share (0 without a score).
     curve_sd : ndarray of shape (n,)
-        Posterior standard deviation of ``P(same | score)`` at each item's score (0 for exact twins
+        Posterior standard deviation of the sibling share of each item's stratum (0 for exact twins
         and items without a score): where another answer would tell the most.
+    n_known : int
+        Known siblings among the labelled: answered "same" at or above the cutoff (none without one).
+    labeller_error : dict
+        ``{"false_same": [lo, median, hi], "false_different": [...], "controls": n}``: the posterior
+        of the labeller's error rates (``controls`` 0: not measured, the assumption in ``method``).
+    method : str
     """
 
     estimate: float
@@ -96,11 +157,14 @@ class RateEstimate:
     level: float
     p_same: np.ndarray
     curve_sd: np.ndarray
+    n_known: int = 0
+    labeller_error: dict = field(default_factory=dict)
+    method: str = METHOD
 
     def to_dict(self) -> dict:
         return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi, "level": self.level,
                 "siblings": list(self.siblings), "n": self.n, "n_labels": self.n_labels, "n_exact": self.n_exact,
-                "method": "monotone logistic P(same | score) with labeller error, grid posterior"}
+                "n_known": self.n_known, "labeller_error": self.labeller_error, "method": self.method}
 
     def precision_recall(self, score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) -> tuple:
         """Posterior-mean precision and recall of the items flagged at ``cutoff`` (None where undefined)."""
@@ -111,23 +175,9 @@ class RateEstimate:
         return (tp / flagged.sum() if flagged.any() else None), (tp / total if total > 0 else None)
 
 
-def _quantile_rank(pop: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Mid-rank of each ``s`` among the sorted population scores ``pop``, as a fraction in (0, 1)."""
-    lo = np.searchsorted(pop, s, side="left")
-    hi = np.searchsorted(pop, s, side="right")
-    return (lo + hi) / (2.0 * len(pop))
-
-
-def _c_grid(m: int = 240) -> tuple:
-    """Locations of the flip in quantile units, with their prior weights: flat over [-0.02, 1.02],
-    denser towards the top where siblings sit."""
-    u = np.unique(np.concatenate([np.linspace(-0.02, 1.02, m), 1.0 - np.geomspace(2e-4, 0.25, m // 2)]))
-    w = np.gradient(u)
-    return u, w / w.sum()
-
-
 def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray, *,
-                  level: float = LEVEL, fast: bool = False) -> RateEstimate:
+                  level: float = LEVEL, fast: bool = False, cutoff: Optional[float] = None,
+                  controls: Optional[ControlAnswers] = None) -> RateEstimate:
     """The sibling rate of ``n`` test items from their scores and a person's answers on some of them.
 
     Parameters
@@ -137,112 +187,139 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     exact : ndarray of shape (n,), bool
         Exact twins: siblings without asking (their answers, if any, are not used).
     labelled : ndarray of shape (m,), int
-        Items with an answer (each at most once: the latest answer of its pair).
+        Items with an answer (each at most once: the latest answer of its pair), drawn at random
+        within their strata (:func:`score_strata`).
     same : ndarray of shape (m,), bool
         The answers.
     level : float
     fast : bool
-        A coarser grid (about 10x faster): for choosing the next pair to label, not for reporting.
+        Fewer Monte Carlo draws (5x faster): for choosing the next pair to label, not for reporting.
+    cutoff : float, optional
+        The cutoff in force: items answered "same" at or above it are known siblings (the interval's
+        floor); without one (nothing flagged) the floor is the exact twins, and every answer is read
+        with the labeller's error.
+    controls : ControlAnswers, optional
+        The labeller's answers on control pairs: they measure the false-"same" and false-"different"
+        rates; without them each is assumed to be at most 10 %.
 
     Returns
     -------
     RateEstimate
         See the module docstring for the model.
     """
-    grid = _FAST if fast else _FULL
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if controls is not None and not isinstance(controls, ControlAnswers):
+        raise TypeError(f"controls must be a sibscan.stats.ControlAnswers, got {type(controls).__name__}")
     score = np.asarray(score, np.float64)
     exact = np.asarray(exact, bool)
     n = len(score)
     labelled = np.asarray(labelled, np.int64)
     same = np.asarray(same, bool)
+    if labelled.shape != same.shape:
+        raise ValueError(f"labelled and same must have the same length, got {len(labelled)} and {len(same)}")
     use = ~exact[labelled] & np.isfinite(score[labelled])
-    labelled, same = labelled[use], same[use].astype(np.float64)
-    free = ~exact & np.isfinite(score)
-    pop = np.sort(score[free])
-    x = np.zeros(n)
-    if len(pop):
-        x[free] = _quantile_rank(pop, score[free])
-    xl = x[labelled]
-    uc, prior_c = _c_grid(grid["c"])
-    widths = grid["w"]
-    # the answer model's other parameters: (eps, top) pairs, flat prior
-    er = np.array([(e, t) for e in grid["eps"] for t in grid["top"]])
-    prior_er = np.full(len(er), 1.0 / len(er))
-    # log-likelihood of the answers at every (c, w, (eps, rho)): shape (C, W, E)
-    # (float32 is plenty for a log-likelihood summed over a few hundred answers, and twice as fast)
-    p = _logistic((xl[None, None, :] - uc[:, None, None]) / widths[None, :, None]).astype(np.float32)  # (C, W, m)
-    ys, yd = p[:, :, same > 0], p[:, :, same == 0]
-    ll = np.empty((len(uc), len(widths), len(er)))
-    for e, (eps, top) in enumerate(er):
-        a, b = np.float32(eps), np.float32((1 - 2 * eps) * top)
-        ll[:, :, e] = np.log(np.maximum(a + b * ys, 1e-12)).sum(axis=2) + np.log(np.maximum(1 - a - b * yd, 1e-12)).sum(axis=2)
-    logpost = ll + np.log(prior_c)[:, None, None] + np.log(prior_er)[None, None, :]
-    post = np.exp(logpost - logpost.max())
-    keep = np.argwhere(post > _KEEP * post.max())
-    wts = post[keep[:, 0], keep[:, 1], keep[:, 2]]
-    if len(wts) > grid["points"]:  # the heaviest points; what is dropped weighs almost nothing
-        top = np.argsort(-wts, kind="stable")[:grid["points"]]
-        keep, wts = keep[top], wts[top]
-    wts = wts / wts.sum()
-    eps, top = er[keep[:, 2], 0], er[keep[:, 2], 1]
-    # per kept (c, w): sums of the logistic over the unlabelled items, in blocks (memory: block x bins)
-    cw, inv = np.unique(keep[:, :2], axis=0, return_inverse=True)
-    inv = inv.ravel()
-    free_idx = np.flatnonzero(free)
-    is_lab = np.zeros(n, bool)
-    is_lab[labelled] = True
-    # the unlabelled items by bins of their quantile rank (ranks are spread evenly, so a bin holds
-    # about n / _BINS items; ties share a bin): the sums over items become sums over bins
-    xf = x[free_idx]
-    n_bins = min(_BINS, max(len(free_idx), 1))
-    fbin = np.minimum((xf * n_bins).astype(np.int64), n_bins - 1)
-    cnt_u = np.bincount(fbin[~is_lab[free_idx]], minlength=n_bins).astype(np.float64)
-    cnt_all = np.bincount(fbin, minlength=n_bins).astype(np.float64)
-    centre = np.bincount(fbin, weights=xf, minlength=n_bins) / np.maximum(cnt_all, 1)
-    s1, s2 = np.empty(len(cw)), np.empty(len(cw))
-    # posterior moments of P(same | s) = top * sigma per bin: weights per (c, w)
-    a1 = np.bincount(inv, weights=wts * top, minlength=len(cw))
-    a2 = np.bincount(inv, weights=wts * top ** 2, minlength=len(cw))
-    m1, m2 = np.zeros(n_bins), np.zeros(n_bins)
-    for start in range(0, len(cw), _BLOCK):
-        sl = slice(start, start + _BLOCK)
-        pb = _logistic((centre[None, :] - uc[cw[sl, 0], None]) / widths[cw[sl, 1], None])
-        s1[sl], s2[sl] = pb @ cnt_u, (pb * pb) @ cnt_u
-        m1 += a1[sl] @ pb
-        m2 += a2[sl] @ (pb * pb)
-    # the unlabelled items' expected count and Poisson-binomial variance at each kept point
-    mu_u = top * s1[inv]
-    var_u = mu_u - top ** 2 * s2[inv]
-    # the labelled items: the probability each is a sibling given its answer
-    pl = top[:, None] * _logistic((x[labelled][None, :] - uc[cw[inv, 0], None]) / widths[cw[inv, 1], None])
-    e_ = eps[:, None]
-    a = np.where(same[None, :] > 0, (1 - e_) * pl, e_ * pl)
-    b = np.where(same[None, :] > 0, e_ * (1 - pl), (1 - e_) * (1 - pl))
-    ql = a / np.maximum(a + b, 1e-300)
-    n_exact = int(exact.sum())
-    mu = n_exact + mu_u + ql.sum(axis=1)
-    var = np.maximum(var_u, 0.0) + (ql * (1 - ql)).sum(axis=1)
-    lo_c, mid_c, hi_c = _mixture_quantiles(mu, np.sqrt(var), wts, [(1 - level) / 2, 0.5, (1 + level) / 2], n_exact, n,
-                                           grid["draws"])
-    # per item: posterior mean of P(sibling) and sd of the curve at its score
-    p_same = exact.astype(np.float64)
-    p_same[free_idx] = m1[fbin]
-    p_same[labelled] = wts @ ql
-    curve_sd = np.zeros(n)
-    curve_sd[free_idx] = np.sqrt(np.maximum(m2 - m1 ** 2, 0.0))[fbin]
-    frac = (lambda v: v / n) if n else (lambda v: 0.0)
-    return RateEstimate(estimate=frac(mid_c), lo=frac(lo_c), hi=frac(hi_c), siblings=(lo_c, mid_c, hi_c), n=n,
-                        n_labels=int(len(labelled)), n_exact=n_exact, level=level, p_same=p_same, curve_sd=curve_sd)
-
-
-def _mixture_quantiles(mu: np.ndarray, sd: np.ndarray, w: np.ndarray, probs, known: int, n: int, draws: int) -> list:
-    """Quantiles of the count of siblings, a posterior mixture of normals: by a seeded Monte Carlo
-    draw of ``draws`` values, clipped to [known, n] (``known`` exact twins are siblings for certain)."""
+    labelled, same = labelled[use], same[use]
+    h = score_strata(score)
+    h[exact] = -1
+    K = int(h.max()) + 1 if n and h.max() >= 0 else 0
+    free = h >= 0
+    N = np.bincount(h[free], minlength=K).astype(np.int64)
+    hl = h[labelled]
+    known = same & (score[labelled] >= cutoff) if cutoff is not None else np.zeros(len(same), bool)
+    m = np.bincount(hl, minlength=K)
+    a = np.bincount(hl, weights=same.astype(np.float64), minlength=K)
+    k_known = np.bincount(hl[known], minlength=K)
+    k_same = np.bincount(hl[same & ~known], minlength=K)
+    k_diff = m - a.astype(np.int64)
     rng = np.random.default_rng(0)
-    k = rng.choice(len(w), size=draws, p=w)
-    t = np.clip(rng.normal(mu[k], sd[k]), float(known), float(n))
-    return [float(v) for v in np.quantile(t, probs)]
+    draws = _DRAWS_FAST if fast else _DRAWS
+    fs, fd, p = _posterior_draws(a, m, controls, draws, rng)
+    q = fs[:, None] + p * (1.0 - fs - fd)[:, None]
+    p_if_same = np.clip(p * (1.0 - fd[:, None]) / np.maximum(q, 1e-12), 0.0, 1.0)
+    p_if_diff = np.clip(p * fd[:, None] / np.maximum(1.0 - q, 1e-12), 0.0, 1.0)
+    n_exact = int(exact.sum())
+    n_known = int(known.sum())
+    total = (n_exact + n_known + rng.binomial(N - m, p).sum(axis=1) + rng.binomial(k_same, p_if_same).sum(axis=1)
+             + rng.binomial(k_diff, p_if_diff).sum(axis=1)).astype(np.float64)
+    lo_c, mid_c, hi_c = (float(v) for v in np.quantile(total, [(1 - level) / 2, 0.5, (1 + level) / 2]))
+    # per item: the posterior mean probability of being a sibling, and the sd of its stratum's share
+    p_same = exact.astype(np.float64)
+    curve_sd = np.zeros(n)
+    if K:
+        p_same[free] = p.mean(axis=0)[h[free]]
+        curve_sd[free] = p.std(axis=0)[h[free]]
+        p_same[labelled] = np.where(known, 1.0, np.where(same, p_if_same.mean(axis=0)[hl], p_if_diff.mean(axis=0)[hl]))
+    frac = (lambda v: v / n) if n else (lambda v: 0.0)
+    n_controls = controls.n if controls is not None else 0
+    err = {"false_same": _three(fs), "false_different": _three(fd), "controls": n_controls}
+    method = METHOD + (f"; the labeller's error rates measured on {n_controls} control answers (flat prior on [0, "
+                       f"{_ERR_CAP_MEASURED:g}])" if n_controls else
+                       f"; the labeller's error rates not measured (no control answers): assumed at most "
+                       f"{_ERR_CAP_ASSUMED:.0%} each (flat prior), bounded further by the answers")
+    return RateEstimate(estimate=frac(mid_c), lo=frac(lo_c), hi=frac(hi_c), siblings=(lo_c, mid_c, hi_c), n=n,
+                        n_labels=int(len(labelled)), n_exact=n_exact, level=level, p_same=p_same, curve_sd=curve_sd,
+                        n_known=n_known, labeller_error=err, method=method)
 
 
-def _logistic(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -60.0, 60.0)))
+def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAnswers], draws: int,
+                     rng: np.random.Generator) -> tuple:
+    """Draws of the labeller's (false-"same", false-"different") rates and of every stratum's sibling
+    share from their joint posterior (module docstring).
+
+    The error rates live on a grid over ``[0, cap]^2``; each stratum's share ``p`` on a grid uniform in
+    ``theta`` with ``p = sin(theta)^2`` (fine near 0 and 1), with the prior ``_SHARE_PRIOR``; the answers'
+    likelihood is binomial in ``q = f_s + p (1 - f_s - f_d)``.  A stratum's answers weigh each error
+    grid point by their likelihood averaged over its prior (so a stratum answered "different"
+    throughout bounds ``f_s``); given the error rates, its share is drawn from its own posterior.
+
+    Parameters
+    ----------
+    a, m : ndarray of shape (K,)
+        "Same" answers and answers per stratum.
+
+    Returns
+    -------
+    fs, fd : ndarray of shape (draws,)
+    p : ndarray of shape (draws, K)
+    """
+    K = len(m)
+    cap = _ERR_CAP_MEASURED if controls is not None and controls.n else _ERR_CAP_ASSUMED
+    step = cap / _ERR_GRID
+    g = (np.arange(_ERR_GRID) + 0.5) * step
+    FS, FD = (x.ravel() for x in np.meshgrid(g, g, indexing="ij"))
+    logw = np.zeros(len(FS))
+    if controls is not None:
+        fs_k, fd_k = controls.different_answered_same, controls.n_same - controls.same_answered_same
+        logw += fs_k * np.log(FS) + (controls.n_different - fs_k) * np.log1p(-FS)
+        logw += fd_k * np.log(FD) + (controls.n_same - fd_k) * np.log1p(-FD)
+    dtheta = (np.pi / 2) / _THETA
+    ps = np.sin((np.arange(_THETA) + 0.5) * dtheta) ** 2  # (T,): cell midpoints
+    # the prior's mass in each cell, exactly (its density is infinite at 0)
+    prior = np.diff(special.betainc(*_SHARE_PRIOR, np.sin(np.arange(_THETA + 1) * dtheta) ** 2))
+    q = FS[:, None] + ps[None, :] * (1.0 - FS - FD)[:, None]  # (G, T)
+    lq, l1q = np.log(q), np.log1p(-q)
+    # log P(answers of stratum k | p, fs, fd), (G, K, T); strata without answers: 0
+    ll = a[None, :, None] * lq[:, None, :] + (m - a)[None, :, None] * l1q[:, None, :]
+    top = ll.max(axis=2, keepdims=True)
+    lik = np.exp(ll - top) * prior
+    logw += (np.log(lik.sum(axis=2)) + top[:, :, 0]).sum(axis=1)
+    w = np.exp(logw - logw.max())
+    k = rng.choice(len(w), size=draws, p=w / w.sum())
+    jitter = rng.random((2, draws)) - 0.5
+    fs = np.clip(FS[k] + jitter[0] * step, 0.0, cap)
+    fd = np.clip(FD[k] + jitter[1] * step, 0.0, cap)
+    # each stratum's share given the drawn grid point: from its posterior over theta, jittered within the cell
+    cum = np.cumsum(lik, axis=2)
+    cum /= cum[:, :, -1:]
+    p = np.empty((draws, K))
+    for j in range(K):
+        c = cum[k, j, :]  # (draws, T)
+        t = (c < rng.random((draws, 1))).sum(axis=1)
+        p[:, j] = np.sin((np.minimum(t, _THETA - 1) + rng.random(draws)) * dtheta) ** 2
+    return fs, fd, p
+
+
+def _three(x: np.ndarray) -> list:
+    """[2.5 %, 50 %, 97.5 %] quantiles of a draw, rounded for a record."""
+    return [round(float(v), 5) for v in np.quantile(x, [0.025, 0.5, 0.975])]

@@ -322,7 +322,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
     if len(rows_a):
-        r = estimate_rate(ts.score, ts.exact, pop.query_index[rows_a], same_a)
+        r = estimate_rate(ts.score, ts.exact, pop.query_index[rows_a], same_a, cutoff=res.cutoff)
         est["rate"] = r.to_dict()
         est["sibling_rate"] = [r.lo, r.estimate, r.hi]
         est["siblings"] = list(r.siblings)

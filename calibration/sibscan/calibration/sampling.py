@@ -28,6 +28,7 @@ import numpy as np
 
 from sibscan.atomic import write_json
 from sibscan.errors import SibscanError
+from sibscan.rate import score_strata
 from sibscan.scandir import Neighbours
 
 from .labels import PairKey
@@ -35,6 +36,8 @@ from .labels import PairKey
 __all__ = ["Population", "Draw", "make_draw", "extend_draw", "allocate", "n_below"]
 
 _MIN_U = 0.2
+#: pairs every stratum gets before any is given more
+_FIRST_PER_STRATUM = 2
 
 
 @dataclass
@@ -209,6 +212,14 @@ def _prior_uncertainty(edges: np.ndarray, lo: float) -> np.ndarray:
     return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
 
 
+def _prior_uncertainty_of(score: np.ndarray, h: np.ndarray, K: int, lo: float) -> np.ndarray:
+    """The prior's ``u_h`` of each of ``K`` strata (``h`` of shape (n,), -1 outside): the ramp of
+    :func:`_prior_uncertainty` at the stratum's median score."""
+    mid = np.array([np.median(score[h == k]) if (h == k).any() else lo for k in range(K)])
+    p = np.clip((mid - lo) / max(1.0 - lo, 1e-9), 0.0, 1.0)
+    return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
+
+
 def n_below(n_pairs: int) -> int:
     """Pairs drawn below the candidate range among ``n_pairs``: about 8 %, at least one from 6 pairs on."""
     return 0 if n_pairs < 6 else max(1, int(round(0.08 * n_pairs)))
@@ -276,30 +287,34 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
 
     Each phase draws with its own seed (``seed``, phase number), so a re-run reproduces the draw.
     """
-    h = draw.stratum(pop.score)
-    K = draw.n_strata
+    # the estimator's strata (one rule: sibscan.rate.score_strata), so every pair is a random draw from its stratum
+    ok = pop.drawable()
+    hb = score_strata(pop.score)
+    hb[~ok] = -1
+    K = int(hb.max()) + 1 if len(hb) and hb.max() >= 0 else 0
     free = _members(draw, pop)
-    hb = np.where(h < 0, K, h)  # the stratum below the range is number K here
-    room = np.bincount(hb[free], minlength=K + 1)
-    drawn = np.bincount(hb[draw.rows], minlength=K + 1) if len(draw.rows) else np.zeros(K + 1, np.int64)
-    take = np.zeros(K + 1, np.int64)
+    room = np.bincount(hb[free], minlength=K)
+    dr = draw.rows[hb[draw.rows] >= 0] if len(draw.rows) else draw.rows
+    drawn = np.bincount(hb[dr], minlength=K)
+    N_all = np.bincount(hb[ok], minlength=K).astype(np.float64)
+    take = np.zeros(K, np.int64)
     n_more = int(min(n_more, room.sum()))
-    # the stratum below the range keeps its share of every draw (but no more than it holds)
-    below = min(max(n_below(len(draw.rows) + n_more) - int(drawn[K]), 0), int(room[K]), n_more)
-    take[K] = below
-    rest = n_more - below
+    # first, _FIRST_PER_STRATUM pairs in every stratum (round by round, the biggest first): a stratum
+    # without answers has the prior's whole range in the estimate
+    for _ in range(_FIRST_PER_STRATUM):
+        for k in np.argsort(-N_all, kind="stable"):
+            if take.sum() < n_more and drawn[k] + take[k] < _FIRST_PER_STRATUM and room[k] > take[k]:
+                take[k] += 1
+    rest = n_more - int(take.sum())
     if rest > 0 and p_same is not None and curve_sd is not None:
         # each pair to the stratum where one more answer shrinks the variance of the estimated count
         # most: the posterior variance of the stratum's count, N_h^2 sd_h^2, behaves like a Beta's
         # with n_eff = p(1 - p) / sd_h^2 - 1 answers, and one more answer takes
         # N_h^2 sd_h^4 / (p(1 - p) + sd_h^2) off it; and the answered item's own p(1 - p)
-        ok = pop.drawable()
-        N_all = np.bincount(hb[ok], minlength=K + 1).astype(np.float64)
-        pbar = np.bincount(hb[ok], weights=np.asarray(p_same, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)
-        sd = np.bincount(hb[ok], weights=np.asarray(curve_sd, np.float64)[ok], minlength=K + 1) / np.maximum(N_all, 1)
+        pbar = np.bincount(hb[ok], weights=np.asarray(p_same, np.float64)[ok], minlength=K) / np.maximum(N_all, 1)
+        sd = np.bincount(hb[ok], weights=np.asarray(curve_sd, np.float64)[ok], minlength=K) / np.maximum(N_all, 1)
         v = pbar * (1 - pbar)
-        left = room.copy()
-        left[K] -= below
+        left = room - take
         for _ in range(rest):
             open_ = left > 0
             if not open_.any():
@@ -312,21 +327,18 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
             n_eff = v[j] / max(sd[j] ** 2, 1e-12)
             sd[j] = np.sqrt(v[j] / (n_eff + 1)) if v[j] > 0 else sd[j] / 2
     elif rest > 0:
-        N_h = np.bincount(h[(h >= 0)], minlength=K)
         if labels_by_row:
             rows = np.fromiter(labels_by_row, dtype=np.int64)
             same = np.array([labels_by_row[r] == "same" for r in rows], dtype=float)
-            hs = h[rows]
-            ok = hs >= 0
-            a = np.bincount(hs[ok], weights=same[ok], minlength=K)
-            m = np.bincount(hs[ok], minlength=K)
+            hs = hb[rows]
+            sel = hs >= 0
+            a = np.bincount(hs[sel], weights=same[sel], minlength=K)
+            m = np.bincount(hs[sel], minlength=K)
             p = (a + 1) / (m + 2)
             u = np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
         else:
-            u = _prior_uncertainty(draw.edges, draw.lo)
-        take[:K] = allocate(room[:K], np.sqrt(N_h) * u, rest, np.zeros(K, np.int64))
-        short = rest - int(take[:K].sum())  # the range is too small: the rest from below it
-        take[K] += min(short, int(room[K]) - int(take[K]))
+            u = _prior_uncertainty_of(pop.score, hb, K, draw.lo)
+        take += allocate(room + drawn, np.sqrt(N_all) * u, rest, drawn + take)
     rng = np.random.default_rng([draw.seed, len(draw.phases)])
     new = []
     for k in np.flatnonzero(take):
