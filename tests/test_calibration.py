@@ -320,7 +320,7 @@ def test_cli_calibrate(planted, tmp_path):
     assert "cutoff: 0." in res.output and "expected chance siblings at this cutoff" in res.output
     assert "rule P(same) >= 0.5 by its 95 % lower bound per run of answers" in res.output  # the rule is named with the cutoff
     res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "paper", "--out", str(cal_dir)], env={"COLUMNS": "200"})
-    assert res.exit_code == 2 and "'paper' is not one of 'web', 'terminal', 'none'" in res.output  # a parser choice
+    assert res.exit_code == 1 and "'paper' is not one of 'web', 'terminal', 'none'" in res.output  # a parser choice
     res = runner.invoke(app, ["calibrate", str(tmp_path / "missing"), "--ui", "none"])
     assert res.exit_code == 1 and "is not a sibscan scan directory" in res.output
 
