@@ -47,3 +47,19 @@ def label_session(scan: Path, cal_dir: Path) -> LabelSession:
     pop = Population.from_neighbours(sd.neighbours())
     store = LabelStore(Path(cal_dir) / LABELS_FILE, _identity(sd.manifest()))
     return LabelSession(pop, Draw.load(Path(cal_dir) / DRAW_FILE, pop), store, sd.items("test"), sd.items("train"))
+
+
+def cli_commands() -> list:
+    """(path, click command) for every command and sub-command of ``sibscan``, sorted by path."""
+    import typer
+
+    from sibscan.cli import app
+
+    root = typer.main.get_command(app)
+    out, todo = [], [((), root)]
+    while todo:
+        path, cmd = todo.pop()
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            todo.append(((*path, name), sub))
+    return sorted(out, key=lambda pc: pc[0])

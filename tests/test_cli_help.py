@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from _helpers import cli_commands
 from sibscan.cli import app
 from sibscan.options import PANELS
 
@@ -17,19 +18,7 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "1000"}  # one line per option row
 
 
-def _commands():
-    """(path, click command) for every command and sub-command."""
-    root = typer.main.get_command(app)
-    out, todo = [], [((), root)]
-    while todo:
-        path, cmd = todo.pop()
-        out.append((path, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            todo.append(((*path, name), sub))
-    return sorted(out)
-
-
-COMMANDS = _commands()
+COMMANDS = cli_commands()
 IDS = [" ".join(p) or "sibscan" for p, _ in COMMANDS]
 
 
