@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from _helpers import cli_commands

@@ -7,7 +7,6 @@ import importlib.util
 import re
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from _helpers import cli_commands
