@@ -22,12 +22,14 @@ def _scan_dir(tmp_path, labels=True):
     train = rng.normal(size=(30, 6)).cumsum(axis=1)
     test = np.vstack([train[:4], rng.normal(size=(6, 6)).cumsum(axis=1)])
     kw = dict(encoder="raw", verify=False, baseline_pairs=200, progress=False)
-    if labels:
-        import pandas as pd
-
-        tr, te = pd.DataFrame(train), pd.DataFrame(test)
-        tr["label"], te["label"] = np.arange(30) % 2, np.arange(10) % 2
-        return sibscan.scan(tr, te, out=tmp_path / "s", **kw)
+    if labels:  # CSV files with a label column (a core install has no pandas for DataFrames)
+        paths = []
+        for name, rows in (("train", train), ("test", test)):
+            table = np.column_stack([rows, np.arange(len(rows)) % 2])
+            header = ",".join([f"f{j}" for j in range(rows.shape[1])] + ["label"])
+            np.savetxt(tmp_path / f"{name}.csv", table, delimiter=",", header=header, comments="", fmt="%.17g")
+            paths.append(str(tmp_path / f"{name}.csv"))
+        return sibscan.scan(*paths, out=tmp_path / "s", **kw)
     return sibscan.scan(train, test, out=tmp_path / "s", **kw)
 
 
