@@ -167,17 +167,19 @@ def test_no_option_is_both_required_and_defaulted(path, cmd):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["scan", "a", "b", "--kk", "3"], ["sibscan scan:", "No such option: --kk", "--k", "sibscan scan --help"]),
-    (["--bogus"], ["sibscan:", "No such option: --bogus"]),
-    (["index", "build", "--x"], ["sibscan index build:", "No such option: --x"]),
+    (["scan", "a", "b", "--kk", "3"], ["sibscan scan:", "No such option", "--kk", r"(Possible options: |Did you mean ')--k\b", "sibscan scan --help"]),
+    (["--bogus"], ["sibscan:", "No such option", "--bogus"]),
+    (["index", "build", "--x"], ["sibscan index build:", "No such option", "--x"]),
     (["check"], ["sibscan check:", "Missing argument 'SCAN_DIR'"]),
     (["nosuch"], ["No such command 'nosuch'"]),
 ])
 def test_a_command_line_the_parser_refuses_is_one_line_and_exit_1(args, words):
-    """Bad input like any other (the parser's own box of usage, hint and error exited 2 in five lines)."""
+    """Bad input like any other (the parser's own box of usage, hint and error exited 2 in five lines).
+    The parser's words differ by version ("No such option: --kk (Possible options: --k)" on Typer's
+    own click, "No such option '--kk'. Did you mean '--k'?" on click 8.1 under Typer 0.18)."""
     res = runner.invoke(app, args, env=WIDE)
     assert res.exit_code == 1, res.output
-    assert len(res.output.strip().splitlines()) == 1 and all(w in res.output for w in words), res.output
+    assert len(res.output.strip().splitlines()) == 1 and all(re.search(w, res.output) for w in words), res.output
 
 
 def test_sibscan_alone_still_shows_the_help():
