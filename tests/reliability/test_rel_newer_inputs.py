@@ -52,8 +52,7 @@ def test_an_empty_array_split_is_refused_naming_it(tmp_path, empty):
 # --- 9: predictions given as values ----------------------------------------------------------------
 def test_report_predictions_as_an_array_are_scored_against_the_test_labels(tmp_path):
     s = _scan_dir(tmp_path)
-    test = s.to_pandas()
-    labels = test["test_label"].to_numpy()
+    labels = np.array([row["test_label"] for row in s.pairs])  # (Scan.pairs: no pandas needed)
     preds = labels.copy()
     preds[:3] = np.where(preds[:3] == "1", "0", "1")  # three wrong
     acc = s.report(predictions=list(preds))["accuracy"]["exact_twins"]["all"]
