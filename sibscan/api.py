@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
+from .cutoffrule import supported
 from .errors import SibscanError, require
 from .progress import message, quiet as quiet_progress
 from .pywords import python_words, unknown_keyword
@@ -333,7 +334,8 @@ def headline_of(report: dict) -> dict:
     ci = anyr.get("ci") or [None, None]
     labels = cut.get("n_labels")
     return {
-        "state": "not_assessed" if not assessed else cut.get("source"),
+        "state": "not_assessed" if not assessed else "needs_labels" if cut.get("source") == "calibrated" and
+                 not supported(cut.get("status")) else cut.get("source"),
         "estimate": anyr["rate"] if assessed else None,
         "lo": ci[0] if assessed else None, "hi": ci[1] if assessed else None, "level": 0.95,
         "n_labels": (labels.get("same", 0) + labels.get("different", 0)) if isinstance(labels, dict) else 0,
