@@ -317,7 +317,12 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         exact = np.zeros(len(score), bool)
         exact[pop.query_index] = pop.exact
         ts = TestScores(score.astype(np.float32), exact, None)
-    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed)
+    # the pairs the advice may name: no current answer (a skipped pair was passed on, and is not offered again)
+    answered = np.fromiter({index[k] for k in store.current() if k in index}, np.int64)
+    unlabelled = np.ones(len(pop), bool)
+    unlabelled[answered] = False
+    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed,
+              unlabelled=pop.score[unlabelled & ~pop.exact])
     n_test = len(ts)
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
