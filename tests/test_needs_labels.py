@@ -18,6 +18,7 @@ from sibscan.calibration.synthetic import planted_scan
 from sibscan.check import NEEDS_LABELS_EXIT, check
 from sibscan.cli import app
 from sibscan.cutoffrule import supported
+from sibscan.fmt import pct as fmt_pct
 from sibscan.headline import STATES
 from sibscan.report import write_reports
 from sibscan.scandir import ScanDir
@@ -159,3 +160,15 @@ def test_every_state_is_documented():
     doc = (ROOT / "docs" / "report-schema.md").read_text()
     row = next(line for line in doc.splitlines() if line.startswith("| `state` |"))
     assert [s for s in STATES if f"`{s}`" not in row] == []
+
+
+def test_the_honest_reporting_table_keeps_the_estimate_and_the_caveat(weak):
+    from sibscan.report.honest import sibling_cell, sibling_rate_record
+
+    scan, _ = weak
+    rep = Scan(scan).report()
+    rec = sibling_rate_record(rep)
+    assert rec["state"] == "needs_labels" and rec["rate"] == rep["headline"]["estimate"]
+    assert rec["kind"] == "estimated from 60 hand labels, which do not support the cutoff yet"
+    assert sibling_cell(rec).startswith(f"{fmt_pct(rec['rate'])} (estimated from 60 hand labels, which do not support "
+                                        f"the cutoff yet; {rep['headline']['flagged']['count']} of 300 flagged at the cutoff)")
