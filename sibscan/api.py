@@ -195,9 +195,12 @@ class Scan:
     def rate(self) -> dict:
         """The headline sibling rate: report.json's ``headline`` object, the same dict.
 
+        ``state`` is one of :data:`sibscan.headline.STATES`: "needs_labels" where the calibration's labels do
+        not support its cutoff yet (the estimate stands; the cutoff and the items flagged at it are provisional).
         (Until the report carries a ``headline``, the object is read from its test → train rate and
-        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), else the cutoff's
-        source; ``estimate``, ``lo``, ``hi`` as fractions.)
+        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), "needs_labels" for a
+        calibrated cutoff whose ``status`` is not "ok", else the cutoff's source; ``estimate``, ``lo``,
+        ``hi`` as fractions.)
         """
         return headline_of(self.report())
 
