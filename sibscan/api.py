@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
+from .cutoffrule import supported
 from .errors import SibscanError, require
 from .progress import message, quiet as quiet_progress
 from .pywords import python_words, unknown_keyword
@@ -194,9 +195,12 @@ class Scan:
     def rate(self) -> dict:
         """The headline sibling rate: report.json's ``headline`` object, the same dict.
 
+        ``state`` is one of :data:`sibscan.headline.STATES`: "needs_labels" where the calibration's labels do
+        not support its cutoff yet (the estimate stands; the cutoff and the items flagged at it are provisional).
         (Until the report carries a ``headline``, the object is read from its test → train rate and
-        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), else the cutoff's
-        source; ``estimate``, ``lo``, ``hi`` as fractions.)
+        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), "needs_labels" for a
+        calibrated cutoff whose ``status`` is not "ok", else the cutoff's source; ``estimate``, ``lo``,
+        ``hi`` as fractions.)
         """
         return headline_of(self.report())
 
@@ -333,7 +337,8 @@ def headline_of(report: dict) -> dict:
     ci = anyr.get("ci") or [None, None]
     labels = cut.get("n_labels")
     return {
-        "state": "not_assessed" if not assessed else cut.get("source"),
+        "state": "not_assessed" if not assessed else "needs_labels" if cut.get("source") == "calibrated" and
+                 not supported(cut.get("status")) else cut.get("source"),
         "estimate": anyr["rate"] if assessed else None,
         "lo": ci[0] if assessed else None, "hi": ci[1] if assessed else None, "level": 0.95,
         "n_labels": (labels.get("same", 0) + labels.get("different", 0)) if isinstance(labels, dict) else 0,

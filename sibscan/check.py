@@ -23,10 +23,13 @@ from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
 
-__all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
+__all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS", "NEEDS_LABELS_EXIT"]
 
 #: weight-free encoder per modality used by :func:`assert_no_siblings`
 DEFAULT_ENCODERS = {"table": "znorm", "text": "ngram", "image": "phash"}
+#: exit code of a ``--max-rate`` gate whose rate is within its limit but comes from a calibration whose labels do
+#: not support its cutoff yet (headline state ``needs_labels``): neither a pass nor a rate over the limit
+NEEDS_LABELS_EXIT = 3
 
 
 @dataclass
@@ -36,6 +39,7 @@ class CheckResult:
     Attributes
     ----------
     passed : bool
+        False also when ``needs_labels``.
     message : str
         One paragraph: the rates, the limits, what to do next, the first offending pairs.
     rates : dict
@@ -46,6 +50,10 @@ class CheckResult:
         ``{"max_rate": x or None, "max_exact": y or None}``.
     required : dict
         Each ``--require``d audit check: ``"passed"``, ``"failed"``, ``"not assessed"`` or ``"stale"``.
+    needs_labels : bool
+        Nothing failed, but ``max_rate`` was checked against a headline in state ``needs_labels`` (the
+        calibration's labels do not support its cutoff yet): not a pass; ``exit_code`` is
+        :data:`NEEDS_LABELS_EXIT` and the message starts "NEEDS LABELS:".
     offending : list of dict
         The first offending test items (records of the report's ``flagged`` list: each item and the
         training item that flagged it).
@@ -60,10 +68,14 @@ class CheckResult:
     offending: List[dict] = field(default_factory=list)
     report: dict = field(default_factory=dict, repr=False)
     required: dict = field(default_factory=dict)
+    needs_labels: bool = False
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 passed, 1 failed, :data:`NEEDS_LABELS_EXIT` (3) when only the labels behind the cutoff fall short."""
+        if self.passed:
+            return 0
+        return NEEDS_LABELS_EXIT if self.needs_labels else 1
 
     @property
     def headline(self) -> dict:
@@ -72,8 +84,9 @@ class CheckResult:
 
     def to_dict(self) -> dict:
         """What ``sibscan check --json`` prints."""
-        return {"passed": self.passed, "exit_code": self.exit_code, "message": self.message, "rates": self.rates,
-                "limits": self.limits, "headline": self.headline, "offending": self.offending}
+        return {"passed": self.passed, "exit_code": self.exit_code, "needs_labels": self.needs_labels,
+                "message": self.message, "rates": self.rates, "limits": self.limits, "headline": self.headline,
+                "offending": self.offending}
 
 
 def _pair_text(p: dict) -> str:
@@ -133,7 +146,10 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     Returns
     -------
     CheckResult
-        ``passed`` is False when a rate is strictly above its limit or a required check did not pass.
+        ``passed`` is False when a rate is strictly above its limit or a required check did not pass, and
+        when ``max_rate`` is checked against a calibration whose labels do not support its cutoff yet
+        (headline state ``needs_labels``; then ``needs_labels`` is True and ``exit_code`` 3, unless
+        something failed).
 
     Raises
     ------
@@ -161,7 +177,7 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     result = _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs)
     result.required = states
     if audit_problems:
-        result.passed = False
+        result.passed, result.needs_labels = False, False  # a failed audit check is a failure, whatever the labels
         result.message = ("FAIL: " + "; ".join(audit_problems) + ". "
                           + (result.message[len("OK: "):] if result.message.startswith("OK: ") else result.message))
     elif names:
@@ -182,8 +198,13 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     rates = {"siblings": head["estimate"], "exact": tt["exact"]["rate"] or 0.0}
     fail_rate = max_rate is not None and rates["siblings"] > max_rate
     fail_exact = max_exact is not None and rates["exact"] > max_exact
+    # the rate of a cutoff its labels do not support passes no gate: the headline's sentence says why
+    needs = max_rate is not None and head["state"] == "needs_labels"
     parts = []
-    if max_rate is not None:
+    if needs:
+        parts.append(f"{head['text']}; the rate {pct(head['estimate'])} is {'above' if fail_rate else 'within'} the limit "
+                     f"--max-rate {pct(max_rate)}")
+    elif max_rate is not None:
         what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
                 f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))})" if head["state"] == "calibrated" else
                 f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
@@ -193,13 +214,17 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
     said = labels_phrase(head.get("decided_by_labels"), labeller.by(head.get("labeller")))
-    if said and max_rate is not None:
+    if said and max_rate is not None and not needs:  # the sentence says it already
         parts.append(said)
     if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
         parts.append(head["note"])
-    passed = not (fail_rate or fail_exact)
+    failed = fail_rate or fail_exact
     offending: List[dict] = []
-    if passed:
+    if needs and not failed:
+        message = ("NEEDS LABELS: " + "; ".join(parts) + ". The gate does not pass on a cutoff its labels do not support "
+                   f"(exit {NEEDS_LABELS_EXIT}): label more pairs with 'sibscan calibrate SCAN_DIR' (it says which scores "
+                   "to label), then check again; or gate on a cutoff given by hand (--cutoff X, reported as uncalibrated).")
+    elif not failed:
         message = "OK: " + "; ".join(parts) + "."
     else:
         # the flagged items as the report lists them (hand labels decide the pairs they answer)
@@ -213,7 +238,8 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
                    "if they are intended.")
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
-    return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)
+    return CheckResult(not (failed or needs), message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending,
+                       report, needs_labels=needs and not failed)
 
 
 def _best_cosine(q: np.ndarray, db: np.ndarray, block: int = 2048):

@@ -460,7 +460,7 @@ def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_us
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
     scan = str(planted.path)
-    calibrate(planted.path, ui="none", n_pairs=40)
+    calibrate(planted.path, ui="none", n_pairs=60)  # 40 do not support the cutoff (needs_labels)
     labels = oracle_file(tmp_path, planted, planted.path / "calibration")
     first = json.loads(labels.read_text().splitlines()[0])
     nb = ScanDir(scan).neighbours().top1("test", "train")
@@ -470,12 +470,12 @@ def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_us
     write_jsonl(labels, [{**first, "verifier_identity": "another-verifier/v1", "query_id": q, "neighbour_id": t,
                           "label": "different"} for q, t in other], append=True)
     runner = CliRunner()
-    res = runner.invoke(app, ["calibrate", scan, "--ui", "none", "--n-pairs", "40", "--labels", str(labels)])
+    res = runner.invoke(app, ["calibrate", scan, "--ui", "none", "--n-pairs", "60", "--labels", str(labels)])
     assert res.exit_code == 0, res.output
     assert "; 25 are not (kept in labels.jsonl, not used)" in res.stderr
     cal = load_calibration(planted.path / "calibration")
     used = cal.extra["n_labels_used"]
-    assert cal.extra["n_labelled_outside_population"] == 25 and used == cal.estimates["rate"]["n_labels"] == 40
+    assert cal.extra["n_labelled_outside_population"] == 25 and used == cal.estimates["rate"]["n_labels"] == 60
     assert cal.n_labels["same"] + cal.n_labels["different"] == used  # was 65: the file's answers, used or not
     assert f"calibrated with {used} hand labels" in res.stdout
     assert (f"labels: {cal.n_labels['same']} same, {cal.n_labels['different']} different, 0 skipped; 25 more in "

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from ..cutoffrule import supported
 from ..errors import SibscanError
 from ..fmt import count, plural, score, scores
 from ..items import skipped_note
@@ -38,7 +39,8 @@ def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> s
         lines.append(f"  cutoff: none — {summary['cutoff_note']}" if summary.get("cutoff_note") else
                      "  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
     else:
-        how = "calibrated" if cut["source"] == "calibrated" else "UNCALIBRATED"
+        how = ("UNCALIBRATED" if cut["source"] != "calibrated" else "calibrated" if supported(cut.get("status"))
+               else "calibrated by labels that do not support it yet")
         lines.append(
             f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {plural(summary['siblings'], 'test item')} "
             f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"

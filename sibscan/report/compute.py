@@ -27,7 +27,7 @@ from ..groups import group_table
 from ..calibration import baseline_warning
 from ..calibration.labelfile import cutoff_and_labels
 from ..pairdecision import flag_items
-from ..headline import headline
+from ..headline import ESTIMATED, headline
 from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
 from ..scandir import ScanDir, load_items, train_items_searched
 from .audits import audit_sections
@@ -171,7 +171,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     base_warning = baseline_warning(baseline, c)  # ScanDir.baseline checked the quantiles it reads
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
-    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
+    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] in ESTIMATED else None
     tt["expected_chance_siblings"] = head["expected_chance_siblings"]
 
     # per class

@@ -19,6 +19,7 @@ from typing import List, Optional
 from .. import labeller
 from ..errors import SibscanError
 from ..fmt import score as fmt_score
+from ..headline import ESTIMATED
 from .audits import AUDITS_DIR
 from .markdown import pct
 
@@ -73,9 +74,12 @@ def sibling_rate_record(report: dict) -> dict:
         ex = tt["exact"]
         return {"kind": "exact twins only; no cutoff for near siblings", "count": ex["count"], "n": ex["n"],
                 "rate": ex["rate"], "interval": ex["ci"], "state": "exact_only"}
-    if head.get("state") == "calibrated":  # the report's headline estimate: one value in every table
-        return {"kind": f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))}", "count": head["flagged"]["count"],
-                "n": head["n"], "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
+    if head.get("state") in ESTIMATED:  # the report's headline estimate: one value in every table
+        labels = f"{head['n_labels']} {labeller.noun(head.get('labeller'))}"
+        kind = (f"calibrated with {labels}" if head["state"] == "calibrated" else
+                f"estimated from {labels}, which do not support the cutoff yet")
+        return {"kind": kind, "count": head["flagged"]["count"], "n": head["n"], "rate": head["estimate"],
+                "interval": [head["lo"], head["hi"]], "state": head["state"]}
     anyr = tt["any"]
     return {"kind": f"exact or near at cutoff {fmt_score(cut['value'])}, {cut.get('source')}", "count": anyr["count"],
             "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"], "state": cut.get("source")}
@@ -86,7 +90,7 @@ def sibling_cell(sib: Optional[dict]) -> str:
     "not assessed" (the honest-reporting table's cell, and the audit's train→test note)."""
     if not sib or sib.get("rate") is None:
         return "not assessed"
-    if sib.get("state") == "calibrated":  # an estimate, not count / n: the flagged count is said apart
+    if sib.get("state") in ESTIMATED:  # an estimate, not count / n: the flagged count is said apart
         text = f"{pct(sib['rate'])} ({sib['kind']}; {sib['count']} of {sib['n']} flagged at the cutoff)"
     else:
         text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"

@@ -15,6 +15,7 @@ import re
 from typing import Callable, List, Optional
 
 from ..fmt import count, pct, pp, span
+from ..cutoffrule import supported
 
 __all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
            "accuracy_parts", "md_text"]
@@ -84,7 +85,8 @@ def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
         out.append(f"'Same' means: {data(h['definition'])}.")
     if h.get("note"):
         out.append(f"Note: {data(h['note'])}.")
-    if cut.get("source") == "calibrated" and cut.get("status") not in (None, "ok"):
+    # a needs_labels headline says it in its sentence; a forced calibration's verdict is said here
+    if cut.get("source") == "calibrated" and not supported(cut.get("status")) and h["state"] != "needs_labels":
         out.append(f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
                    "label more pairs with `sibscan calibrate`.")
     if h.get("narrow_enough") is False:

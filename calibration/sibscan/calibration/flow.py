@@ -132,14 +132,41 @@ def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, iden
     return draw
 
 
-def _check_definition(store: LabelStore, definition: str) -> None:
-    """Warn when answers were given under another definition of "same" than the one in use now (as a
-    warning only: it was also echoed, so the command printed it twice)."""
-    others = {d: k for d, k in store.definitions().items() if d and d != definition}  # None: not recorded
+#: where a calibration's definition of "same" came from (cutoff.json's ``definition_source``), first that applies
+DEFINITION_SOURCES = ("--definition", "the answers", "the draw", "the default")
+
+
+def _resolve_definition(given: Optional[str], before: Optional[Calibration], store: LabelStore, drawn: Optional[str],
+                        default: str) -> tuple:
+    """The calibration's definition of "same" and where it came from (:data:`DEFINITION_SOURCES`):
+    ``--definition`` (now, or in an earlier run of this calibration: ``before``); else the one the answers
+    were given under (imported ones included; the most answered where they differ); else the one the draw
+    was made under; else the modality's default.  Answers travel with their definition: a labels file made
+    under its own wording keeps it, never replaced by the default."""
+    if given:
+        return given, "--definition"
+    extra = before.extra if before is not None else {}
+    if extra.get("definition_source") == "--definition" and extra.get("definition"):
+        return extra["definition"], "--definition"
+    answered = {d: k for d, k in store.definitions().items() if d}  # None: not recorded with the answer
+    if answered:
+        return max(answered, key=lambda d: (answered[d], d == drawn)), "the answers"
+    if drawn:
+        return drawn, "the draw"
+    return default, "the default"
+
+
+def _check_definition(store: LabelStore, definition: str, source: str, drawn: Optional[str], default: str) -> None:
+    """Warn when answers (or the draw) were given under another definition of "same" than the calibration's,
+    with both wordings, one line each (as a warning only: it was also echoed, so the command printed it twice)."""
+    others = [(f"{k} {'answer was' if k == 1 else 'answers were'} given under", d)
+              for d, k in store.definitions().items() if d and d != definition]  # None: not recorded
+    if drawn and drawn not in (definition, default):  # a draw made under the default wording chose none
+        others.append(("the draw was made under", drawn))
     if others:
-        said = "; ".join(f"{k} under {d!r}" for d, k in others.items())
-        msg = (f"the definition of 'same' changed: {said}, new answers are recorded under {definition!r} "
-               "(cutoff.json lists every definition used; the estimate mixes them)")
+        lines = [f"this calibration's (from {source}): {definition!r}"] + [f"{what}: {d!r}" for what, d in others]
+        msg = ("the definition of 'same' differs (cutoff.json lists every definition answers were given under; the "
+               "estimate mixes them):\n  " + "\n  ".join(lines))
         warnings.warn(msg, stacklevel=3)
 
 
@@ -185,8 +212,10 @@ def calibrate(
         Put the cutoff at the lowest score at which the flagged pairs reach this precision (P(same) at its
         95 % lower bound) instead of where that lower bound reaches 0.5 (:mod:`.fit`).
     definition : str, optional
-        The written definition of "same" (default: the one this calibration already uses, else
-        :data:`DEFINITIONS` of the modality); stored with every answer and printed in the report.
+        The written definition of "same" (default: the one the answers were given under, imported ones
+        included, else the one the draw was made under, else :data:`DEFINITIONS` of the modality); stored
+        with every answer and printed in the report.  Answers given under another wording are kept with it
+        and named in a warning, both wordings one line each.
     force : bool
         Use labels/draws made for other data anyway.
     port, open_browser, echo, stdin, stdout
@@ -215,9 +244,9 @@ def calibrate(
     pop = Population.from_neighbours(ts.nb, "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
     if len(pop) == 0:
         raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
-    previous = Draw.definition_of(cal_dir / DRAW_FILE)
-    definition = (definition or previous or default_definition(manifest.get("modality") or sd.items("test").modality)).strip()
-    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force, definition=definition)
+    drawn = Draw.definition_of(cal_dir / DRAW_FILE)
+    default = default_definition(manifest.get("modality") or sd.items("test").modality)
+    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force)
     if labels is not None:
         imp = store.import_file(labels)
         index = pop.index_of()
@@ -226,7 +255,11 @@ def calibrate(
              "scan scores (carried over)"
              + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)")
              + ("" if not imp.other_encoder else f"; {imp.other_encoder} records were made under another encoder or verifier"))
-    _check_definition(store, definition)
+    # after the import: the answers' definition travels with them
+    before = _previous_fit(cal_dir)
+    definition, source = _resolve_definition(definition.strip() if definition else None, before, store, drawn, default)
+    store.definition = definition  # what new answers are recorded under
+    _check_definition(store, definition, source, drawn, default)
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
     index = pop.index_of()
@@ -263,9 +296,9 @@ def calibrate(
                 from .terminal import run_terminal
 
                 run_terminal(session, stdin=stdin, stdout=stdout)
-    before = _previous_fit(cal_dir)
     cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
                           definition=definition, n_train=train_items_searched(manifest, sd.path))
+    cal.extra["definition_source"] = source
     if before is not None and not same_rule(before.rule, cal.rule):
         cut = lambda c: "none" if c is None else fmt.score(c)  # noqa: E731
         echo(f"the rule changed: {cal_dir / CUTOFF_FILE} was fitted by '{before.rule or POINT_RULE}' (cutoff "
@@ -317,7 +350,12 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         exact = np.zeros(len(score), bool)
         exact[pop.query_index] = pop.exact
         ts = TestScores(score.astype(np.float32), exact, None)
-    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed)
+    # the pairs the advice may name: no current answer (a skipped pair was passed on, and is not offered again)
+    answered = np.fromiter({index[k] for k in store.current() if k in index}, np.int64)
+    unlabelled = np.ones(len(pop), bool)
+    unlabelled[answered] = False
+    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed,
+              unlabelled=pop.score[unlabelled & ~pop.exact])
     n_test = len(ts)
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from sibscan.atomic import write_json
+from sibscan.cutoffrule import supported
 from sibscan.errors import CompatibilityError, SibscanError
 
 __all__ = ["Calibration", "load_calibration", "calibration_in", "write_calibration", "resolve", "CALIBRATIONS_DIR", "CUTOFF_FILE",
@@ -67,7 +68,8 @@ class Calibration:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        """Whether the labels support the cutoff (:func:`sibscan.cutoffrule.supported` reads ``status``)."""
+        return supported(self.status)
 
     def to_dict(self) -> dict:
         return {

@@ -78,7 +78,7 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
                      f"{more} (found: {e.get('flagged')})")
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
-    if cal.status != "ok":
+    if not cal.ok and (head is None or head["state"] != "needs_labels"):  # a needs_labels sentence says why
         lines.append(f"the labels cannot support a cutoff yet: {cal.status}")
     for a in cal.advice:
         lines.append(f"  - {a}")
