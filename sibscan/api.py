@@ -16,7 +16,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
-from .cutoffrule import supported
 from .errors import SibscanError, require
 from .progress import message, quiet as quiet_progress
 from .pywords import python_words, unknown_keyword
@@ -193,16 +192,19 @@ class Scan:
 
     @property
     def rate(self) -> dict:
-        """The headline sibling rate: report.json's ``headline`` object, the same dict.
+        """The headline sibling rate: report.json's ``headline`` object, the same dict (read from the scan's
+        :class:`~sibscan.verdict.Verdict`, without building a report when none is kept yet).
 
-        ``state`` is one of :data:`sibscan.headline.STATES`: "needs_labels" where the calibration's labels do
-        not support its cutoff yet (the estimate stands; the cutoff and the items flagged at it are provisional).
-        (Until the report carries a ``headline``, the object is read from its test → train rate and
-        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), "needs_labels" for a
-        calibrated cutoff whose ``status`` is not "ok", else the cutoff's source; ``estimate``, ``lo``,
-        ``hi`` as fractions.)
+        ``state`` is one of :data:`sibscan.headline.STATES`: "not_assessed" without a cutoff (``estimate``
+        None), "needs_labels" where the calibration's labels do not support its cutoff yet (the estimate
+        stands; the cutoff and the items flagged at it are provisional), else how the cutoff was set;
+        ``estimate``, ``lo``, ``hi`` as fractions; ``text`` the sentence every output prints.
         """
-        return headline_of(self.report())
+        if self._report is not None:
+            return self._report["headline"]
+        from .verdict import Verdict
+
+        return Verdict.open(self.path).headline
 
     @python_words()
     def write_reports(self, formats: Iterable[str] = ("json", "md", "html", "csv"), *,
@@ -321,26 +323,3 @@ def _keywords(function) -> set:
 
     return {p.name for p in inspect.signature(function).parameters.values()
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-
-
-def headline_of(report: dict) -> dict:
-    """The headline object of a report: its ``headline`` (made by the report code) when it has one.
-
-    The one place the Python API reads it.  A report without a ``headline`` key (written before
-    report.json carried one) gets the same fields read from its test → train rate and cutoff.
-    """
-    if "headline" in report:
-        return report["headline"]
-    cut = report["cutoff"]
-    anyr = report["sibling_rate"]["test_to_train"]["any"]
-    assessed = cut.get("value") is not None
-    ci = anyr.get("ci") or [None, None]
-    labels = cut.get("n_labels")
-    return {
-        "state": "not_assessed" if not assessed else "needs_labels" if cut.get("source") == "calibrated" and
-                 not supported(cut.get("status")) else cut.get("source"),
-        "estimate": anyr["rate"] if assessed else None,
-        "lo": ci[0] if assessed else None, "hi": ci[1] if assessed else None, "level": 0.95,
-        "n_labels": (labels.get("same", 0) + labels.get("different", 0)) if isinstance(labels, dict) else 0,
-        "cutoff": cut.get("value"), "definition": None,
-    }

@@ -16,9 +16,6 @@ import numpy as np
 
 from .errors import SibscanError
 from .loaders import as_items
-from . import labeller
-from .pairdecision import labels_phrase
-from .headline import no_interval_reason
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
@@ -57,8 +54,9 @@ class CheckResult:
     offending : list of dict
         The first offending test items (records of the report's ``flagged`` list: each item and the
         training item that flagged it).
-    report : dict
-        The report the check was computed from.
+    verdict : Verdict, optional
+        The scan's sibling decision the rates were read from (:class:`sibscan.verdict.Verdict`; None
+        for a check of audit results alone).  ``check`` reads it, not a whole report.
     """
 
     passed: bool
@@ -66,7 +64,7 @@ class CheckResult:
     rates: dict
     limits: dict
     offending: List[dict] = field(default_factory=list)
-    report: dict = field(default_factory=dict, repr=False)
+    verdict: object = field(default=None, repr=False)
     required: dict = field(default_factory=dict)
     needs_labels: bool = False
 
@@ -79,8 +77,8 @@ class CheckResult:
 
     @property
     def headline(self) -> dict:
-        """The report's ``headline`` object (the same one ``report.json`` holds)."""
-        return self.report.get("headline") or {}
+        """The ``headline`` object (the same one ``report.json`` holds); empty for a check of audits alone."""
+        return self.verdict.headline if self.verdict is not None else {}
 
     def to_dict(self) -> dict:
         """What ``sibscan check --json`` prints."""
@@ -186,36 +184,28 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
 
 
 def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs) -> CheckResult:
-    from .report.compute import build_report
+    from .report.items import verdict_items
+    from .verdict import Verdict
 
-    report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
-    cut, head = report["cutoff"], report["headline"]
+    verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+    head = verdict.headline
     if max_rate is not None and head["state"] == "not_assessed":
         raise SibscanError("--max-rate needs a cutoff but the scan has none; calibrate it ('sibscan calibrate SCAN_DIR'), "
                            "pass --cutoff X or --calibration DIR, or gate on exact twins alone with --max-exact")
-    tt = report["sibling_rate"]["test_to_train"]
-    n = tt["exact"]["n"]
-    rates = {"siblings": head["estimate"], "exact": tt["exact"]["rate"] or 0.0}
+    exact = head["exact_twins"]
+    n = head["n"]
+    rates = {"siblings": head["estimate"], "exact": exact["rate"] or 0.0}
     fail_rate = max_rate is not None and rates["siblings"] > max_rate
     fail_exact = max_exact is not None and rates["exact"] > max_exact
     # the rate of a cutoff its labels do not support passes no gate: the headline's sentence says why
     needs = max_rate is not None and head["state"] == "needs_labels"
     parts = []
-    if needs:
-        parts.append(f"{head['text']}; the rate {pct(head['estimate'])} is {'above' if fail_rate else 'within'} the limit "
+    if max_rate is not None:  # the headline's sentence, as every output prints it, then the limit
+        parts.append(f"{verdict.sentence}: {pct(rates['siblings'])} is {'above' if fail_rate else 'within'} the limit "
                      f"--max-rate {pct(max_rate)}")
-    elif max_rate is not None:
-        what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
-                f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))})" if head["state"] == "calibrated" else
-                f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
-                f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; {no_interval_reason(head)}, so no sibling-rate interval)")
-        parts.append(f"{what}, {'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
     if max_exact is not None:
-        parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
+        parts.append(f"{exact['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
-    said = labels_phrase(head.get("decided_by_labels"), labeller.by(head.get("labeller")))
-    if said and max_rate is not None and not needs:  # the sentence says it already
-        parts.append(said)
     if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
         parts.append(head["note"])
     failed = fail_rate or fail_exact
@@ -228,7 +218,7 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         message = "OK: " + "; ".join(parts) + "."
     else:
         # the flagged items as the report lists them (hand labels decide the pairs they answer)
-        flagged = report["flagged"]
+        flagged = verdict_items(verdict).flagged()
         offending = (flagged if fail_rate else [p for p in flagged if p["exact"]])[:n_pairs]
         message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
                    "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
@@ -239,7 +229,7 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
     return CheckResult(not (failed or needs), message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending,
-                       report, needs_labels=needs and not failed)
+                       verdict, needs_labels=needs and not failed)
 
 
 def _best_cosine(q: np.ndarray, db: np.ndarray, block: int = 2048):

@@ -35,12 +35,10 @@ from typing import Optional
 import numpy as np
 
 from . import fmt
-from .cutoff import Cutoff
-from .calibration.labelfile import cutoff_and_labels, scan_labels
-from .pairdecision import pair_is_sibling, row_labels
+from .pairdecision import pair_is_sibling
 from .errors import SibscanError
-from .scandir import ScanDir, load_items
 from .options import LINKAGES
+from .verdict import Verdict
 
 __all__ = ["LINKAGES", "GroupTable", "complete_linkage", "connected_components", "group_table", "sibling_groups"]
 
@@ -277,9 +275,8 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
         See the module docstring.
     """
     check_linkage(linkage)
-    scan = ScanDir(scan_dir)
-    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
-    return group_table(scan, at, sources=sources, linkage=linkage, pair_labels=labels)
+    verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+    return group_table(verdict, sources=sources, linkage=linkage)
 
 
 def check_linkage(linkage: str) -> None:
@@ -288,16 +285,12 @@ def check_linkage(linkage: str) -> None:
         raise SibscanError(f"unknown --linkage {linkage!r}; available: {', '.join(LINKAGES)}")
 
 
-def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete", *,
-                neighbours=None, row_label: Optional[np.ndarray] = None, pair_labels=None) -> GroupTable:
-    """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
-    the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
-    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default the table is read here
-    and its rows labelled from ``pair_labels``, the :class:`sibscan.pairdecision.PairLabels` read with the cutoff
-    by :func:`sibscan.calibration.labelfile.cutoff_and_labels`, or read here when not given)."""
+def group_table(verdict: Verdict, sources: bool = True, linkage: str = "complete") -> GroupTable:
+    """The sibling groups of a scan at its verdict's cutoff: pairs its hand labels answer are decided by
+    them (:attr:`sibscan.testscores.TestScores.nb_label`), the rest by score."""
     check_linkage(linkage)
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
+    (train, fp_train), (test, fp_test) = verdict.train, verdict.test
+    cutoff, scan = verdict.cutoff, verdict.scan
     n_train, n = len(train), len(train) + len(test)
 
     def col(items, name):
@@ -319,7 +312,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         firm_a.append(ea), firm_b.append(eb)
     pair_a = pair_b = np.zeros(0, np.int64)
     pair_s = np.zeros(0, np.float32)
-    nb = neighbours if neighbours is not None else scan.neighbours() if scan.neighbours_path.exists() else None
+    nb = verdict.neighbours if scan.neighbours_path.exists() else None
     if nb is not None and len(nb):
         shift = lambda split: np.where(split == "test", n_train, 0)  # noqa: E731
         ga = nb["query_index"] + shift(nb["query_split"])
@@ -327,11 +320,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         exact = nb["exact"].astype(bool)
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
-            if row_label is None:
-                if pair_labels is None:
-                    pair_labels = scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint"))
-                row_label = row_labels(nb, pair_labels)
-            near = pair_is_sibling(nb["score"], row_label, cutoff.value) & ~exact
+            near = pair_is_sibling(nb["score"], verdict.scores.nb_label, cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:
         ea, eb = _same_value_edges(srcs, valid=(srcs != ""))

@@ -22,8 +22,9 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ._version import __version__
-from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
+from .calibration.baseline import baseline_warning, scan_baseline, streamed_pair_member
 from .calibration.labelfile import cutoff_and_labels
+from .verdict import Verdict
 from .pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
@@ -46,7 +47,6 @@ from .runrecord import RECORD_KEY
 from .scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
 from .spill import RowSpill
-from .testscores import TestScores, best_scores
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates, view_identities
@@ -201,8 +201,9 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         # (the whole direction is what the held table leaves on disk to bound memory)
         same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
         nb = Neighbours.concat([nb, sd.neighbours_matching(*_REVERSE, "neighbour_id", same)])
-    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline,
-                        train_items_searched(manifest), labels)
+    verdict = Verdict.of_scan_being_written(sd, manifest, at, labels, neighbours=nb, baseline=baseline,
+                                            train=(splits["train"], fps["train"]), test=(splits["test"], fps["test"]))
+    summary = summarise(verdict)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
     if at.evidence.get("note"):  # the scan's own calibration gave no cutoff or was passed over: say so and why
         summary["cutoff_note"] = at.evidence["note"]
@@ -296,31 +297,32 @@ def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tu
     return index, splits
 
 
-def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
-              baseline: Optional[dict], n_train: int, labels=None) -> dict:
-    """The printed summary: exact twins, NN score quantiles, the count flagged at the cutoff in use
-    (``labels``, a :class:`sibscan.pairdecision.PairLabels`, deciding the pairs they answer)."""
-    exact_test = fingerprint_membership(test_fp, train_fp)
-    scores, exact_rows, top, _ = best_scores(nb, "test", "train", n_test)
+def summarise(verdict: Verdict) -> dict:
+    """The printed summary of a scan: exact twins, NN score quantiles, and its :class:`~sibscan.verdict.Verdict`'s
+    headline (the count flagged at the cutoff in use, hand labels deciding the pairs they answer, and the
+    sentence every output prints)."""
+    scores, head = verdict.scores, verdict.headline
+    n_test = len(scores)
+    exact_test = fingerprint_membership(verdict.test[1], verdict.train[1])
+    top = scores.top
     qs = {f"q{int(p * 100) if p < 1 else 100}": float(np.quantile(top["score"], p)) for p in (0.0, 0.5, 0.9, 0.99, 1.0)} if len(top) else {}
     out = {
-        "n_train": n_train,
+        "n_train": train_items_searched(verdict.manifest),
         "n_test": n_test,
         "exact_test_rows_with_train_twin": int(exact_test.sum()),
         "exact_test_twin_pct": 100.0 * float(exact_test.mean()) if n_test else 0.0,
         "nn_score_quantiles": qs,
-        "cutoff": cutoff,
+        "cutoff": verdict.cutoff.record(),
+        "headline": head,
     }
-    if cutoff.get("value") is not None:
-        # flagged as the report flags: the answers behind the cutoff decide the pairs they answer
-        near = TestScores.from_neighbours(scores, exact_rows | exact_test, top, nb, labels).flags(cutoff["value"]).flagged
-        out["siblings"] = int(near.sum())
-        out["sibling_pct"] = 100.0 * float(near.mean())
-        if baseline is not None:
-            out["expected_chance_siblings"] = float(expected_chance_siblings(baseline, cutoff["value"], n_train, n_test))
-            warning = baseline_warning(baseline, cutoff["value"])
-            if warning:
-                out["warning"] = warning
+    if verdict.value is not None:
+        out["siblings"] = head["flagged"]["count"]
+        out["sibling_pct"] = 100.0 * head["flagged"]["rate"] if n_test else 0.0
+        if head.get("expected_chance_siblings") is not None:
+            out["expected_chance_siblings"] = head["expected_chance_siblings"]
+        warning = baseline_warning(verdict.baseline, verdict.value) if verdict.baseline is not None else None
+        if warning:
+            out["warning"] = warning
     return out
 
 

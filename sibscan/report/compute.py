@@ -21,19 +21,18 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .. import labeller
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration import baseline_warning
-from ..calibration.labelfile import cutoff_and_labels
 from ..pairdecision import flag_items
-from ..headline import ESTIMATED, headline
-from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
-from ..scandir import ScanDir, load_items, train_items_searched
+from ..headline import ESTIMATED
+from ..testscores import best_scores, direction_rows, flagged_mask
+from ..scandir import ScanDir
+from ..verdict import Verdict
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
 from ..kernels.rowhash import fingerprint_membership
-from .items import item_table
+from .items import verdict_items
 from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
 
@@ -102,8 +101,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
 
     Parameters
     ----------
-    scan_dir : str or Path
-        A scan directory written by ``sibscan scan``.
+    scan_dir : str, Path or Verdict
+        A scan directory written by ``sibscan scan``, or its :class:`~sibscan.verdict.Verdict` already
+        opened (then ``cutoff``, ``calibration`` and ``force`` are the verdict's and may not be given).
     predictions : str or Path, or array-like of shape (n_test,), optional
         CSV/JSONL with ``id, prediction[, label]`` per test item (read by sibscan.predictions), or
         the predictions in the scan's test order, scored against the test labels.
@@ -120,26 +120,31 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     max_conflicts : int
         Conflicting-label groups listed (all are counted).
     """
-    scan = ScanDir(scan_dir)
+    if isinstance(scan_dir, Verdict):
+        if cutoff is not None or calibration is not None or force:
+            raise TypeError("build_report: a Verdict carries its cutoff; give cutoff=, calibration=, force= to Verdict.open")
+        verdict = scan_dir
+    else:
+        verdict = None
+    scan = verdict.scan if verdict is not None else ScanDir(scan_dir)
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    # the hand labels behind the cutoff decide the pairs they answer
-    at, labels = cutoff_and_labels(manifest, scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    if verdict is None:  # the cutoff, and the hand labels behind it that decide the pairs they answer
+        verdict = Verdict.open(scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    at, labels = verdict.cutoff, verdict.labels
     rec = at.record()
     c = at.value
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
+    (train, fp_train), (test, fp_test) = verdict.train, verdict.test
     n_train, n_test = len(train), len(test)
-    nb = scan.neighbours()
+    nb = verdict.neighbours
 
     # test -> train: the scores the headline is computed from
-    ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test, labels=labels)
+    ts, flags = verdict.scores, verdict.flags
     s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
-    flags = ts.flags(c)
     tt, sib = _classify(flags.flagged, ex_tt, c), flags.flagged
     tt["decided_by_labels"] = flags.decided()
-    per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score", by=labeller.by(rec.get("labeller")))
+    per_item = verdict_items(verdict)
     # train -> test (the same pairs seen from the train side: their labels decide them too)
     _, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
     if fp_train is not None and fp_test is not None:
@@ -165,9 +170,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     if rec["interval"] and None not in rec["interval"]:
         lo, hi = rec["interval"]
         interval_rates = [rate_at(hi), rate_at(lo)]
-    baseline = scan.baseline()
+    baseline = verdict.baseline
     # the expected chance siblings: the headline's figure, stated again under test_to_train
-    head = headline(at, ts, baseline=baseline, n_train=train_items_searched(manifest, scan.path))
+    head = verdict.headline
     base_warning = baseline_warning(baseline, c)  # ScanDir.baseline checked the quantiles it reads
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
@@ -177,7 +182,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # per class
     per_class = []
     # copy groups over both splits, at the cutoff this report counts at
-    groups = group_table(scan, at, sources=False, neighbours=nb, row_label=ts.nb_label)
+    groups = group_table(verdict, sources=False)
     conflicts = label_conflicts(groups, max_groups=max_conflicts)
     if test.labels is not None:
         classes, code = np.unique(test.labels, return_inverse=True)

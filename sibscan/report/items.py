@@ -20,7 +20,7 @@ from ..items import Items
 from ..pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
-__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items"]
+__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items", "verdict_items"]
 
 #: the columns of the per-item table, in order (docs/report-schema.md, ``flagged``)
 COLUMNS = ("test_id", "train_id", "similarity", "score", "exact", "sibling", "label_conflict", "verified",
@@ -161,17 +161,16 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
     """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
-    from ..calibration.labelfile import cutoff_and_labels
-    from ..testscores import test_scores
-    from ..scandir import ScanDir, load_items
+    from ..verdict import Verdict
 
-    scan = ScanDir(scan_dir)
-    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
-    ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test), labels=labels)
-    return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score",
-                      by=labeller.by(at.evidence.get("labeller")))
+    return verdict_items(Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force))
+
+
+def verdict_items(verdict) -> ItemTable:
+    """The per-item table of a :class:`~sibscan.verdict.Verdict`: its scores and flags, item by item."""
+    at = verdict.cutoff
+    return item_table(verdict.scores, verdict.flags, verdict.test[0], verdict.train[0],
+                      score_kind=at.record().get("score") or "score", by=labeller.by(at.evidence.get("labeller")))
 
 
 def flagged_csv(flagged: List[dict]) -> str:

@@ -10,33 +10,20 @@ from pathlib import Path
 from typing import List, Optional
 
 from sibscan import fmt, labeller
-from sibscan.headline import headline
 from sibscan.pairdecision import labels_phrase
-from sibscan.scandir import ScanDir, train_items_searched
-from sibscan.testscores import test_scores
+from sibscan.verdict import Verdict
 
-from .labelfile import cutoff_and_labels
 from .record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
 
 
 def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                  definition: Optional[str] = None, at=None, scores=None) -> dict:
-    """The headline of a scan directory, with the cutoff resolved as every command resolves it
-    and the hand labels behind it deciding the pairs they answer (:func:`.labelfile.cutoff_and_labels`):
-    what ``report.json``'s ``headline`` holds.  ``at`` and ``scores``, given together: that cutoff and the
-    :class:`sibscan.testscores.TestScores` with its labels, already read by the caller (not read, nor
-    warned about, twice)."""
-    if (at is None) != (scores is None):
-        raise TypeError("scan_headline takes at= and scores= together, or neither")
-    sd = ScanDir(scan_dir)
-    manifest = sd.manifest()
-    if at is None:
-        at, labels = cutoff_and_labels(manifest, sd.path, cutoff=cutoff, calibration=calibration, force=force)
-        scores = test_scores(sd.path, labels=labels)
-    return headline(at, scores, baseline=sd.baseline(), n_train=train_items_searched(manifest, sd.path),
-                    definition=definition)
+                  definition: Optional[str] = None) -> dict:
+    """The headline of a scan directory at the cutoff every command resolves, with the hand labels behind
+    it deciding the pairs they answer: what ``report.json``'s ``headline`` holds
+    (:attr:`sibscan.verdict.Verdict.headline`)."""
+    return Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force, definition=definition).headline
 
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
