@@ -22,7 +22,8 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ._version import __version__
-from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
+from .calibration.baseline import baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours, scan_baseline
+from .calibration.chance import chance_note, chance_sentence
 from .calibration.labelfile import cutoff_and_labels
 from .pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
@@ -168,8 +169,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                 sd.write_embeddings(split, emb)
     _mark(sd, manifest, "encode")
 
-    # the held table (nb) has every direction but train→test, which is on disk only: the baseline asks
-    # the file which of its random pairs are there (reverse_keys), so no key per train row is held
+    # the held table (nb) has every direction but train→test, which is on disk only
     if "search" in done and sd.neighbours_path.exists():
         nb = sd.neighbours(skip=[_REVERSE])
     else:
@@ -178,17 +178,19 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                          clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
                          source=manifest[NEIGHBOURS_SOURCE_KEY])
         _mark(sd, manifest, "search")
-    on_disk = "baseline" not in done and "train-test" in cfg.search.directions
-    reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
 
     with clock("baseline"), progress_task("random-pair baseline"):
         baseline = sd.baseline() if "baseline" in done else None
+        if baseline is not None and left_out_neighbours(baseline):
+            echo(f"recomputing the random-pair baseline: the one in {sd.path} left out each item's nearest "
+                 "neighbours (an older sibscan), which undercounts chance siblings on small sets")
+            baseline = None
         if baseline is None:
             b = cfg.baseline
             baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
                                      seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
                                      fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None,
-                                     neighbours=nb, neighbour_keys=reverse_keys, k=cfg.search.k)
+                                     k=cfg.search.k)
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 
@@ -218,8 +220,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
                 echo: Callable[[str], None], counts: Dict[str, int], source: str) -> Neighbours:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
-    when those were streamed (they are in the files only: the baseline reads them back, see
-    :func:`_on_disk_pairs`).
+    when those were streamed (they are in the files only).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
@@ -260,12 +261,6 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                                            progress=progress, view=view, timings=timings, held=nb, counts=counts):
                     writer.append(part)
     return nb
-
-
-def _on_disk_pairs(sd: ScanDir, n_train: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Which flat (test, train) pair keys are rows of the train→test direction in ``sd``'s neighbours
-    table, read a block of rows at a time (:func:`~sibscan.calibration.baseline.streamed_pair_member`)."""
-    return streamed_pair_member(lambda: sd.iter_neighbour_pairs(*_REVERSE), n_train)
 
 
 def _table_order(directions, reranked: bool, views: bool):
@@ -318,9 +313,13 @@ def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test:
         out["sibling_pct"] = 100.0 * float(near.mean())
         if baseline is not None:
             out["expected_chance_siblings"] = float(expected_chance_siblings(baseline, cutoff["value"], n_train, n_test))
+            out["chance_sentence"] = chance_sentence(out["expected_chance_siblings"], out["siblings"], baseline=baseline,
+                                                     extrapolated=extrapolated(baseline, cutoff["value"]))
             warning = baseline_warning(baseline, cutoff["value"])
             if warning:
                 out["warning"] = warning
+    else:
+        out["chance_note"] = chance_note(baseline, scores[~(exact_rows | exact_test)])
     return out
 
 

@@ -15,6 +15,7 @@ from sibscan.pairdecision import labels_phrase
 from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.testscores import test_scores
 
+from .chance import chance_sentence
 from .labelfile import cutoff_and_labels
 from .record import Calibration
 
@@ -72,10 +73,10 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     b = e.get("below_range")
     if b:
         lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
-    if e.get("expected_chance_siblings") is not None:
-        more = " (extrapolated beyond every random pair scored)" if e.get("chance_extrapolated") else ""
-        lines.append(f"expected chance siblings at this cutoff (random-pair baseline): {fmt.count(e['expected_chance_siblings'])}"
-                     f"{more} (found: {e.get('flagged')})")
+    chance = chance_sentence(e.get("expected_chance_siblings"), e.get("flagged"), baseline=cal.baseline,
+                             extrapolated=bool(e.get("chance_extrapolated")))
+    if chance:
+        lines.append(chance)
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
     if cal.status != "ok":
