@@ -203,3 +203,30 @@ def test_an_older_baseline_that_left_out_neighbours_is_said_and_recomputed(alike
     with pytest.warns(UserWarning, match="left out each item's nearest neighbours"):
         calibrate(out, ui="none")
     assert ScanDir(out).baseline() == new
+
+
+def test_verified_baseline_verifies_every_pair_only_where_they_are_few():
+    """A verified pair costs a verification: every pair up to ALL_VERIFIED_MAX, a uniform sample of the
+    verified budget beyond it (not the 2,000,000 of the embedding similarity)."""
+    from types import SimpleNamespace
+
+    from sibscan.calibration.baseline import ALL_VERIFIED_MAX, MIN_VERIFIED, scan_baseline
+
+    asked = []
+
+    class Stub:
+        identity = "stub-v1"
+
+        def verify(self, test, ti, train, tj):
+            asked.append(len(ti))
+            return SimpleNamespace(scores=np.cos(np.asarray(ti) + 0.5 * np.asarray(tj)).astype(np.float32))
+
+    rng = np.random.default_rng(0)
+    for n_test, n_train in ((50, 100), (60, 100)):  # 5,000 pairs; 6,000
+        emb = {"train": rng.standard_normal((n_train, 4)), "test": rng.standard_normal((n_test, 4))}
+        asked.clear()
+        b = scan_baseline(emb, n_pairs=100_000, n_verified_pairs=20_000, seed=0, encoder_identity="e", verifier=Stub(),
+                          splits={"train": None, "test": None}, k=10)
+        few = n_test * n_train <= ALL_VERIFIED_MAX
+        assert b["draw"] == ("all" if few else "uniform") and b["score"] == "verified" and b["n_compared"] == 10
+        assert sum(asked) == b["n_pairs"] == (n_test * n_train if few else MIN_VERIFIED)

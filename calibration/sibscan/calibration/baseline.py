@@ -29,7 +29,7 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["ALL_PAIRS_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
+__all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
            "extrapolated", "left_out_neighbours", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
@@ -37,11 +37,15 @@ _CHUNK = 16384
 #: pairs scored at once by the all-pairs baseline (a block of 4 MB of float32 scores)
 _BLOCK_PAIRS = 1 << 20
 #: every (test, train) pair is scored, not a sample, where there are at most this many: on a small set
-#: the pairs a sample would miss can be the whole high tail; 2,000,000 pairs at d = 1280 take 0.65 s,
+#: the pairs a sample would miss can be the whole high tail; 2,000,000 pairs at d = 1280 take 0.56 s,
 #: as long as the previous 100,000-pair sample (``benchmarks/chance_baseline.py``), and 16 MB (float64)
-#: for the summary.  Verified scores cost a verification each: the scan scores all of them only within
-#: its verified budget (:func:`scan_baseline`)
+#: for the summary.  Verified scores cost a verification each: see :data:`ALL_VERIFIED_MAX`
 ALL_PAIRS_MAX = 2_000_000
+#: every pair is verified, not a sample of :func:`verified_budget`, where there are at most this many
+#: (and at most ``--verified-baseline-pairs``): the sets issue 30 names (UCR Wine 3,078 pairs, Meat
+#: 3,600) at a bounded cost — 5,000 pairs are 1 s of ``lagcorr`` (5,104 pairs/s) and 12 s of
+#: ``imagefuse`` (about 400 pairs/s, docs/benchmarks.md), where the whole 2,000,000 would be 80 minutes
+ALL_VERIFIED_MAX = 5_000
 _GRID = 257
 _MIN_EXCEED = 30
 #: the fewest random pairs a verified baseline scores (however small the scan)
@@ -299,7 +303,8 @@ def scan_baseline(
     """The random-pair baseline of a scan, on the score that decides there.
 
     Every (test, train) pair where there are few (at most :data:`ALL_PAIRS_MAX` for the embedding
-    similarity, at most ``n_verified_pairs`` when a verifier scores them), else a uniform sample;
+    similarity; when a verifier scores them, at most :data:`ALL_VERIFIED_MAX` or the verified sample's
+    size, whichever is larger, and at most ``n_verified_pairs``), else a uniform sample;
     exact twins left out, an item's nearest neighbours not (see :func:`compute_baseline`).
 
     Parameters
@@ -341,10 +346,9 @@ def scan_baseline(
         return (fingerprints["test"][test_idx] == fingerprints["train"][train_idx]).all(axis=1)
 
     all_pairs_max = ALL_PAIRS_MAX
-    if verifier is not None:
-        # a verified pair costs a verification: all of them only within the verified budget's cap
-        all_pairs_max = n_verified_pairs
+    if verifier is not None:  # a verified pair costs a verification: all of them only where they are few
         n_pairs = min(n_pairs, verified_budget(n_verified_pairs, n_test, k or 1) if k else n_verified_pairs)
+        all_pairs_max = min(n_verified_pairs, max(n_pairs, ALL_VERIFIED_MAX))
     return compute_baseline(
         embeddings["train"], embeddings["test"], seed=seed, n_pairs=n_pairs, all_pairs_max=all_pairs_max,
         score_fn=None if verifier is None else verified_scores,
