@@ -22,7 +22,8 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ._version import __version__
-from .calibration.baseline import baseline_warning, scan_baseline, streamed_pair_member
+from .calibration.baseline import baseline_warning, left_out_neighbours, scan_baseline
+from .calibration.chance import chance_note, chance_sentence
 from .calibration.labelfile import cutoff_and_labels
 from .verdict import Verdict
 from .pairdecision import SAME
@@ -168,8 +169,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                 sd.write_embeddings(split, emb)
     _mark(sd, manifest, "encode")
 
-    # the held table (nb) has every direction but train→test, which is on disk only: the baseline asks
-    # the file which of its random pairs are there (reverse_keys), so no key per train row is held
+    # the held table (nb) has every direction but train→test, which is on disk only
     if "search" in done and sd.neighbours_path.exists():
         nb = sd.neighbours(skip=[_REVERSE])
     else:
@@ -178,17 +178,19 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                          clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
                          source=manifest[NEIGHBOURS_SOURCE_KEY])
         _mark(sd, manifest, "search")
-    on_disk = "baseline" not in done and "train-test" in cfg.search.directions
-    reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
 
     with clock("baseline"), progress_task("random-pair baseline"):
         baseline = sd.baseline() if "baseline" in done else None
+        if baseline is not None and left_out_neighbours(baseline):
+            echo(f"recomputing the random-pair baseline: the one in {sd.path} left out each item's nearest "
+                 "neighbours (an older sibscan), which undercounts chance siblings on small sets")
+            baseline = None
         if baseline is None:
             b = cfg.baseline
             baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
                                      seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
                                      fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None,
-                                     neighbours=nb, neighbour_keys=reverse_keys, k=cfg.search.k)
+                                     k=cfg.search.k)
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 
@@ -219,8 +221,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
                 echo: Callable[[str], None], counts: Dict[str, int], source: str) -> Neighbours:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
-    when those were streamed (they are in the files only: the baseline reads them back, see
-    :func:`_on_disk_pairs`).
+    when those were streamed (they are in the files only).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
@@ -261,12 +262,6 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                                            progress=progress, view=view, timings=timings, held=nb, counts=counts):
                     writer.append(part)
     return nb
-
-
-def _on_disk_pairs(sd: ScanDir, n_train: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Which flat (test, train) pair keys are rows of the train→test direction in ``sd``'s neighbours
-    table, read a block of rows at a time (:func:`~sibscan.calibration.baseline.streamed_pair_member`)."""
-    return streamed_pair_member(lambda: sd.iter_neighbour_pairs(*_REVERSE), n_train)
 
 
 def _table_order(directions, reranked: bool, views: bool):
@@ -315,14 +310,19 @@ def summarise(verdict: Verdict) -> dict:
         "cutoff": verdict.cutoff.record(),
         "headline": head,
     }
+    baseline = verdict.baseline
     if verdict.value is not None:
         out["siblings"] = head["flagged"]["count"]
         out["sibling_pct"] = 100.0 * head["flagged"]["rate"] if n_test else 0.0
         if head.get("expected_chance_siblings") is not None:
             out["expected_chance_siblings"] = head["expected_chance_siblings"]
-        warning = baseline_warning(verdict.baseline, verdict.value) if verdict.baseline is not None else None
+            out["chance_sentence"] = chance_sentence(head["expected_chance_siblings"], out["siblings"], baseline=baseline,
+                                                     extrapolated=bool(head.get("chance_extrapolated")))
+        warning = baseline_warning(baseline, verdict.value) if baseline is not None else None
         if warning:
             out["warning"] = warning
+    else:
+        out["chance_note"] = chance_note(baseline, scores.score[~scores.exact])
     return out
 
 

@@ -34,12 +34,12 @@ def test_baseline_summary_matches_brute_force():
     rng = np.random.default_rng(0)
     tr, te = rng.standard_normal((50, 8)), rng.standard_normal((40, 8))
     cos = (te / np.linalg.norm(te, axis=1, keepdims=True)) @ (tr / np.linalg.norm(tr, axis=1, keepdims=True)).T
-    # within budget: every (test, train) pair, once
-    b = compute_baseline(tr, te, n_pairs=5000, seed=5, encoder_identity="e")
+    # few pairs (<= ALL_PAIRS_MAX): every (test, train) pair, once
+    b = compute_baseline(tr, te, n_pairs=100, seed=5, encoder_identity="e")
     assert b["all_pairs"] and b["n_pairs"] == 2000 == b["n_possible"]
     assert b["mean"] == pytest.approx(cos.mean(), abs=1e-5) and b["max"] == pytest.approx(cos.max(), abs=1e-5)
-    # over budget: distinct pairs drawn without replacement
-    b = compute_baseline(tr, te, n_pairs=1500, seed=5, encoder_identity="e")
+    # more than all_pairs_max: distinct pairs drawn without replacement
+    b = compute_baseline(tr, te, n_pairs=1500, seed=5, encoder_identity="e", all_pairs_max=0)
     flat = np.random.default_rng(5).choice(2000, size=1500, replace=False)
     ref = cos.ravel()[flat]
     assert b["score"] == "similarity" and b["n_pairs"] == 1500 and not b["all_pairs"] and len(np.unique(flat)) == 1500
@@ -52,23 +52,18 @@ def test_baseline_summary_matches_brute_force():
         assert tail_probability(b, c) == pytest.approx((ref > c).mean(), abs=0.01)
 
 
-def test_baseline_leaves_out_twins_and_neighbours_and_scales_the_verified_sample():
+def test_baseline_leaves_out_twins_not_neighbours_and_scales_the_verified_sample():
     from sibscan.calibration.baseline import MIN_VERIFIED, scan_baseline, verified_budget
-    from sibscan.scandir import Neighbours
 
     rng = np.random.default_rng(1)
     tr, te = rng.standard_normal((30, 8)).astype(np.float32), rng.standard_normal((20, 8)).astype(np.float32)
     te[:5] = tr[:5]  # exact twins
     fps = {"train": np.stack([np.arange(30), np.zeros(30)], 1).astype(np.uint64),
            "test": np.stack([np.r_[np.arange(5), 100 + np.arange(15)], np.zeros(20)], 1).astype(np.uint64)}
-    qi, ni = np.arange(20), (np.arange(20) * 7) % 30  # one neighbour row per test item
-    nb = Neighbours({"query_split": ["test"] * 20, "query_id": qi.astype(str), "query_index": qi, "rank": np.zeros(20, int),
-                     "neighbour_split": ["train"] * 20, "neighbour_id": ni.astype(str), "neighbour_index": ni,
-                     "similarity": np.ones(20, np.float32), "exact": np.zeros(20, bool)})
-    b = scan_baseline({"train": tr, "test": te}, n_pairs=10_000, n_verified_pairs=10, seed=0, encoder_identity="e",
-                      fingerprints=fps, neighbours=nb, k=1)
-    # all 600 pairs but the 5 twins and the 20 neighbour pairs (one of which is also a twin: (0, 0))
-    assert b["all_pairs"] and b["n_excluded"] == 24 and b["n_pairs"] == 576 and b["max"] < 0.999
+    b = scan_baseline({"train": tr, "test": te}, n_pairs=100, n_verified_pairs=10, seed=0, encoder_identity="e",
+                      fingerprints=fps, k=1)
+    # all 600 pairs (at most ALL_PAIRS_MAX: n_pairs=100 does not make it a sample) but the 5 twins
+    assert b["all_pairs"] and b["draw"] == "all" and b["n_excluded"] == 5 and b["n_pairs"] == 595 and b["max"] < 0.999
     assert b["n_compared"] == 30  # the embedding similarity: the best of all train items
     assert verified_budget(20_000, 100, 10) == MIN_VERIFIED and verified_budget(20_000, 10_000, 10) == 20_000
     assert verified_budget(20_000, 3_000, 10) == 15_000

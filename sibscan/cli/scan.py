@@ -8,7 +8,7 @@ import typer
 
 from ..cutoffrule import supported
 from ..errors import SibscanError
-from ..fmt import count, plural, score, scores
+from ..fmt import plural, score, scores
 from ..items import skipped_note
 from ..options import GROUPS
 from ._common import Command, json_flag, user_errors
@@ -41,6 +41,8 @@ def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> s
     if cut.get("value") is None:
         lines.append(f"  cutoff: none — {summary['cutoff_note']}" if summary.get("cutoff_note") else
                      "  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
+        if summary.get("chance_note"):
+            lines.append(f"  note: {summary['chance_note']}")
     else:
         if head is None:  # a manifest written before the summary carried the headline
             how = ("UNCALIBRATED" if cut["source"] != "calibrated" else "calibrated" if supported(cut.get("status"))
@@ -49,8 +51,8 @@ def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> s
                 f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {plural(summary['siblings'], 'test item')} "
                 f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"
             )
-        if "expected_chance_siblings" in summary:
-            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {count(summary['expected_chance_siblings'])} (found: {summary['siblings']:,})")
+        if summary.get("chance_sentence"):
+            lines.append(f"  {summary['chance_sentence']}")
         if summary.get("warning"):
             lines.append(f"  warning: {summary['warning']}")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration import baseline_warning
+from ..calibration.chance import chance_note, chance_sentence, pairs_described
 from ..pairdecision import flag_items
 from ..headline import ESTIMATED
 from ..testscores import best_scores, direction_rows, flagged_mask
@@ -178,6 +179,11 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
     tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] in ESTIMATED else None
     tt["expected_chance_siblings"] = head["expected_chance_siblings"]
+    # the words every output prints about chance siblings (sibscan.calibration.chance)
+    chance = {"sentence": chance_sentence(head["expected_chance_siblings"], (head.get("flagged") or {}).get("count"),
+                                          extrapolated=bool(head.get("chance_extrapolated")), baseline=baseline),
+              "note": chance_note(baseline, s_tt[~ex_tt]) if c is None else None,
+              "pairs": None if baseline is None else pairs_described(baseline)}
 
     # per class
     per_class = []
@@ -254,6 +260,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         "headline": head,
         "cutoff": rec,
         "baseline_warning": base_warning,
+        "chance": chance,
         "sibling_rate": {
             "test_to_train": tt,
             "train_to_test": {**rt, "available": has_rt},

@@ -23,7 +23,7 @@ from sibscan.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.stats import check_int
 
-from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
+from .baseline import baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours, scan_baseline
 from .fit import POINT_RULE, fit, same_rule
 from .labels import Identity, LabelStore
 from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
@@ -77,8 +77,14 @@ def _verifier_of(manifest: dict):
 def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
     """The scan's baseline.json; when the scan stopped before writing it, the same baseline computed by the
     same function the scan calls (and written there), or, where the scan's verifier cannot be rebuilt,
-    the embedding-similarity baseline for this calibration only (with a warning)."""
+    the embedding-similarity baseline for this calibration only (with a warning).  One an older sibscan
+    made by leaving out each item's nearest neighbours is computed again where it can be the scan's own."""
     baseline = sd.baseline()
+    if baseline is not None and left_out_neighbours(baseline) and \
+            (identity.verifier_identity is None or _verifier_of(manifest) is not None):
+        warnings.warn(f"{sd.baseline_path} left out each item's nearest neighbours (an older sibscan), which "
+                      "undercounts chance siblings on small sets; computing it again", stacklevel=3)
+        baseline = None
     if baseline is not None:
         if baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
             raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the scan "
@@ -102,8 +108,7 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
         {s: sd.embeddings(s) for s in splits}, n_pairs=params.get("baseline_pairs", 100_000),
         n_verified_pairs=params.get("verified_baseline_pairs", 20_000), seed=params.get("seed", 0),
         encoder_identity=identity.encoder_identity, verifier=verifier, splits=splits,
-        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index,
-        neighbours=sd.neighbours(), k=params.get("k"))
+        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index, k=params.get("k"))
     if as_scan:
         sd.write_baseline(baseline)
     return baseline

@@ -13,6 +13,7 @@ from sibscan import fmt, labeller
 from sibscan.pairdecision import labels_phrase
 from sibscan.verdict import Verdict
 
+from .chance import chance_sentence
 from .record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
@@ -59,10 +60,10 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     b = e.get("below_range")
     if b:
         lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
-    if e.get("expected_chance_siblings") is not None:
-        more = " (extrapolated beyond every random pair scored)" if e.get("chance_extrapolated") else ""
-        lines.append(f"expected chance siblings at this cutoff (random-pair baseline): {fmt.count(e['expected_chance_siblings'])}"
-                     f"{more} (found: {e.get('flagged')})")
+    chance = chance_sentence(e.get("expected_chance_siblings"), e.get("flagged"), baseline=cal.baseline,
+                             extrapolated=bool(e.get("chance_extrapolated")))
+    if chance:
+        lines.append(chance)
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
     if not cal.ok and (head is None or head["state"] != "needs_labels"):  # a needs_labels sentence says why
