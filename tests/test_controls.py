@@ -239,3 +239,30 @@ def test_copies_are_light_and_repeatable():
     v = np.array([1.0, 3.0, np.nan, -2.0, 0.5])
     c, _ = copy_values(v, np.random.default_rng(1))
     assert np.isnan(c[2]) and np.corrcoef(c[[0, 1, 3, 4]], v[[0, 1, 3, 4]])[0, 1] > 0.99 and not np.allclose(c[[0, 1]], v[[0, 1]])
+
+
+def test_a_scan_with_exact_twins_gets_twin_controls_alternating_with_copies(tmp_path):
+    from sibscan.scandir import Neighbours
+
+    p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=3, modality="text")
+    sd = ScanDir(p.path)
+    nb = sd.neighbours()
+    cols = {c: np.asarray(v).copy() for c, v in nb.columns.items()}
+    top = cols["rank"] == 0
+    twins = np.flatnonzero(top)[:8]  # eight test items whose nearest train item is their exact copy
+    cols["exact"][twins] = True
+    sd.write_neighbours(Neighbours(cols), csv=False)
+    fps = {s: np.stack([np.arange(n, dtype=np.uint64) + off, np.zeros(n, np.uint64)], axis=1)
+           for s, n, off in (("test", 150, 10_000), ("train", 300, 0))}
+    fps["test"][cols["query_index"][twins]] = fps["train"][cols["neighbour_index"][twins]]
+    for s in ("test", "train"):
+        sd.write_items(sd.items(s), fps[s])
+    cal = tmp_path / "cal"
+    calibrate(p.path, calibration_dir=cal, ui="none", n_pairs=40, controls=0.3)
+    same = [c for c in sorted(_controls(cal), key=lambda c: c.slot) if c.truth == "same"]
+    assert [c.kind for c in same][:4] == ["copy", "twin", "copy", "twin"]
+    pairs = {(str(q), str(t)) for q, t in zip(cols["query_id"][twins], cols["neighbour_id"][twins])}
+    assert all((c.query_id, c.shown_id) in pairs for c in same if c.kind == "twin")
+    session = label_session(p.path, cal, controls=0.3)
+    views = [session.view(i) for i in range(len(session))]
+    assert len({v["left"]["id"] for v in views}) == len(views)
