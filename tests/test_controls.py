@@ -266,3 +266,34 @@ def test_a_scan_with_exact_twins_gets_twin_controls_alternating_with_copies(tmp_
     session = label_session(p.path, cal, controls=0.3)
     views = [session.view(i) for i in range(len(session))]
     assert len({v["left"]["id"] for v in views}) == len(views)
+
+
+def test_a_chunked_text_scan_gets_controls_by_its_documents(tmp_path):
+    """A chunked scan embeds several rows per document: the known-"different" pairs are found by each
+    document's first chunk (as the baseline represents it), never by a chunk row taken for a document."""
+    import pydoc_data.topics
+
+    topics = sorted(pydoc_data.topics.topics.values(), key=len)[-40:]
+    docs = [" ".join(t.split()[:200]) for t in topics]
+    for name, part in (("train", docs[:28]), ("test", docs[28:])):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"id": f"{name}{i}", "text": t}) + "\n" for i, t in enumerate(part)))
+    res = CliRunner().invoke(app, ["scan", "--train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
+                                   "--id", "id", "--out", str(tmp_path / "scan"), "--encoder", "ngram", "--chunk-words", "50",
+                                   "--no-verify", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    sd = ScanDir(tmp_path / "scan")
+    assert len(sd.embeddings("test")) > len(sd.items("test"))  # chunk rows, not documents
+    calibrate(sd.path, calibration_dir=tmp_path / "cal", ui="none", n_pairs=4, controls=0.5)
+    made = _controls(tmp_path / "cal")
+    assert {c.truth for c in made} == {"same", "different"}
+    from sibscan.calibration.flow import _doc_index
+
+    splits = {s: sd.items(s) for s in ("train", "test")}
+    first = {s: np.unique(d, return_index=True)[1] for s, d in _doc_index(sd.manifest(), splits).items()}
+    te, tr = sd.embeddings("test")[first["test"]], sd.embeddings("train")[first["train"]]
+    for c in made:
+        assert c.query_id == str(splits["test"].ids[c.query_index])
+        if c.kind == "random":
+            a, b = te[c.query_index], tr[c.train_index]
+            assert c.shown_id == str(splits["train"].ids[c.train_index])
+            assert c.score == pytest.approx(float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)), abs=1e-5)
