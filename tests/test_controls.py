@@ -145,6 +145,9 @@ def test_the_terminal_shows_a_control_as_it_shows_a_pair(tmp_path, modality):
     assert ".png" not in text and str(cal) not in text  # no file path tells a copy from a train item
     kinds = {int(i): session.seq[int(i)][0] for i, _ in blocks}
     assert set(kinds.values()) == {"pair", "control"}
+    # the count shown is of every pair shown, controls included, from the first pair on
+    assert set(re.findall(r"\npair \d+ of (\d+) ", text)) == {str(len(session))}
+    assert f"all {len(session)} pairs labelled" in text
 
 
 def test_answers_on_controls_go_to_their_own_store_and_are_counted(tmp_path):
@@ -297,3 +300,13 @@ def test_a_chunked_text_scan_gets_controls_by_its_documents(tmp_path):
             a, b = te[c.query_index], tr[c.train_index]
             assert c.shown_id == str(splits["train"].ids[c.train_index])
             assert c.score == pytest.approx(float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)), abs=1e-5)
+
+
+def test_on_a_verified_scan_a_random_control_reveals_no_similarity_as_its_score(tmp_path):
+    """The score revealed after an answer is the deciding score: a verified scan's random control has none
+    measured (its embedding similarity is another score), so none is shown."""
+    p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=3, modality="text", verifier=True)
+    with pytest.warns(UserWarning, match="no baseline.json"):  # the planted scan stops before its baseline
+        calibrate(p.path, calibration_dir=tmp_path / "cal", ui="none", n_pairs=30, controls=0.3)
+    random = [c for c in _controls(tmp_path / "cal") if c.kind == "random"]
+    assert random and all(c.score is None for c in random)
