@@ -213,6 +213,9 @@ def test_the_oracle_answers_controls_and_the_calibration_says_the_measured_error
     want = (ControlAnswers(n_same, n_same, len(made) - n_same, 0) if error_rate == 0 else
             ControlAnswers(n_same, 0, len(made) - n_same, len(made) - n_same))
     assert controls_of(cal) == want
+    import sibscan.calibration
+
+    assert sibscan.calibration.controls_of(cal) == want  # the package's API names it too
     assert load_calibration(cal).extra["controls"] == asdict(want)
     line = (f"control pairs: {want.same_answered_same} of {n_same} known-same answered same, "
             f"{want.different_answered_same} of {len(made) - n_same} known-different answered same")
