@@ -191,11 +191,12 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
 def test_a_changed_definition_is_warned_and_recorded(tmp_path):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=7, dim=12)
     cal_dir = tmp_path / "cal"
+    # no control pairs: the piped answers are the pairs' (controls are tested in test_controls.py)
     calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same row of values",
-              stdin=io.StringIO("n\nn\n"), stdout=io.StringIO())
+              stdin=io.StringIO("n\nn\n"), stdout=io.StringIO(), controls=0)
     with pytest.warns(UserWarning, match="the definition of 'same' differs (.|\n)*\n  2 answers were given under: 'the same row of values'"):
         cal = calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same series, rescaled",
-                        stdin=io.StringIO("n\n"), stdout=io.StringIO())
+                        stdin=io.StringIO("n\n"), stdout=io.StringIO(), controls=0)
     lines = read_labels(cal_dir)
     assert [r["definition"] for r in lines] == ["the same row of values"] * 2 + ["the same series, rescaled"]
     assert cal.extra["definition"] == "the same series, rescaled"

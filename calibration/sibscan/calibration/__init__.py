@@ -7,6 +7,8 @@
   most), let a person label them (web page or terminal) under a written definition of "same", fit
   the cutoff at the lowest score from which P(same)'s 95 % lower bound per run of answers reaches 0.5, estimate the sibling rate (:func:`sibscan.rate.estimate_rate`),
   precision and recall, and write ``cutoff.json`` beside the append-only ``labels.jsonl``.
+* :func:`controls_of` — the labeller's answers on the control pairs of a calibration (known "same" and
+  known "different" pairs mixed into the draw) as :class:`sibscan.stats.ControlAnswers`.
 * :func:`load_calibration`, :func:`resolve` — read a calibration back (by path, or by the name of a
   ``calibration/<name>/`` record kept in the repository) and check it against a scan.
 """
@@ -29,6 +31,7 @@ _API = {
     "baseline_warning": "baseline",
     "calibrate": "flow",
     "compute_baseline": "baseline",
+    "controls_of": "controlanswers",
     "describe": "summary",
     "expected_chance_siblings": "baseline",
     "fit_calibration": "flow",

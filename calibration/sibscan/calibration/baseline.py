@@ -30,7 +30,7 @@ from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
 __all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
-           "extrapolated", "left_out_neighbours", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
+           "extrapolated", "left_out_neighbours", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
 _CHUNK = 16384
@@ -287,6 +287,19 @@ def verified_budget(n_verified_pairs: int, n_test: int, k: int) -> int:
 def pair_keys(test_index: np.ndarray, train_index: np.ndarray, n_train: int) -> np.ndarray:
     """The flat key ``test * n_train + train`` of each (test, train) pair, int64 of shape (m,)."""
     return np.asarray(test_index, np.int64) * int(n_train) + np.asarray(train_index, np.int64)
+
+
+def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
+    """Sorted flat keys ``test * n_train + train`` of the (test, train) pairs in either direction's
+    neighbour lists: a nearest neighbour is not a random pair (the known-"different" control pairs of
+    :mod:`.controls` are drawn outside them)."""
+    keys = []
+    for q, n, swap in (("test", "train", False), ("train", "test", True)):
+        sub = neighbours.direction(q, n)
+        if len(sub):
+            a, b = sub["query_index"], sub["neighbour_index"]
+            keys.append(pair_keys(b, a, n_train) if swap else pair_keys(a, b, n_train))
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 
 def scan_baseline(

@@ -94,7 +94,11 @@ class Population:
 
 @dataclass
 class Draw:
-    """The recorded draw: strata edges, the drawn pairs (population rows) in presentation order."""
+    """The recorded draw: strata edges, the drawn pairs (population rows) in presentation order.
+
+    ``reserved``: population rows never to draw, the test items that control pairs show
+    (:class:`.controls.ControlPlan` sets them from ``controls.json``; not recorded here).
+    """
 
     lo: float
     edges: np.ndarray
@@ -103,6 +107,7 @@ class Draw:
     score_kind: str
     identity: dict = field(default_factory=dict)
     phases: List[int] = field(default_factory=list)
+    reserved: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def stratum(self, scores: np.ndarray) -> np.ndarray:
         """Stratum of each score: 0..K-1, or -1 below ``lo`` (not drawn, assumed unrelated)."""
@@ -254,9 +259,10 @@ def make_draw(pop: Population, lo: float, n_pairs: int, *, seed: int = 0, n_stra
 
 
 def _members(draw: Draw, pop: Population) -> np.ndarray:
-    """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score."""
+    """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score, not a control's."""
     free = pop.drawable()
     free[draw.rows] = False
+    free[draw.reserved] = False
     return free
 
 

@@ -11,9 +11,11 @@ from typing import List, Optional
 
 from sibscan import fmt, labeller
 from sibscan.pairdecision import labels_phrase
+from sibscan.stats import ControlAnswers
 from sibscan.verdict import Verdict
 
 from .chance import chance_sentence
+from .controlanswers import answers_line
 from .record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
@@ -46,6 +48,8 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
                  + (f"; {extra['n_labelled_not_needed']} about exact twins or unscored pairs, which need no answer"
                     if extra.get("n_labelled_not_needed") else "")
                  + (f" ('same' means: {extra['definition']})" if extra.get("definition") else ""))
+    if "controls" in extra:  # calibrations before control pairs did not record them: nothing to say about those
+        lines.append(answers_line(ControlAnswers(**extra["controls"])))
     if cal.cutoff is not None:
         iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
         lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")
