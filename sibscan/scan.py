@@ -23,9 +23,9 @@ import numpy as np
 
 from ._version import __version__
 from .calibration.baseline import baseline_warning, scan_baseline, streamed_pair_member
-from .calibration.labelfile import cutoff_and_labels
+from .verdict.labelfile import cutoff_and_labels
 from .verdict import Verdict
-from .pairdecision import SAME
+from .verdict.pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .diskarray import NpyArray, NpyWriter, is_disk_array

@@ -5,7 +5,7 @@ Definitions used throughout (per test item, against the training set):
 * **exact twin** — its fingerprint equals a train item's fingerprint (or a neighbours row in that
   direction carries ``exact``);
 * **near sibling** — not an exact twin, and one of its pairs with train is a sibling by
-  :func:`sibscan.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
+  :func:`sibscan.verdict.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
   ``score`` at or above the cutoff (a pair labelled "different" never is);
 * **sibling** — exact twin or near sibling.  The headline sibling rate counts these.
 
@@ -24,9 +24,9 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration import baseline_warning
-from ..pairdecision import flag_items
-from ..headline import ESTIMATED
-from ..testscores import best_scores, direction_rows, flagged_mask
+from ..verdict.pairdecision import flag_items
+from ..verdict.headline import ESTIMATED
+from ..verdict.testscores import best_scores, direction_rows, flagged_mask
 from ..scandir import ScanDir
 from ..verdict import Verdict
 from .audits import audit_sections

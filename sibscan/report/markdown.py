@@ -15,7 +15,7 @@ import re
 from typing import Callable, List, Optional
 
 from ..fmt import count, pct, pp, span
-from ..cutoffrule import supported
+from ..verdict.cutoffrule import supported
 
 __all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
            "accuracy_parts", "md_text"]

@@ -19,8 +19,8 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.textalign import word_diff
-from sibscan.headline import narrow_enough
-from sibscan.rate import estimate_rate
+from sibscan.verdict.headline import narrow_enough
+from sibscan.verdict.rate import estimate_rate
 
 from .labels import LABELS, LabelStore, PairKey
 from .sampling import Draw, Population, extend_draw
@@ -58,7 +58,7 @@ class LabelSession:
     test, train : Items
         The scan's items (content of each pair's two sides).
     scores : (ndarray of shape (n_test,), ndarray of shape (n_test,) bool), optional
-        Every test item's deciding score and exact-twin flag (``sibscan.testscores.TestScores``): with
+        Every test item's deciding score and exact-twin flag (``sibscan.verdict.testscores.TestScores``): with
         them the session estimates the rate live and draws each next pair adaptively.
     target : int, optional
         Pairs to answer (default: the draw's size, no adaptive growth).
