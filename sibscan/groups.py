@@ -2,7 +2,7 @@
 
 The graph joins every pair of items (over train and test together) that are exact twins (same
 fingerprint), siblings at the cutoff (a neighbours-table row that is a sibling pair by
-:func:`sibscan.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
+:func:`sibscan.verdict.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
 unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with
 ``sources=True``, share a group/source value (patient, user, page).  The report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
 a new split.
@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 
 from . import fmt
-from .pairdecision import pair_is_sibling
+from .verdict.pairdecision import pair_is_sibling
 from .errors import SibscanError
 from .options import LINKAGES
 from .verdict import Verdict
@@ -177,7 +177,7 @@ class GroupTable:
     edges : tuple of two ndarrays of shape (m,)
         The sibling graph's edges over rows of this table (exact, cutoff and source edges).
     cutoff : dict
-        The cutoff record used (see :func:`sibscan.cutoff.resolve_cutoff`).
+        The cutoff record used (see :func:`sibscan.verdict.cutoff.resolve_cutoff`).
     linkage : str
         ``complete`` or ``single`` (see the module docstring).
     pairs : tuple of three ndarrays of shape (p,)
@@ -267,7 +267,7 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
     scan_dir : str or Path
         A finished scan directory.
     cutoff, calibration, force
-        Which cutoff makes a sibling (see :func:`sibscan.cutoff.resolve_cutoff`). With no
+        Which cutoff makes a sibling (see :func:`sibscan.verdict.cutoff.resolve_cutoff`). With no
         cutoff anywhere, only exact twins (and shared sources) join items.
     sources : bool
         Also join items that share a group/source value.
@@ -287,7 +287,7 @@ def check_linkage(linkage: str) -> None:
 
 def group_table(verdict: Verdict, sources: bool = True, linkage: str = "complete") -> GroupTable:
     """The sibling groups of a scan at its verdict's cutoff: pairs its hand labels answer are decided by
-    them (:attr:`sibscan.testscores.TestScores.nb_label`), the rest by score."""
+    them (:attr:`sibscan.verdict.testscores.TestScores.nb_label`), the rest by score."""
     check_linkage(linkage)
     (train, fp_train), (test, fp_test) = verdict.train, verdict.test
     cutoff, scan = verdict.cutoff, verdict.scan

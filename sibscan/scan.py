@@ -23,10 +23,10 @@ import numpy as np
 
 from ._version import __version__
 from .calibration.baseline import baseline_warning, left_out_neighbours, scan_baseline
-from .calibration.chance import chance_note, chance_sentence
-from .calibration.labelfile import cutoff_and_labels
+from .verdict.chance import chance_note, chance_sentence
+from .verdict.labelfile import cutoff_and_labels
 from .verdict import Verdict
-from .pairdecision import SAME
+from .verdict.pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .diskarray import NpyArray, NpyWriter, is_disk_array

@@ -15,7 +15,7 @@ from sibscan.calibration import (
     DEFINITIONS, Calibration, baseline_warning, calibrate, compute_baseline, expected_chance_siblings, load_calibration, pava, resolve,
     tail_probability,
 )
-from sibscan.calibration import record as record_mod
+from sibscan.verdict import record as record_mod
 from sibscan.calibration.sampling import allocate
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.cli import app
@@ -147,7 +147,7 @@ def test_allocate_respects_room_and_total():
 
 
 def test_rate_estimate_every_item_labelled_is_exact():
-    from sibscan.rate import estimate_rate
+    from sibscan.verdict.rate import estimate_rate
 
     scores = np.array([0.1, 0.5, 0.6, 0.9, 0.95, 1.0])
     exact = np.array([False, False, False, False, False, True])
@@ -368,7 +368,7 @@ def _scan_whose_calibration_gives_no_cutoff(tmp_path: Path):
 def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(tmp_path):
     # the scan's own calibration gave no cutoff: report and check say so and which cutoff they use, never silently
     from sibscan.check import check as run_check
-    from sibscan.cutoff import resolve_cutoff
+    from sibscan.verdict.cutoff import resolve_cutoff
     from sibscan.report import build_report
     from sibscan.scandir import ScanDir
 
@@ -486,7 +486,7 @@ def test_calibrate_help_describes_the_labels_file_it_reads(planted, tmp_path):
     field and the identity fields, and what it says about a line without a dataset fingerprint holds."""
     import re
 
-    from sibscan.calibration.labelfile import _REQUIRED
+    from sibscan.verdict.labelfile import _REQUIRED
 
     runner = CliRunner()
     text = " ".join(runner.invoke(app, ["calibrate", "--help"], terminal_width=200).output.split())

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import sibscan.calibration.baseline as baseline_module
 from sibscan.calibration.baseline import compute_baseline, expected_chance_siblings, tail_probability
-from sibscan.calibration.chance import NOTE_SHARE, chance_note, chance_sentence, pairs_described
+from sibscan.verdict.chance import NOTE_SHARE, chance_note, chance_sentence, pairs_described
 from sibscan.cli import app
 from sibscan.config import ScanConfig
 from sibscan.report import write_reports

@@ -249,7 +249,7 @@ def test_a_rule_name_without_the_bound_is_the_point_estimate():
 
 def test_the_headline_words_every_rule_name_old_and_new():
     # the headline reads rule names through the one reader the refit's "rule changed" check uses
-    from sibscan.headline import _rule_phrase
+    from sibscan.verdict.headline import _rule_phrase
 
     flip = "where hand labels flip from different to same"
     bound = f"the lowest score from which P(same) of the hand labels, by its {BOUND}, is 0.5 or more"

@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 from sibscan.api import Scan
 from sibscan.calibration import calibrate, describe
 from sibscan.calibration.flow import DRAW_FILE
-from sibscan.calibration.record import CUTOFF_FILE
+from sibscan.verdict.record import CUTOFF_FILE
 from sibscan.calibration.summary import headline_of
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.check import NEEDS_LABELS_EXIT, check
 from sibscan.cli import app
-from sibscan.cutoffrule import supported
+from sibscan.verdict.cutoffrule import supported
 from sibscan.fmt import pct as fmt_pct
-from sibscan.headline import STATES
+from sibscan.verdict.headline import STATES
 from sibscan.report import write_reports
 from sibscan.scandir import ScanDir
 
@@ -139,7 +139,7 @@ def test_existing_records_still_read(weak, tmp_path):
 
 def test_the_scan_summary_says_its_cutoff_needs_labels(weak):
     from sibscan.cli.scan import _fmt_summary
-    from sibscan.cutoff import resolve_cutoff
+    from sibscan.verdict.cutoff import resolve_cutoff
 
     scan, _ = weak
     cut = resolve_cutoff(ScanDir(scan).manifest(), scan_dir=scan).record()

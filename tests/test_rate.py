@@ -1,4 +1,4 @@
-"""One sibling rate everywhere (sibscan.rate): the estimator, the headline every output prints, the
+"""One sibling rate everywhere (sibscan.verdict.rate): the estimator, the headline every output prints, the
 states where nothing is assessed, bad label input, and how numbers near 1 are printed."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sibscan import fmt
 from sibscan.calibration import calibrate
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.cli import app
-from sibscan.rate import estimate_rate, narrow_enough
+from sibscan.verdict.rate import estimate_rate, narrow_enough
 
 
 # --- how numbers are printed ----------------------------------------------------------------------

@@ -328,12 +328,12 @@ def test_every_output_counts_chance_siblings_against_the_train_items_searched(tm
     old code gave calibrate and split 0 there (no count) while the report counted the items it loaded."""
     from sibscan.calibration.baseline import expected_chance_siblings
     from sibscan.calibration.summary import scan_headline
-    from sibscan.cutoff import resolve_cutoff
-    from sibscan.headline import headline
+    from sibscan.verdict.cutoff import resolve_cutoff
+    from sibscan.verdict.headline import headline
     from sibscan.scan import summarise
     from sibscan.scandir import train_items_searched
     from sibscan.split import groups_and_headline
-    from sibscan.testscores import test_scores
+    from sibscan.verdict.testscores import test_scores
     from sibscan.verdict import Verdict
 
     make_scan(tmp_path)

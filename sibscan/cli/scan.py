@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ..cutoffrule import supported
+from ..verdict.cutoffrule import supported
 from ..errors import SibscanError
 from ..fmt import plural, score, scores
 from ..items import skipped_note

@@ -5,7 +5,7 @@ Definitions used throughout (per test item, against the training set):
 * **exact twin** — its fingerprint equals a train item's fingerprint (or a neighbours row in that
   direction carries ``exact``);
 * **near sibling** — not an exact twin, and one of its pairs with train is a sibling by
-  :func:`sibscan.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
+  :func:`sibscan.verdict.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
   ``score`` at or above the cutoff (a pair labelled "different" never is);
 * **sibling** — exact twin or near sibling.  The headline sibling rate counts these.
 
@@ -24,10 +24,10 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..groups import group_table
 from ..calibration import baseline_warning
-from ..calibration.chance import chance_note, chance_sentence, pairs_described
-from ..pairdecision import flag_items
-from ..headline import ESTIMATED
-from ..testscores import best_scores, direction_rows, flagged_mask
+from ..verdict.chance import chance_note, chance_sentence, pairs_described
+from ..verdict.pairdecision import flag_items
+from ..verdict.headline import ESTIMATED
+from ..verdict.testscores import best_scores, direction_rows, flagged_mask
 from ..scandir import ScanDir
 from ..verdict import Verdict
 from .audits import audit_sections
@@ -179,7 +179,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
     tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] in ESTIMATED else None
     tt["expected_chance_siblings"] = head["expected_chance_siblings"]
-    # the words every output prints about chance siblings (sibscan.calibration.chance)
+    # the words every output prints about chance siblings (sibscan.verdict.chance)
     chance = {"sentence": chance_sentence(head["expected_chance_siblings"], (head.get("flagged") or {}).get("count"),
                                           extrapolated=bool(head.get("chance_extrapolated")), baseline=baseline),
               "note": chance_note(baseline, s_tt[~ex_tt]) if c is None else None,

@@ -19,7 +19,7 @@ from typing import List, Optional
 from .. import labeller
 from ..errors import SibscanError
 from ..fmt import score as fmt_score
-from ..headline import ESTIMATED
+from ..verdict.headline import ESTIMATED
 from ..stats import wilson_interval
 from .audits import AUDITS_DIR
 from .markdown import pct

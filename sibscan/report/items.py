@@ -2,7 +2,7 @@
 
 The report's test → train numbers, its ``flagged`` list (and ``flagged.csv``) and
 :meth:`sibscan.Scan.to_pandas` all come from here, so that the item a table calls a sibling is the
-item the rate counts.  ``sibling`` is :func:`sibscan.pairdecision.flag_items`' decision (an exact
+item the rate counts.  ``sibling`` is :func:`sibscan.verdict.pairdecision.flag_items`' decision (an exact
 twin, or a pair labelled "same" by hand, or an unlabelled pair at or above the cutoff compared in
 float32, the dtype of the score column; a pair labelled "different" never), and None where there is
 no cutoff: not assessed.  The row shows the pair that flagged the item, else its top-1 pair by score.
@@ -17,7 +17,7 @@ import numpy as np
 from .. import labeller
 from ..fmt import score as fmt_score
 from ..items import Items
-from ..pairdecision import DIFFERENT, SAME
+from ..verdict.pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
 __all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items", "verdict_items"]
@@ -65,9 +65,9 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
 
     Parameters
     ----------
-    scores : sibscan.testscores.TestScores
+    scores : sibscan.verdict.testscores.TestScores
         With ``rows`` (every test → train pair) and ``labels``.
-    flags : sibscan.pairdecision.Flags
+    flags : sibscan.verdict.pairdecision.Flags
         ``scores.flags(cutoff)``.
     test, train : Items
     score_kind : str
@@ -159,7 +159,7 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
 
 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
-    """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
+    """The per-item table of a finished scan at the cutoff :func:`sibscan.verdict.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
     from ..verdict import Verdict
 

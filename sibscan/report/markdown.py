@@ -15,7 +15,7 @@ import re
 from typing import Callable, List, Optional
 
 from ..fmt import pct, pp, span
-from ..cutoffrule import supported
+from ..verdict.cutoffrule import supported
 
 __all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
            "accuracy_parts", "md_text"]
@@ -95,7 +95,7 @@ def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
         lo, hi = tt["at_interval"]
         runs = f"stays at {pct(lo)}" if pct(lo) == pct(hi) else f"runs {pct(lo)} to {pct(hi)}"
         out.append(f"Over the cutoff's interval {span(*cut['interval'])} the share flagged {runs}.")
-    chance = report.get("chance") or {}  # worded once, by sibscan.calibration.chance
+    chance = report.get("chance") or {}  # worded once, by sibscan.verdict.chance
     if chance.get("sentence"):
         out.append(f"{chance['sentence'][:1].upper()}{chance['sentence'][1:]}.")
     if chance.get("note"):

@@ -14,11 +14,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..calibration.labelfile import cutoff_and_labels
-from ..cutoff import Cutoff
-from ..headline import headline
+from .labelfile import cutoff_and_labels
+from .cutoff import Cutoff
+from .headline import headline
 from ..scandir import ScanDir, load_items, train_items_searched
-from ..testscores import TestScores, test_scores
+from .testscores import TestScores, test_scores
 
 __all__ = ["Verdict"]
 
@@ -33,7 +33,7 @@ class Verdict:
     scan : ScanDir
     manifest : dict
     cutoff : Cutoff
-        The cutoff in use (:func:`sibscan.cutoff.resolve_cutoff`) with its evidence (the calibration's
+        The cutoff in use (:func:`sibscan.verdict.cutoff.resolve_cutoff`) with its evidence (the calibration's
         rule, labels, estimate).
     labels : PairLabels
         The hand labels behind the cutoff; they decide the pairs they answer.
@@ -59,9 +59,9 @@ class Verdict:
         scan_dir : str or Path
             A scan directory.
         cutoff, calibration, force
-            As :func:`sibscan.cutoff.resolve_cutoff`.
+            As :func:`sibscan.verdict.cutoff.resolve_cutoff`.
         writing : bool
-            The scan being written into ``scan_dir`` (:func:`sibscan.calibration.labelfile.cutoff_and_labels`).
+            The scan being written into ``scan_dir`` (:func:`sibscan.verdict.labelfile.cutoff_and_labels`).
         definition : str, optional
             The definition of "same" to state where the cutoff carries none.
         """
@@ -115,7 +115,7 @@ class Verdict:
 
     @cached_property
     def flags(self):
-        """The test items flagged at the cutoff (:meth:`sibscan.testscores.TestScores.flags`)."""
+        """The test items flagged at the cutoff (:meth:`sibscan.verdict.testscores.TestScores.flags`)."""
         return self.scores.flags(self.value)
 
     @property
@@ -130,7 +130,7 @@ class Verdict:
 
     @cached_property
     def headline(self) -> dict:
-        """The headline object: what every output states as the sibling rate (:func:`sibscan.headline.headline`)."""
+        """The headline object: what every output states as the sibling rate (:func:`sibscan.verdict.headline.headline`)."""
         return headline(self.cutoff, self.scores, baseline=self.baseline,
                         n_train=train_items_searched(self.manifest, self.path), definition=self.definition)
 

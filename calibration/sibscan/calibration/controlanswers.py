@@ -24,7 +24,7 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
 from sibscan.stats import ControlAnswers
 
-from .labelfile import _ALL_LABELS
+from ..verdict.labelfile import _ALL_LABELS
 from .labels import Identity, _default_labeller
 
 __all__ = ["ANSWERS_FILE", "CONTROLS_FILE", "COPIES_DIR", "Control", "ControlStore", "DEFAULT_SHARE", "answers_line",

@@ -32,7 +32,7 @@ import numpy as np
 from sibscan.atomic import write_json
 from sibscan.errors import SibscanError
 from sibscan.items import Items
-from sibscan.rate import estimate_rate
+from sibscan.verdict.rate import estimate_rate
 from sibscan.stats import ControlAnswers
 
 from .controlanswers import ANSWERS_FILE, CONTROLS_FILE, COPIES_DIR, Control, ControlStore, check_share, read_controls
@@ -49,7 +49,7 @@ _STREAM = 0xC0  # the controls' own random stream of the calibration's seed
 
 def estimate_with_controls(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray,
                            controls: Optional[ControlAnswers], *, fast: bool = False):
-    """:func:`sibscan.rate.estimate_rate` as the calibration calls it (the fit, the live estimate, the
+    """:func:`sibscan.verdict.rate.estimate_rate` as the calibration calls it (the fit, the live estimate, the
     draw's extension), with the labeller's answers on control pairs.
 
     ``controls`` is not passed on yet: the estimator that corrects for the labeller's measured error takes

@@ -16,7 +16,7 @@ pairs a person had answered "different" (a pooled block of three "same" and one 
 chose pairs by their score alone, so ``P(same | score)`` is the same among drawn and undrawn pairs.
 A bootstrap over the labels gives the cutoff's interval.
 
-The sibling rate and its interval are not estimated here: :func:`sibscan.rate.estimate_rate` is the
+The sibling rate and its interval are not estimated here: :func:`sibscan.verdict.rate.estimate_rate` is the
 one estimator (``calibration.flow`` calls both).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import List, Optional
 import numpy as np
 
 from sibscan import fmt
-from sibscan.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule  # the rule names live below everything reading them
+from sibscan.verdict.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule  # the rule names live below everything reading them
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
 from .advice import Ask, Unlabelled
@@ -255,7 +255,7 @@ def bootstrap_cutoff(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarra
 class FitResult:
     """A fitted cutoff with its evidence (see :func:`fit`).
 
-    ``status`` is the one verdict on whether the labels support the cutoff: :data:`sibscan.cutoffrule.SUPPORTED`
+    ``status`` is the one verdict on whether the labels support the cutoff: :data:`sibscan.verdict.cutoffrule.SUPPORTED`
     ("ok") or why not; ``asks`` are the score ranges ``advice`` names, each holding at least its ``n``
     unlabelled pairs (:meth:`.advice.Unlabelled.ask`).
     """
@@ -376,7 +376,7 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                 # from the highest 'different' up, or from the run's start when that 'different' is inside it
                 advice.append(ask(10, min(a, top_diff), 1.0) or f"{open_.exhausted(1.0, 'down')} already: the scores do "
                               "not separate 'same' from 'different' well enough for the rule")
-    # the one verdict on whether the labels support the cutoff (sibscan.cutoffrule.supported reads it)
+    # the one verdict on whether the labels support the cutoff (sibscan.verdict.cutoffrule.supported reads it)
     status = "; ".join(problems) if problems else SUPPORTED
     if cutoff is None:
         return FitResult(None, None, rule, status, advice, curve, asks=asks)

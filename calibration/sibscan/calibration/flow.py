@@ -2,8 +2,8 @@
 
 The cutoff is fitted at the lowest score from which P(same)'s 95 % lower bound per run of answers
 reaches 0.5 (:mod:`.fit`); the sibling rate and its interval come
-from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
-:func:`sibscan.headline.headline` (:func:`.summary.headline_of` gives a calibration's).
+from the one estimator, :func:`sibscan.verdict.rate.estimate_rate`, and what every output prints from
+:func:`sibscan.verdict.headline.headline` (:func:`.summary.headline_of` gives a calibration's).
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import numpy as np
 
 from sibscan import fmt, labeller
 from sibscan.errors import CompatibilityError, SibscanError
-from sibscan.pairdecision import PairLabels
-from sibscan.headline import narrow_enough
-from sibscan.testscores import TestScores, test_scores
+from sibscan.verdict.pairdecision import PairLabels
+from sibscan.verdict.headline import narrow_enough
+from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
 
@@ -29,7 +29,7 @@ from .controlanswers import ANSWERS_FILE, DEFAULT_SHARE, ControlStore, check_sha
 from .controls import ControlPlan, cosine, estimate_with_controls, interleave
 from .fit import POINT_RULE, fit, same_rule
 from .labels import Identity, LabelStore
-from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
+from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 from sibscan.options import UIS

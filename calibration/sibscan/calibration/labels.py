@@ -27,9 +27,9 @@ from typing import Dict, List, Optional, Tuple
 
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
-from sibscan.pairdecision import latest_answers, pair_key
+from sibscan.verdict.pairdecision import latest_answers, pair_key
 
-from .labelfile import _ALL_LABELS, LABELS, read_label_file
+from ..verdict.labelfile import _ALL_LABELS, LABELS, read_label_file
 
 __all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
@@ -109,7 +109,7 @@ class LabelStore:
     # --- state ---------------------------------------------------------------------------------
     def current(self) -> Dict[PairKey, dict]:
         """Each pair's effective record (its latest answer; pairs whose latest record is an undo are absent),
-        keyed by :func:`sibscan.pairdecision.pair_key` (a test/train pair in its test -> train orientation,
+        keyed by :func:`sibscan.verdict.pairdecision.pair_key` (a test/train pair in its test -> train orientation,
         as the report reads the same file)."""
         return latest_answers(self.records)
 

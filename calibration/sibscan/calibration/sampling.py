@@ -12,10 +12,10 @@ that siblings the candidate range misses are seen and counted.
   one pair per non-empty stratum.
 * Every later pair goes where the rate's interval shrinks most: to the stratum whose term of the
   variance of the estimated count falls most by one more answer, from the current posterior
-  (:class:`sibscan.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
+  (:class:`sibscan.verdict.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
   by the labelling UIs), a random unlabelled member of it.
 
-Within a stratum the member is drawn at random; the estimate (:func:`sibscan.rate.estimate_rate`)
+Within a stratum the member is drawn at random; the estimate (:func:`sibscan.verdict.rate.estimate_rate`)
 is likelihood-based, so choosing by earlier answers does not bias it.
 """
 from __future__ import annotations
@@ -276,7 +276,7 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
         Population row -> ``"same"``/``"different"`` answers so far.
     p_same, curve_sd : ndarray of shape (len(pop),), optional
         The current posterior probability that each row is a sibling and the posterior sd of
-        ``P(same | score)`` at its score (:class:`sibscan.rate.RateEstimate`): with them, each pair
+        ``P(same | score)`` at its score (:class:`sibscan.verdict.rate.RateEstimate`): with them, each pair
         goes where one more answer shrinks the variance of the estimated count most; without them
         the prior allocation is used (or, given labels, per-stratum shares from them).
 

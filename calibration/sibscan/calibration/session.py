@@ -19,7 +19,7 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.textalign import word_diff
-from sibscan.headline import narrow_enough
+from sibscan.verdict.headline import narrow_enough
 
 from .controlanswers import tally
 from .controls import ControlPlan, estimate_with_controls, interleave
@@ -59,7 +59,7 @@ class LabelSession:
     test, train : Items
         The scan's items (content of each pair's two sides).
     scores : (ndarray of shape (n_test,), ndarray of shape (n_test,) bool), optional
-        Every test item's deciding score and exact-twin flag (``sibscan.testscores.TestScores``): with
+        Every test item's deciding score and exact-twin flag (``sibscan.verdict.testscores.TestScores``): with
         them the session estimates the rate live and draws each next pair adaptively.
     target : int, optional
         Pairs of the draw to answer (default: the draw's size, no adaptive growth); controls come on top.

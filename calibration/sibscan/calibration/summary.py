@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import List, Optional
 
 from sibscan import fmt, labeller
-from sibscan.pairdecision import labels_phrase
+from sibscan.verdict.pairdecision import labels_phrase
 from sibscan.stats import ControlAnswers
 from sibscan.verdict import Verdict
 
-from .chance import chance_sentence
+from ..verdict.chance import chance_sentence
 from .controlanswers import answers_line
-from .record import Calibration
+from ..verdict.record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
 
@@ -31,7 +31,7 @@ def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None,
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
     """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
-    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.headline.headline`."""
+    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.verdict.headline.headline`."""
     return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
                          definition=(cal.extra or {}).get("definition"))
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from sibscan import fmt
 
-from .baseline import left_out_neighbours, tail_probability
+from ..calibration.baseline import left_out_neighbours, tail_probability
 
 __all__ = ["NOTE_SHARE", "chance_note", "chance_sentence", "pairs_described"]
 

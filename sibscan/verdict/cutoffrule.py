@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from .stats import CUTOFF_BOUND
+from ..stats import CUTOFF_BOUND
 
 __all__ = ["POINT_RULE", "RULE", "RuleName", "SUPPORTED", "classify_rule", "precision_rule", "same_rule", "supported"]
 

@@ -8,8 +8,8 @@
 States (:data:`STATES`): ``not_assessed`` (no cutoff: only exact twins are known; no rate is printed),
 ``baseline_only`` (a cutoff without hand labels of this data: the share flagged at it, no interval),
 ``calibrated`` (hand labels that support the cutoff: the estimated rate with its interval, from
-:func:`sibscan.rate.estimate_rate` as recorded in the calibration's evidence), ``needs_labels`` (a calibrated
-cutoff whose labels do not support it yet, by the fit's verdict read with :func:`sibscan.cutoffrule.supported`:
+:func:`sibscan.verdict.rate.estimate_rate` as recorded in the calibration's evidence), ``needs_labels`` (a calibrated
+cutoff whose labels do not support it yet, by the fit's verdict read with :func:`sibscan.verdict.cutoffrule.supported`:
 the rate and its interval are still the estimator's, but the cutoff, and so the items flagged at it, are
 provisional; the sentence says why and to label more pairs, and ``sibscan check`` does not pass on it).
 Who gave the labels (``labeller``: a person, or an oracle
@@ -22,11 +22,11 @@ from typing import Optional
 
 import numpy as np
 
-from . import fmt, labeller
+from .. import fmt, labeller
 from .cutoff import Cutoff
 from .cutoffrule import classify_rule, supported
 from .pairdecision import labels_phrase
-from .stats import CUTOFF_BOUND, finite_or_none
+from ..stats import CUTOFF_BOUND, finite_or_none
 from .testscores import TestScores
 
 __all__ = ["ESTIMATED", "LEVEL", "STATES", "headline", "narrow_enough", "no_interval_reason", "sentence"]
@@ -34,7 +34,7 @@ __all__ = ["ESTIMATED", "LEVEL", "STATES", "headline", "narrow_enough", "no_inte
 STATES = ("not_assessed", "baseline_only", "calibrated", "needs_labels")
 #: the states whose ``estimate``, ``lo`` and ``hi`` are the calibrated estimator's (the others have no interval)
 ESTIMATED = ("calibrated", "needs_labels")
-#: the level of every sibling-rate interval (:func:`sibscan.rate.estimate_rate`'s default)
+#: the level of every sibling-rate interval (:func:`sibscan.verdict.rate.estimate_rate`'s default)
 LEVEL = 0.95
 
 
@@ -68,7 +68,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
     Parameters
     ----------
     cutoff : Cutoff
-        The cutoff in use (``sibscan.cutoff.resolve_cutoff``); a calibrated one carries the
+        The cutoff in use (``sibscan.verdict.cutoff.resolve_cutoff``); a calibrated one carries the
         calibration's estimate in its evidence.
     scores : TestScores
     baseline : dict, optional
@@ -87,7 +87,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
         ``"oracle"``, ``"hand and oracle"``; null for a calibration that does not say, read as hand); rates
         are fractions, null where nothing was assessed.  Plain JSON types only.
     """
-    from .calibration.baseline import expected_chance_siblings, extrapolated
+    from ..calibration.baseline import expected_chance_siblings, extrapolated
 
     ev = cutoff.evidence or {}
     n = len(scores)
@@ -141,7 +141,7 @@ def _score_name(kind: Optional[str]) -> str:
 
 def _forced_rule(mismatches: list) -> str:
     """A calibration applied with --force, by what differs ("calibrated for another encoder and verifier");
-    the phrases are :meth:`sibscan.calibration.record.Calibration.mismatches`'."""
+    the phrases are :meth:`sibscan.verdict.record.Calibration.mismatches`'."""
     what = [w for w, lead in (("dataset", "dataset fingerprint"), ("encoder", "encoder identity"),
                               ("verifier", "verifier identity")) if any(m.startswith(lead) for m in mismatches)]
     return f"calibrated for another {' and '.join(what)}" if what else "calibrated for another scan"
