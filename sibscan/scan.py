@@ -22,8 +22,7 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ._version import __version__
-from .calibration.baseline import baseline_warning, left_out_neighbours, scan_baseline
-from .verdict.chance import chance_note, chance_sentence
+from .calibration.baseline import left_out_neighbours, scan_baseline
 from .verdict.labelfile import cutoff_and_labels
 from .verdict import Verdict
 from .verdict.pairdecision import SAME
@@ -310,19 +309,16 @@ def summarise(verdict: Verdict) -> dict:
         "cutoff": verdict.cutoff.record(),
         "headline": head,
     }
-    baseline = verdict.baseline
     if verdict.value is not None:
         out["siblings"] = head["flagged"]["count"]
         out["sibling_pct"] = 100.0 * head["flagged"]["rate"] if n_test else 0.0
         if head.get("expected_chance_siblings") is not None:
             out["expected_chance_siblings"] = head["expected_chance_siblings"]
-            out["chance_sentence"] = chance_sentence(head["expected_chance_siblings"], out["siblings"], baseline=baseline,
-                                                     extrapolated=bool(head.get("chance_extrapolated")))
-        warning = baseline_warning(baseline, verdict.value) if baseline is not None else None
-        if warning:
-            out["warning"] = warning
+            out["chance_sentence"] = verdict.chance["sentence"]
+        if verdict.chance["warning"]:
+            out["warning"] = verdict.chance["warning"]
     else:
-        out["chance_note"] = chance_note(baseline, scores.score[~scores.exact])
+        out["chance_note"] = verdict.chance["note"]
     return out
 
 

@@ -293,7 +293,7 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
     looked = _count_calls(monkeypatch, "row_labels")
     decided = _count_calls(monkeypatch, "flag_items")
     build_report(path)
-    assert len(looked) == 1 and decided == ["sibscan.verdict.testscores", "sibscan.report.compute"]
+    assert len(looked) == 1 and decided == ["sibscan.verdict.testscores", "sibscan.verdict.verdict"]  # test->train, train->test
 
 
 def _count_calls(monkeypatch, name):

@@ -90,3 +90,19 @@ def test_a_verdict_reads_each_part_once(calibrated, monkeypatch):
     assert calls == [1] and report["headline"] == verdict.headline
     with pytest.raises(TypeError, match="Verdict carries its cutoff"):
         build_report(verdict, cutoff=0.5)
+
+
+def test_the_report_crosses_into_the_verdict_package_once():
+    """build_report reads the decision from one Verdict: its module imports nothing else of sibscan.verdict
+    (before, it assembled the cutoff, labels, scores, flags per direction and chance count from seven
+    modules itself)."""
+    import ast
+    import inspect
+
+    import sibscan.report.compute as compute
+
+    names = set()
+    for node in ast.walk(ast.parse(inspect.getsource(compute))):
+        if isinstance(node, ast.ImportFrom) and node.module and "verdict" in node.module:
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    assert names == {"verdict.Verdict"}, names

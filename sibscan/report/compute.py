@@ -23,18 +23,12 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..groups import group_table
-from ..calibration import baseline_warning
-from ..verdict.chance import chance_note, chance_sentence, pairs_described
-from ..verdict.pairdecision import flag_items
-from ..verdict.headline import ESTIMATED
-from ..verdict.testscores import best_scores, direction_rows, flagged_mask
 from ..scandir import ScanDir
 from ..verdict import Verdict
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
-from ..kernels.rowhash import fingerprint_membership
 from .items import verdict_items
-from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
+from .sections import histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
@@ -136,9 +130,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     at, labels = verdict.cutoff, verdict.labels
     rec = at.record()
     c = at.value
-    (train, fp_train), (test, fp_test) = verdict.train, verdict.test
+    train, test = verdict.train[0], verdict.test[0]
     n_train, n_test = len(train), len(test)
-    nb = verdict.neighbours
 
     # test -> train: the scores the headline is computed from
     ts, flags = verdict.scores, verdict.flags
@@ -146,23 +139,11 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     tt, sib = _classify(flags.flagged, ex_tt, c), flags.flagged
     tt["decided_by_labels"] = flags.decided()
     per_item = verdict_items(verdict)
-    # train -> test (the same pairs seen from the train side: their labels decide them too)
-    _, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
-    if fp_train is not None and fp_test is not None:
-        ex_rt |= fingerprint_membership(fp_train, fp_test)
-        has_rt = True
-    # a "same" pair found only as a test -> train row flags its train item too (the groups link it)
-    r_rt, lab_rt, added_rt = direction_rows(nb, ts.nb_label, "train", "test")
-    rt = _classify(flag_items(r_rt["query_index"], r_rt["score"], lab_rt, ex_rt, c, added=added_rt).flagged, ex_rt, c)
-    # within test (no hand labels: people label test -> train pairs)
-    s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
-    n_dup_groups = None
-    if fp_test is not None:
-        dup, n_dup_groups = duplicated_rows(fp_test)
-        ex_ww |= dup
-        has_ww = True
-    ww = _classify(flagged_mask(s_ww, ex_ww, c), ex_ww, c)
-    ww["n_exact_groups"] = n_dup_groups
+    # train -> test and within test: the verdict's flags in those directions
+    rt_dir, ww_dir = verdict.train_to_test, verdict.within_test
+    rt, has_rt = _classify(rt_dir.flagged, rt_dir.exact, c), rt_dir.available
+    ww, has_ww = _classify(ww_dir.flagged, ww_dir.exact, c), ww_dir.available
+    ww["n_exact_groups"] = ww_dir.n_exact_groups
 
     def rate_at(x):
         return float(flags.flagged_at(x).mean()) if n_test else None
@@ -174,16 +155,12 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     baseline = verdict.baseline
     # the expected chance siblings: the headline's figure, stated again under test_to_train
     head = verdict.headline
-    base_warning = baseline_warning(baseline, c)  # ScanDir.baseline checked the quantiles it reads
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
-    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] in ESTIMATED else None
+    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if verdict.estimated else None
     tt["expected_chance_siblings"] = head["expected_chance_siblings"]
     # the words every output prints about chance siblings (sibscan.verdict.chance)
-    chance = {"sentence": chance_sentence(head["expected_chance_siblings"], (head.get("flagged") or {}).get("count"),
-                                          extrapolated=bool(head.get("chance_extrapolated")), baseline=baseline),
-              "note": chance_note(baseline, s_tt[~ex_tt]) if c is None else None,
-              "pairs": None if baseline is None else pairs_described(baseline)}
+    chance = {k: v for k, v in verdict.chance.items() if k != "warning"}
 
     # per class
     per_class = []
@@ -259,7 +236,7 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
                  "has_labels": test.labels is not None, "has_sources": shared["available"]},
         "headline": head,
         "cutoff": rec,
-        "baseline_warning": base_warning,
+        "baseline_warning": verdict.chance["warning"],
         "chance": chance,
         "sibling_rate": {
             "test_to_train": tt,

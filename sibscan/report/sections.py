@@ -13,15 +13,7 @@ from ..kernels.rowhash import fingerprint_keys
 from ..verdict.pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
-__all__ = ["duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
-
-
-def duplicated_rows(a: np.ndarray):
-    """``(mask, n_groups)``: rows of ``a`` that occur at least twice, and how many such values."""
-    if len(a) == 0:
-        return np.zeros(0, bool), 0
-    _, inv, counts = np.unique(fingerprint_keys(a), return_inverse=True, return_counts=True)
-    return counts[inv.ravel()] > 1, int((counts > 1).sum())
+__all__ = ["sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
 
 
 def sweep(score: np.ndarray, exact: np.ndarray, cutoffs: np.ndarray, correct: Optional[np.ndarray] = None) -> dict:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .pairdecision import NONE, SAME, flag_items, pair_is_sibling, row_labels
 
-__all__ = ["TestScores", "best_scores", "direction_rows", "flagged_mask", "test_scores"]
+__all__ = ["TestScores", "best_scores", "direction_rows", "duplicated_rows", "flagged_mask", "test_scores"]
 
 
 @dataclass
@@ -206,3 +206,13 @@ def flagged_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) 
     is :meth:`TestScores.flags` (labelled pairs decided by their labels); this is its unlabelled case."""
     score = np.asarray(score)
     return np.asarray(exact, bool) | pair_is_sibling(score, np.full(score.shape, NONE, np.int8), cutoff)
+
+
+def duplicated_rows(fingerprints: np.ndarray):
+    """``(mask, n_groups)``: rows whose fingerprint occurs at least twice, and how many such fingerprints."""
+    from ..kernels.rowhash import fingerprint_keys
+
+    if len(fingerprints) == 0:
+        return np.zeros(0, bool), 0
+    _, inv, counts = np.unique(fingerprint_keys(fingerprints), return_inverse=True, return_counts=True)
+    return counts[inv.ravel()] > 1, int((counts > 1).sum())

@@ -8,6 +8,7 @@ the cutoff, read the labels and recounted the flags themselves, handing pieces t
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Optional
@@ -18,9 +19,30 @@ from .labelfile import cutoff_and_labels
 from .cutoff import Cutoff
 from .headline import headline
 from ..scandir import ScanDir, load_items, train_items_searched
-from .testscores import TestScores, test_scores
+from .pairdecision import flag_items
+from .testscores import TestScores, best_scores, direction_rows, duplicated_rows, flagged_mask, test_scores
 
-__all__ = ["Verdict"]
+__all__ = ["Direction", "Verdict"]
+
+
+@dataclass(frozen=True)
+class Direction:
+    """The query items of one direction of the neighbours table flagged at the verdict's cutoff.
+
+    Attributes
+    ----------
+    flagged, exact : ndarray of shape (n_query,), bool
+        Judged siblings (exact twins and pairs at the cutoff); exact twins alone.
+    available : bool
+        Whether the scan searched this direction or holds the fingerprints that decide it.
+    n_exact_groups : int, optional
+        Within test: how many distinct values occur more than once.
+    """
+
+    flagged: np.ndarray
+    exact: np.ndarray
+    available: bool
+    n_exact_groups: Optional[int] = None
 
 
 class Verdict:
@@ -124,6 +146,33 @@ class Verdict:
         return self.flags.flagged
 
     @cached_property
+    def train_to_test(self) -> Direction:
+        """Train items with a test sibling: the same pairs seen from the train side, decided by the same hand
+        labels (a "same" pair found only as a test → train row flags its train item too)."""
+        (train, fp_train), (_, fp_test) = self.train, self.test
+        _, exact, _, available = best_scores(self.neighbours, "train", "test", len(train))
+        if fp_train is not None and fp_test is not None:
+            from ..kernels.rowhash import fingerprint_membership
+
+            exact |= fingerprint_membership(fp_train, fp_test)
+            available = True
+        rows, label, added = direction_rows(self.neighbours, self.scores.nb_label, "train", "test")
+        flagged = flag_items(rows["query_index"], rows["score"], label, exact, self.value, added=added).flagged
+        return Direction(flagged, exact, bool(available))
+
+    @cached_property
+    def within_test(self) -> Direction:
+        """Test items with another test item as a sibling (no hand labels: people label test → train pairs)."""
+        test, fp_test = self.test
+        score, exact, _, available = best_scores(self.neighbours, "test", "test", len(test))
+        groups = None
+        if fp_test is not None:
+            dup, groups = duplicated_rows(fp_test)
+            exact |= dup
+            available = True
+        return Direction(flagged_mask(score, exact, self.value), exact, bool(available), groups)
+
+    @cached_property
     def baseline(self) -> Optional[dict]:
         """The random-pair baseline of the scan (None where it has none)."""
         return self.scan.baseline()
@@ -133,6 +182,31 @@ class Verdict:
         """The headline object: what every output states as the sibling rate (:func:`sibscan.verdict.headline.headline`)."""
         return headline(self.cutoff, self.scores, baseline=self.baseline,
                         n_train=train_items_searched(self.manifest, self.path), definition=self.definition)
+
+    @cached_property
+    def chance(self) -> dict:
+        """What every output says about chance siblings (:mod:`sibscan.verdict.chance`): ``sentence`` (the
+        expected count at the cutoff against those found; None without a cutoff or a count), ``note``
+        (without a cutoff: the line saying random pairs reach the best scores; else None), ``pairs`` (which
+        pairs the baseline scored; None without a baseline), ``warning`` (a cutoff beyond what the
+        baseline can vouch for; else None)."""
+        from ..calibration.baseline import baseline_warning
+        from .chance import chance_note, chance_sentence, pairs_described
+
+        head, base, scores = self.headline, self.baseline, self.scores
+        found = (head.get("flagged") or {}).get("count")
+        return {"sentence": chance_sentence(head["expected_chance_siblings"], found, baseline=base,
+                                            extrapolated=bool(head.get("chance_extrapolated"))),
+                "note": chance_note(base, scores.score[~scores.exact]) if self.value is None else None,
+                "pairs": None if base is None else pairs_described(base),
+                "warning": baseline_warning(base, self.value) if base is not None else None}
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the headline states an estimated rate with an interval (calibrated, or needs_labels)."""
+        from .headline import ESTIMATED
+
+        return self.headline["state"] in ESTIMATED
 
     @property
     def sentence(self) -> str:
