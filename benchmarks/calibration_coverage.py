@@ -21,7 +21,7 @@ below the candidate range), then each next pair adaptively where the rate's inte
 (:func:`sibscan.calibration.sampling.extend_draw` with the estimator's uncertainty), in steps of
 ``--step`` pairs (1 = after every answer, as the labelling pages; larger steps only to save time).
 The labeller answers wrong 3 % of the time.  The 95 % interval of
-:func:`sibscan.rate.estimate_rate` is read at 60 and at 100 labels.
+:func:`sibscan.verdict.rate.estimate_rate` is read at 60 and at 100 labels.
 
 Reference, measured in the same run on the same data sets and the same fallible answers: the
 estimator before this version ("today's": 60 pairs drawn by the prior allocation from the candidate
@@ -95,8 +95,8 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
     estimate reads them (:class:`sibscan.stats.ControlAnswers`)."""
     from sibscan.calibration.fit import find_cutoff, fit_curve
     from sibscan.calibration.sampling import extend_draw, make_draw
-    from sibscan.rate import estimate_rate
     from sibscan.stats import ControlAnswers
+    from sibscan.verdict.rate import estimate_rate
 
     score, truth = ds["score"], ds["truth"]
     n = len(score)

@@ -18,7 +18,7 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
   the scores it calibrated on go to ``NAME_pairs.json.gz``, and ``--calibration-only
   NAME_pairs.json.gz`` simulates it again from them without verifying (:mod:`benchmarks.quality_pairs`);
 * at that cutoff, with the oracle's answers deciding the pairs they answer as a person's do in a scan
-  (:mod:`sibscan.pairdecision`: "different" never flagged, "same" always, an item whose nearest pair
+  (:mod:`sibscan.verdict.pairdecision`: "different" never flagged, "same" always, an item whose nearest pair
   was answered "different" decided by its next candidate): hard negatives and featureless clean items
   flagged, recall (planted test items flagged with their true source), precision (of the
   flagged pile), the same by score alone (``*_above_cutoff``, ``above_cutoff``), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
@@ -136,11 +136,11 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
         ti, tj = rng.integers(0, n_test, n_verified_random), rng.integers(0, len(train_emb), n_verified_random)
         random_scores = _fallback(pairs(ti, tj), test_emb, train_emb, ti, tj)
     # each item's next pair (best of its other candidates): where a person labels the top pair
-    # "different", the item is decided by the pairs left (sibscan.pairdecision)
+    # "different", the item is decided by the pairs left (sibscan.verdict.pairdecision)
     score2, nb2 = next_pair(ver, idx, nb)
     correct = ps.planted & (nb == ps.source)
     cal = calibrate(score, nb, correct, random_scores, n_labels, seed=seed)
-    # the simulated answers decide the pairs they answer, as a person's do in a scan (sibscan.pairdecision);
+    # the simulated answers decide the pairs they answer, as a person's do in a scan (sibscan.verdict.pairdecision);
     # no calibrated cutoff: the threshold-free figures are measured, those at a cutoff blanked below
     labelled, correct2 = take_labels(cal), ps.planted & (nb2 == ps.source)
     m = flag_masks(score, cal["cutoff"], correct, labelled, score2, correct2)

@@ -40,7 +40,7 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
         ``cutoff``, ``status`` (the fit's, or how a no-flip case was resolved), ``lo``, ``labelled``,
         ``labelled_same``, ``interval``; and ``_labelled``, the answers themselves (rows of ``score``
         drawn, and whether each was "same"), which the caller takes out with
-        :func:`benchmarks.quality_pairs.take_labels` (they decide those pairs: :mod:`sibscan.pairdecision`).
+        :func:`benchmarks.quality_pairs.take_labels` (they decide those pairs: :mod:`sibscan.verdict.pairdecision`).
         ``cutoff`` is None where a user gets none: the fit refused (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
         figures at the cutoff are then not assessed (:func:`benchmarks.quality_pairs.not_assessed`).
         Only a true no-flip gets a convention: every labelled pair 'same' flags down to the

@@ -11,7 +11,7 @@ calibration can be measured on the same scores without verifying again::
     python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_14c_seed2_pairs.json.gz
 
 prints, per set and method, the cutoff, the hard negatives above it and flagged once the simulated
-labels decide the pairs they answer (:mod:`sibscan.pairdecision`), and the recall there, before (as
+labels decide the pairs they answer (:mod:`sibscan.verdict.pairdecision`), and the recall there, before (as
 recorded in ``NAME.json``) and now, and writes them to ``NAME_recalibrated.json`` (``--name`` to
 choose).  With ``--write-back`` it also rewrites ``NAME.json`` where no verification is needed: a
 method whose calibration now refuses a cutoff (its figures at the cutoff become None), and a method
@@ -118,7 +118,7 @@ def flag_masks(score: np.ndarray, cutoff: Optional[float], correct: np.ndarray, 
 
     Each item has its nearest pair (``score``; labelled where the draw took it) and, where known, its
     next pair (``score2``, never drawn: the draw is of nearest pairs).  The pairs are decided by
-    :func:`sibscan.pairdecision.flag_items`, the rule every output of a scan counts by.
+    :func:`sibscan.verdict.pairdecision.flag_items`, the rule every output of a scan counts by.
 
     Returns
     -------
@@ -127,7 +127,7 @@ def flag_masks(score: np.ndarray, cutoff: Optional[float], correct: np.ndarray, 
         pair, ``correct2`` for the next), ``above`` (nearest score at or above the cutoff) and
         ``hit_above`` (``above & correct``).
     """
-    from sibscan.pairdecision import DIFFERENT, SAME, flag_items
+    from sibscan.verdict.pairdecision import DIFFERENT, SAME, flag_items
 
     score = np.asarray(score, np.float64)
     n = len(score)
@@ -254,7 +254,7 @@ def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec:
     * A method whose calibration now gives no cutoff: that calibration, and None for every figure at
       the cutoff (:func:`not_assessed`); the threshold-free figures stay as the run measured them.
     * A method that kept its cutoff: its figures at the cutoff after the simulated labels (the one
-      rule, :mod:`sibscan.pairdecision`) and by score alone (``*_above_cutoff``, ``above_cutoff``);
+      rule, :mod:`sibscan.verdict.pairdecision`) and by score alone (``*_above_cutoff``, ``above_cutoff``);
       needs the side file's next pairs (``score2``), and the figures by score alone must equal what the
       run recorded (before labels decided anything) or are refused.
 
@@ -310,7 +310,7 @@ def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec:
     if relabelled:
         rec["labels_decide"] = {
             "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "methods": relabelled,
-            "note": "figures at the cutoff after the simulated labels decide the pairs they answer (sibscan.pairdecision: "
+            "note": "figures at the cutoff after the simulated labels decide the pairs they answer (sibscan.verdict.pairdecision: "
                     "'different' never flagged, 'same' always, an item falls back to its next pair): hard_negatives_flagged, "
                     "featureless_flagged, metrics' figures at the cutoff and per_transform recall; by score alone in "
                     "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what the run recorded). "

@@ -192,13 +192,19 @@ class Scan:
 
     @property
     def rate(self) -> dict:
-        """The headline sibling rate: report.json's ``headline`` object, the same dict.
+        """The headline sibling rate: report.json's ``headline`` object, the same dict (read from the scan's
+        :class:`~sibscan.verdict.Verdict`, without building a report when none is kept yet).
 
-        (Until the report carries a ``headline``, the object is read from its test → train rate and
-        cutoff: ``state`` "not_assessed" without a cutoff (``estimate`` None), else the cutoff's
-        source; ``estimate``, ``lo``, ``hi`` as fractions.)
+        ``state`` is one of :data:`sibscan.verdict.headline.STATES`: "not_assessed" without a cutoff (``estimate``
+        None), "needs_labels" where the calibration's labels do not support its cutoff yet (the estimate
+        stands; the cutoff and the items flagged at it are provisional), else how the cutoff was set;
+        ``estimate``, ``lo``, ``hi`` as fractions; ``text`` the sentence every output prints.
         """
-        return headline_of(self.report())
+        if self._report is not None:
+            return self._report["headline"]
+        from .verdict import Verdict
+
+        return Verdict.open(self.path).headline
 
     @python_words()
     def write_reports(self, formats: Iterable[str] = ("json", "md", "html", "csv"), *,
@@ -279,7 +285,7 @@ class Scan:
             return calibrate(self.path, labels=path, ui=ui, echo=message, **options)
 
     def _label_records(self, labels: Iterable[dict]) -> List[dict]:
-        from .calibration.labelfile import LABELS
+        from .verdict.labelfile import LABELS
 
         m = self.manifest
         ident = {"dataset_fingerprint": m.get("dataset_fingerprint"),
@@ -317,25 +323,3 @@ def _keywords(function) -> set:
 
     return {p.name for p in inspect.signature(function).parameters.values()
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-
-
-def headline_of(report: dict) -> dict:
-    """The headline object of a report: its ``headline`` (made by the report code) when it has one.
-
-    The one place the Python API reads it.  A report without a ``headline`` key (written before
-    report.json carried one) gets the same fields read from its test → train rate and cutoff.
-    """
-    if "headline" in report:
-        return report["headline"]
-    cut = report["cutoff"]
-    anyr = report["sibling_rate"]["test_to_train"]["any"]
-    assessed = cut.get("value") is not None
-    ci = anyr.get("ci") or [None, None]
-    labels = cut.get("n_labels")
-    return {
-        "state": "not_assessed" if not assessed else cut.get("source"),
-        "estimate": anyr["rate"] if assessed else None,
-        "lo": ci[0] if assessed else None, "hi": ci[1] if assessed else None, "level": 0.95,
-        "n_labels": (labels.get("same", 0) + labels.get("different", 0)) if isinstance(labels, dict) else 0,
-        "cutoff": cut.get("value"), "definition": None,
-    }

@@ -16,17 +16,17 @@ import numpy as np
 
 from .errors import SibscanError
 from .loaders import as_items
-from . import labeller
-from .pairdecision import labels_phrase
-from .headline import no_interval_reason
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
 
-__all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS"]
+__all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS", "NEEDS_LABELS_EXIT"]
 
 #: weight-free encoder per modality used by :func:`assert_no_siblings`
 DEFAULT_ENCODERS = {"table": "znorm", "text": "ngram", "image": "phash"}
+#: exit code of a ``--max-rate`` gate whose rate is within its limit but comes from a calibration whose labels do
+#: not support its cutoff yet (headline state ``needs_labels``): neither a pass nor a rate over the limit
+NEEDS_LABELS_EXIT = 3
 
 
 @dataclass
@@ -36,6 +36,7 @@ class CheckResult:
     Attributes
     ----------
     passed : bool
+        False also when ``needs_labels``.
     message : str
         One paragraph: the rates, the limits, what to do next, the first offending pairs.
     rates : dict
@@ -46,11 +47,16 @@ class CheckResult:
         ``{"max_rate": x or None, "max_exact": y or None}``.
     required : dict
         Each ``--require``d audit check: ``"passed"``, ``"failed"``, ``"not assessed"`` or ``"stale"``.
+    needs_labels : bool
+        Nothing failed, but ``max_rate`` was checked against a headline in state ``needs_labels`` (the
+        calibration's labels do not support its cutoff yet): not a pass; ``exit_code`` is
+        :data:`NEEDS_LABELS_EXIT` and the message starts "NEEDS LABELS:".
     offending : list of dict
         The first offending test items (records of the report's ``flagged`` list: each item and the
         training item that flagged it).
-    report : dict
-        The report the check was computed from.
+    verdict : Verdict, optional
+        The scan's sibling decision the rates were read from (:class:`sibscan.verdict.Verdict`; None
+        for a check of audit results alone).  ``check`` reads it, not a whole report.
     """
 
     passed: bool
@@ -58,22 +64,27 @@ class CheckResult:
     rates: dict
     limits: dict
     offending: List[dict] = field(default_factory=list)
-    report: dict = field(default_factory=dict, repr=False)
+    verdict: object = field(default=None, repr=False)
     required: dict = field(default_factory=dict)
+    needs_labels: bool = False
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 passed, 1 failed, :data:`NEEDS_LABELS_EXIT` (3) when only the labels behind the cutoff fall short."""
+        if self.passed:
+            return 0
+        return NEEDS_LABELS_EXIT if self.needs_labels else 1
 
     @property
     def headline(self) -> dict:
-        """The report's ``headline`` object (the same one ``report.json`` holds)."""
-        return self.report.get("headline") or {}
+        """The ``headline`` object (the same one ``report.json`` holds); empty for a check of audits alone."""
+        return self.verdict.headline if self.verdict is not None else {}
 
     def to_dict(self) -> dict:
         """What ``sibscan check --json`` prints."""
-        return {"passed": self.passed, "exit_code": self.exit_code, "message": self.message, "rates": self.rates,
-                "limits": self.limits, "headline": self.headline, "offending": self.offending}
+        return {"passed": self.passed, "exit_code": self.exit_code, "needs_labels": self.needs_labels,
+                "message": self.message, "rates": self.rates, "limits": self.limits, "headline": self.headline,
+                "offending": self.offending}
 
 
 def _pair_text(p: dict) -> str:
@@ -133,7 +144,10 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     Returns
     -------
     CheckResult
-        ``passed`` is False when a rate is strictly above its limit or a required check did not pass.
+        ``passed`` is False when a rate is strictly above its limit or a required check did not pass, and
+        when ``max_rate`` is checked against a calibration whose labels do not support its cutoff yet
+        (headline state ``needs_labels``; then ``needs_labels`` is True and ``exit_code`` 3, unless
+        something failed).
 
     Raises
     ------
@@ -161,7 +175,7 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
     result = _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs)
     result.required = states
     if audit_problems:
-        result.passed = False
+        result.passed, result.needs_labels = False, False  # a failed audit check is a failure, whatever the labels
         result.message = ("FAIL: " + "; ".join(audit_problems) + ". "
                           + (result.message[len("OK: "):] if result.message.startswith("OK: ") else result.message))
     elif names:
@@ -170,40 +184,41 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
 
 
 def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pairs) -> CheckResult:
-    from .report.compute import build_report
+    from .report.items import verdict_items
+    from .verdict import Verdict
 
-    report = build_report(scan_dir, cutoff=cutoff, calibration=calibration, force=force, n_pairs=max(n_pairs, 50), n_near=0)
-    cut, head = report["cutoff"], report["headline"]
+    verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+    head = verdict.headline
     if max_rate is not None and head["state"] == "not_assessed":
         raise SibscanError("--max-rate needs a cutoff but the scan has none; calibrate it ('sibscan calibrate SCAN_DIR'), "
                            "pass --cutoff X or --calibration DIR, or gate on exact twins alone with --max-exact")
-    tt = report["sibling_rate"]["test_to_train"]
-    n = tt["exact"]["n"]
-    rates = {"siblings": head["estimate"], "exact": tt["exact"]["rate"] or 0.0}
+    exact = head["exact_twins"]
+    n = head["n"]
+    rates = {"siblings": head["estimate"], "exact": exact["rate"] or 0.0}
     fail_rate = max_rate is not None and rates["siblings"] > max_rate
     fail_exact = max_exact is not None and rates["exact"] > max_exact
+    # the rate of a cutoff its labels do not support passes no gate: the headline's sentence says why
+    needs = max_rate is not None and head["state"] == "needs_labels"
     parts = []
-    if max_rate is not None:
-        what = (f"sibling rate {pct(head['estimate'])} ({head['level']:.0%} interval {pct(head['lo'])} to {pct(head['hi'])}, "
-                f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))})" if head["state"] == "calibrated" else
-                f"{head['flagged']['count']} of {n} test items ({pct(head['estimate'])}) flagged at cutoff "
-                f"{fmt_score(cut['value'])} ({head['cutoff_rule']}; {no_interval_reason(head)}, so no sibling-rate interval)")
-        parts.append(f"{what}, {'above' if fail_rate else 'within'} the limit --max-rate {pct(max_rate)}")
+    if max_rate is not None:  # the headline's sentence, as every output prints it, then the limit
+        parts.append(f"{verdict.sentence}: {pct(rates['siblings'])} is {'above' if fail_rate else 'within'} the limit "
+                     f"--max-rate {pct(max_rate)}")
     if max_exact is not None:
-        parts.append(f"{tt['exact']['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
+        parts.append(f"{exact['count']} of {n} ({pct(rates['exact'])}) are exact twins, "
                      f"{'above' if fail_exact else 'within'} the limit --max-exact {pct(max_exact)}")
-    said = labels_phrase(head.get("decided_by_labels"), labeller.by(head.get("labeller")))
-    if said and max_rate is not None:
-        parts.append(said)
     if head.get("note"):  # e.g. the scan's own calibration gave no cutoff: say which one is used, whatever its kind
         parts.append(head["note"])
-    passed = not (fail_rate or fail_exact)
+    failed = fail_rate or fail_exact
     offending: List[dict] = []
-    if passed:
+    if needs and not failed:
+        message = ("NEEDS LABELS: " + "; ".join(parts) + ". The gate does not pass on a cutoff its labels do not support "
+                   f"(exit {NEEDS_LABELS_EXIT}): label more pairs with 'sibscan calibrate SCAN_DIR' (it says which scores "
+                   "to label), then check again; or gate on a cutoff given by hand (--cutoff X, reported as uncalibrated).")
+    elif not failed:
         message = "OK: " + "; ".join(parts) + "."
     else:
         # the flagged items as the report lists them (hand labels decide the pairs they answer)
-        flagged = report["flagged"]
+        flagged = verdict_items(verdict).flagged()
         offending = (flagged if fail_rate else [p for p in flagged if p["exact"]])[:n_pairs]
         message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
                    "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
@@ -213,7 +228,8 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
                    "if they are intended.")
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
-    return CheckResult(passed, message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending, report)
+    return CheckResult(not (failed or needs), message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending,
+                       verdict, needs_labels=needs and not failed)
 
 
 def _best_cosine(q: np.ndarray, db: np.ndarray, block: int = 2048):

@@ -137,7 +137,7 @@ class ScanConfig:
 
             verifier_class(self.verification.verifier)
         if self.output.calibration is not None:
-            from .calibration.record import resolve
+            from .verdict.record import resolve
 
             resolve(self.output.calibration)
         return self

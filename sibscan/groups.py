@@ -2,7 +2,7 @@
 
 The graph joins every pair of items (over train and test together) that are exact twins (same
 fingerprint), siblings at the cutoff (a neighbours-table row that is a sibling pair by
-:func:`sibscan.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
+:func:`sibscan.verdict.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
 unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with
 ``sources=True``, share a group/source value (patient, user, page).  The report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
 a new split.
@@ -35,12 +35,10 @@ from typing import Optional
 import numpy as np
 
 from . import fmt
-from .cutoff import Cutoff
-from .calibration.labelfile import cutoff_and_labels, scan_labels
-from .pairdecision import pair_is_sibling, row_labels
+from .verdict.pairdecision import pair_is_sibling
 from .errors import SibscanError
-from .scandir import ScanDir, load_items
 from .options import LINKAGES
+from .verdict import Verdict
 
 __all__ = ["LINKAGES", "GroupTable", "complete_linkage", "connected_components", "group_table", "sibling_groups"]
 
@@ -179,7 +177,7 @@ class GroupTable:
     edges : tuple of two ndarrays of shape (m,)
         The sibling graph's edges over rows of this table (exact, cutoff and source edges).
     cutoff : dict
-        The cutoff record used (see :func:`sibscan.cutoff.resolve_cutoff`).
+        The cutoff record used (see :func:`sibscan.verdict.cutoff.resolve_cutoff`).
     linkage : str
         ``complete`` or ``single`` (see the module docstring).
     pairs : tuple of three ndarrays of shape (p,)
@@ -269,7 +267,7 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
     scan_dir : str or Path
         A finished scan directory.
     cutoff, calibration, force
-        Which cutoff makes a sibling (see :func:`sibscan.cutoff.resolve_cutoff`). With no
+        Which cutoff makes a sibling (see :func:`sibscan.verdict.cutoff.resolve_cutoff`). With no
         cutoff anywhere, only exact twins (and shared sources) join items.
     sources : bool
         Also join items that share a group/source value.
@@ -277,9 +275,8 @@ def sibling_groups(scan_dir, *, cutoff: Optional[float] = None, calibration=None
         See the module docstring.
     """
     check_linkage(linkage)
-    scan = ScanDir(scan_dir)
-    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
-    return group_table(scan, at, sources=sources, linkage=linkage, pair_labels=labels)
+    verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+    return group_table(verdict, sources=sources, linkage=linkage)
 
 
 def check_linkage(linkage: str) -> None:
@@ -288,16 +285,12 @@ def check_linkage(linkage: str) -> None:
         raise SibscanError(f"unknown --linkage {linkage!r}; available: {', '.join(LINKAGES)}")
 
 
-def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: str = "complete", *,
-                neighbours=None, row_label: Optional[np.ndarray] = None, pair_labels=None) -> GroupTable:
-    """The sibling groups of ``scan`` at a resolved ``cutoff`` (the report passes the one it reports, with
-    the ``neighbours`` table it read and the hand label of each of its rows, ``row_label`` of shape
-    (len(neighbours),): :attr:`sibscan.testscores.TestScores.nb_label`; by default the table is read here
-    and its rows labelled from ``pair_labels``, the :class:`sibscan.pairdecision.PairLabels` read with the cutoff
-    by :func:`sibscan.calibration.labelfile.cutoff_and_labels`, or read here when not given)."""
+def group_table(verdict: Verdict, sources: bool = True, linkage: str = "complete") -> GroupTable:
+    """The sibling groups of a scan at its verdict's cutoff: pairs its hand labels answer are decided by
+    them (:attr:`sibscan.verdict.testscores.TestScores.nb_label`), the rest by score."""
     check_linkage(linkage)
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
+    (train, fp_train), (test, fp_test) = verdict.train, verdict.test
+    cutoff, scan = verdict.cutoff, verdict.scan
     n_train, n = len(train), len(train) + len(test)
 
     def col(items, name):
@@ -319,7 +312,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         firm_a.append(ea), firm_b.append(eb)
     pair_a = pair_b = np.zeros(0, np.int64)
     pair_s = np.zeros(0, np.float32)
-    nb = neighbours if neighbours is not None else scan.neighbours() if scan.neighbours_path.exists() else None
+    nb = verdict.neighbours if scan.neighbours_path.exists() else None
     if nb is not None and len(nb):
         shift = lambda split: np.where(split == "test", n_train, 0)  # noqa: E731
         ga = nb["query_index"] + shift(nb["query_split"])
@@ -327,11 +320,7 @@ def group_table(scan: ScanDir, cutoff: Cutoff, sources: bool = True, linkage: st
         exact = nb["exact"].astype(bool)
         firm_a.append(ga[exact]), firm_b.append(gb[exact])
         if cutoff.value is not None:
-            if row_label is None:
-                if pair_labels is None:
-                    pair_labels = scan_labels(scan.path, cutoff, scan.manifest().get("dataset_fingerprint"))
-                row_label = row_labels(nb, pair_labels)
-            near = pair_is_sibling(nb["score"], row_label, cutoff.value) & ~exact
+            near = pair_is_sibling(nb["score"], verdict.scores.nb_label, cutoff.value) & ~exact
             pair_a, pair_b, pair_s = ga[near], gb[near], nb["score"][near]
     if sources:
         ea, eb = _same_value_edges(srcs, valid=(srcs != ""))

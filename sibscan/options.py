@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
-from .cutoff import check_cutoff_source
+from .stats import check_cutoff_source
 from .device import check_device_name
 from .errors import SibscanError
 from .items import MODALITIES

@@ -22,9 +22,10 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from ._version import __version__
-from .calibration.baseline import baseline_warning, expected_chance_siblings, scan_baseline, streamed_pair_member
-from .calibration.labelfile import cutoff_and_labels
-from .pairdecision import SAME
+from .calibration.baseline import left_out_neighbours, scan_baseline
+from .verdict.labelfile import cutoff_and_labels
+from .verdict import Verdict
+from .verdict.pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .diskarray import NpyArray, NpyWriter, is_disk_array
@@ -46,7 +47,6 @@ from .runrecord import RECORD_KEY
 from .scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
 from .spill import RowSpill
-from .testscores import TestScores, best_scores
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates, view_identities
@@ -168,8 +168,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                 sd.write_embeddings(split, emb)
     _mark(sd, manifest, "encode")
 
-    # the held table (nb) has every direction but train→test, which is on disk only: the baseline asks
-    # the file which of its random pairs are there (reverse_keys), so no key per train row is held
+    # the held table (nb) has every direction but train→test, which is on disk only
     if "search" in done and sd.neighbours_path.exists():
         nb = sd.neighbours(skip=[_REVERSE])
     else:
@@ -178,17 +177,19 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
                          clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
                          source=manifest[NEIGHBOURS_SOURCE_KEY])
         _mark(sd, manifest, "search")
-    on_disk = "baseline" not in done and "train-test" in cfg.search.directions
-    reverse_keys = _on_disk_pairs(sd, len(splits["train"])) if on_disk else None
 
     with clock("baseline"), progress_task("random-pair baseline"):
         baseline = sd.baseline() if "baseline" in done else None
+        if baseline is not None and left_out_neighbours(baseline):
+            echo(f"recomputing the random-pair baseline: the one in {sd.path} left out each item's nearest "
+                 "neighbours (an older sibscan), which undercounts chance siblings on small sets")
+            baseline = None
         if baseline is None:
             b = cfg.baseline
             baseline = scan_baseline(embeddings, n_pairs=b.baseline_pairs, n_verified_pairs=b.verified_baseline_pairs,
                                      seed=b.seed, encoder_identity=encoder.identity, verifier=verifier, splits=splits,
                                      fingerprints=fps, doc_index={s: c[0] for s, c in chunks.items()} if chunks else None,
-                                     neighbours=nb, neighbour_keys=reverse_keys, k=cfg.search.k)
+                                     k=cfg.search.k)
             sd.write_baseline(baseline)
             _mark(sd, manifest, "baseline")
 
@@ -201,8 +202,9 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         # (the whole direction is what the held table leaves on disk to bound memory)
         same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
         nb = Neighbours.concat([nb, sd.neighbours_matching(*_REVERSE, "neighbour_id", same)])
-    summary = summarise(nb, fps["train"], fps["test"], len(splits["test"]), manifest["cutoff"], baseline,
-                        train_items_searched(manifest), labels)
+    verdict = Verdict.of_scan_being_written(sd, manifest, at, labels, neighbours=nb, baseline=baseline,
+                                            train=(splits["train"], fps["train"]), test=(splits["test"], fps["test"]))
+    summary = summarise(verdict)
     summary["skipped"] = {s: len(items.skipped) for s, items in splits.items()}
     if at.evidence.get("note"):  # the scan's own calibration gave no cutoff or was passed over: say so and why
         summary["cutoff_note"] = at.evidence["note"]
@@ -218,8 +220,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
                 chunks, views, verifier, view: str, clock, timings: Dict[str, float],
                 echo: Callable[[str], None], counts: Dict[str, int], source: str) -> Neighbours:
     """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
-    when those were streamed (they are in the files only: the baseline reads them back, see
-    :func:`_on_disk_pairs`).
+    when those were streamed (they are in the files only).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
@@ -262,12 +263,6 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
     return nb
 
 
-def _on_disk_pairs(sd: ScanDir, n_train: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Which flat (test, train) pair keys are rows of the train→test direction in ``sd``'s neighbours
-    table, read a block of rows at a time (:func:`~sibscan.calibration.baseline.streamed_pair_member`)."""
-    return streamed_pair_member(lambda: sd.iter_neighbour_pairs(*_REVERSE), n_train)
-
-
 def _table_order(directions, reranked: bool, views: bool):
     """The order of the directions' rows in the neighbours table: re-ranking (verification) sorts them
     by "query>neighbour" split names; otherwise as searched, the views' join putting test→train first."""
@@ -296,31 +291,34 @@ def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tu
     return index, splits
 
 
-def summarise(nb: Neighbours, train_fp: np.ndarray, test_fp: np.ndarray, n_test: int, cutoff: dict,
-              baseline: Optional[dict], n_train: int, labels=None) -> dict:
-    """The printed summary: exact twins, NN score quantiles, the count flagged at the cutoff in use
-    (``labels``, a :class:`sibscan.pairdecision.PairLabels`, deciding the pairs they answer)."""
-    exact_test = fingerprint_membership(test_fp, train_fp)
-    scores, exact_rows, top, _ = best_scores(nb, "test", "train", n_test)
+def summarise(verdict: Verdict) -> dict:
+    """The printed summary of a scan: exact twins, NN score quantiles, and its :class:`~sibscan.verdict.Verdict`'s
+    headline (the count flagged at the cutoff in use, hand labels deciding the pairs they answer, and the
+    sentence every output prints)."""
+    scores, head = verdict.scores, verdict.headline
+    n_test = len(scores)
+    exact_test = fingerprint_membership(verdict.test[1], verdict.train[1])
+    top = scores.top
     qs = {f"q{int(p * 100) if p < 1 else 100}": float(np.quantile(top["score"], p)) for p in (0.0, 0.5, 0.9, 0.99, 1.0)} if len(top) else {}
     out = {
-        "n_train": n_train,
+        "n_train": train_items_searched(verdict.manifest),
         "n_test": n_test,
         "exact_test_rows_with_train_twin": int(exact_test.sum()),
         "exact_test_twin_pct": 100.0 * float(exact_test.mean()) if n_test else 0.0,
         "nn_score_quantiles": qs,
-        "cutoff": cutoff,
+        "cutoff": verdict.cutoff.record(),
+        "headline": head,
     }
-    if cutoff.get("value") is not None:
-        # flagged as the report flags: the answers behind the cutoff decide the pairs they answer
-        near = TestScores.from_neighbours(scores, exact_rows | exact_test, top, nb, labels).flags(cutoff["value"]).flagged
-        out["siblings"] = int(near.sum())
-        out["sibling_pct"] = 100.0 * float(near.mean())
-        if baseline is not None:
-            out["expected_chance_siblings"] = float(expected_chance_siblings(baseline, cutoff["value"], n_train, n_test))
-            warning = baseline_warning(baseline, cutoff["value"])
-            if warning:
-                out["warning"] = warning
+    if verdict.value is not None:
+        out["siblings"] = head["flagged"]["count"]
+        out["sibling_pct"] = 100.0 * head["flagged"]["rate"] if n_test else 0.0
+        if head.get("expected_chance_siblings") is not None:
+            out["expected_chance_siblings"] = head["expected_chance_siblings"]
+            out["chance_sentence"] = verdict.chance["sentence"]
+        if verdict.chance["warning"]:
+            out["warning"] = verdict.chance["warning"]
+    else:
+        out["chance_note"] = verdict.chance["note"]
     return out
 
 

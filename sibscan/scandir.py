@@ -59,7 +59,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     pairs_verified: {"test>train", "test>test", "train>test": pairs handed to the verifier, each under
         the first of these directions holding it},
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
-    cutoff: the record of sibscan.cutoff.Cutoff: {value (float or null),
+    cutoff: the record of sibscan.verdict.cutoff.Cutoff: {value (float or null),
              source ("calibrated" | "uncalibrated" | "none"), interval ([lo, hi] or null),
              calibration (path or null), score ("verified" | "similarity"), n_labels, estimates,
              forced, status},

@@ -13,9 +13,8 @@ import numpy as np
 
 from .atomic import write_json, write_text
 from .errors import SibscanError
-from .calibration.labelfile import cutoff_and_labels
 from .groups import GroupTable, group_table
-from .scandir import ScanDir
+from .verdict import Verdict
 from .stats import check_int
 
 __all__ = ["ResplitResult", "check_resplit", "groups_and_headline", "resplit", "write_groups", "write_resplit"]
@@ -58,17 +57,10 @@ class ResplitResult:
 
 def groups_and_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
                         sources: bool = True, linkage: str = "complete") -> Tuple[GroupTable, dict]:
-    """The sibling groups of a scan and its headline at one cutoff, resolved once, with its hand labels read
-    once (each resolution and each read warns about what it cannot use: done twice, ``split`` said it twice)
-    and the neighbours table loaded and labelled once for both."""
-    from .calibration.summary import scan_headline  # the calibration's imports are not every split's
-    from .testscores import test_scores
-
-    scan = ScanDir(scan_dir)
-    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
-    ts = test_scores(scan.path, labels=labels)
-    return (group_table(scan, at, sources=sources, linkage=linkage, neighbours=ts.nb, row_label=ts.nb_label),
-            scan_headline(scan.path, at=at, scores=ts))
+    """The sibling groups of a scan and its headline, from one :class:`~sibscan.verdict.Verdict` (the
+    cutoff resolved and the hand labels read once: each warns about what it cannot use)."""
+    verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
+    return group_table(verdict, sources=sources, linkage=linkage), verdict.headline
 
 
 def check_resplit(test_size: float, seed: int) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "ControlAnswers", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
+__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "ControlAnswers", "check_cutoff_source", "check_cutoff_value", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
            "wilson_interval"]
 
 #: the most decimal places a rounding may keep: a float64 of order 1 has no digits beyond about 17
@@ -68,6 +68,22 @@ def check_fraction(x, name: str) -> Optional[float]:
     if not 0.0 <= value <= 1.0:  # NaN fails too
         raise SibscanError(f"{name} is a fraction in [0, 1] (0.01 = 1 %), got {value:g}")
     return value
+
+
+def check_cutoff_value(value) -> float:
+    """A hand-given cutoff as a float; refuses anything outside [-1, 1] (similarities live there)."""
+    x = float(value)
+    if not -1.0 <= x <= 1.0 or np.isnan(x):
+        raise SibscanError(f"--cutoff is a similarity in [-1, 1], got {x:g}")
+    return x
+
+
+def check_cutoff_source(cutoff, calibration) -> None:
+    """Refuse a hand-given cutoff outside [-1, 1], and a hand-given cutoff together with a calibration."""
+    if cutoff is not None:
+        check_cutoff_value(cutoff)
+        if calibration is not None:
+            raise SibscanError("give --cutoff or --calibration, not both")
 
 
 def check_decimals(value, name: str = "--decimals", error: type = SibscanError) -> int:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Iterable, List
 
 from sibscan.calibration import LabelSession, LabelStore
-from sibscan.calibration.flow import DRAW_FILE, _identity
-from sibscan.calibration.record import LABELS_FILE
+from sibscan.calibration.flow import DRAW_FILE, _control_plan, _identity
+from sibscan.verdict.record import LABELS_FILE
 from sibscan.calibration.sampling import Draw, Population
 from sibscan.calibration.synthetic import write_oracle_labels
 from sibscan.scandir import ScanDir
@@ -41,9 +41,31 @@ def oracle_file(tmp_path: Path, planted, cal_dir: Path, name: str = "oracle.json
     return write_oracle_labels(planted, Path(cal_dir) / DRAW_FILE, Path(tmp_path) / name, **override)
 
 
-def label_session(scan: Path, cal_dir: Path) -> LabelSession:
-    """A labelling session over the draw in ``cal_dir`` of ``scan``, answers stored in its labels.jsonl."""
+def label_session(scan: Path, cal_dir: Path, controls: float = 0.0, seed: int = 0) -> LabelSession:
+    """A labelling session over the draw in ``cal_dir`` of ``scan``, answers stored in its labels.jsonl; with
+    ``controls`` > 0, control pairs at that share among them as ``calibrate`` mixes them in (seed ``seed``)."""
     sd = ScanDir(scan)
-    pop = Population.from_neighbours(sd.neighbours())
-    store = LabelStore(Path(cal_dir) / LABELS_FILE, _identity(sd.manifest()))
-    return LabelSession(pop, Draw.load(Path(cal_dir) / DRAW_FILE, pop), store, sd.items("test"), sd.items("train"))
+    nb = sd.neighbours()
+    pop = Population.from_neighbours(nb)
+    manifest = sd.manifest()
+    store = LabelStore(Path(cal_dir) / LABELS_FILE, _identity(manifest))
+    draw = Draw.load(Path(cal_dir) / DRAW_FILE, pop)
+    splits = {s: sd.items(s) for s in ("train", "test")}
+    plan = _control_plan(Path(cal_dir), controls, seed, sd, manifest, _identity(manifest), pop, draw, splits, None, nb)
+    return LabelSession(pop, draw, store, splits["test"], splits["train"], controls=plan)
+
+
+def cli_commands() -> list:
+    """(path, click command) for every command and sub-command of ``sibscan``, sorted by path."""
+    import typer
+
+    from sibscan.cli import app
+
+    root = typer.main.get_command(app)
+    out, todo = [], [((), root)]
+    while todo:
+        path, cmd = todo.pop()
+        out.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            todo.append(((*path, name), sub))
+    return sorted(out, key=lambda pc: pc[0])

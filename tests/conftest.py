@@ -95,6 +95,18 @@ def _one_click_command_per_typer_app():
     mp.undo()
 
 
+@pytest.fixture(autouse=True)
+def _progress_as_it_was():
+    """A command run with ``--quiet`` (or ``sibscan.progress.set_quiet``) silences progress for the whole
+    process, as it should for a user; in a test session it silenced every later test's progress too, and a
+    test that reads the progress lines failed or passed by the order the tests ran in."""
+    from sibscan import progress
+
+    before = progress.is_quiet()
+    yield
+    progress.set_quiet(before)
+
+
 #: Debian's Chromium, headless, as every browser test drives it
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]

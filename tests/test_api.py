@@ -83,14 +83,24 @@ def test_a_dataframe_gives_the_pairs_of_the_same_csv_and_the_scan_contract(table
     assert none.rate["state"] == "not_assessed" and none.rate["estimate"] is None
 
 
-def test_rate_is_the_reports_headline_object(tables, tmp_path, monkeypatch):
-    """Once report.json carries a headline (the report code's), Scan.rate is that very object."""
+def test_rate_is_the_reports_headline_read_from_the_verdict_without_a_report(tables, tmp_path, monkeypatch):
+    """Scan.rate is the headline report.json holds, read from the scan's Verdict: no report is built for it
+    (before, reading the rate built the whole report); once a report is kept, it is that very object."""
     import sibscan.report as report_mod
+    import sibscan.report.compute as compute
 
     d = tables[0]
-    s = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "s", verify=False, **FAST)
-    real = report_mod.build_report
-    monkeypatch.setattr(report_mod, "build_report", lambda *a, **k: {**real(*a, **k), "headline": {"state": "calibrated"}})
+    s = sibscan.scan(str(d / "train.csv"), str(d / "test.csv"), out=tmp_path / "s", verify=False, cutoff=0.9, **FAST)
+
+    def refuse(*a, **k):
+        raise AssertionError("Scan.rate built a report")
+
+    real = compute.build_report
+    monkeypatch.setattr(report_mod, "build_report", refuse)
+    monkeypatch.setattr(compute, "build_report", refuse)
+    rate = s.rate
+    monkeypatch.setattr(report_mod, "build_report", real)
+    assert rate == s.report()["headline"] and rate["state"] == "baseline_only"
     assert s.rate is s.report()["headline"]
 
 

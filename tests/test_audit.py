@@ -233,7 +233,7 @@ def test_bad_options_refused_before_reading(tmp_path, args, match):
 
 def test_a_bad_task_is_refused_by_the_parser_with_the_choices(tmp_path):
     res = runner.invoke(app, ["audit", str(tmp_path / "nope.csv"), "--task", "regresion"], env={"COLUMNS": "200"})
-    assert res.exit_code == 2 and "'regresion' is not one of 'auto', 'classification', 'regression'" in res.output
+    assert res.exit_code == 1 and "'regresion' is not one of 'auto', 'classification', 'regression'" in res.output
 
 
 def test_bad_input_names_file_and_row(tmp_path):

@@ -157,8 +157,8 @@ def test_audit_states_the_count_the_scans_report_states(tmp_path):
     assert "None" not in summary
     assert detail["near_siblings"] == "not assessed: no validation data was given (--val FILE)"
 
-    calibrate(planted.path, ui="none", n_pairs=40)
-    calibrate(planted.path, ui="none", n_pairs=40,
+    calibrate(planted.path, ui="none", n_pairs=60)  # 40 oracle answers do not support the cutoff (needs_labels)
+    calibrate(planted.path, ui="none", n_pairs=60,
               labels=write_oracle_labels(planted, planted.path / "calibration" / "draw.json", tmp_path / "o.jsonl"))
     detail, summary, rep = audit()
     head = rep["headline"]

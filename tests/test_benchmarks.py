@@ -924,3 +924,23 @@ def test_write_results_goes_to_results_unless_the_environment_names_another_fold
     monkeypatch.setenv("SIBSCAN_BENCH_RESULTS", str(tmp_path / "env"))
     assert _common.write_results("x", {"a": 2}) == tmp_path / "env" / "x.json"
     assert json.loads((tmp_path / "results" / "x.json").read_text())["a"] == 1
+
+
+def test_chance_baseline_quick_counts_what_all_pairs_give(tmp_path, bench_results):
+    """The chance-siblings benchmark on two small UCR sets aeon ships (7,500 and 6,300 pairs: more than
+    ALL_VERIFIED_MAX, so the verified baseline is a uniform sample): its count at r >= 0.9999 is the one
+    all pairs give, and the scan's note is the benchmark's."""
+    pytest.importorskip("aeon", reason="aeon ships the UCR sets this benchmark reads (pip install -e '.[dev]')")
+    import benchmarks.chance_baseline as bench
+    from sibscan.calibration.baseline import ALL_VERIFIED_MAX
+
+    payload = bench.main(["--quick", "--work", str(tmp_path / "work"), "--repeat", "1"])
+    rows = {r["dataset"]: r for r in payload["datasets"]}
+    assert set(rows) == {"GunPoint", "ArrowHead"}
+    for r in rows.values():
+        assert r["all_pairs"]["n_pairs"] == r["n_test"] * r["n_train"] > ALL_VERIFIED_MAX
+        assert r["after"]["draw"] == "uniform" and r["after"]["n_pairs"] < r["all_pairs"]["n_pairs"]
+        assert r["after"]["expected"] == pytest.approx(r["all_pairs"]["expected"], abs=1.0)
+        assert r["note"] == r["scan_note"]
+    assert [t["now"]["draw"] for t in payload["timing"]] == ["all", "all"]
+    assert (tmp_path / "chance_baseline_quick.json").exists()

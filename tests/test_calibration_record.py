@@ -54,7 +54,7 @@ def test_kept_calibration_says_oracle_labels_and_is_fitted_by_todays_rule(demo, 
     import json
 
     from sibscan.calibration import load_calibration, resolve
-    from sibscan.cutoffrule import RULE
+    from sibscan.verdict.cutoffrule import RULE
     from sibscan.report import write_reports
 
     folder = resolve("demo-series")

@@ -21,8 +21,10 @@ def scan(tmp_path_factory):
 def test_check_fails_with_reason_and_pairs(scan):
     res = check(scan, max_rate=0.05)
     assert not res.passed and res.exit_code == 1
-    assert res.message.startswith("FAIL: 10 of 30 test items (33.3 %) flagged at cutoff 0.9000 (recorded by the scan; no "
-                                  "hand labels of this data, so no sibling-rate interval), above the limit --max-rate 5.0 %.")
+    # the headline's sentence, as every output prints it (issue 30), then the limit
+    assert res.message.startswith(f"FAIL: {res.headline['text']}: 33.3 % is above the limit --max-rate 5.0 %.")
+    assert res.headline["text"].startswith("10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 (recorded by "
+                                           "the scan; no hand labels of this data, so no sibling-rate interval")
     assert "First offending pairs: test te0 ~ train tr0 (exact); test te1 ~ train tr1 (exact)" in res.message
     assert len(res.offending) == 5 and res.rates["siblings"] == pytest.approx(1 / 3)
 
@@ -33,13 +35,14 @@ def test_check_cli_exit_codes(scan):
     assert r.exit_code == 1 and "FAIL: 10 of 30 test items" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "0.34", "--max-exact", "0.2"])
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == ("OK: 10 of 30 test items (33.3 %) flagged at cutoff 0.9000 (recorded by the scan; no hand labels "
-                                "of this data, so no sibling-rate interval), within the limit --max-rate 34.0 %; 4 of 30 (13.3 %) are exact "
-                                "twins, within the limit --max-exact 20.0 %.")
+    assert r.output.strip() == ("OK: 10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 (recorded by the scan; "
+                                "no hand labels of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR'): "
+                                "33.3 % is within the limit --max-rate 34.0 %; 4 of 30 (13.3 %) are exact twins, within the limit "
+                                "--max-exact 20.0 %.")
     r = runner.invoke(app, ["check", str(scan), "--max-exact", "0.1"])
     assert r.exit_code == 1 and "4 of 30 (13.3 %) are exact twins, above the limit --max-exact 10.0 %" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "0.05", "--cutoff", "0.995"])
-    assert r.exit_code == 1 and "4 of 30 test items (13.3 %) flagged at cutoff 0.9950 (given by hand;" in r.output
+    assert r.exit_code == 1 and "4 of 30 test items (13.3 %) flagged at verified similarity ≥ 0.9950 (given by hand;" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "5"])
     assert r.exit_code == 1 and r.output.strip() == "error: --max-rate is a fraction in [0, 1] (0.01 = 1 %), got 5"
     r = runner.invoke(app, ["check", str(scan)])

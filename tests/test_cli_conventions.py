@@ -8,27 +8,15 @@ import re
 
 import numpy as np
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from _helpers import cli_commands
 from sibscan.cli import app
 
 runner = CliRunner()
 
 
-def _commands():
-    """(path, click command) for every command and sub-command."""
-    root = typer.main.get_command(app)
-    out, todo = [], [((), root)]
-    while todo:
-        path, cmd = todo.pop()
-        out.append((path, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            todo.append(((*path, name), sub))
-    return out
-
-
-COMMANDS = _commands()
+COMMANDS = cli_commands()
 
 
 @pytest.mark.parametrize("path,cmd", COMMANDS, ids=[" ".join(p) or "sibscan" for p, _ in COMMANDS])

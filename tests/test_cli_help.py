@@ -7,9 +7,9 @@ import importlib.util
 import re
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
+from _helpers import cli_commands
 from sibscan.cli import app
 from sibscan.options import PANELS
 
@@ -17,19 +17,7 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "1000"}  # one line per option row
 
 
-def _commands():
-    """(path, click command) for every command and sub-command."""
-    root = typer.main.get_command(app)
-    out, todo = [], [((), root)]
-    while todo:
-        path, cmd = todo.pop()
-        out.append((path, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            todo.append(((*path, name), sub))
-    return sorted(out)
-
-
-COMMANDS = _commands()
+COMMANDS = cli_commands()
 IDS = [" ".join(p) or "sibscan" for p, _ in COMMANDS]
 
 
@@ -116,7 +104,7 @@ CHOICES = [
 def test_a_fixed_set_of_values_is_shown_and_checked_as_a_choice(path, flag, choices):
     assert re.search(rf"[<\[]{re.escape('|'.join(choices))}[>\]]", _row(_help(*path), flag))  # Typer 0.18: [a|b]
     res = runner.invoke(app, [*path, flag, "not-a-choice"], env=WIDE)
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1, res.output  # bad input: one line, exit 1
     assert f"Invalid value for '{flag}'" in res.output and all(repr(c) in res.output for c in choices), res.output
 
 
@@ -176,3 +164,24 @@ def test_no_option_is_both_required_and_defaulted(path, cmd):
         row = _row(text, next(o for o in p.opts if o.startswith("--")))
         if re.search(r"\brequired\b", row):
             assert not re.search(r"default[:s]", row), f"{' '.join(path)}: {row}"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["scan", "a", "b", "--kk", "3"], ["sibscan scan:", "No such option", "--kk", r"(Possible options: |Did you mean ')--k\b", "sibscan scan --help"]),
+    (["--bogus"], ["sibscan:", "No such option", "--bogus"]),
+    (["index", "build", "--x"], ["sibscan index build:", "No such option", "--x"]),
+    (["check"], ["sibscan check:", "Missing argument 'SCAN_DIR'"]),
+    (["nosuch"], ["No such command 'nosuch'"]),
+])
+def test_a_command_line_the_parser_refuses_is_one_line_and_exit_1(args, words):
+    """Bad input like any other (the parser's own box of usage, hint and error exited 2 in five lines).
+    The parser's words differ by version ("No such option: --kk (Possible options: --k)" on Typer's
+    own click, "No such option '--kk'. Did you mean '--k'?" on click 8.1 under Typer 0.18)."""
+    res = runner.invoke(app, args, env=WIDE)
+    assert res.exit_code == 1, res.output
+    assert len(res.output.strip().splitlines()) == 1 and all(re.search(w, res.output) for w in words), res.output
+
+
+def test_sibscan_alone_still_shows_the_help():
+    res = runner.invoke(app, [], env=WIDE)
+    assert "Usage:" in res.output and "scan" in res.output

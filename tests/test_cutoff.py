@@ -6,9 +6,10 @@ import pytest
 from planted_scan import make_scan
 from typer.testing import CliRunner
 
-from sibscan.calibration.record import Calibration, write_calibration
+from sibscan.verdict.record import Calibration, write_calibration
 from sibscan.cli import app
-from sibscan.cutoff import Cutoff, check_cutoff_value, resolve_cutoff
+from sibscan.stats import check_cutoff_value
+from sibscan.verdict.cutoff import Cutoff, resolve_cutoff
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.scandir import ScanDir
 
@@ -55,7 +56,7 @@ def test_precedence_hand_calibration_own_manifest_none(scan, tmp_path):
 def test_a_folder_without_cutoff_json_has_no_calibration_and_an_unreadable_one_is_refused(scan, tmp_path):
     # the one loader of "this folder's cutoff.json if there is one" (resolve_cutoff's own calibration,
     # the calibration a refit replaces, the fingerprint of a calibration's answers)
-    from sibscan.calibration.record import calibration_in
+    from sibscan.verdict.record import calibration_in
 
     assert calibration_in(tmp_path / "empty") is None
     assert calibration_in(_calibration(tmp_path / "cal", ScanDir(scan).manifest())).cutoff == 0.95

@@ -84,7 +84,13 @@ def test_not_enough_same_answers_says_so_and_what_to_label():
     assert res.status.startswith("not enough labels: no score from which P(same)'s 95 % lower bound per run of answers "
                                  "reaches 0.5")
     assert "at least 3 'same' answers" in res.status and "scoring 0.9000 to 0.9500, holds 2 'same' of 2" in res.status
-    assert res.advice == ["label about 10 more pairs scoring 0.5000 to 1.0000"]
+    # every pair the population holds is labelled: the advice says so instead of asking for pairs there are not
+    assert res.advice == ["every pair the scan scores is labelled already: the scores do not separate 'same' from "
+                          "'different' well enough for the rule"] and res.asks == []
+    # with 20 unlabelled pairs from 0.5 up it names them
+    pop = np.concatenate([s, np.linspace(0.5, 1.0, 20)])
+    res = fit(s, y, pop, lo=0.0, seed=0)
+    assert res.advice == ["label about 10 more pairs scoring 0.5000 to 1.0000"] and res.asks[0].n == 10
     # one more 'same' up there is enough (with 3 'different' and 3 'same', min_per_side holds too)
     s2, y2 = np.append(s, 0.97), np.append(y, True)
     assert fit(s2, y2, s2, lo=0.0, seed=0).cutoff == pytest.approx(0.7)
@@ -163,7 +169,10 @@ def test_not_enough_labels_points_at_the_mixed_run_when_a_different_is_on_top():
     assert res.cutoff is None and res.status.startswith("not enough labels")
     c = fit_curve(s, y)
     a = c.x[c.p == c.p[-1]][0]
-    assert a < 0.9 and res.advice == [f"label about 10 more pairs scoring {a:.4f} to 1.0000"]
+    assert a < 0.9 and res.asks == []
+    pop = np.concatenate([s, np.linspace(0.7, 1.0, 12)])
+    res = fit(s, y, pop, lo=0.0, seed=0)
+    assert res.advice == [f"label about 10 more pairs scoring {a:.4f} to 1.0000"]
 
 
 def test_target_precision_quotes_the_run_its_target_needs():
@@ -201,22 +210,28 @@ def test_labels_high_from_the_lowest_score_point_below_it(target):
     y[[30, 35, 40]] = False
     c = fit_curve(s, y)
     assert c.lower[0] >= 0.5 and find_cutoff(c, s, target) is None
-    res = fit(s, y, s, lo=0.2, target_precision=target, seed=0)
+    below = np.linspace(0.2, 0.29, 12)  # unlabelled pairs under the lowest labelled one
+    pop = np.concatenate([below, s])
+    res = fit(s, y, pop, lo=0.2, target_precision=target, seed=0)
     assert res.cutoff is None and not res.status.startswith("not enough labels") and "'same' answers above" not in res.status
     assert res.status.startswith("no flip observed at or below the lowest labelled score 0.3000: P(same) is high already "
                                  f"there (its {BOUND} is 0.84")
     assert res.advice == ["label about 10 more pairs scoring 0.2000 to 0.3000 (below the lowest labelled one; "
                           "pairs above it cannot place the cutoff)"]
+    # with none there the advice says so
+    assert fit(s, y, s, lo=0.2, target_precision=target, seed=0).advice == [
+        "every pair scoring 0.3000 or less is labelled already: the flip lies below every pair the scan scores, so no "
+        "cutoff can be placed"]
     # following the advice: 'different' answers between lo and the lowest labelled score place the cutoff there
-    below = np.linspace(0.2, 0.29, 5)
-    s2, y2 = np.concatenate([below, s]), np.concatenate([np.zeros(5, bool), y])
+    answered = np.linspace(0.2, 0.29, 5)
+    s2, y2 = np.concatenate([answered, s]), np.concatenate([np.zeros(5, bool), y])
     res2 = fit(s2, y2, s2, lo=0.2, target_precision=target, seed=0)
     assert res2.cutoff is not None
     if target is None:
         assert res2.cutoff == pytest.approx((0.29 + 0.3) / 2) and res2.status == "ok"
     # labels that start below lo point under the lowest one, not at an empty range
-    assert fit(s, y, s, lo=0.5, target_precision=target, seed=0).advice[0].startswith("label about 10 more pairs scoring "
-                                                                                      "under 0.3000")
+    assert fit(s, y, pop, lo=0.5, target_precision=target, seed=0).advice[0].startswith(
+        f"label about 10 more pairs scoring {below[-10]:.4f} to 0.3000 (below the lowest labelled one")  # the 10 nearest
 
 
 def test_a_rule_name_without_the_bound_is_the_point_estimate():
@@ -234,7 +249,7 @@ def test_a_rule_name_without_the_bound_is_the_point_estimate():
 
 def test_the_headline_words_every_rule_name_old_and_new():
     # the headline reads rule names through the one reader the refit's "rule changed" check uses
-    from sibscan.headline import _rule_phrase
+    from sibscan.verdict.headline import _rule_phrase
 
     flip = "where hand labels flip from different to same"
     bound = f"the lowest score from which P(same) of the hand labels, by its {BOUND}, is 0.5 or more"

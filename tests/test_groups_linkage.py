@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from planted_scan import make_scan
 
-from sibscan.cutoff import resolve_cutoff
+from sibscan.verdict.cutoff import resolve_cutoff
 from sibscan.errors import SibscanError
 from sibscan.groups import complete_linkage, connected_components, sibling_groups
 from sibscan.report import build_report

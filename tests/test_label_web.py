@@ -116,3 +116,28 @@ def test_images_scaled_and_series_plotted(tmp_path, browser):
         expect(page.locator("#left svg polyline")).to_have_count(2)
         assert len(page.locator("#left svg polyline").nth(1).get_attribute("points").split()) == 16
         page.close()
+
+
+def test_a_control_pair_is_answered_on_the_page_like_any_other(tmp_path, browser):
+    """A control whose copy has no score: the page says the answer without one (it read null's toFixed and
+    showed an error), and the answer goes to controls.jsonl, not labels.jsonl."""
+    from playwright.sync_api import expect
+
+    p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=11, modality="text")
+    cal_dir = tmp_path / "cal"
+    calibrate(p.path, calibration_dir=cal_dir, ui="none", n_pairs=6, controls=0)
+    session = label_session(p.path, cal_dir, controls=0.5)
+    first = next(i for i, (kind, c) in enumerate(session.seq) if kind == "control" and c.score is None)
+    with LabelServer(session) as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        for k in range(first + 1):
+            expect(page.locator("#progress")).to_have_text(f"{k} / {session.state()['total']} labelled")
+            expect(page.locator("#left .text")).not_to_be_empty()
+            page.keyboard.press("y")
+            expect(page.locator("#progress")).to_have_text(f"{k + 1} / {session.state()['total']} labelled")
+        expect(page.locator("#last")).to_have_text(f"pair #{first}: same")
+        expect(page.locator("#message")).to_have_text("")
+        page.close()
+    assert len(read_labels(cal_dir) if (cal_dir / "labels.jsonl").exists() else []) == sum(1 for kind, _ in session.seq[:first + 1] if kind == "pair")
+    assert (cal_dir / "controls.jsonl").read_text().count("\n") == sum(1 for kind, _ in session.seq[:first + 1] if kind == "control")

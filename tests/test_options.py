@@ -50,7 +50,7 @@ def test_a_value_outside_a_choice_is_refused_by_the_parser_with_the_choices(data
     out = data / "scan"
     res = runner.invoke(app, ["scan", str(data / "train.csv"), str(data / "test.csv"), "--out", str(out), flag, value],
                         env={"COLUMNS": "250"})
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 1, res.output
     assert f"Invalid value for '{flag}'" in res.output and all(repr(c) in res.output for c in choices), res.output
     assert not out.exists()
     name = flag[2:]

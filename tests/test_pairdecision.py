@@ -1,4 +1,4 @@
-"""Hand labels decide the pairs they answer (sibscan.pairdecision), in every output of a scan."""
+"""Hand labels decide the pairs they answer (sibscan.verdict.pairdecision), in every output of a scan."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from _helpers import write_jsonl, write_labels
 from planted_scan import make_scan
-from sibscan.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
+from sibscan.verdict.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
 from sibscan.scandir import Neighbours, ScanDir
 
 
@@ -183,7 +183,7 @@ def test_the_scan_summary_counts_what_the_report_flags(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from sibscan.cli import app
-    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.verdict.record import Calibration, write_calibration
     from sibscan.report import build_report
 
     rng = np.random.default_rng(0)
@@ -228,7 +228,7 @@ def test_the_scan_summary_counts_what_the_report_flags(tmp_path, monkeypatch):
 def test_the_per_item_table_reads_the_label_decisions_once_not_per_item(tmp_path, monkeypatch):
     """``Flags.unflagged_by_labels`` is a whole-array computation: read per item it made the table O(n^2)
     (200k test items: 3.5 s, 400k: 14 s).  It is read once, and only items with something to say get a why."""
-    from sibscan.pairdecision import Flags
+    from sibscan.verdict.pairdecision import Flags
     from sibscan.report import items as items_mod
     from sibscan.report.items import scan_items
 
@@ -274,12 +274,12 @@ def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_it
 
 
 def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(tmp_path, monkeypatch):
-    from sibscan.pairdecision import row_labels
+    from sibscan.verdict.pairdecision import row_labels
     from sibscan.report import build_report
 
     path, _, _ = _labelled_scan(tmp_path)
     nb = ScanDir(path).neighbours()
-    from sibscan.calibration.labelfile import read_label_file
+    from sibscan.verdict.labelfile import read_label_file
     labels = PairLabels.from_records(read_label_file(path / "calibration" / "labels.jsonl"), "abcd")
     answer = dict(zip(zip(labels.test_ids.tolist(), labels.train_ids.tolist()), labels.label.tolist()))
     want = []
@@ -293,15 +293,15 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
     looked = _count_calls(monkeypatch, "row_labels")
     decided = _count_calls(monkeypatch, "flag_items")
     build_report(path)
-    assert len(looked) == 1 and decided == ["sibscan.testscores", "sibscan.report.compute"]
+    assert len(looked) == 1 and decided == ["sibscan.verdict.testscores", "sibscan.verdict.verdict"]  # test->train, train->test
 
 
 def _count_calls(monkeypatch, name):
-    """Patch ``sibscan.pairdecision.<name>`` in every loaded sibscan module that imported it; returns the
+    """Patch ``sibscan.verdict.pairdecision.<name>`` in every loaded sibscan module that imported it; returns the
     list the calls append their caller module's name to."""
     import sys
 
-    from sibscan import pairdecision
+    from sibscan.verdict import pairdecision
 
     real, calls = getattr(pairdecision, name), []
     for mod_name, mod in list(sys.modules.items()):
@@ -372,9 +372,9 @@ def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orie
 def test_answers_without_a_fingerprint_count_only_in_a_calibration_of_this_data(tmp_path):
     """Records without a dataset fingerprint (older files) are kept for a calibration of this data, and
     left out of one made for other data (applied with --force), where ids like "0", "1" name other items."""
-    from sibscan.calibration.labelfile import scan_labels
-    from sibscan.calibration.record import Calibration, write_calibration
-    from sibscan.cutoff import Cutoff
+    from sibscan.verdict.labelfile import scan_labels
+    from sibscan.verdict.record import Calibration, write_calibration
+    from sibscan.verdict.cutoff import Cutoff
 
     recs = [{"query_id": "0", "neighbour_id": "1", "label": "same"},
             {"query_id": "2", "neighbour_id": "3", "label": "different", "dataset_fingerprint": "here"}]
@@ -400,7 +400,7 @@ def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
     at 0.95 and labelled same.  Without labels that row does not exist for test 0, so the scores alone do
     not flag it: the label does, through a pair only the train side found (not "below the cutoff": it
     scores above it)."""
-    from sibscan.testscores import TestScores
+    from sibscan.verdict.testscores import TestScores
 
     nb = _table([("test", "te0", 0, "train", "tr0", 0, 0, 0.5), ("train", "tr1", 1, "test", "te0", 0, 0, 0.95)])
     labels = PairLabels(np.array(["te0"]), np.array(["tr1"]), np.array([SAME], np.int8))
@@ -420,7 +420,7 @@ def test_a_same_row_added_from_the_train_side_is_not_counted_by_score():
 def test_a_pair_both_sides_found_is_not_said_to_be_found_by_the_train_side_only():
     """(te0, tr0) is in both directions, the train side's copy a last bit higher: the test side found the
     pair, so a "same" answer flags it as "below the cutoff", not "only the train side found"."""
-    from sibscan.testscores import TestScores
+    from sibscan.verdict.testscores import TestScores
 
     hi = float(np.nextafter(np.float32(0.85), np.float32(1)))
     nb = _table([("test", "te0", 0, "train", "tr0", 0, 0, 0.85), ("train", "tr0", 0, "test", "te0", 0, 0, hi)])
@@ -499,7 +499,7 @@ def test_the_reason_for_no_interval_names_the_cutoff_in_use_and_counts_answers_o
     """(a) --cutoff X beside the scan's own calibration: the cutoff is not calibrated (there is a calibrated
     cutoff of this data); (b) answers about pairs the table lacks are not counted; (c) a calibration that
     differs only in encoder is not "calibrated on other data"."""
-    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.verdict.record import Calibration, write_calibration
     from sibscan.report import build_report
 
     path, _, _ = _labelled_scan(tmp_path)
@@ -541,7 +541,7 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     its test item in the summary as in the report (and not without the label)."""
     from typer.testing import CliRunner
 
-    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.verdict.record import Calibration, write_calibration
     from sibscan.cli import app
     from sibscan.neighbourtable import Neighbours as Table
     from sibscan.report import build_report
@@ -656,7 +656,7 @@ def test_an_in_memory_calibration_does_not_stop_on_the_scans_own_unreadable_reco
     """A calibrated cutoff with no recorded folder is not the scan's own calibration/cutoff.json: that file
     being unreadable warns (as for a cutoff given by hand), it does not refuse."""
     from sibscan.calibration.summary import scan_headline
-    from sibscan.calibration.record import Calibration
+    from sibscan.verdict.record import Calibration
 
     path = tmp_path / "scan"
     make_scan(path)
@@ -672,8 +672,8 @@ def test_an_in_memory_calibration_does_not_stop_on_the_scans_own_unreadable_reco
 def test_the_warning_for_an_unreadable_own_record_says_what_happens_to_its_answers(tmp_path):
     """With a dataset fingerprint unmarked answers decide nothing; without one every answer is kept (what
     from_records does), and the warning says that instead."""
-    from sibscan.calibration.labelfile import scan_labels
-    from sibscan.cutoff import Cutoff
+    from sibscan.verdict.labelfile import scan_labels
+    from sibscan.verdict.cutoff import Cutoff
 
     write_labels(tmp_path / "calibration", [{"query_id": "a", "neighbour_id": "b", "label": "same"}])
     (tmp_path / "calibration" / "cutoff.json").write_text('{"cutoff": 0.9, "interv')

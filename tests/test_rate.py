@@ -1,4 +1,4 @@
-"""One sibling rate everywhere (sibscan.rate): the estimator, the headline every output prints, the
+"""One sibling rate everywhere (sibscan.verdict.rate): the estimator, the headline every output prints, the
 states where nothing is assessed, bad label input, and how numbers near 1 are printed."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sibscan import fmt
 from sibscan.calibration import calibrate
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.cli import app
-from sibscan.rate import estimate_rate, narrow_enough
+from sibscan.verdict.rate import estimate_rate, narrow_enough
 
 
 # --- how numbers are printed ----------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_a_changed_definition_is_said_once_by_the_command(tmp_path):
         warnings.simplefilter("always")
         res = CliRunner().invoke(app, ["calibrate", str(p.path), "--ui", "none", "--definition", "the same series"])
     assert res.exit_code == 0, res.output
-    said = "the definition of 'same' changed: 2 under 'the same row of values'"
+    said = "2 answers were given under: 'the same row of values'"
     assert res.output.count(said) + sum(said in str(w.message) for w in caught) == 1, res.output
 
 
@@ -192,11 +192,12 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
 def test_a_changed_definition_is_warned_and_recorded(tmp_path):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=7, dim=12)
     cal_dir = tmp_path / "cal"
+    # no control pairs: the piped answers are the pairs' (controls are tested in test_controls.py)
     calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same row of values",
-              stdin=io.StringIO("n\nn\n"), stdout=io.StringIO())
-    with pytest.warns(UserWarning, match="the definition of 'same' changed: 2 under 'the same row of values'"):
+              stdin=io.StringIO("n\nn\n"), stdout=io.StringIO(), controls=0)
+    with pytest.warns(UserWarning, match="the definition of 'same' differs (.|\n)*\n  2 answers were given under: 'the same row of values'"):
         cal = calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same series, rescaled",
-                        stdin=io.StringIO("n\n"), stdout=io.StringIO())
+                        stdin=io.StringIO("n\n"), stdout=io.StringIO(), controls=0)
     lines = read_labels(cal_dir)
     assert [r["definition"] for r in lines] == ["the same row of values"] * 2 + ["the same series, rescaled"]
     assert cal.extra["definition"] == "the same series, rescaled"

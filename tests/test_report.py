@@ -328,20 +328,20 @@ def test_every_output_counts_chance_siblings_against_the_train_items_searched(tm
     old code gave calibrate and split 0 there (no count) while the report counted the items it loaded."""
     from sibscan.calibration.baseline import expected_chance_siblings
     from sibscan.calibration.summary import scan_headline
-    from sibscan.cutoff import resolve_cutoff
-    from sibscan.headline import headline
+    from sibscan.verdict.cutoff import resolve_cutoff
+    from sibscan.verdict.headline import headline
     from sibscan.scan import summarise
     from sibscan.scandir import train_items_searched
     from sibscan.split import groups_and_headline
-    from sibscan.testscores import test_scores
+    from sibscan.verdict.testscores import test_scores
+    from sibscan.verdict import Verdict
 
-    t = make_scan(tmp_path)
+    make_scan(tmp_path)
     sd = ScanDir(tmp_path)
     want = expected_chance_siblings(sd.baseline(), CUTOFF, 60, 30)
     manifest = sd.manifest()
     assert train_items_searched(manifest) == 60
-    summary = summarise(t["neighbours"], t["fp_train"], t["fp_test"], 30, manifest["cutoff"], sd.baseline(),
-                        train_items_searched(manifest))
+    summary = summarise(Verdict.open(tmp_path))
     assert summary["expected_chance_siblings"] == pytest.approx(want)
     del manifest["inputs"]["train"]["n_items"]
     sd.write_manifest(manifest)

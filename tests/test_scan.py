@@ -103,7 +103,7 @@ def _own_calibration(scan, cutoff: float, fingerprint=None) -> None:
     unless ``fingerprint`` names other data), with one "same" answer: the pair of test row 30 (a fresh row,
     scoring under the cutoff) and its nearest train item, so the count shows whether its answers decide pairs."""
     from _helpers import write_labels
-    from sibscan.calibration.record import Calibration, write_calibration
+    from sibscan.verdict.record import Calibration, write_calibration
     sd = ScanDir(scan)
     m = sd.manifest()
     top = sd.neighbours().top1("test", "train")

@@ -119,6 +119,7 @@ def test_the_view_finds_heavy_crops_of_tiny_images_between_the_old_grid_position
     """The view's grid (positions about a cell apart) puts the source of every heavy crop of a 32-px
     texture cell in the top 5; the grid it replaced (136 windows of 12 x 12, positions two cells apart
     at half the side) left some below look-alike cells (issue 14: small32's crop-flip-jpeg misses)."""
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     from sibscan.views import windows_topk_gray
 
     train, test, sources = _tiny_texture_case()
@@ -280,6 +281,7 @@ def test_views_default_and_validation(tmp_path):
 
 def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_folders):
     pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     from sibscan.scan import run_scan
     from sibscan.scandir import ScanDir
 
@@ -298,6 +300,7 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
 
 def test_a_scan_made_on_another_windows_grid_is_not_resumed(flip_and_crop_folders):
     pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
+    pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     # the windows view's grid changed once (136 windows of 12 x 12 cells → 293 of 8 x 8): a scan folder
     # whose candidates came from the old grid must not be resumed onto (its manifest carried no grid)
     import json

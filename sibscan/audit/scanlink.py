@@ -9,6 +9,8 @@ embedding cache (the test items are not embedded again). That scan lives in ``DI
 """
 from __future__ import annotations
 
+import functools
+
 import dataclasses
 from pathlib import Path
 from typing import Optional
@@ -58,12 +60,17 @@ class ScanLink:
         the pairwise scan's encode stage, and the scan's label arrays belong to its own files."""
         return {**self.options().load.load_kwargs("train"), "labels_path": None}
 
-    def cutoff(self):
-        """The cutoff the scan's report counts siblings at (:func:`sibscan.cutoff.resolve_cutoff`: the scan's
-        own calibration when it has one, else the cutoff it recorded)."""
-        from ..cutoff import resolve_cutoff
+    @functools.cached_property
+    def verdict(self):
+        """The scan's sibling decision at the cutoff its report counts at (:class:`sibscan.verdict.Verdict`:
+        the scan's own calibration when it has one, else the cutoff it recorded)."""
+        from ..verdict import Verdict
 
-        return resolve_cutoff(self.manifest, scan_dir=self.path)
+        return Verdict.open(self.path)
+
+    def cutoff(self):
+        """The cutoff the scan's report counts siblings at (:attr:`verdict`'s)."""
+        return self.verdict.cutoff
 
     def test_items(self) -> Items:
         from ..scandir import load_items
@@ -80,11 +87,11 @@ class ScanLink:
         return as_column(self.path / "items" / "test.npz", test.labels, test.ids)
 
     def sibling_rate(self) -> dict:
-        """The report's test→train sibling rate (:func:`sibscan.report.honest.sibling_rate_record`)."""
-        from ..report.compute import build_report
+        """The report's test→train sibling rate (:func:`sibscan.report.honest.sibling_rate_record`), read from
+        the scan's :attr:`verdict` (no whole report is built for it)."""
         from ..report.honest import sibling_rate_record
 
-        return sibling_rate_record(build_report(self.path, n_pairs=0, n_near=0, n_sweep=2, max_conflicts=0))
+        return sibling_rate_record(self.verdict.headline)
 
     def val_test_siblings(self, val_source: Path, out: Path, force: bool = False) -> Optional[dict]:
         """Test items with a validation sibling (exact, or at the scan's cutoff) by a pairwise scan;

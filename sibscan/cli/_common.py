@@ -7,6 +7,7 @@ boolean flags take no value and show no metavar; a command that prints a result 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import io
@@ -73,6 +74,35 @@ class Group(TyperGroup):
         if option is not None:
             option.metavar = ""
         return option
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with _usage_errors_in_one_line():
+            return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx):
+        with _usage_errors_in_one_line():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _usage_errors_in_one_line():
+    """A command line the parser refuses (an unknown option, a value outside its choices, a missing
+    argument) is bad input like any other: one line on stderr that names the option and the fix, exit 1
+    (the parser's own box of usage, hint and error exits 2)."""
+    try:  # newer Typer runs on its own copy of click (as in cli._options)
+        from typer._click.exceptions import UsageError
+    except ImportError:  # an older Typer runs on click itself
+        from click.exceptions import UsageError
+
+    try:
+        yield
+    except UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `sibscan` alone shows the help, as asked
+            raise
+        path = exc.ctx.command_path if exc.ctx is not None else "sibscan"
+        message = re.sub(r"\bValue error, ", "", exc.format_message()).replace("\n", " ").strip().rstrip(".")
+        typer.echo(f"{path}: {message} (see {path} --help)", err=True)
+        raise typer.Exit(1) from None
 
 
 _QUIET_HELP = "No progress or notes on stderr; results and errors still print."

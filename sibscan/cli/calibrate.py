@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
         no_browser: bool = flag("--no-browser", help="Print the page's URL instead of opening a browser."),
         definition: Optional[str] = typer.Option(None, "--definition", help="What 'same' means, shown on every labelling screen and stored with the labels (default: one per modality, e.g. 'the same photograph or picture, possibly resized, cropped, ...')."),
+        controls: float = typer.Option(0.1, "--controls", help="Share of control pairs among the pairs shown, 0 to 0.5 (0: none): pairs whose answer is known (an item against a lightly changed copy of itself or its exact twin; a random pair far below the candidate range), shuffled in and looking like any other, to measure the labeller's error; answers go to controls.jsonl, never to labels.jsonl."),
         as_json: bool = flag("--json", help="Print the result as JSON: the 'headline' object (as in report.json) and the calibration."),
     ) -> None:
         """Label a sample of nearest-neighbour pairs (same / different / skip), fit the cutoff and estimate the sibling rate.
@@ -40,7 +41,9 @@ def register(app: typer.Typer) -> None:
         dataset_fingerprint, the scan's (manifest.json), without which or with another value the
         file is refused unless --force; encoder_identity and verifier_identity, optional (labels
         belong to pairs: other values are accepted and counted). Pairs this scan does not score
-        are kept, not used.
+        are kept, not used. A line with a control_id answers a control pair listed in
+        CALIBRATION_DIR/controls.json (with query_id and neighbour_id as shown there): it goes to
+        controls.jsonl, never to the labels.
         """
         from sibscan.calibration import calibrate, describe
         from sibscan.calibration.summary import headline_of
@@ -48,7 +51,7 @@ def register(app: typer.Typer) -> None:
 
         cal = calibrate(
             scan_dir, calibration_dir=out, labels=labels, ui=ui, n_pairs=n_pairs, seed=seed,
-            target_precision=target_precision, definition=definition, force=force, port=port,
+            target_precision=target_precision, definition=definition, controls=controls, force=force, port=port,
             open_browser=not no_browser, echo=message,
         )
         head = headline_of(scan_dir, cal, force=force)

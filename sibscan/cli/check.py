@@ -1,4 +1,4 @@
-"""``sibscan check``: a CI gate on a scan's sibling rate (exit 1 when a limit is exceeded)."""
+"""``sibscan check``: a CI gate on a scan's sibling rate (exit 1 when a limit is exceeded, 3 when the labels fall short)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +30,10 @@ def register(app: typer.Typer) -> None:
         """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
         Exit 0 when the rates are within their limits; otherwise exit 1 with a one-paragraph reason
-        and the first offending pairs.
+        and the first offending pairs. Exit 3, with a message starting "NEEDS LABELS:", when --max-rate
+        is within its limit but the rate comes from a calibration whose labels do not support its
+        cutoff yet (headline state needs_labels): label more pairs with 'sibscan calibrate SCAN_DIR',
+        or gate on a cutoff given by hand (--cutoff X).
         """
         from ..check import check as run_check
 

@@ -30,13 +30,12 @@ def register(app: typer.Typer) -> None:
         rest (with --predictions), the cutoff sweep, the closest pairs, the label conflicts, and every
         test item judged a sibling with its partner and why (flagged.csv).
         """
-        from ..api import headline_of
         from ..atomic import dumps_json
         from ..report import build_report, headline, write_reports
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
         written = write_reports(scan_dir, format.split(","), out=out, report=rep, absolute_paths=absolute_paths)
         if as_json:
-            typer.echo(dumps_json({"headline": headline_of(rep), "sentence": headline(rep), "n_flagged": len(rep["flagged"]),
+            typer.echo(dumps_json({"headline": rep["headline"], "sentence": headline(rep), "n_flagged": len(rep["flagged"]),
                                    "written": {fmt: str(path) for fmt, path in written.items()}}))
             return
         typer.echo(headline(rep) + ".")

@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
+from ..verdict.cutoffrule import supported
 from ..errors import SibscanError
-from ..fmt import count, plural, score, scores
+from ..fmt import plural, score, scores
 from ..items import skipped_note
 from ..options import GROUPS
 from ._common import Command, json_flag, user_errors
@@ -34,17 +35,24 @@ def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> s
     if q:
         lines.append("  nearest-train score quantiles: " + ", ".join(f"{k}={v}" for k, v in zip(q, scores(q.values()))))
     cut = summary["cutoff"]
+    head = summary.get("headline")
+    if head is not None:  # the sentence every output prints (the scan's Verdict)
+        lines.append(f"  {head['text']}.")
     if cut.get("value") is None:
         lines.append(f"  cutoff: none — {summary['cutoff_note']}" if summary.get("cutoff_note") else
                      "  cutoff: none — run 'sibscan calibrate DIR' to measure one, or pass --cutoff X (uncalibrated)")
+        if summary.get("chance_note"):
+            lines.append(f"  note: {summary['chance_note']}")
     else:
-        how = "calibrated" if cut["source"] == "calibrated" else "UNCALIBRATED"
-        lines.append(
-            f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {plural(summary['siblings'], 'test item')} "
-            f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"
-        )
-        if "expected_chance_siblings" in summary:
-            lines.append(f"  expected by chance at this cutoff (random-pair baseline): {count(summary['expected_chance_siblings'])} (found: {summary['siblings']:,})")
+        if head is None:  # a manifest written before the summary carried the headline
+            how = ("UNCALIBRATED" if cut["source"] != "calibrated" else "calibrated" if supported(cut.get("status"))
+                   else "calibrated by labels that do not support it yet")
+            lines.append(
+                f"  flagged at cutoff {score(cut['value'])} ({how}, {cut['score']} score): {plural(summary['siblings'], 'test item')} "
+                f"({summary['sibling_pct']:.2f} %); 'sibscan report' gives the sibling rate with its interval"
+            )
+        if summary.get("chance_sentence"):
+            lines.append(f"  {summary['chance_sentence']}")
         if summary.get("warning"):
             lines.append(f"  warning: {summary['warning']}")
     return "\n".join(lines)

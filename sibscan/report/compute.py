@@ -5,7 +5,7 @@ Definitions used throughout (per test item, against the training set):
 * **exact twin** — its fingerprint equals a train item's fingerprint (or a neighbours row in that
   direction carries ``exact``);
 * **near sibling** — not an exact twin, and one of its pairs with train is a sibling by
-  :func:`sibscan.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
+  :func:`sibscan.verdict.pairdecision.pair_is_sibling`: labelled "same" by hand, or unlabelled with a deciding
   ``score`` at or above the cutoff (a pair labelled "different" never is);
 * **sibling** — exact twin or near sibling.  The headline sibling rate counts these.
 
@@ -21,20 +21,14 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .. import labeller
 from ..errors import InputError, SibscanError
 from ..groups import group_table
-from ..calibration import baseline_warning
-from ..calibration.labelfile import cutoff_and_labels
-from ..pairdecision import flag_items
-from ..headline import headline
-from ..testscores import best_scores, direction_rows, flagged_mask, test_scores
-from ..scandir import ScanDir, load_items, train_items_searched
+from ..scandir import ScanDir
+from ..verdict import Verdict
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section
-from ..kernels.rowhash import fingerprint_membership
-from .items import item_table
-from .sections import duplicated_rows, histogram, label_conflicts, pair_records, sweep
+from .items import verdict_items
+from .sections import histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
@@ -102,8 +96,9 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
 
     Parameters
     ----------
-    scan_dir : str or Path
-        A scan directory written by ``sibscan scan``.
+    scan_dir : str, Path or Verdict
+        A scan directory written by ``sibscan scan``, or its :class:`~sibscan.verdict.Verdict` already
+        opened (then ``cutoff``, ``calibration`` and ``force`` are the verdict's and may not be given).
     predictions : str or Path, or array-like of shape (n_test,), optional
         CSV/JSONL with ``id, prediction[, label]`` per test item (read by sibscan.predictions), or
         the predictions in the scan's test order, scored against the test labels.
@@ -120,43 +115,35 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     max_conflicts : int
         Conflicting-label groups listed (all are counted).
     """
-    scan = ScanDir(scan_dir)
+    if isinstance(scan_dir, Verdict):
+        if cutoff is not None or calibration is not None or force:
+            raise TypeError("build_report: a Verdict carries its cutoff; give cutoff=, calibration=, force= to Verdict.open")
+        verdict = scan_dir
+    else:
+        verdict = None
+    scan = verdict.scan if verdict is not None else ScanDir(scan_dir)
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
         warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
-    # the hand labels behind the cutoff decide the pairs they answer
-    at, labels = cutoff_and_labels(manifest, scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    if verdict is None:  # the cutoff, and the hand labels behind it that decide the pairs they answer
+        verdict = Verdict.open(scan.path, cutoff=cutoff, calibration=calibration, force=force)
+    at, labels = verdict.cutoff, verdict.labels
     rec = at.record()
     c = at.value
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
+    train, test = verdict.train[0], verdict.test[0]
     n_train, n_test = len(train), len(test)
-    nb = scan.neighbours()
 
     # test -> train: the scores the headline is computed from
-    ts = test_scores(scan.path, fp_train, fp_test, neighbours=nb, n_test=n_test, labels=labels)
+    ts, flags = verdict.scores, verdict.flags
     s_tt, ex_tt, top_tt = ts.score, ts.exact, ts.top
-    flags = ts.flags(c)
     tt, sib = _classify(flags.flagged, ex_tt, c), flags.flagged
     tt["decided_by_labels"] = flags.decided()
-    per_item = item_table(ts, flags, test, train, score_kind=rec.get("score") or "score", by=labeller.by(rec.get("labeller")))
-    # train -> test (the same pairs seen from the train side: their labels decide them too)
-    _, ex_rt, _, has_rt = best_scores(nb, "train", "test", n_train)
-    if fp_train is not None and fp_test is not None:
-        ex_rt |= fingerprint_membership(fp_train, fp_test)
-        has_rt = True
-    # a "same" pair found only as a test -> train row flags its train item too (the groups link it)
-    r_rt, lab_rt, added_rt = direction_rows(nb, ts.nb_label, "train", "test")
-    rt = _classify(flag_items(r_rt["query_index"], r_rt["score"], lab_rt, ex_rt, c, added=added_rt).flagged, ex_rt, c)
-    # within test (no hand labels: people label test -> train pairs)
-    s_ww, ex_ww, _, has_ww = best_scores(nb, "test", "test", n_test)
-    n_dup_groups = None
-    if fp_test is not None:
-        dup, n_dup_groups = duplicated_rows(fp_test)
-        ex_ww |= dup
-        has_ww = True
-    ww = _classify(flagged_mask(s_ww, ex_ww, c), ex_ww, c)
-    ww["n_exact_groups"] = n_dup_groups
+    per_item = verdict_items(verdict)
+    # train -> test and within test: the verdict's flags in those directions
+    rt_dir, ww_dir = verdict.train_to_test, verdict.within_test
+    rt, has_rt = _classify(rt_dir.flagged, rt_dir.exact, c), rt_dir.available
+    ww, has_ww = _classify(ww_dir.flagged, ww_dir.exact, c), ww_dir.available
+    ww["n_exact_groups"] = ww_dir.n_exact_groups
 
     def rate_at(x):
         return float(flags.flagged_at(x).mean()) if n_test else None
@@ -165,19 +152,20 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     if rec["interval"] and None not in rec["interval"]:
         lo, hi = rec["interval"]
         interval_rates = [rate_at(hi), rate_at(lo)]
-    baseline = scan.baseline()
+    baseline = verdict.baseline
     # the expected chance siblings: the headline's figure, stated again under test_to_train
-    head = headline(at, ts, baseline=baseline, n_train=train_items_searched(manifest, scan.path))
-    base_warning = baseline_warning(baseline, c)  # ScanDir.baseline checked the quantiles it reads
+    head = verdict.headline
     tt["at_interval"] = interval_rates
     # the headline's interval, where there is one (kept under its old name for readers of schema 2)
-    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if head["state"] == "calibrated" else None
+    tt["calibration_estimate"] = [head["lo"], head["estimate"], head["hi"]] if verdict.estimated else None
     tt["expected_chance_siblings"] = head["expected_chance_siblings"]
+    # the words every output prints about chance siblings (sibscan.verdict.chance)
+    chance = {k: v for k, v in verdict.chance.items() if k != "warning"}
 
     # per class
     per_class = []
     # copy groups over both splits, at the cutoff this report counts at
-    groups = group_table(scan, at, sources=False, neighbours=nb, row_label=ts.nb_label)
+    groups = group_table(verdict, sources=False)
     conflicts = label_conflicts(groups, max_groups=max_conflicts)
     if test.labels is not None:
         classes, code = np.unique(test.labels, return_inverse=True)
@@ -248,7 +236,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
                  "has_labels": test.labels is not None, "has_sources": shared["available"]},
         "headline": head,
         "cutoff": rec,
-        "baseline_warning": base_warning,
+        "baseline_warning": verdict.chance["warning"],
+        "chance": chance,
         "sibling_rate": {
             "test_to_train": tt,
             "train_to_test": {**rt, "available": has_rt},

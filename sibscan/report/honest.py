@@ -19,6 +19,8 @@ from typing import List, Optional
 from .. import labeller
 from ..errors import SibscanError
 from ..fmt import score as fmt_score
+from ..verdict.headline import ESTIMATED
+from ..stats import wilson_interval
 from .audits import AUDITS_DIR
 from .markdown import pct
 
@@ -59,26 +61,27 @@ def format_value(agg: dict, runs: bool = True) -> str:
     return text
 
 
-def sibling_rate_record(report: dict) -> dict:
-    """The test→train sibling rate of a scan report, as the honest-reporting table shows it.
+def sibling_rate_record(head: dict) -> dict:
+    """The test→train sibling rate of a scan's headline (report.json's ``headline``,
+    :attr:`sibscan.verdict.Verdict.headline`), as the honest-reporting table shows it.
 
-    ``count`` is always a count the report states: test items flagged at its cutoff (the headline's
-    ``flagged.count``, hand labels deciding the pairs they answer), or without a cutoff the test items
-    with an exact twin (all that is known then: ``state`` ``exact_only``).  ``rate`` is ``count / n``,
-    except when calibrated: the headline's estimate."""
-    tt = report["sibling_rate"]["test_to_train"]
-    cut = report["cutoff"]
-    head = report.get("headline") or {}
-    if cut.get("value") is None:  # near siblings not assessed; the exact twins are counted all the same
-        ex = tt["exact"]
+    ``count`` is always a count the headline states: test items flagged at its cutoff (``flagged.count``,
+    hand labels deciding the pairs they answer), or without a cutoff the test items with an exact twin
+    (all that is known then: ``state`` ``exact_only``).  ``rate`` is ``count / n``, except when
+    calibrated: the headline's estimate."""
+    if head.get("cutoff") is None:  # near siblings not assessed; the exact twins are counted all the same
+        ex = head["exact_twins"]
         return {"kind": "exact twins only; no cutoff for near siblings", "count": ex["count"], "n": ex["n"],
-                "rate": ex["rate"], "interval": ex["ci"], "state": "exact_only"}
-    if head.get("state") == "calibrated":  # the report's headline estimate: one value in every table
-        return {"kind": f"calibrated with {head['n_labels']} {labeller.noun(head.get('labeller'))}", "count": head["flagged"]["count"],
-                "n": head["n"], "rate": head["estimate"], "interval": [head["lo"], head["hi"]], "state": "calibrated"}
-    anyr = tt["any"]
-    return {"kind": f"exact or near at cutoff {fmt_score(cut['value'])}, {cut.get('source')}", "count": anyr["count"],
-            "n": anyr["n"], "rate": anyr["rate"], "interval": anyr["ci"], "state": cut.get("source")}
+                "rate": ex["rate"], "interval": wilson_interval(ex["count"], ex["n"]), "state": "exact_only"}
+    if head.get("state") in ESTIMATED:  # the headline's estimate: one value in every table
+        labels = f"{head['n_labels']} {labeller.noun(head.get('labeller'))}"
+        kind = (f"calibrated with {labels}" if head["state"] == "calibrated" else
+                f"estimated from {labels}, which do not support the cutoff yet")
+        return {"kind": kind, "count": head["flagged"]["count"], "n": head["n"], "rate": head["estimate"],
+                "interval": [head["lo"], head["hi"]], "state": head["state"]}
+    fl = head["flagged"]
+    return {"kind": f"exact or near at cutoff {fmt_score(head['cutoff'])}, {head.get('cutoff_source')}", "count": fl["count"],
+            "n": fl["n"], "rate": fl["rate"], "interval": wilson_interval(fl["count"], fl["n"]), "state": head.get("cutoff_source")}
 
 
 def sibling_cell(sib: Optional[dict]) -> str:
@@ -86,7 +89,7 @@ def sibling_cell(sib: Optional[dict]) -> str:
     "not assessed" (the honest-reporting table's cell, and the audit's train→test note)."""
     if not sib or sib.get("rate") is None:
         return "not assessed"
-    if sib.get("state") == "calibrated":  # an estimate, not count / n: the flagged count is said apart
+    if sib.get("state") in ESTIMATED:  # an estimate, not count / n: the flagged count is said apart
         text = f"{pct(sib['rate'])} ({sib['kind']}; {sib['count']} of {sib['n']} flagged at the cutoff)"
     else:
         text = f"{pct(sib['rate'])} ({sib['count']} of {sib['n']}, {sib['kind']})"
@@ -155,7 +158,7 @@ def evaluation_section(scan_dir, dataset_fingerprint: Optional[str], report: dic
     audit = load_audit(scan_dir, dataset_fingerprint)
     if audit is None:
         return None
-    reporting = dict(audit.get("reporting") or {}, sibling_rate=sibling_rate_record(report))
+    reporting = dict(audit.get("reporting") or {}, sibling_rate=sibling_rate_record(report["headline"]))
     data = {"path": audit["path"], "stale": audit["stale"], "passed": audit.get("passed"),
             "checks": {n: {"passed": c["passed"], "summary": (audit.get("summaries") or {}).get(n, "")}
                        for n, c in (audit.get("checks") or {}).items()},

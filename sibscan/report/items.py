@@ -2,7 +2,7 @@
 
 The report's test → train numbers, its ``flagged`` list (and ``flagged.csv``) and
 :meth:`sibscan.Scan.to_pandas` all come from here, so that the item a table calls a sibling is the
-item the rate counts.  ``sibling`` is :func:`sibscan.pairdecision.flag_items`' decision (an exact
+item the rate counts.  ``sibling`` is :func:`sibscan.verdict.pairdecision.flag_items`' decision (an exact
 twin, or a pair labelled "same" by hand, or an unlabelled pair at or above the cutoff compared in
 float32, the dtype of the score column; a pair labelled "different" never), and None where there is
 no cutoff: not assessed.  The row shows the pair that flagged the item, else its top-1 pair by score.
@@ -17,10 +17,10 @@ import numpy as np
 from .. import labeller
 from ..fmt import score as fmt_score
 from ..items import Items
-from ..pairdecision import DIFFERENT, SAME
+from ..verdict.pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
-__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items"]
+__all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items", "verdict_items"]
 
 #: the columns of the per-item table, in order (docs/report-schema.md, ``flagged``)
 COLUMNS = ("test_id", "train_id", "similarity", "score", "exact", "sibling", "label_conflict", "verified",
@@ -65,9 +65,9 @@ def item_table(scores, flags, test: Items, train: Items, score_kind: str = "scor
 
     Parameters
     ----------
-    scores : sibscan.testscores.TestScores
+    scores : sibscan.verdict.testscores.TestScores
         With ``rows`` (every test → train pair) and ``labels``.
-    flags : sibscan.pairdecision.Flags
+    flags : sibscan.verdict.pairdecision.Flags
         ``scores.flags(cutoff)``.
     test, train : Items
     score_kind : str
@@ -159,19 +159,18 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
 
 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
-    """The per-item table of a finished scan at the cutoff :func:`sibscan.cutoff.resolve_cutoff` picks
+    """The per-item table of a finished scan at the cutoff :func:`sibscan.verdict.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
-    from ..calibration.labelfile import cutoff_and_labels
-    from ..testscores import test_scores
-    from ..scandir import ScanDir, load_items
+    from ..verdict import Verdict
 
-    scan = ScanDir(scan_dir)
-    at, labels = cutoff_and_labels(scan.manifest(), scan.path, cutoff=cutoff, calibration=calibration, force=force)
-    train, fp_train = load_items(scan.path, "train")
-    test, fp_test = load_items(scan.path, "test")
-    ts = test_scores(scan.path, fp_train, fp_test, n_test=len(test), labels=labels)
-    return item_table(ts, ts.flags(at.value), test, train, score_kind=at.record().get("score") or "score",
-                      by=labeller.by(at.evidence.get("labeller")))
+    return verdict_items(Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force))
+
+
+def verdict_items(verdict) -> ItemTable:
+    """The per-item table of a :class:`~sibscan.verdict.Verdict`: its scores and flags, item by item."""
+    at = verdict.cutoff
+    return item_table(verdict.scores, verdict.flags, verdict.test[0], verdict.train[0],
+                      score_kind=at.record().get("score") or "score", by=labeller.by(at.evidence.get("labeller")))
 
 
 def flagged_csv(flagged: List[dict]) -> str:

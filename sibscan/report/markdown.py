@@ -14,7 +14,8 @@ import html
 import re
 from typing import Callable, List, Optional
 
-from ..fmt import count, pct, pp, span
+from ..fmt import pct, pp, span
+from ..verdict.cutoffrule import supported
 
 __all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
            "accuracy_parts", "md_text"]
@@ -84,7 +85,8 @@ def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
         out.append(f"'Same' means: {data(h['definition'])}.")
     if h.get("note"):
         out.append(f"Note: {data(h['note'])}.")
-    if cut.get("source") == "calibrated" and cut.get("status") not in (None, "ok"):
+    # a needs_labels headline says it in its sentence; a forced calibration's verdict is said here
+    if cut.get("source") == "calibrated" and not supported(cut.get("status")) and h["state"] != "needs_labels":
         out.append(f"Note: the calibration's labels cannot support this cutoff yet ({cut['status']}); "
                    "label more pairs with `sibscan calibrate`.")
     if h.get("narrow_enough") is False:
@@ -93,10 +95,11 @@ def notes(report: dict, data: Callable[[str], str] = str) -> List[str]:
         lo, hi = tt["at_interval"]
         runs = f"stays at {pct(lo)}" if pct(lo) == pct(hi) else f"runs {pct(lo)} to {pct(hi)}"
         out.append(f"Over the cutoff's interval {span(*cut['interval'])} the share flagged {runs}.")
-    if h.get("expected_chance_siblings") is not None:
-        more = ", extrapolated beyond every random pair scored" if h.get("chance_extrapolated") else ""
-        out.append(f"Expected chance siblings at this cutoff (random-pair baseline{more}): "
-                   f"{count(h['expected_chance_siblings'])} (found: {h['flagged']['count']:,}).")
+    chance = report.get("chance") or {}  # worded once, by sibscan.verdict.chance
+    if chance.get("sentence"):
+        out.append(f"{chance['sentence'][:1].upper()}{chance['sentence'][1:]}.")
+    if chance.get("note"):
+        out.append(f"Note: {chance['note']}.")
     if report.get("baseline_warning"):
         out.append(f"Warning: {report['baseline_warning']}")
     return out

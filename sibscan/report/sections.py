@@ -10,18 +10,10 @@ from typing import Optional
 import numpy as np
 
 from ..kernels.rowhash import fingerprint_keys
-from ..pairdecision import DIFFERENT, SAME
+from ..verdict.pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
 
-__all__ = ["duplicated_rows", "sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
-
-
-def duplicated_rows(a: np.ndarray):
-    """``(mask, n_groups)``: rows of ``a`` that occur at least twice, and how many such values."""
-    if len(a) == 0:
-        return np.zeros(0, bool), 0
-    _, inv, counts = np.unique(fingerprint_keys(a), return_inverse=True, return_counts=True)
-    return counts[inv.ravel()] > 1, int((counts > 1).sum())
+__all__ = ["sweep", "histogram", "pair_records", "label_conflicts", "baseline_scores"]
 
 
 def sweep(score: np.ndarray, exact: np.ndarray, cutoffs: np.ndarray, correct: Optional[np.ndarray] = None) -> dict:
@@ -130,7 +122,7 @@ def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40, *, 
 
 def pair_records(rows: np.ndarray, top, test, train, labels=None) -> list:
     """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.scandir.Neighbours`, with the
-    pair's hand label (``labels``, a :class:`sibscan.pairdecision.PairLabels`: "same", "different" or None)."""
+    pair's hand label (``labels``, a :class:`sibscan.verdict.pairdecision.PairLabels`: "same", "different" or None)."""
     rows = np.asarray(rows, np.int64)
     said = (labels.lookup(top["query_id"][rows], top["neighbour_id"][rows]) if labels is not None and len(rows)
             else np.zeros(len(rows), np.int8))

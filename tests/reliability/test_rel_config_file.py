@@ -26,7 +26,7 @@ from sibscan.config import list_presets, load_config_file
 def test_bad_config_file_is_refused_naming_file_and_key(tables, text, needles):
     path = tables / "bad.toml"
     path.write_text(text)
-    result = cli("scan", tables / "train.csv", tables / "test.csv", "--out", tables / "scan", "-c", path, *FAST)
+    result = cli("scan", tables / "train.csv", tables / "test.csv", "--out", tables / "scan", "--config", path, *FAST)
     assert_one_line_error(result, "bad.toml", *needles)
     assert not (tables / "scan").exists()
 

@@ -1,11 +1,13 @@
 """The random-pair baseline: the score that unrelated items get under this encoder on this data.
 
 A nearest neighbour is the maximum over the whole train set, so even unrelated items reach high
-scores when the train set is large.  :func:`compute_baseline` samples random (test, train) pairs,
-summarises their score distribution and keeps its upper tail; :func:`expected_chance_siblings`
-turns the tail into the expected number of test items whose nearest neighbour clears a cutoff by
-chance alone.  :func:`scan_baseline` is the baseline of a scan — exact twins left out, verified
-when a verifier decides — the one function ``sibscan scan`` and ``sibscan calibrate`` both call.
+scores when the train set is large.  :func:`compute_baseline` scores every (test, train) pair where
+there are few (:data:`ALL_PAIRS_MAX`), else a uniform random sample of them — an item's nearest
+neighbours included: on a small set of alike items they are the high tail itself — summarises their
+score distribution and keeps its upper tail; :func:`expected_chance_siblings` turns the tail into the
+expected number of test items whose nearest neighbour clears a cutoff by chance alone.
+:func:`scan_baseline` is the baseline of a scan — exact twins left out, verified when a verifier
+decides — the one function ``sibscan scan`` and ``sibscan calibrate`` both call.
 
 Tail model
 ----------
@@ -19,7 +21,7 @@ never exactly 0.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
@@ -27,28 +29,83 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.shards import ShardedEmbeddings
 
-__all__ = ["compute_baseline", "neighbour_pair_keys", "pair_keys", "scan_baseline", "streamed_pair_member", "tail_probability", "expected_chance_siblings", "extrapolated",
-           "baseline_warning", "verified_budget", "MIN_VERIFIED",
-           "QUANTILES"]
+__all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
+           "extrapolated", "left_out_neighbours", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
 _CHUNK = 16384
+#: pairs scored at once by the all-pairs baseline (a block of 4 MB of float32 scores)
+_BLOCK_PAIRS = 1 << 20
+#: every (test, train) pair is scored, not a sample, where there are at most this many: on a small set
+#: the pairs a sample would miss can be the whole high tail; 2,000,000 pairs at d = 1280 take 0.27 s,
+#: less than the previous 100,000-pair sample's 0.60 s (``benchmarks/chance_baseline.py``), and 16 MB
+#: (float64) for the summary.  Verified scores cost a verification each: see :data:`ALL_VERIFIED_MAX`
+ALL_PAIRS_MAX = 2_000_000
+#: every pair is verified, not a sample of :func:`verified_budget`, where there are at most this many
+#: (and at most ``--verified-baseline-pairs``): the sets issue 30 names (UCR Wine 3,078 pairs, Meat
+#: 3,600) at a bounded cost — 5,000 pairs are 1 s of ``lagcorr`` (5,104 pairs/s) and 12 s of
+#: ``imagefuse`` (about 400 pairs/s, docs/benchmarks.md), where the whole 2,000,000 would be 80 minutes
+ALL_VERIFIED_MAX = 5_000
 _GRID = 257
 _MIN_EXCEED = 30
 #: the fewest random pairs a verified baseline scores (however small the scan)
 MIN_VERIFIED = 2_000
 
 
+def _unit(rows) -> np.ndarray:
+    """``rows`` as float32 of unit length (a zero row stays zero)."""
+    a = np.asarray(rows, dtype=np.float32)
+    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+
+
 def _normalised_dot(test_emb: np.ndarray, train_emb: np.ndarray, ti: np.ndarray, tj: np.ndarray) -> np.ndarray:
     """Cosine similarity of rows ``test_emb[ti]`` and ``train_emb[tj]``, chunked to bound memory."""
+    if isinstance(train_emb, ShardedEmbeddings):  # a train index: read only the rows drawn
+        rows, tj = np.unique(tj, return_inverse=True)
+        train_emb = train_emb.take(rows)
     out = np.empty(len(ti), dtype=np.float32)
     for start in range(0, len(ti), _CHUNK):
         a = np.asarray(test_emb[ti[start:start + _CHUNK]], dtype=np.float32)
         b = np.asarray(train_emb[tj[start:start + _CHUNK]], dtype=np.float32)
         num = np.einsum("ij,ij->i", a, b)
-        den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-        out[start:start + _CHUNK] = num / np.maximum(den, 1e-12)
+        # the norms divide the m dot products, not the m x dim rows (a sample's rows are used once)
+        out[start:start + _CHUNK] = num / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
     return out
+
+
+def _rows(emb, start: int, stop: int) -> np.ndarray:
+    """Rows ``start:stop`` of an embedding array, a memory map or a :class:`ShardedEmbeddings`."""
+    return emb.read(start, stop) if isinstance(emb, ShardedEmbeddings) else np.asarray(emb[start:stop])
+
+
+def _all_pair_blocks(n_test: int, n_train: int):
+    """``(test_start, test_stop, train_start, train_stop)`` blocks that cover every (test, train) pair
+    once, each at most :data:`_BLOCK_PAIRS` pairs (the unit of memory of the all-pairs baseline)."""
+    train_step = max(1, min(n_train, _BLOCK_PAIRS))
+    test_step = max(1, _BLOCK_PAIRS // train_step)
+    for j0 in range(0, n_train, train_step):
+        for i0 in range(0, n_test, test_step):
+            yield i0, min(i0 + test_step, n_test), j0, min(j0 + train_step, n_train)
+
+
+def _all_pair_scores(test_emb, train_emb, exclude) -> tuple:
+    """The cosine similarity of every (test, train) pair but those ``exclude`` names, a block at a time
+    (the block's rows normalised and multiplied: the same score :func:`_normalised_dot` gives a pair);
+    returns ``(scores of shape (m,), n_excluded)``."""
+    out, n_excluded = [], 0
+    a = b = None
+    for i0, i1, j0, j1 in _all_pair_blocks(len(test_emb), len(train_emb)):
+        if i0 == 0:  # a new block of train rows, read once
+            b = _unit(_rows(train_emb, j0, j1))
+        a = _unit(_rows(test_emb, i0, i1))
+        s = (a @ b.T).ravel()
+        if exclude is not None:
+            ti, tj = np.repeat(np.arange(i0, i1), j1 - j0), np.tile(np.arange(j0, j1), i1 - i0)
+            drop = np.asarray(exclude(ti, tj), dtype=bool)
+            n_excluded += int(drop.sum())
+            s = s[~drop]
+        out.append(s)
+    return np.concatenate(out), n_excluded
 
 
 def _gpd_pwm(y: np.ndarray) -> tuple:
@@ -96,15 +153,11 @@ def _tail(scores: np.ndarray) -> dict:
     }
 
 
-def _distinct_pairs(n_test: int, n_train: int, n_pairs: int, rng: np.random.Generator) -> tuple:
-    """``n_pairs`` distinct (test, train) index pairs drawn without replacement, or all of them when
-    there are no more than that; returns ``(test_idx, train_idx, all_pairs)``."""
-    total = n_test * n_train
-    if total <= n_pairs:
-        flat = np.arange(total, dtype=np.int64)
-        return flat // n_train, flat % n_train, True
-    flat = rng.choice(total, size=n_pairs, replace=False).astype(np.int64)
-    return flat // n_train, flat % n_train, False
+def _sampled_pairs(n_test: int, n_train: int, n_pairs: int, rng: np.random.Generator) -> tuple:
+    """``n_pairs`` distinct (test, train) index pairs drawn uniformly without replacement: every pair is
+    as likely as any other, an item's nearest neighbours included; returns ``(test_idx, train_idx)``."""
+    flat = rng.choice(n_test * n_train, size=min(n_pairs, n_test * n_train), replace=False).astype(np.int64)
+    return flat // n_train, flat % n_train
 
 
 def compute_baseline(
@@ -118,19 +171,25 @@ def compute_baseline(
     verifier_identity: Optional[str] = None,
     exclude: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
     n_compared: Optional[int] = None,
-    exclude_if_room: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
+    all_pairs_max: Optional[int] = None,
 ) -> dict:
-    """Score random distinct (test, train) pairs and summarise the distribution.
+    """Score every (test, train) pair, or a uniform random sample of them, and summarise the distribution.
+
+    Where the pairs are few (``n_test * n_train <= max(all_pairs_max, n_pairs)``) every pair is scored,
+    a block at a time; elsewhere ``n_pairs`` distinct pairs drawn uniformly.  No pair is left out for
+    being an item's nearest neighbour: on a small set of alike items those pairs *are* the upper tail
+    that the chance count reads (UCR Meat: 15.3 chance siblings at r >= 0.9999 with them left out,
+    44.2 with all 3,600 pairs; ``benchmarks/chance_baseline.py``).
 
     Parameters
     ----------
     train_emb : ndarray of shape (n_train, dim)
-        Train embeddings (may be a float16 memory map; rows need not be normalised).
+        Train embeddings (may be a float16 memory map or a :class:`ShardedEmbeddings`; rows need not
+        be normalised).
     test_emb : ndarray of shape (n_test, dim)
         Test embeddings.
     n_pairs : int
-        Number of random pairs, distinct and drawn without replacement; every (test, train) pair
-        when there are no more than that (then nothing is left to chance).
+        Pairs in the random sample, distinct and drawn without replacement.
     seed : int
         Seed of the pair draw.
     score_fn : callable ``(test_idx, train_idx) -> scores``, optional
@@ -139,55 +198,56 @@ def compute_baseline(
     encoder_identity, verifier_identity : str
         Recorded so a baseline is never applied to another encoder.
     exclude : callable ``(test_idx, train_idx) -> bool mask``, optional
-        Pairs known not to be unrelated, dropped from the sample: the scan passes exact twins (equal
-        fingerprints) and the pairs in either item's top-k neighbour list, which would otherwise sit
-        in the tail that the chance estimate reads.  More pairs are drawn to make up for them.
-    exclude_if_room : callable ``(test_idx, train_idx) -> bool mask``, optional
-        Pairs dropped as well when at least half the pairs remain (the scan passes the pairs in
-        either item's top-k neighbour list; on a tiny scan they are most pairs, and kept).
+        Pairs known not to be unrelated, dropped: the scan passes exact twins (equal fingerprints),
+        copies rather than chance.  A sample draws a few more pairs to make up for them.
     n_compared : int, optional
         How many train items each test item's deciding score is the best of (``n_train`` for the
         embedding similarity, the ``k`` verified candidates for a verified score); the expected
         number of chance siblings is computed for that many comparisons.
+    all_pairs_max : int, optional
+        Every pair is scored when there are at most this many (default :data:`ALL_PAIRS_MAX`, or
+        :data:`ALL_VERIFIED_MAX` with a ``score_fn``: each of its pairs may cost a verification).
 
     Returns
     -------
     dict
-        What ``baseline.json`` holds: ``n_pairs, n_possible, all_pairs, n_excluded, neighbours_excluded, seed, score, mean,
-        sd, quantiles, max, histogram, n_train, n_test, n_compared, encoder_identity,
-        verifier_identity, tail``.
+        What ``baseline.json`` holds: ``n_pairs, n_possible, all_pairs, draw ("all" or "uniform"),
+        n_excluded, seed, score, mean, sd, quantiles, max, histogram, n_train, n_test, n_compared,
+        encoder_identity, verifier_identity, tail``.
     """
     n_train, n_test = len(train_emb), len(test_emb)
     if n_train == 0 or n_test == 0:
         raise SibscanError(f"the random-pair baseline needs both splits non-empty (train {n_train}, test {n_test} items)")
     if n_pairs < 2:
         raise SibscanError(f"the random-pair baseline needs at least 2 pairs, got n_pairs={n_pairs}")
-    rng = np.random.default_rng(seed)
-    # a few more than asked, so that the excluded pairs (twins, neighbours: a small share) are made up for
-    extra = 0 if exclude is None and exclude_if_room is None else max(16, n_pairs // 20)
-    ti, tj, all_pairs = _distinct_pairs(n_test, n_train, n_pairs + extra, rng)
-    n_excluded, room = 0, None
-    if exclude is not None or exclude_if_room is not None:
-        keep = np.ones(len(ti), bool) if exclude is None else ~np.asarray(exclude(ti, tj), dtype=bool)
-        if exclude_if_room is not None:
-            # on a tiny scan nearly every pair is someone's neighbour: the few left would be the most
-            # dissimilar, not random, so the neighbours stay in (and the record says so)
-            narrower = keep & ~np.asarray(exclude_if_room(ti, tj), dtype=bool)
-            room = bool(narrower.sum() >= max(2, keep.sum() // 2))
-            keep = narrower if room else keep
-        n_excluded = int((~keep).sum()) if all_pairs else int((~keep[:n_pairs]).sum())
-        ti, tj = ti[keep][:n_pairs], tj[keep][:n_pairs]
-        if len(ti) < 2:
-            raise SibscanError("the random-pair baseline has fewer than 2 pairs left after excluding exact twins")
-    n_pairs = len(ti)
-    if score_fn is None:
-        scores = _normalised_dot(test_emb, train_emb, ti, tj)
-        kind = "similarity"
+    total = n_test * n_train
+    if all_pairs_max is None:
+        all_pairs_max = ALL_PAIRS_MAX if score_fn is None else ALL_VERIFIED_MAX
+    every = total <= max(int(all_pairs_max), n_pairs)
+    n_excluded = 0
+    if every and score_fn is None:
+        scores, n_excluded = _all_pair_scores(test_emb, train_emb, exclude)
     else:
-        scores = np.asarray(score_fn(ti, tj), dtype=np.float32)
-        kind = "verified"
-        if scores.shape != (n_pairs,):
-            raise SibscanError(f"score_fn returned shape {scores.shape} for {n_pairs} pairs")
+        if every:
+            flat = np.arange(total, dtype=np.int64)
+            ti, tj = flat // n_train, flat % n_train
+        else:  # a few more than asked, so that the excluded pairs (exact twins: a small share) are made up for
+            ti, tj = _sampled_pairs(n_test, n_train, n_pairs + (0 if exclude is None else max(16, n_pairs // 20)),
+                                    np.random.default_rng(seed))
+        if exclude is not None:
+            keep = ~np.asarray(exclude(ti, tj), dtype=bool)
+            n_excluded = int((~keep).sum()) if every else int((~keep[:n_pairs]).sum())
+            ti, tj = ti[keep], tj[keep]
+        if not every:
+            ti, tj = ti[:n_pairs], tj[:n_pairs]
+        if score_fn is None:
+            scores = _normalised_dot(test_emb, train_emb, ti, tj)
+        else:
+            scores = np.asarray(score_fn(ti, tj), dtype=np.float32)
+            if scores.shape != (len(ti),):
+                raise SibscanError(f"score_fn returned shape {scores.shape} for {len(ti)} pairs")
+    if len(scores) < 2:
+        raise SibscanError("the random-pair baseline has fewer than 2 pairs left after excluding exact twins")
     finite = np.isfinite(scores)
     if not finite.all():
         scores = scores[finite]
@@ -197,12 +257,12 @@ def compute_baseline(
     counts, edges = np.histogram(s64, bins=60)
     return {
         "n_pairs": int(len(scores)),
-        "n_possible": int(n_test) * int(n_train),
-        "all_pairs": bool(all_pairs),
+        "n_possible": int(total),
+        "all_pairs": bool(every),
+        "draw": "all" if every else "uniform",
         "n_excluded": n_excluded,
-        "neighbours_excluded": room,
         "seed": int(seed),
-        "score": kind,
+        "score": "similarity" if score_fn is None else "verified",
         "mean": float(s64.mean()),
         "sd": float(s64.std(ddof=1)),
         "quantiles": {q: float(np.quantile(s64, float(q))) for q in QUANTILES},
@@ -231,8 +291,8 @@ def pair_keys(test_index: np.ndarray, train_index: np.ndarray, n_train: int) -> 
 
 def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
     """Sorted flat keys ``test * n_train + train`` of the (test, train) pairs in either direction's
-    neighbour lists: a nearest neighbour is not a random pair.  ``neighbours`` may be a part of the
-    table (the scan passes each streamed train→test block; see ``scan_baseline(neighbour_keys=)``)."""
+    neighbour lists: a nearest neighbour is not a random pair (the known-"different" control pairs of
+    :mod:`.controls` are drawn outside them)."""
     keys = []
     for q, n, swap in (("test", "train", False), ("train", "test", True)):
         sub = neighbours.direction(q, n)
@@ -240,26 +300,6 @@ def neighbour_pair_keys(neighbours, n_train: int) -> np.ndarray:
             a, b = sub["query_index"], sub["neighbour_index"]
             keys.append(pair_keys(b, a, n_train) if swap else pair_keys(a, b, n_train))
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-
-
-def streamed_pair_member(blocks: Callable[[], Iterable[Tuple[np.ndarray, np.ndarray]]],
-                         n_train: int) -> Callable[[np.ndarray], np.ndarray]:
-    """Which flat (test, train) keys (:func:`pair_keys`) are rows of a train→test neighbour list read
-    as ``blocks()``: ``(train_index, test_index)`` a block at a time (the scan's table on disk), so
-    memory does not grow with the train set.  Returns ``member(keys) -> bool ndarray of shape (m,)``,
-    the streamed counterpart of :func:`neighbour_pair_keys`' train→test keys."""
-    def member(keys: np.ndarray) -> np.ndarray:
-        keys = np.asarray(keys, np.int64)
-        wanted = np.unique(keys)  # sorted once; each block is looked up in it, not the keys re-sorted per block
-        hit = np.zeros(len(wanted), bool)
-        if len(wanted):
-            for train_index, test_index in blocks():
-                found = pair_keys(test_index, train_index, n_train)
-                pos = np.minimum(np.searchsorted(wanted, found), len(wanted) - 1)
-                hit[pos[wanted[pos] == found]] = True
-        return hit[np.searchsorted(wanted, keys)]
-
-    return member
 
 
 def scan_baseline(
@@ -273,22 +313,25 @@ def scan_baseline(
     splits: Optional[Dict[str, object]] = None,
     fingerprints: Optional[Dict[str, np.ndarray]] = None,
     doc_index: Optional[Dict[str, np.ndarray]] = None,
-    neighbours=None,
     k: Optional[int] = None,
-    neighbour_keys: Optional[np.ndarray | Callable[[np.ndarray], np.ndarray]] = None,
 ) -> dict:
     """The random-pair baseline of a scan, on the score that decides there.
+
+    Every (test, train) pair where there are few (at most :data:`ALL_PAIRS_MAX` for the embedding
+    similarity; when a verifier scores them, at most :data:`ALL_VERIFIED_MAX` or the verified sample's
+    size, whichever is larger, and at most ``n_verified_pairs``), else a uniform sample;
+    exact twins left out, an item's nearest neighbours not (see :func:`compute_baseline`).
 
     Parameters
     ----------
     embeddings : {"train": ndarray of shape (n_train, dim), "test": ndarray of shape (n_test, dim)}
         The scan's embeddings; ``train`` may be :class:`~sibscan.shards.ShardedEmbeddings` (a train
-        index): only a random subset of its rows is read.
+        index): a sample reads only the rows it draws, all pairs a block of rows at a time.
     n_pairs : int
         Random pairs scored by embedding similarity.
     n_verified_pairs : int
         At most this many when ``verifier`` scores them (verification is per pair; see
-        :func:`verified_budget` for how the number is scaled to the scan).
+        :func:`verified_budget` for how a sample is scaled to the scan).
     seed : int
     encoder_identity : str
     verifier : Verifier, optional
@@ -298,16 +341,8 @@ def scan_baseline(
     doc_index : {"train": ndarray of shape (n_chunks,), "test": ...}, optional
         Chunked text: the document of each embedding row; a document is represented by its first
         chunk, and no pair is left out for being an exact twin.
-    neighbours : Neighbours, optional
-        The scan's neighbours table: pairs in a test item's or a train item's neighbour list are
-        left out (they are the closest, not random) unless that leaves fewer than half the pairs.
     k : int, optional
         Candidates verified per test item (the scan's ``--k``), for the chance-sibling count.
-    neighbour_keys : ndarray of int64, or callable ``(keys) -> bool mask``, optional
-        More pairs of the neighbour lists, as :func:`neighbour_pair_keys` gives them: the rows of the table
-        that ``neighbours`` does not hold (the scan streams the train→test direction to disk).  A callable
-        says which of the flat keys it is given are among them (the scan reads those rows back from disk
-        a block at a time instead of holding a key per row).
 
     Returns
     -------
@@ -317,21 +352,7 @@ def scan_baseline(
     if doc_index is not None:
         embeddings = {s: embeddings[s][np.unique(doc_index[s], return_index=True)[1]] for s in embeddings}
         fingerprints = None
-    n_train_all, n_test = len(embeddings["train"]), len(embeddings["test"])
-    rows = None
-    if isinstance(embeddings["train"], ShardedEmbeddings):
-        # a train index may not fit in memory: random pairs only need a random subset of its rows
-        sh = embeddings["train"]
-        rows = np.sort(np.random.default_rng(seed).choice(sh.n, size=min(sh.n, n_pairs), replace=False))
-        embeddings = {"train": sh.take(rows), "test": embeddings["test"]}
-        if verifier is not None:
-            splits = {"train": splits["train"].subset(rows), "test": splits["test"]}
-        if fingerprints is not None:
-            fingerprints = {"train": fingerprints["train"][rows], "test": fingerprints["test"]}
-    near = None if neighbours is None else neighbour_pair_keys(neighbours, n_train_all)
-    more = neighbour_keys if callable(neighbour_keys) else None
-    if neighbour_keys is not None and more is None:
-        near = np.union1d(np.zeros(0, np.int64) if near is None else near, np.asarray(neighbour_keys, np.int64))
+    n_train, n_test = len(embeddings["train"]), len(embeddings["test"])
 
     def verified_scores(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return verifier.verify(splits["test"], np.asarray(test_idx), splits["train"], np.asarray(train_idx)).scores
@@ -339,22 +360,24 @@ def scan_baseline(
     def exact_twins(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
         return (fingerprints["test"][test_idx] == fingerprints["train"][train_idx]).all(axis=1)
 
-    def neighbour_pairs(test_idx: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
-        train_orig = train_idx if rows is None else rows[train_idx]
-        keys = pair_keys(test_idx, train_orig, n_train_all)
-        held = np.isin(keys, near) if near is not None else np.zeros(len(keys), bool)
-        return held | np.asarray(more(keys), dtype=bool) if more is not None else held
-
-    if verifier is not None:
+    all_pairs_max = ALL_PAIRS_MAX
+    if verifier is not None:  # a verified pair costs a verification: all of them only where they are few
         n_pairs = min(n_pairs, verified_budget(n_verified_pairs, n_test, k or 1) if k else n_verified_pairs)
+        all_pairs_max = min(n_verified_pairs, max(n_pairs, ALL_VERIFIED_MAX))
     return compute_baseline(
-        embeddings["train"], embeddings["test"], seed=seed, n_pairs=n_pairs,
+        embeddings["train"], embeddings["test"], seed=seed, n_pairs=n_pairs, all_pairs_max=all_pairs_max,
         score_fn=None if verifier is None else verified_scores,
         exclude=None if fingerprints is None else exact_twins,
-        exclude_if_room=neighbour_pairs if (near is not None and len(near)) or more is not None else None,
         encoder_identity=encoder_identity, verifier_identity=None if verifier is None else verifier.identity,
-        n_compared=min(k, n_train_all) if verifier is not None and k else n_train_all,
+        n_compared=min(k, n_train) if verifier is not None and k else n_train,
     )
+
+
+def left_out_neighbours(baseline: dict) -> bool:
+    """Whether ``baseline`` is an older sibscan's sample that left out each item's nearest-neighbour pairs
+    (``neighbours_excluded``): on a small set of alike items it undercounts chance siblings, and a scan
+    resumed on it, or calibrate, computes it again."""
+    return baseline.get("neighbours_excluded") is True
 
 
 def tail_probability(baseline: dict, cutoff: float | np.ndarray) -> np.ndarray | float:

@@ -16,7 +16,7 @@ pairs a person had answered "different" (a pooled block of three "same" and one 
 chose pairs by their score alone, so ``P(same | score)`` is the same among drawn and undrawn pairs.
 A bootstrap over the labels gives the cutoff's interval.
 
-The sibling rate and its interval are not estimated here: :func:`sibscan.rate.estimate_rate` is the
+The sibling rate and its interval are not estimated here: :func:`sibscan.verdict.rate.estimate_rate` is the
 one estimator (``calibration.flow`` calls both).
 """
 from __future__ import annotations
@@ -29,8 +29,10 @@ from typing import List, Optional
 import numpy as np
 
 from sibscan import fmt
-from sibscan.cutoffrule import POINT_RULE, RULE, precision_rule, same_rule  # the rule names live below everything reading them
+from sibscan.verdict.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule  # the rule names live below everything reading them
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
+
+from .advice import Ask, Unlabelled
 
 __all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
            "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
@@ -251,7 +253,12 @@ def bootstrap_cutoff(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarra
 
 @dataclass
 class FitResult:
-    """A fitted cutoff with its evidence (see :func:`fit`)."""
+    """A fitted cutoff with its evidence (see :func:`fit`).
+
+    ``status`` is the one verdict on whether the labels support the cutoff: :data:`sibscan.verdict.cutoffrule.SUPPORTED`
+    ("ok") or why not; ``asks`` are the score ranges ``advice`` names, each holding at least its ``n``
+    unlabelled pairs (:meth:`.advice.Unlabelled.ask`).
+    """
 
     cutoff: Optional[float]
     interval: Optional[tuple]
@@ -260,10 +267,12 @@ class FitResult:
     advice: List[str] = field(default_factory=list)
     curve: Optional[Curve] = None
     flip_share: float = 0.0
+    asks: List[Ask] = field(default_factory=list)
 
 
 def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: float, target_precision: Optional[float] = None,
-        min_per_side: int = 3, min_flip_share: float = 0.8, n_boot: int = 300, seed: int = 0) -> FitResult:
+        min_per_side: int = 3, min_flip_share: float = 0.8, n_boot: int = 300, seed: int = 0,
+        unlabelled: Optional[np.ndarray] = None) -> FitResult:
     """Fit the cutoff and say whether the labels can support it, and what would help.
 
     Parameters
@@ -281,6 +290,9 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
         The rule must find a cutoff in at least this share of bootstrap resamples.  (A wide interval in
         score units is no reason to refuse a cutoff: a gap with no pairs in it is wide and harmless;
         the rate's interval says how much the uncertainty matters.)
+    unlabelled : ndarray of shape (u,), optional
+        Scores of the population's pairs with no answer yet, which the advice may name (default:
+        ``pop_scores`` less the labelled ``scores``; a caller that knows skipped pairs passes its own).
     """
     scores = np.asarray(scores, dtype=np.float64)
     same = np.asarray(same, dtype=bool)
@@ -289,6 +301,16 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     if n_same + n_diff == 0:
         return FitResult(None, None, rule, "no labels yet",
                          [f"label pairs (sibscan calibrate --ui web or --ui terminal); the candidate range starts at {fmt.score(lo)}"])
+    open_ = Unlabelled(unlabelled) if unlabelled is not None else Unlabelled.from_population(pop_scores, scores)
+    asks: List[Ask] = []
+
+    def ask(n: int, a: float, b: float, widen: str = "down") -> Optional[str]:
+        """The words of advice to label about ``n`` pairs scoring ``a`` to ``b`` that the scan holds (None: none left)."""
+        got = open_.ask(n, a, b, widen)
+        if got is not None:
+            asks.append(got)
+        return None if got is None else got.phrase
+
     curve = fit_curve(scores, same)
     cutoff = find_cutoff(curve, pop_scores, target_precision)
     problems: List[str] = []
@@ -299,22 +321,28 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     if n_same < min_per_side:
         problems.append(f"too few 'same' labels ({n_same}; need at least {min_per_side})")
         if n_same and n_diff:  # the normal case of a clean set: its few siblings may be all there are
-            advice.append(f"the labels found only {n_same} sibling{'s' if n_same > 1 else ''} ('same' answers, scoring "
-                          f"{fmt.span(low_same, float(scores[same].max()))}), and a cutoff needs a run of at least {run} "
-                          f"'same' answers: label about {2 * (min_per_side - n_same) + 5} more pairs scoring "
-                          f"{fmt.span(top_diff, 1.0)} to find more; if the scan holds no more siblings there, no cutoff "
-                          "can be fitted (the sibling rate is still estimated from the labels)")
+            found = (f"the labels found only {n_same} sibling{'s' if n_same > 1 else ''} ('same' answers, scoring "
+                     f"{fmt.span(low_same, float(scores[same].max()))}), and a cutoff needs a run of at least {run} "
+                     "'same' answers: ")
+            more = ask(2 * (min_per_side - n_same) + 5, top_diff, 1.0)
+            advice.append(found + (f"{more} to find more; if the scan holds no more siblings there, no cutoff can be "
+                                   "fitted (the sibling rate is still estimated from the labels)" if more else
+                                   f"{open_.exhausted(1.0, 'down')} already, so the scan holds no more to find: no cutoff "
+                                   "can be fitted (the sibling rate is still estimated from the labels)"))
     if n_diff < min_per_side:
         problems.append(f"too few 'different' labels ({n_diff}; need at least {min_per_side})")
-        advice.append(f"label about {2 * (min_per_side - n_diff) + 5} more pairs scoring {fmt.span(lo, low_same)}")
+        more = ask(2 * (min_per_side - n_diff) + 5, min(lo, low_same), low_same)
+        advice.append(more or f"{open_.exhausted(low_same, 'down')} already: no more pairs below the 'same' "
+                              "answers can be answered 'different', so no flip can be placed")
     if cutoff is None:
         if n_diff == 0:
             # the advice for too few 'different' answers says where to label
             problems.append(f"no flip observed: every labelled pair down to score {fmt.score(low_same)} was 'same'")
         elif n_same == 0:
             problems.append(f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'")
-            advice.append(f"label about {2 * max(min_per_side - n_same, 1) + 5} more pairs scoring "
-                          f"{fmt.span(top_diff, 1.0)} (if the scan has none, no siblings were found above chance)")
+            more = ask(2 * max(min_per_side - n_same, 1) + 5, top_diff, 1.0)
+            advice.append(f"{more} (if the scan has none, no siblings were found above chance)" if more else
+                          f"{open_.exhausted(1.0, 'down')} already and none was 'same': no siblings were found above chance")
         elif curve.lower[0] >= 0.5:
             # the lowest run of answers already bounds P(same) at 0.5 or more: the flip lies below every
             # labelled score, so only answers below the lowest one can place it (more above never can)
@@ -324,14 +352,18 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                             f"{fmt.span(x0, b)}, holds {k} 'same' of {m}), so "
                             "no answer below it says where P(same) falls under 0.5")
             if n_diff >= min_per_side:  # with fewer, the advice above already points below the lowest 'same'
-                where = fmt.span(lo, x0) if lo < x0 else f"under {fmt.score(x0)}"
-                advice.append(f"label about 10 more pairs scoring {where} (below the lowest labelled one; pairs above "
-                              "it cannot place the cutoff)")
+                more = ask(10, min(lo, x0), x0)
+                advice.append(f"{more} (below the lowest labelled one; pairs above it cannot place the cutoff)" if more
+                              else f"{open_.exhausted(x0, 'down')} already: the flip lies below every pair the scan "
+                                   "scores, so no cutoff can be placed")
         elif target_precision is not None and (curve.lower >= 0.5).any():
             problems.append(f"not enough labels: no cutoff reaches precision {target_precision:g} by the {BOUND} (with no "
                             f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff "
                             "are needed)")
-            advice.append(f"label more pairs scoring above {fmt.score(low_same)}, or lower --target-precision")
+            left = open_.count(low_same, 1.0)
+            advice.append(f"label more of the {fmt.plural(left, 'unlabelled pair')} scoring above {fmt.score(low_same)}, or "
+                          "lower --target-precision" if left else
+                          f"every pair scoring above {fmt.score(low_same)} is labelled already: lower --target-precision")
         else:
             need = min_same_run(max(0.5, target_precision or 0.5))
             # the run of answers with the highest P(same): more answers there tighten its bound
@@ -342,13 +374,18 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                             f"{fmt.span(a, b)}, holds {k} 'same' of {m} answers)")
             if n_same >= min_per_side:  # with fewer, the advice above says where to look
                 # from the highest 'different' up, or from the run's start when that 'different' is inside it
-                advice.append(f"label about 10 more pairs scoring {fmt.span(min(a, top_diff), 1.0)}")
-    status = "; ".join(problems) if problems else "ok"
+                advice.append(ask(10, min(a, top_diff), 1.0) or f"{open_.exhausted(1.0, 'down')} already: the scores do "
+                              "not separate 'same' from 'different' well enough for the rule")
+    # the one verdict on whether the labels support the cutoff (sibscan.verdict.cutoffrule.supported reads it)
+    status = "; ".join(problems) if problems else SUPPORTED
     if cutoff is None:
-        return FitResult(None, None, rule, status, advice, curve)
+        return FitResult(None, None, rule, status, advice, curve, asks=asks)
     interval, flip_share = bootstrap_cutoff(scores, same, pop_scores, target_precision, n_boot=n_boot, seed=seed)
     if not problems and flip_share < min_flip_share:
-        status = f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples (the answers flip too seldom)"
-        if interval is not None:
-            advice.append(f"label about 10 more pairs scoring {fmt.span(*interval)}")
-    return FitResult(cutoff, interval, rule, status, advice, curve, flip_share)
+        status = (f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples, under the {min_flip_share:.0%} "
+                  "it needs (the answers flip too seldom)")
+        if interval is not None:  # around the cutoff's interval, where the answers would firm it up
+            advice.append(ask(10, *interval, widen="both") or f"{open_.exhausted(1.0, 'both')} already: more answers "
+                          "cannot firm the cutoff up, as the scores do not separate 'same' from 'different' well enough "
+                          "here (a verifier that does, 'sibscan scan --verifier', or a cutoff given by hand, --cutoff X, would)")
+    return FitResult(cutoff, interval, rule, status, advice, curve, flip_share, asks)

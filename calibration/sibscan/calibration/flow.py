@@ -2,12 +2,13 @@
 
 The cutoff is fitted at the lowest score from which P(same)'s 95 % lower bound per run of answers
 reaches 0.5 (:mod:`.fit`); the sibling rate and its interval come
-from the one estimator, :func:`sibscan.rate.estimate_rate`, and what every output prints from
-:func:`sibscan.headline.headline` (:func:`.summary.headline_of` gives a calibration's).
+from the one estimator, :func:`sibscan.verdict.rate.estimate_rate`, and what every output prints from
+:func:`sibscan.verdict.headline.headline` (:func:`.summary.headline_of` gives a calibration's).
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 import warnings
 from pathlib import Path
 from typing import Callable, List, Optional, TextIO
@@ -16,17 +17,19 @@ import numpy as np
 
 from sibscan import fmt, labeller
 from sibscan.errors import CompatibilityError, SibscanError
-from sibscan.pairdecision import PairLabels
-from sibscan.headline import narrow_enough
-from sibscan.rate import estimate_rate
-from sibscan.testscores import TestScores, test_scores
+from sibscan.verdict.pairdecision import PairLabels
+from sibscan.verdict.headline import narrow_enough
+from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir, train_items_searched
-from sibscan.stats import check_int
+from sibscan.stats import ControlAnswers, check_int
 
-from .baseline import baseline_warning, expected_chance_siblings, extrapolated, scan_baseline
+from .baseline import (baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours, neighbour_pair_keys,
+                       scan_baseline)
+from .controlanswers import ANSWERS_FILE, DEFAULT_SHARE, ControlStore, check_share, controls_of, read_controls
+from .controls import ControlPlan, cosine, estimate_with_controls, interleave
 from .fit import POINT_RULE, fit, same_rule
 from .labels import Identity, LabelStore
-from .record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
+from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw, n_below
 from .session import LabelSession
 from sibscan.options import UIS
@@ -77,8 +80,14 @@ def _verifier_of(manifest: dict):
 def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
     """The scan's baseline.json; when the scan stopped before writing it, the same baseline computed by the
     same function the scan calls (and written there), or, where the scan's verifier cannot be rebuilt,
-    the embedding-similarity baseline for this calibration only (with a warning)."""
+    the embedding-similarity baseline for this calibration only (with a warning).  One an older sibscan
+    made by leaving out each item's nearest neighbours is computed again where it can be the scan's own."""
     baseline = sd.baseline()
+    if baseline is not None and left_out_neighbours(baseline) and \
+            (identity.verifier_identity is None or _verifier_of(manifest) is not None):
+        warnings.warn(f"{sd.baseline_path} left out each item's nearest neighbours (an older sibscan), which "
+                      "undercounts chance siblings on small sets; computing it again", stacklevel=3)
+        baseline = None
     if baseline is not None:
         if baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
             raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the scan "
@@ -91,22 +100,47 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
                       "(the verified baseline needs 'sibscan scan' to finish)", stacklevel=3)
     params = manifest.get("parameters") or {}
     splits = {s: sd.items(s) for s in ("train", "test")}
-    doc_index = None
-    if params.get("chunk_words"):  # the scan embedded chunks: its documents' rows, cut again the same way
-        from sibscan.loaders.text import chunk_items
-
-        doc_index = {s: chunk_items(items, params["chunk_words"], params.get("chunk_stride")).extra["doc_index"]
-                     for s, items in splits.items()}
+    doc_index = _doc_index(manifest, splits)
     fps = {s: sd.fingerprints(s) for s in splits}
     baseline = scan_baseline(
         {s: sd.embeddings(s) for s in splits}, n_pairs=params.get("baseline_pairs", 100_000),
         n_verified_pairs=params.get("verified_baseline_pairs", 20_000), seed=params.get("seed", 0),
         encoder_identity=identity.encoder_identity, verifier=verifier, splits=splits,
-        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index,
-        neighbours=sd.neighbours(), k=params.get("k"))
+        fingerprints=None if any(v is None for v in fps.values()) else fps, doc_index=doc_index, k=params.get("k"))
     if as_scan:
         sd.write_baseline(baseline)
     return baseline
+
+
+def _doc_index(manifest: dict, splits: dict) -> Optional[dict]:
+    """``{split: ndarray}``, the document of each embedding row where the scan embedded chunks of its
+    texts (cut again the same way), else None."""
+    params = manifest.get("parameters") or {}
+    if not params.get("chunk_words"):
+        return None
+    from sibscan.loaders.text import chunk_items
+
+    return {s: chunk_items(items, params["chunk_words"], params.get("chunk_stride")).extra["doc_index"]
+            for s, items in splits.items()}
+
+
+def _control_plan(cal_dir: Path, share: float, seed: int, sd: ScanDir, manifest: dict, identity: Identity,
+                  pop: Population, draw: Draw, splits: dict, definition: str, nb) -> Optional[ControlPlan]:
+    """The control pairs of this calibration (None with ``share`` 0): known-"different" ones found by the
+    embedding similarity of items (a chunked text by its first chunk, as the baseline represents it)."""
+    if share == 0:
+        return None
+    docs = _doc_index(manifest, splits)
+    first = {s: np.unique(d, return_index=True)[1] for s, d in docs.items()} if docs else {"test": None, "train": None}
+    fps = {s: sd.fingerprints(s) for s in splits}
+    # a scan directory without its embeddings (written by hand, or by a test) gets known-"same" controls only
+    embedded = all(sd.embeddings_path(s).exists() for s in splits)
+    return ControlPlan(cal_dir, share=share, seed=seed, identity=identity, pop=pop, draw=draw, test=splits["test"],
+                       train=splits["train"], definition=definition,
+                       similarity=cosine(sd.embeddings("test"), sd.embeddings("train"), first["test"], first["train"])
+                       if embedded else None,
+                       fingerprints=None if any(v is None for v in fps.values()) else fps,
+                       near=neighbour_pair_keys(nb, len(splits["train"])))
 
 
 def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, identity: Identity, store: LabelStore,
@@ -132,14 +166,41 @@ def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, iden
     return draw
 
 
-def _check_definition(store: LabelStore, definition: str) -> None:
-    """Warn when answers were given under another definition of "same" than the one in use now (as a
-    warning only: it was also echoed, so the command printed it twice)."""
-    others = {d: k for d, k in store.definitions().items() if d and d != definition}  # None: not recorded
+#: where a calibration's definition of "same" came from (cutoff.json's ``definition_source``), first that applies
+DEFINITION_SOURCES = ("--definition", "the answers", "the draw", "the default")
+
+
+def _resolve_definition(given: Optional[str], before: Optional[Calibration], store: LabelStore, drawn: Optional[str],
+                        default: str) -> tuple:
+    """The calibration's definition of "same" and where it came from (:data:`DEFINITION_SOURCES`):
+    ``--definition`` (now, or in an earlier run of this calibration: ``before``); else the one the answers
+    were given under (imported ones included; the most answered where they differ); else the one the draw
+    was made under; else the modality's default.  Answers travel with their definition: a labels file made
+    under its own wording keeps it, never replaced by the default."""
+    if given:
+        return given, "--definition"
+    extra = before.extra if before is not None else {}
+    if extra.get("definition_source") == "--definition" and extra.get("definition"):
+        return extra["definition"], "--definition"
+    answered = {d: k for d, k in store.definitions().items() if d}  # None: not recorded with the answer
+    if answered:
+        return max(answered, key=lambda d: (answered[d], d == drawn)), "the answers"
+    if drawn:
+        return drawn, "the draw"
+    return default, "the default"
+
+
+def _check_definition(store: LabelStore, definition: str, source: str, drawn: Optional[str], default: str) -> None:
+    """Warn when answers (or the draw) were given under another definition of "same" than the calibration's,
+    with both wordings, one line each (as a warning only: it was also echoed, so the command printed it twice)."""
+    others = [(f"{k} {'answer was' if k == 1 else 'answers were'} given under", d)
+              for d, k in store.definitions().items() if d and d != definition]  # None: not recorded
+    if drawn and drawn not in (definition, default):  # a draw made under the default wording chose none
+        others.append(("the draw was made under", drawn))
     if others:
-        said = "; ".join(f"{k} under {d!r}" for d, k in others.items())
-        msg = (f"the definition of 'same' changed: {said}, new answers are recorded under {definition!r} "
-               "(cutoff.json lists every definition used; the estimate mixes them)")
+        lines = [f"this calibration's (from {source}): {definition!r}"] + [f"{what}: {d!r}" for what, d in others]
+        msg = ("the definition of 'same' differs (cutoff.json lists every definition answers were given under; the "
+               "estimate mixes them):\n  " + "\n  ".join(lines))
         warnings.warn(msg, stacklevel=3)
 
 
@@ -153,6 +214,7 @@ def calibrate(
     seed: int = 0,
     target_precision: Optional[float] = None,
     definition: Optional[str] = None,
+    controls: float = DEFAULT_SHARE,
     force: bool = False,
     port: int = 0,
     open_browser: bool = True,
@@ -185,8 +247,15 @@ def calibrate(
         Put the cutoff at the lowest score at which the flagged pairs reach this precision (P(same) at its
         95 % lower bound) instead of where that lower bound reaches 0.5 (:mod:`.fit`).
     definition : str, optional
-        The written definition of "same" (default: the one this calibration already uses, else
-        :data:`DEFINITIONS` of the modality); stored with every answer and printed in the report.
+        The written definition of "same" (default: the one the answers were given under, imported ones
+        included, else the one the draw was made under, else :data:`DEFINITIONS` of the modality); stored
+        with every answer and printed in the report.  Answers given under another wording are kept with it
+        and named in a warning, both wordings one line each.
+    controls : float
+        The share of control pairs among the pairs shown (:mod:`.controls`: pairs whose answer is known,
+        measuring the labeller's error), from 0 (none) to 0.5; default 0.1, one in ten.  Their answers go
+        to ``controls.jsonl``, never to ``labels.jsonl``; with ``ui="none"`` they are listed in
+        ``controls.json`` for a labelling made elsewhere (a labels file answers one by its ``control_id``).
     force : bool
         Use labels/draws made for other data anyway.
     port, open_browser, echo, stdin, stdout
@@ -203,6 +272,7 @@ def calibrate(
         raise SibscanError(f"--target-precision is a fraction in (0, 1), got {target_precision}")
     check_int(seed, "--seed", 0)
     check_int(port, "--port", 0, 65535)
+    share = check_share(controls)
     if n_pairs < 1:
         raise SibscanError(f"--n-pairs must be at least 1, got {n_pairs}")
     if definition is not None and not definition.strip():
@@ -215,9 +285,9 @@ def calibrate(
     pop = Population.from_neighbours(ts.nb, "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
     if len(pop) == 0:
         raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
-    previous = Draw.definition_of(cal_dir / DRAW_FILE)
-    definition = (definition or previous or default_definition(manifest.get("modality") or sd.items("test").modality)).strip()
-    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force, definition=definition)
+    drawn = Draw.definition_of(cal_dir / DRAW_FILE)
+    default = default_definition(manifest.get("modality") or sd.items("test").modality)
+    store = LabelStore(cal_dir / LABELS_FILE, identity, force=force)
     if labels is not None:
         imp = store.import_file(labels)
         index = pop.index_of()
@@ -226,31 +296,48 @@ def calibrate(
              "scan scores (carried over)"
              + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)")
              + ("" if not imp.other_encoder else f"; {imp.other_encoder} records were made under another encoder or verifier"))
-    _check_definition(store, definition)
+    # after the import: the answers' definition travels with them
+    before = _previous_fit(cal_dir)
+    definition, source = _resolve_definition(definition.strip() if definition else None, before, store, drawn, default)
+    store.definition = definition  # what new answers are recorded under
+    _check_definition(store, definition, source, drawn, default)
+    if labels is not None and imp.controls:
+        made = read_controls(cal_dir)
+        known = made["controls"] if made["identity"] == identity.to_dict() else []
+        added, unknown = ControlStore(cal_dir / ANSWERS_FILE, identity, definition=definition).import_records(
+            imp.controls, known, source=f"import:{Path(labels).name}")
+        echo(f"imported {added} answers on control pairs into {ANSWERS_FILE} (never counted as labels of pairs)"
+             + ("" if not unknown else f"; {unknown} answer control pairs this calibration does not hold (not used)"))
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
     index = pop.index_of()
     labelled = np.asarray(sorted({index[k] for k, r in store.current().items() if k in index and r["label"] != "skip"}), np.int64)
     first = n_pairs if ui == "none" else min(n_pairs, _SEED_PAIRS)
     draw = _draw(cal_dir, pop, lo, first, seed, identity, store, force, labelled, definition)
+    splits = {s: sd.items(s) for s in ("train", "test")}
+    plan = _control_plan(cal_dir, share, seed, sd, manifest, identity, pop, draw, splits, definition, ts.nb)
     if ui == "none" and len(draw.rows) < n_pairs:
         current = {index[k]: r["label"] for k, r in store.current().items() if k in index and r["label"] != "skip"}
         p_same = curve_sd = None
         if current:
             rows = np.fromiter(current, np.int64)
-            est = estimate_rate(ts.score, ts.exact, pop.query_index[rows],
-                                np.array([current[r] == "same" for r in rows]), fast=True)
+            est = estimate_with_controls(ts.score, ts.exact, pop.query_index[rows],
+                                         np.array([current[r] == "same" for r in rows]), controls_of(cal_dir), fast=True)
             p_same, curve_sd = est.p_same[pop.query_index], est.curve_sd[pop.query_index]
         draw = extend_draw(draw, pop, n_pairs - len(draw.rows), labels_by_row=current or None, p_same=p_same, curve_sd=curve_sd)
         draw.save(cal_dir / DRAW_FILE, pop)
-    if ui != "none":
-        session = LabelSession(pop, draw, store, sd.items("test"), sd.items("train"), scores=(ts.score, ts.exact),
-                               target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop), definition=definition)
-        pending = session.target - session.state()["done"]
+    if ui == "none":
+        interleave(plan, [], draw.rows, 0)  # the controls among the drawn pairs, listed in controls.json
+    else:
+        session = LabelSession(pop, draw, store, splits["test"], splits["train"], scores=(ts.score, ts.exact),
+                               target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop), definition=definition,
+                               controls=plan)
+        st = session.state()
+        pending = st["total"] - st["done"]
         if pending > 0 and session.next_pending() is not None:
             fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a nearest "
                      "train pair to label; exact twins need none)")
-            echo(f"{pending} of {session.target} pairs to label{fewer}; 'same' means: {definition}")
+            echo(f"{pending} of {st['total']} pairs to label{fewer}; 'same' means: {definition}")
             below = n_below(session.target)
             echo(f"the score stays hidden until you answer; {fmt.plural(below, 'pair')} "
                  f"{'comes' if below == 1 else 'come'} from below the candidate range (scores under {fmt.score(draw.lo)}) "
@@ -263,9 +350,10 @@ def calibrate(
                 from .terminal import run_terminal
 
                 run_terminal(session, stdin=stdin, stdout=stdout)
-    before = _previous_fit(cal_dir)
     cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
-                          definition=definition, n_train=train_items_searched(manifest, sd.path))
+                          definition=definition, n_train=train_items_searched(manifest, sd.path),
+                          controls=controls_of(cal_dir))
+    cal.extra["definition_source"] = source
     if before is not None and not same_rule(before.rule, cal.rule):
         cut = lambda c: "none" if c is None else fmt.score(c)  # noqa: E731
         echo(f"the rule changed: {cal_dir / CUTOFF_FILE} was fitted by '{before.rule or POINT_RULE}' (cutoff "
@@ -284,8 +372,12 @@ def _previous_fit(cal_dir: Path) -> Optional[Calibration]:
 
 def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: dict, identity: Identity, manifest: dict,
                     ts: Optional[TestScores] = None, *, target_precision: Optional[float] = None, seed: int = 0,
-                    definition: Optional[str] = None, n_train: Optional[int] = None) -> Calibration:
+                    definition: Optional[str] = None, n_train: Optional[int] = None,
+                    controls: Optional[ControlAnswers] = None) -> Calibration:
     """Fit the cutoff from the labels in ``store`` and estimate the sibling rate, precision and recall.
+
+    ``controls``: the labeller's answers on control pairs (:func:`.controls.controls_of`), recorded in
+    ``cutoff.json`` and passed to the rate's estimator.
 
     ``n_train``: the train items searched, for the expected number of chance siblings
     (:func:`sibscan.scandir.train_items_searched`; by default the manifest's record of them).
@@ -317,12 +409,17 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         exact = np.zeros(len(score), bool)
         exact[pop.query_index] = pop.exact
         ts = TestScores(score.astype(np.float32), exact, None)
-    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed)
+    # the pairs the advice may name: no current answer (a skipped pair was passed on, and is not offered again)
+    answered = np.fromiter({index[k] for k in store.current() if k in index}, np.int64)
+    unlabelled = np.ones(len(pop), bool)
+    unlabelled[answered] = False
+    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed,
+              unlabelled=pop.score[unlabelled & ~pop.exact])
     n_test = len(ts)
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
     if len(rows_a):
-        r = estimate_rate(ts.score, ts.exact, pop.query_index[rows_a], same_a, cutoff=res.cutoff)
+        r = estimate_with_controls(ts.score, ts.exact, pop.query_index[rows_a], same_a, controls, cutoff=res.cutoff)
         est["rate"] = r.to_dict()
         est["sibling_rate"] = [r.lo, r.estimate, r.hi]
         est["siblings"] = list(r.siblings)
@@ -359,5 +456,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}
                if res.curve is not None else None,
                "n_labelled_outside_population": int(n_outside), "n_labelled_not_needed": int(n_not_needed),
-               "n_labels_used": int(len(rows_a))},
+               "n_labels_used": int(len(rows_a)),
+               # the labeller's answers on control pairs: the measured error rates' evidence (all 0: none answered)
+               "controls": asdict(controls or ControlAnswers())},
     )

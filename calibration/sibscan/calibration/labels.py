@@ -27,9 +27,9 @@ from typing import Dict, List, Optional, Tuple
 
 from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
-from sibscan.pairdecision import latest_answers, pair_key
+from sibscan.verdict.pairdecision import latest_answers, pair_key
 
-from .labelfile import _ALL_LABELS, LABELS, read_label_file
+from ..verdict.labelfile import _ALL_LABELS, LABELS, read_label_file
 
 __all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
@@ -65,6 +65,8 @@ class Imported:
     pairs: set
     other_encoder: int = 0
     definitions: Optional[Dict[str, int]] = None
+    #: records answering a control pair (``control_id``): not labels of a pair, left to :mod:`.controls`
+    controls: Optional[List[dict]] = None
 
 
 class LabelStore:
@@ -107,7 +109,7 @@ class LabelStore:
     # --- state ---------------------------------------------------------------------------------
     def current(self) -> Dict[PairKey, dict]:
         """Each pair's effective record (its latest answer; pairs whose latest record is an undo are absent),
-        keyed by :func:`sibscan.pairdecision.pair_key` (a test/train pair in its test -> train orientation,
+        keyed by :func:`sibscan.verdict.pairdecision.pair_key` (a test/train pair in its test -> train orientation,
         as the report reads the same file)."""
         return latest_answers(self.records)
 
@@ -154,7 +156,8 @@ class LabelStore:
 
         Every record is validated first (a bad line names the file and row; a record made for
         other data is refused), then the new ones are appended with ``source = "import:<file
-        name>"``.  A record that repeats its pair's current answer is not appended again; a pair
+        name>"``; a record with a ``control_id`` answers a control pair, is not appended here and is
+        returned in ``Imported.controls``.  A record that repeats its pair's current answer is not appended again; a pair
         answered twice with different answers keeps both lines, and the later one counts.
 
         Returns
@@ -172,7 +175,10 @@ class LabelStore:
         current = {k: r["label"] for k, r in self.current().items()}
         added, pairs, other, definitions = 0, set(), 0, {}
         mine = (self.identity.encoder_identity, self.identity.verifier_identity)
+        controls = [{k: v for k, v in r.items() if k != "_row"} for r in incoming if r.get("control_id") is not None]
         for rec in incoming:
+            if rec.get("control_id") is not None:  # an answer on a control pair is never a label of the pair it shows
+                continue
             rec = {k: v for k, v in rec.items() if k != "_row"}
             key = pair_key(rec)
             pairs.add(key)
@@ -192,7 +198,7 @@ class LabelStore:
             else:
                 current[key] = rec["label"]
             added += 1
-        return Imported(added, pairs, other, definitions)
+        return Imported(added, pairs, other, definitions, controls)
 
 
 def _default_labeller() -> str:

@@ -12,10 +12,10 @@ that siblings the candidate range misses are seen and counted.
   one pair per non-empty stratum.
 * Every later pair goes where the rate's interval shrinks most: to the stratum whose term of the
   variance of the estimated count falls most by one more answer, from the current posterior
-  (:class:`sibscan.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
+  (:class:`sibscan.verdict.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
   by the labelling UIs), a random unlabelled member of it.
 
-Within a stratum the member is drawn at random; the estimate (:func:`sibscan.rate.estimate_rate`)
+Within a stratum the member is drawn at random; the estimate (:func:`sibscan.verdict.rate.estimate_rate`)
 is likelihood-based, so choosing by earlier answers does not bias it.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from sibscan.atomic import write_json
 from sibscan.errors import SibscanError
-from sibscan.rate import score_strata
+from sibscan.verdict.rate import score_strata
 from sibscan.scandir import Neighbours
 
 from .labels import PairKey
@@ -97,7 +97,11 @@ class Population:
 
 @dataclass
 class Draw:
-    """The recorded draw: strata edges, the drawn pairs (population rows) in presentation order."""
+    """The recorded draw: strata edges, the drawn pairs (population rows) in presentation order.
+
+    ``reserved``: population rows never to draw, the test items that control pairs show
+    (:class:`.controls.ControlPlan` sets them from ``controls.json``; not recorded here).
+    """
 
     lo: float
     edges: np.ndarray
@@ -106,6 +110,7 @@ class Draw:
     score_kind: str
     identity: dict = field(default_factory=dict)
     phases: List[int] = field(default_factory=list)
+    reserved: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def stratum(self, scores: np.ndarray) -> np.ndarray:
         """Stratum of each score: 0..K-1, or -1 below ``lo`` (not drawn, assumed unrelated)."""
@@ -265,9 +270,10 @@ def make_draw(pop: Population, lo: float, n_pairs: int, *, seed: int = 0, n_stra
 
 
 def _members(draw: Draw, pop: Population) -> np.ndarray:
-    """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score."""
+    """Rows that may still be drawn: not drawn yet, not exact twins, with a finite score, not a control's."""
     free = pop.drawable()
     free[draw.rows] = False
+    free[draw.reserved] = False
     return free
 
 
@@ -281,13 +287,13 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
         Population row -> ``"same"``/``"different"`` answers so far.
     p_same, curve_sd : ndarray of shape (len(pop),), optional
         The current posterior probability that each row is a sibling and the posterior sd of
-        ``P(same | score)`` at its score (:class:`sibscan.rate.RateEstimate`): with them, each pair
+        ``P(same | score)`` at its score (:class:`sibscan.verdict.rate.RateEstimate`): with them, each pair
         goes where one more answer shrinks the variance of the estimated count most; without them
         the prior allocation is used (or, given labels, per-stratum shares from them).
 
     Each phase draws with its own seed (``seed``, phase number), so a re-run reproduces the draw.
     """
-    # the estimator's strata (one rule: sibscan.rate.score_strata), so every pair is a random draw from its stratum
+    # the estimator's strata (one rule: sibscan.verdict.rate.score_strata), so every pair is a random draw from its stratum
     ok = pop.drawable()
     hb = score_strata(pop.score)
     hb[~ok] = -1

@@ -10,38 +10,28 @@ from pathlib import Path
 from typing import List, Optional
 
 from sibscan import fmt, labeller
-from sibscan.headline import headline
-from sibscan.pairdecision import labels_phrase
-from sibscan.scandir import ScanDir, train_items_searched
-from sibscan.testscores import test_scores
+from sibscan.verdict.pairdecision import labels_phrase
+from sibscan.stats import ControlAnswers
+from sibscan.verdict import Verdict
 
-from .labelfile import cutoff_and_labels
-from .record import Calibration
+from ..verdict.chance import chance_sentence
+from .controlanswers import answers_line
+from ..verdict.record import Calibration
 
 __all__ = ["describe", "headline_of", "scan_headline"]
 
 
 def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False,
-                  definition: Optional[str] = None, at=None, scores=None) -> dict:
-    """The headline of a scan directory, with the cutoff resolved as every command resolves it
-    and the hand labels behind it deciding the pairs they answer (:func:`.labelfile.cutoff_and_labels`):
-    what ``report.json``'s ``headline`` holds.  ``at`` and ``scores``, given together: that cutoff and the
-    :class:`sibscan.testscores.TestScores` with its labels, already read by the caller (not read, nor
-    warned about, twice)."""
-    if (at is None) != (scores is None):
-        raise TypeError("scan_headline takes at= and scores= together, or neither")
-    sd = ScanDir(scan_dir)
-    manifest = sd.manifest()
-    if at is None:
-        at, labels = cutoff_and_labels(manifest, sd.path, cutoff=cutoff, calibration=calibration, force=force)
-        scores = test_scores(sd.path, labels=labels)
-    return headline(at, scores, baseline=sd.baseline(), n_train=train_items_searched(manifest, sd.path),
-                    definition=definition)
+                  definition: Optional[str] = None) -> dict:
+    """The headline of a scan directory at the cutoff every command resolves, with the hand labels behind
+    it deciding the pairs they answer: what ``report.json``'s ``headline`` holds
+    (:attr:`sibscan.verdict.Verdict.headline`)."""
+    return Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force, definition=definition).headline
 
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
     """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
-    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.headline.headline`."""
+    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.verdict.headline.headline`."""
     return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
                          definition=(cal.extra or {}).get("definition"))
 
@@ -58,6 +48,8 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
                  + (f"; {extra['n_labelled_not_needed']} about exact twins or unscored pairs, which need no answer"
                     if extra.get("n_labelled_not_needed") else "")
                  + (f" ('same' means: {extra['definition']})" if extra.get("definition") else ""))
+    if "controls" in extra:  # calibrations before control pairs did not record them: nothing to say about those
+        lines.append(answers_line(ControlAnswers(**extra["controls"])))
     if cal.cutoff is not None:
         iv = f" (95% interval {fmt.span(*cal.interval)})" if cal.interval else ""
         lines.append(f"cutoff: {fmt.score(cal.cutoff)} on the {cal.score} score{iv}, rule {cal.rule}")
@@ -72,13 +64,13 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     b = e.get("below_range")
     if b:
         lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
-    if e.get("expected_chance_siblings") is not None:
-        more = " (extrapolated beyond every random pair scored)" if e.get("chance_extrapolated") else ""
-        lines.append(f"expected chance siblings at this cutoff (random-pair baseline): {fmt.count(e['expected_chance_siblings'])}"
-                     f"{more} (found: {e.get('flagged')})")
+    chance = chance_sentence(e.get("expected_chance_siblings"), e.get("flagged"), baseline=cal.baseline,
+                             extrapolated=bool(e.get("chance_extrapolated")))
+    if chance:
+        lines.append(chance)
     if e.get("warning"):
         lines.append(f"warning: {e['warning']}")
-    if cal.status != "ok":
+    if not cal.ok and (head is None or head["state"] != "needs_labels"):  # a needs_labels sentence says why
         lines.append(f"the labels cannot support a cutoff yet: {cal.status}")
     for a in cal.advice:
         lines.append(f"  - {a}")

@@ -135,15 +135,32 @@ def oracle_labels(planted: PlantedScan, pairs: list) -> list:
     return ["same" if planted.sibling_of.get(q) == t else "different" for q, t in pairs]
 
 
-def write_oracle_labels(planted: PlantedScan, draw_file: Path, out: Path, **override) -> Path:
+def write_oracle_labels(planted: PlantedScan, draw_file: Path, out: Path, *, error_rate: float = 0.0, seed: int = 0,
+                        **override) -> Path:
     """Label every pair of a recorded draw (``draw.json``) as the truth says, in the labels.jsonl
-    form, at ``out``; ``override`` replaces fields of every record (to test refusals)."""
+    form, at ``out``, and every control pair listed beside it (``controls.json``) by its known answer
+    (records with a ``control_id``); ``override`` replaces fields of every record (to test refusals).
+
+    ``error_rate``: each answer, pairs and controls alike, is flipped with this probability (a labeller
+    who is sometimes wrong; drawn from ``seed``)."""
+    from .controlanswers import CONTROLS_FILE
+
+    if not 0.0 <= error_rate <= 1.0:
+        raise ValueError(f"error_rate is a fraction in [0, 1], got {error_rate}")
     draw = json.loads(Path(draw_file).read_text())
     pairs = [(p["query_id"], p["neighbour_id"]) for p in draw["pairs"]]
+    controls_file = Path(draw_file).parent / CONTROLS_FILE
+    controls = json.loads(controls_file.read_text())["controls"] if controls_file.exists() else []
+    answers = [({"query_id": q, "neighbour_id": t}, lab) for (q, t), lab in zip(pairs, oracle_labels(planted, pairs))]
+    answers += [({"query_id": c["query_id"], "neighbour_id": c["shown_id"], "control_id": c["id"]}, c["truth"])
+                for c in controls]
+    flip = np.random.default_rng(seed).random(len(answers)) < error_rate
     with open(out, "w") as fh:
-        for (q, t), lab in zip(pairs, oracle_labels(planted, pairs)):
+        for (ids, lab), wrong in zip(answers, flip):
+            if wrong:
+                lab = "different" if lab == "same" else "same"
             rec = {"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
-                   "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t, "label": lab}
+                   "verifier_identity": draw["verifier_identity"], **ids, "label": lab}
             rec.update(override)
             fh.write(json.dumps(rec) + "\n")
     return Path(out)

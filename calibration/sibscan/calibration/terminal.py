@@ -6,8 +6,9 @@ each answer the sibling-rate estimate so far is printed, and whether it is narro
 Differing words are shown in reverse video on a terminal and between ``[[`` and ``]]`` otherwise;
 a text's line breaks are kept.  Images are shown as a small side-by-side preview (two pixels per
 character cell, 24-bit colour) where the terminal says it supports that (``COLORTERM=truecolor``
-or ``24bit``); elsewhere the labelling page is served as well and its URL printed, with both files'
-paths.
+or ``24bit``); elsewhere the labelling page is served as well and its URL printed.  Both sides are
+named by their ids, never their files' paths (a control pair's copy lives in the calibration folder,
+and its path would tell it from a drawn pair).
 """
 from __future__ import annotations
 
@@ -103,8 +104,9 @@ def _show(session: LabelSession, i: int, out: TextIO, tty: bool, url: Optional[s
                 out.write(f"  (no preview: {exc})\n")
         elif url:
             out.write(f"  see the pair at {url}\n")
-        out.write(f"  test  {left['id']}:  {a}\n")
-        out.write(f"  train {right['id']}: {b}\n")
+        # ids only: a file's folder would tell a control's copy (in the calibration folder) from a train item
+        out.write(f"  test  {left['id']}\n")
+        out.write(f"  train {right['id']}\n")
 
 
 def run_terminal(session: LabelSession, stdin: Optional[TextIO] = None, stdout: Optional[TextIO] = None) -> str:
@@ -150,7 +152,7 @@ def _ask(session: LabelSession, stdin: TextIO, out: TextIO, tty: bool, url: Opti
             key = line.strip().lower()[:1]
             if key in _KEYS:
                 res = session.answer(i, _KEYS[key], source="terminal")
-                out.write(f"  -> {res['label']} (score {fmt.score(res['score'])})\n")
+                out.write(f"  -> {res['label']}" + ("" if res["score"] is None else f" (score {fmt.score(res['score'])})") + "\n")
                 live = session.live()
                 if live is not None:
                     out.write(f"  {live['text']}\n")

@@ -17,19 +17,18 @@ Precedence, first that applies:
 5. none (kind ``"none"``): only exact twins count.
 
 Giving both a value and a calibration is refused.  A hand-given cutoff is a similarity in [-1, 1]
-(:func:`check_cutoff_value`, also run by the scan's option check before any work).
+(:func:`sibscan.stats.check_cutoff_value`, also run by the scan's option check before any work).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from .errors import SibscanError
-from .stats import finite_or_none
+from ..errors import SibscanError
+from ..stats import check_cutoff_source, finite_or_none
 
-__all__ = ["KINDS", "Cutoff", "check_cutoff_source", "check_cutoff_value", "resolve_cutoff", "score_kind"]
+__all__ = ["KINDS", "Cutoff", "resolve_cutoff", "score_kind"]
 
 #: where a cutoff came from
 KINDS = ("calibrated", "uncalibrated", "none")
@@ -51,7 +50,7 @@ class Cutoff:
         ``{rate: {estimate, lo, hi, ...}, sibling_rate: [lo, mid, hi], precision, recall, ...}``),
         ``status`` (the calibration's verdict: "ok", or why its labels cannot support the cutoff
         yet), ``forced`` (bool), ``mismatches`` (what differs between the calibration and the scan,
-        when forced), ``rule`` and ``definition`` (of "same").  :func:`sibscan.headline.headline` reads it.
+        when forced), ``rule`` and ``definition`` (of "same").  :func:`sibscan.verdict.headline.headline` reads it.
     """
 
     value: Optional[float]
@@ -78,22 +77,6 @@ class Cutoff:
         return cls(float(rec["value"]), "uncalibrated" if kind == "user" else kind,
                    {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced",
                                             "mismatches", "rule", "definition", "labeller")})
-
-
-def check_cutoff_value(value) -> float:
-    """A hand-given cutoff as a float; refuses anything outside [-1, 1] (similarities live there)."""
-    x = float(value)
-    if not -1.0 <= x <= 1.0 or math.isnan(x):
-        raise SibscanError(f"--cutoff is a similarity in [-1, 1], got {x:g}")
-    return x
-
-
-def check_cutoff_source(cutoff, calibration) -> None:
-    """Refuse a hand-given cutoff outside [-1, 1], and a hand-given cutoff together with a calibration."""
-    if cutoff is not None:
-        check_cutoff_value(cutoff)
-        if calibration is not None:
-            raise SibscanError("give --cutoff or --calibration, not both")
 
 
 def score_kind(manifest: dict) -> str:
@@ -147,7 +130,7 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     -------
     Cutoff
     """
-    from .calibration.record import calibration_in, load_calibration, resolve
+    from .record import calibration_in, load_calibration, resolve
 
     check_cutoff_source(cutoff, calibration)
     if cutoff is not None:

@@ -3,13 +3,13 @@ which items are flagged at a cutoff.
 
 * :class:`TestScores` — the test -> train scores of a scan with the pairs and answers that decide them;
   :meth:`TestScores.flags` decides the flagged items once per cutoff (by
-  :func:`sibscan.pairdecision.flag_items`: labelled pairs by their labels, the rest by score);
+  :func:`sibscan.verdict.pairdecision.flag_items`: labelled pairs by their labels, the rest by score);
 * :func:`test_scores` — the :class:`TestScores` of a scan directory;
 * :func:`best_scores` — each query's best score and exact flags in one direction of a neighbours table;
 * :func:`flagged_mask` — the items flagged by score alone (the unlabelled case).
 
-The headline (:mod:`sibscan.headline`) and the report read them; the rate estimator
-(:mod:`sibscan.rate`) reads the scores.
+The headline (:mod:`sibscan.verdict.headline`) and the report read them; the rate estimator
+(:mod:`sibscan.verdict.rate`) reads the scores.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from .pairdecision import NONE, SAME, flag_items, pair_is_sibling, row_labels
 
-__all__ = ["TestScores", "best_scores", "direction_rows", "flagged_mask", "test_scores"]
+__all__ = ["TestScores", "best_scores", "direction_rows", "duplicated_rows", "flagged_mask", "test_scores"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ class TestScores:
     rows : Neighbours, optional
         Every test->train row: the pairs :meth:`flags` decides (None: each item's best score alone).
     labels : PairLabels, optional
-        People's answers about pairs (:func:`sibscan.calibration.labelfile.scan_labels`).
+        People's answers about pairs (:func:`sibscan.verdict.labelfile.scan_labels`).
     row_label : ndarray of shape (len(rows),), int8, optional
         The label of each row of ``rows`` (looked up from ``labels`` once, on the first :meth:`flags`).
     nb_label : ndarray, int8, optional
@@ -100,8 +100,8 @@ class TestScores:
         return len(set(zip(np.where(fwd, q, n).tolist(), np.where(fwd, n, q).tolist())))
 
     def flags(self, cutoff: Optional[float]):
-        """The items flagged at ``cutoff`` by :func:`sibscan.pairdecision.flag_items` (labelled pairs by
-        their labels, the rest by score): a :class:`sibscan.pairdecision.Flags`, decided once per cutoff
+        """The items flagged at ``cutoff`` by :func:`sibscan.verdict.pairdecision.flag_items` (labelled pairs by
+        their labels, the rest by score): a :class:`sibscan.verdict.pairdecision.Flags`, decided once per cutoff
         (the report, its headline and the per-item table read the same one)."""
         if cutoff in self._flags:
             return self._flags[cutoff]
@@ -132,14 +132,14 @@ def direction_rows(nb, label: np.ndarray, query_split: str, neighbour_split: str
     nb : Neighbours
         The neighbours table, shape (m,) per column.
     label : ndarray of shape (m,), int8
-        Each row's label (:func:`sibscan.pairdecision.row_labels`).
+        Each row's label (:func:`sibscan.verdict.pairdecision.row_labels`).
     query_split, neighbour_split : str
 
     Returns
     -------
     (Neighbours of r rows, ndarray of shape (r,) int8 labels, ndarray of shape (r,) bool added)
     """
-    from .neighbourtable import Neighbours
+    from ..neighbourtable import Neighbours
 
     own = nb.mask(query_split, neighbour_split)
     rows, row_label = nb.select(own), np.asarray(label)[own]
@@ -184,9 +184,9 @@ def best_scores(nb, query_split: str, neighbour_split: str, n: int) -> tuple:
 def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Optional[np.ndarray] = None,
                 neighbours=None, n_test: Optional[int] = None, labels=None) -> TestScores:
     """The test->train :class:`TestScores` of a scan directory (what is not given is read from it);
-    ``labels`` (:class:`sibscan.pairdecision.PairLabels`) decide the pairs they answer."""
-    from .kernels.rowhash import fingerprint_membership
-    from .scandir import ScanDir, load_items
+    ``labels`` (:class:`sibscan.verdict.pairdecision.PairLabels`) decide the pairs they answer."""
+    from ..kernels.rowhash import fingerprint_membership
+    from ..scandir import ScanDir, load_items
 
     sd = ScanDir(scan_dir)
     if fp_train is None or fp_test is None:
@@ -206,3 +206,13 @@ def flagged_mask(score: np.ndarray, exact: np.ndarray, cutoff: Optional[float]) 
     is :meth:`TestScores.flags` (labelled pairs decided by their labels); this is its unlabelled case."""
     score = np.asarray(score)
     return np.asarray(exact, bool) | pair_is_sibling(score, np.full(score.shape, NONE, np.int8), cutoff)
+
+
+def duplicated_rows(fingerprints: np.ndarray):
+    """``(mask, n_groups)``: rows whose fingerprint occurs at least twice, and how many such fingerprints."""
+    from ..kernels.rowhash import fingerprint_keys
+
+    if len(fingerprints) == 0:
+        return np.zeros(0, bool), 0
+    _, inv, counts = np.unique(fingerprint_keys(fingerprints), return_inverse=True, return_counts=True)
+    return counts[inv.ravel()] > 1, int((counts > 1).sum())

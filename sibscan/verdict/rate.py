@@ -6,8 +6,8 @@ person would call "the same" under the written definition.  It is computed here 
 every test item's nearest training item and a person's same/different answers on some of them
 (``sibscan calibrate`` calls it and records the result in ``cutoff.json``).
 
-What every output states is the headline (:mod:`sibscan.headline`: :func:`headline`, :func:`sentence`),
-over the scores and flags of :mod:`sibscan.testscores` (:class:`TestScores`); their public names are
+What every output states is the headline (:mod:`sibscan.verdict.headline`: :func:`headline`, :func:`sentence`),
+over the scores and flags of :mod:`sibscan.verdict.testscores` (:class:`TestScores`); their public names are
 also importable from here, as they were before those modules were split off.
 
 The estimator
@@ -56,7 +56,7 @@ import numpy as np
 from scipy import special
 
 from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason, sentence
-from .stats import ControlAnswers
+from ..stats import ControlAnswers
 from .testscores import TestScores, best_scores, flagged_mask, test_scores
 
 __all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",

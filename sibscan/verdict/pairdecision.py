@@ -12,7 +12,7 @@ given on another encoder's scan of the same data decide the same pairs here.  An
 other data (another dataset fingerprint) decide nothing.
 
 Report, check, split, ``Scan.rate`` and the calibration's printed counts read :func:`flag_items`
-(the answers of a scan from :func:`sibscan.calibration.labelfile.scan_labels`); ``benchmarks.quality``
+(the answers of a scan from :func:`sibscan.verdict.labelfile.scan_labels`); ``benchmarks.quality``
 applies the same function to its simulated labels.
 """
 from __future__ import annotations

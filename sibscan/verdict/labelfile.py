@@ -10,10 +10,10 @@ import warnings
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from sibscan.cutoff import Cutoff, resolve_cutoff
+from sibscan.verdict.cutoff import Cutoff, resolve_cutoff
 from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
-from sibscan.pairdecision import PairLabels
+from sibscan.verdict.pairdecision import PairLabels
 
 from .record import LABELS_FILE, calibration_in
 
@@ -49,7 +49,7 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
     Parameters
     ----------
     scan_dir : path
-    cutoff : sibscan.cutoff.Cutoff
+    cutoff : sibscan.verdict.cutoff.Cutoff
     dataset_fingerprint : str or None
         The scan's; answers recorded for other data are left out.
 
@@ -91,7 +91,7 @@ def scan_labels(scan_dir, cutoff, dataset_fingerprint: Optional[str]) -> PairLab
 def cutoff_and_labels(manifest: dict, scan_dir, *, cutoff: Optional[float] = None, calibration=None,
                       force: bool = False, writing: bool = False) -> Tuple[Cutoff, PairLabels]:
     """The cutoff a scan's rates are counted at and the hand labels behind it that decide its pairs, as
-    every command reads them: :func:`sibscan.cutoff.resolve_cutoff`, then :func:`scan_labels`.  Each
+    every command reads them: :func:`sibscan.verdict.cutoff.resolve_cutoff`, then :func:`scan_labels`.  Each
     warns about what it cannot use, so a command calls this once and hands both on.
 
     Parameters
@@ -101,12 +101,12 @@ def cutoff_and_labels(manifest: dict, scan_dir, *, cutoff: Optional[float] = Non
     scan_dir : path
         The scan directory.
     cutoff, calibration, force
-        As :func:`sibscan.cutoff.resolve_cutoff`.
+        As :func:`sibscan.verdict.cutoff.resolve_cutoff`.
     writing : bool
         True for the scan being written into ``scan_dir``: its own ``calibration/`` gives the cutoff when
         nothing else does, as for every other command (so a re-run prints and records what ``report``
         uses), except one made for other data, encoder or verifier, which is passed over with a note
-        (``skip_foreign_own`` of :func:`~sibscan.cutoff.resolve_cutoff`).
+        (``skip_foreign_own`` of :func:`~sibscan.verdict.cutoff.resolve_cutoff`).
 
     Returns
     -------

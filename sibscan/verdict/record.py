@@ -7,6 +7,8 @@ name with :func:`resolve` (a config's ``calibration = "<name>"``).
 """
 from __future__ import annotations
 
+import importlib.util
+
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -14,13 +16,22 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from sibscan.atomic import write_json
+from sibscan.verdict.cutoffrule import supported
 from sibscan.errors import CompatibilityError, SibscanError
 
 __all__ = ["Calibration", "load_calibration", "calibration_in", "write_calibration", "resolve", "CALIBRATIONS_DIR", "CUTOFF_FILE",
            "LABELS_FILE"]
 
+def _kept_calibrations() -> Path:
+    """The folder of the calibrations kept in the repository: the ``sibscan.calibration`` package's own
+    (``calibration/sibscan/calibration/<name>/cutoff.json``), found without importing it (the labelling
+    flow sits far above this record)."""
+    spec = importlib.util.find_spec("sibscan.calibration")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
 #: calibrations kept in the repository: ``calibration/<name>/cutoff.json``
-CALIBRATIONS_DIR = Path(__file__).resolve().parent
+CALIBRATIONS_DIR = _kept_calibrations()
 CUTOFF_FILE = "cutoff.json"
 LABELS_FILE = "labels.jsonl"
 
@@ -67,7 +78,8 @@ class Calibration:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        """Whether the labels support the cutoff (:func:`sibscan.verdict.cutoffrule.supported` reads ``status``)."""
+        return supported(self.status)
 
     def to_dict(self) -> dict:
         return {

@@ -5,10 +5,14 @@
   its rule, the count flagged at the cutoff (a separate, named figure), the definition of "same";
 * :func:`sentence` — the headline as one sentence, printed by every command and report.
 
-States: ``not_assessed`` (no cutoff: only exact twins are known; no rate is printed),
+States (:data:`STATES`): ``not_assessed`` (no cutoff: only exact twins are known; no rate is printed),
 ``baseline_only`` (a cutoff without hand labels of this data: the share flagged at it, no interval),
-``calibrated`` (hand labels: the estimated rate with its interval, from :func:`sibscan.rate.estimate_rate`
-as recorded in the calibration's evidence).  Who gave the labels (``labeller``: a person, or an oracle
+``calibrated`` (hand labels that support the cutoff: the estimated rate with its interval, from
+:func:`sibscan.verdict.rate.estimate_rate` as recorded in the calibration's evidence), ``needs_labels`` (a calibrated
+cutoff whose labels do not support it yet, by the fit's verdict read with :func:`sibscan.verdict.cutoffrule.supported`:
+the rate and its interval are still the estimator's, but the cutoff, and so the items flagged at it, are
+provisional; the sentence says why and to label more pairs, and ``sibscan check`` does not pass on it).
+Who gave the labels (``labeller``: a person, or an oracle
 that knows the planted truth) is said as :mod:`sibscan.labeller` words it: "calibrated with 200 oracle
 labels".
 """
@@ -18,17 +22,19 @@ from typing import Optional
 
 import numpy as np
 
-from . import fmt, labeller
+from .. import fmt, labeller
 from .cutoff import Cutoff
-from .cutoffrule import classify_rule
+from .cutoffrule import classify_rule, supported
 from .pairdecision import labels_phrase
-from .stats import CUTOFF_BOUND, finite_or_none
+from ..stats import CUTOFF_BOUND, finite_or_none
 from .testscores import TestScores
 
-__all__ = ["LEVEL", "STATES", "headline", "narrow_enough", "no_interval_reason", "sentence"]
+__all__ = ["ESTIMATED", "LEVEL", "STATES", "headline", "narrow_enough", "no_interval_reason", "sentence"]
 
-STATES = ("not_assessed", "baseline_only", "calibrated")
-#: the level of every sibling-rate interval (:func:`sibscan.rate.estimate_rate`'s default)
+STATES = ("not_assessed", "baseline_only", "calibrated", "needs_labels")
+#: the states whose ``estimate``, ``lo`` and ``hi`` are the calibrated estimator's (the others have no interval)
+ESTIMATED = ("calibrated", "needs_labels")
+#: the level of every sibling-rate interval (:func:`sibscan.verdict.rate.estimate_rate`'s default)
 LEVEL = 0.95
 
 
@@ -62,7 +68,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
     Parameters
     ----------
     cutoff : Cutoff
-        The cutoff in use (``sibscan.cutoff.resolve_cutoff``); a calibrated one carries the
+        The cutoff in use (``sibscan.verdict.cutoff.resolve_cutoff``); a calibrated one carries the
         calibration's estimate in its evidence.
     scores : TestScores
     baseline : dict, optional
@@ -81,7 +87,7 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
         ``"oracle"``, ``"hand and oracle"``; null for a calibration that does not say, read as hand); rates
         are fractions, null where nothing was assessed.  Plain JSON types only.
     """
-    from .calibration.baseline import expected_chance_siblings, extrapolated
+    from ..calibration.baseline import expected_chance_siblings, extrapolated
 
     ev = cutoff.evidence or {}
     n = len(scores)
@@ -117,8 +123,10 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
         elif cutoff.kind == "calibrated" and n_labels:
             triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
             lo, mid, hi = triple if triple else (None, None, None)
-            h.update(state="calibrated", estimate=finite_or_none(mid), lo=finite_or_none(lo), hi=finite_or_none(hi),
-                     n_labels=n_labels, cutoff_rule=_rule_phrase(ev.get("rule"), h["labeller"]))
+            # the fit's verdict decides whether its labels support the cutoff; the rate is the estimator's either way
+            h.update(state="calibrated" if supported(ev.get("status")) else "needs_labels", estimate=finite_or_none(mid),
+                     lo=finite_or_none(lo), hi=finite_or_none(hi), n_labels=n_labels,
+                     cutoff_rule=_rule_phrase(ev.get("rule"), h["labeller"]))
             h["narrow_enough"] = narrow_enough(h["estimate"], h["lo"], h["hi"])
         else:
             h.update(state="baseline_only", estimate=flagged["rate"],
@@ -133,7 +141,7 @@ def _score_name(kind: Optional[str]) -> str:
 
 def _forced_rule(mismatches: list) -> str:
     """A calibration applied with --force, by what differs ("calibrated for another encoder and verifier");
-    the phrases are :meth:`sibscan.calibration.record.Calibration.mismatches`'."""
+    the phrases are :meth:`sibscan.verdict.record.Calibration.mismatches`'."""
     what = [w for w, lead in (("dataset", "dataset fingerprint"), ("encoder", "encoder identity"),
                               ("verifier", "verifier identity")) if any(m.startswith(lead) for m in mismatches)]
     return f"calibrated for another {' and '.join(what)}" if what else "calibrated for another scan"
@@ -168,5 +176,10 @@ def sentence(h: dict) -> str:
         return (f"{fl['count']:,} of {n:,} test items ({fmt.pct(fl['rate'])}) flagged at {at}{said} ({why}; "
                 f"{no_interval_reason(h)}, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR')")
     iv = f"{h['level']:.0%} interval {fmt.pct(h['lo'])} to {fmt.pct(h['hi'])}"
-    return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {h['n_labels']:,} "
-            f"{labeller.noun(h.get('labeller'))}; flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}")
+    labels = f"{h['n_labels']:,} {labeller.noun(h.get('labeller'))}"
+    flagged = f"flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}"
+    if h["state"] == "needs_labels":
+        return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, estimated from {labels}, which do not "
+                f"support the cutoff yet: {h['status']}; {flagged}, provisional until more pairs are labelled "
+                "('sibscan calibrate SCAN_DIR')")
+    return f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {labels}; {flagged}"
