@@ -172,11 +172,17 @@ def run(datasets: int, sizes, step: int, checkpoints, seed: int = 0, kinds=KINDS
              for prev in prevalences for kind in kinds for d in range(control_datasets)]
     t0 = time.perf_counter()
     runs = []
-    with Pool(workers) as pool:
-        for i, row in enumerate(pool.imap_unordered(_one, jobs, chunksize=1)):
+    pool = Pool(workers) if workers > 1 else None
+    try:
+        rows = pool.imap_unordered(_one, jobs, chunksize=1) if pool else map(_one, jobs)
+        for i, row in enumerate(rows):
             runs.append(row)
             if (i + 1) % 50 == 0 or i + 1 == len(jobs):
                 print(f"  {i + 1} of {len(jobs)} data sets, {time.perf_counter() - t0:.0f} s", flush=True)
+    finally:
+        if pool:
+            pool.close()
+            pool.join()
     return {"runs": runs, "seconds": time.perf_counter() - t0}
 
 
@@ -230,7 +236,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with 10 %% of the answers on control pairs")
     ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
     ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
-    ap.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--workers", type=int, default=None, help="processes (default 2; 1 with --quick)")
     ap.add_argument("--name", default="calibration_coverage", help="results file stem")
     args = ap.parse_args(argv)
     cfg = dict(QUICK if args.quick else DEFAULT)
@@ -251,7 +257,8 @@ def main(argv=None) -> dict:
           f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}, "
           f"read at {cfg['checkpoints']} answers", flush=True)
     result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["checkpoints"], kinds=kinds, prevalences=prevalences,
-                 control_datasets=cfg["control_datasets"], workers=args.workers)
+                 control_datasets=cfg["control_datasets"],
+                 workers=args.workers if args.workers is not None else (1 if args.quick else 2))
     summary = summarise(result, cfg["checkpoints"])
     print_table(summary["cells"])
     for k, v in summary.items():

@@ -669,11 +669,15 @@ def test_calibration_coverage_quick_writes_results(tmp_path, bench_results):
 
     summary = bench.main(["--quick", "--name", "calibration_coverage_quick_test"])
     saved = json.loads((tmp_path / "calibration_coverage_quick_test.json").read_text())
-    assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["runs"]) == 6
-    for r in saved["runs"]:  # the point estimate sits inside its interval, for the new estimator at 60 and 100
-        for key in ("new_60", "new_100"):
+    # one data set per kind and prevalence, and one more each with 10 % of the answers on control pairs
+    assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["runs"]) == 18
+    assert sum(r["control_share"] > 0 for r in saved["runs"]) == 9
+    for r in saved["runs"]:  # the point estimate sits inside its interval at every checkpoint
+        for key in ("at_30", "at_60"):
             assert r[key]["lo"] <= r[key]["mid"] <= r[key]["hi"] and r[key]["covered"] == (r[key]["lo"] <= r["true"] <= r[key]["hi"])
-    assert 0 <= summary["coverage_min_60"] <= 1 and summary["mean_width_60"] > 0
+        assert r["at_60"]["controls"] == (6 if r["control_share"] else 0)
+    assert 0 <= summary["coverage_min"]["60"] <= 1 and len(summary["cells"]) == 18
+    assert all(c["width 60"] > 0 for c in summary["cells"])
 
 
 def test_calibration_coverage_subset_flags(capsys):
@@ -682,9 +686,8 @@ def test_calibration_coverage_subset_flags(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--kinds", "imgae", "--quick"])
     assert "unknown kind imgae; available: image, text, series" in capsys.readouterr().err
-    result = bench.run(1, (200,), 50, 0, kinds=("image",), prevalences=(0.03,))
+    result = bench.run(1, (200,), 50, (30,), kinds=("image",), prevalences=(0.03,), workers=1)
     assert [(r["kind"], r["prevalence"], r["n"]) for r in result["runs"]] == [("image", 0.03, 200)]
-    assert result["adaptive"] == []
 
 
 @pytest.mark.slow

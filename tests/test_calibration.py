@@ -173,11 +173,15 @@ def test_oracle_cutoff_separates_planted_siblings(planted, tmp_path):
     flagged = top["score"] >= cal.cutoff
     assert (flagged & ~is_sib).sum() + (~flagged & is_sib).sum() <= 2  # the cutoff sits in the gap, give or take
     lo, mid, hi = cal.estimates["sibling_rate"]
-    assert lo <= planted.true_rate <= hi and hi - lo < 0.06
+    # 60 answers on 300 items, 10 % of them control pairs: 0.083-0.163 (the monotone curve's 0.06
+    # width borrowed from regions without answers)
+    assert lo <= planted.true_rate <= hi and hi - lo < 0.09
     assert cal.estimates["rate"]["n_labels"] == 60 and cal.extra["definition"] == DEFINITIONS["table"]
     assert cal.interval[0] <= cal.cutoff <= cal.interval[1]
     assert cal.n_labels["same"] + cal.n_labels["different"] == 60
-    assert cal.estimates["precision"] > 0.8 and cal.estimates["recall"] > 0.8  # model estimates
+    # model estimates: recall's denominator holds the low strata's posterior-mean siblings (a few per
+    # hundred unanswered items until answers there say otherwise), so it reads 0.73 where the curve said > 0.8
+    assert cal.estimates["precision"] > 0.8 and cal.estimates["recall"] > 0.6
     back = load_calibration(cal_dir)
     assert back.cutoff == pytest.approx(cal.cutoff) and back.encoder_identity == ENC and back.path == cal_dir
     assert back.baseline["quantiles"]["0.99"] == pytest.approx(cal.baseline["quantiles"]["0.99"])

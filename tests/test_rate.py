@@ -28,21 +28,23 @@ def test_scores_near_one_keep_the_digits_that_tell_them_apart():
 
 
 # --- the estimator ----------------------------------------------------------------------------------
-def test_all_different_region_bounds_the_rate_below_it():
+def test_all_different_answers_below_bound_the_rate_by_what_they_cover():
     # 2,000 items: 20 siblings at the top; 60 labels: 10 of the siblings, 20 of the highest-scoring
-    # others and 30 anywhere below, all 'different'. A stratified estimator without the monotone
-    # curve put several percent of imaginary siblings in the big low-score strata; here the region
-    # below an all-different region cannot carry them.
+    # others and 30 anywhere below, all 'different'. The rate is estimated where the answers are: the
+    # interval holds the 20, the answered siblings are siblings and the answered others are not. (The
+    # monotone curve gave an upper end under 2 % here by reading the region below the answers as empty;
+    # it also read real low-scoring siblings as slips, issue 30. 30 answers over 1,970 items bound it
+    # at several percent: tests/test_rate_estimator.py shows more answers there narrowing it.)
     rng = np.random.default_rng(0)
     n = 2000
     score = rng.uniform(0.2, 0.85, n)
     score[:20] = rng.uniform(0.95, 1.0, 20)
     order = np.argsort(-score[20:]) + 20
     lab = np.r_[np.arange(10), order[:20], rng.choice(order[20:], 30, replace=False)]
-    est = estimate_rate(score, np.zeros(n, bool), lab, lab < 20)
+    est = estimate_rate(score, np.zeros(n, bool), lab, lab < 20, cutoff=0.95)
     assert est.lo <= est.estimate <= est.hi
-    assert est.lo <= 20 / n <= est.hi and est.hi < 0.02  # a tight upper end, not several percent
-    assert est.p_same[lab[10:]].max() < 0.2 and est.p_same[:20].min() > 0.5
+    assert est.lo <= 20 / n <= est.hi and est.lo * n >= 10
+    assert est.p_same[lab[10:]].max() < 0.2 and est.p_same[:10].min() == 1.0
 
 
 def test_exact_twins_count_without_labels_and_narrow_enough_rule():
@@ -164,8 +166,8 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
     from sibscan.scandir import ScanDir
 
     pop = Population.from_neighbours(ScanDir(p.path).neighbours())
-    # an undrawn pair other than te1's (te1's pair gets another encoder's label below)
-    undrawn = next((q, t) for q, t in zip(pop.query_id, pop.neighbour_id) if (q, t) not in drawn and q != "te1")
+    # an undrawn pair of another test item than te0 and te1 (they get records of their own below)
+    undrawn = next((q, t) for q, t in zip(pop.query_id, pop.neighbour_id) if (q, t) not in drawn and q not in ("te0", "te1"))
     base = {k: draw[k] for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")}
     recs = [
         {**base, "query_id": undrawn[0], "neighbour_id": undrawn[1], "label": "same"},  # in the scan, not drawn
