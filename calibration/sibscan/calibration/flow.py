@@ -30,7 +30,7 @@ from .controls import ControlPlan, cosine, estimate_with_controls, interleave
 from .fit import POINT_RULE, fit, same_rule
 from .labels import Identity, LabelStore
 from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
-from .sampling import Draw, Population, extend_draw, make_draw, n_below
+from .sampling import Draw, Population, extend_draw, make_draw
 from .session import LabelSession
 from sibscan.options import UIS
 
@@ -338,10 +338,8 @@ def calibrate(
             fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a nearest "
                      "train pair to label; exact twins need none)")
             echo(f"{pending} of {st['total']} pairs to label{fewer}; 'same' means: {definition}")
-            below = n_below(session.target)
-            echo(f"the score stays hidden until you answer; {fmt.plural(below, 'pair')} "
-                 f"{'comes' if below == 1 else 'come'} from below the candidate range (scores under {fmt.score(draw.lo)}) "
-                 "to find siblings the range misses")
+            echo("the score stays hidden until you answer; pairs come from every score stratum of the test set, "
+                 f"below the candidate range (scores under {fmt.score(draw.lo)}) included, to find siblings the range misses")
             if ui == "web":
                 from .web import run_web
 

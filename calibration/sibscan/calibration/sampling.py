@@ -1,22 +1,24 @@
-"""The draw of nearest-neighbour pairs that a person labels: stratified, then adaptive.
+"""The draw of nearest-neighbour pairs that a person labels: stratified over the whole test set, then adaptive.
 
 Population: each test item's nearest train item by the deciding score (``Neighbours.top1()``).
-Exact twins are never drawn: they are siblings without asking.  The candidate range ``[lo, 1]``
-(``lo`` = the random-pair baseline's 99th percentile) is cut into equal-width strata, refined where
-the scores crowd (at their quantiles), and the scores
-below ``lo`` form one more stratum (-1) from which a few pairs are always drawn (:func:`n_below`), so
-that siblings the candidate range misses are seen and counted.
+Exact twins are never drawn: they are siblings without asking.  Pairs are drawn within the strata of
+the rate's estimator (:func:`sibscan.verdict.rate.score_strata`, one rule for both): the top-1 scores
+of the whole test set, below the candidate range included, so that siblings the candidate range
+misses are drawn and counted, and every answer is a random draw from its stratum (what the
+design-based estimate needs).  The recorded draw keeps its own edges over the candidate range
+``[lo, 1]`` (``lo`` = the random-pair baseline's 99th percentile) to describe it in ``draw.json``.
 
-* The first draw (no answers yet) allocates by a prior: weight ``sqrt(N_h) * u_h`` with
-  ``u_h = sqrt(p_h (1 - p_h))`` from a ramp ``p(s)`` rising from 0 at ``lo`` to 1 at 1.0, at least
-  one pair per non-empty stratum.
+* First, two pairs in every stratum (a stratum without answers has the prior's whole range).
+* The first draw (no answers yet) then allocates by a prior: weight ``sqrt(N_h) * u_h`` with
+  ``u_h = sqrt(p_h (1 - p_h))`` from a ramp ``p(s)`` rising from 0 at ``lo`` to 1 at 1.0 at the
+  stratum's median score, at least ``_MIN_U``.
 * Every later pair goes where the rate's interval shrinks most: to the stratum whose term of the
   variance of the estimated count falls most by one more answer, from the current posterior
-  (:class:`sibscan.verdict.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every answer
-  by the labelling UIs), a random unlabelled member of it.
+  (:class:`sibscan.verdict.rate.RateEstimate` ``p_same`` and ``curve_sd``, recomputed after every
+  answer by the labelling UIs), a random unlabelled member of it.
 
-Within a stratum the member is drawn at random; the estimate (:func:`sibscan.verdict.rate.estimate_rate`)
-is likelihood-based, so choosing by earlier answers does not bias it.
+Choosing the stratum by earlier answers does not bias the estimate: within a stratum the member is
+drawn at random.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from sibscan.scandir import Neighbours
 
 from .labels import PairKey
 
-__all__ = ["Population", "Draw", "make_draw", "extend_draw", "allocate", "n_below"]
+__all__ = ["Population", "Draw", "make_draw", "extend_draw", "allocate"]
 
 _MIN_U = 0.2
 #: pairs every stratum gets before any is given more
@@ -113,7 +115,7 @@ class Draw:
     reserved: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def stratum(self, scores: np.ndarray) -> np.ndarray:
-        """Stratum of each score: 0..K-1, or -1 below ``lo`` (not drawn, assumed unrelated)."""
+        """Stratum of each score in the recorded edges (the description in draw.json): 0..K-1, or -1 below ``lo``."""
         h = np.searchsorted(self.edges, np.asarray(scores, dtype=np.float64), side="right") - 1
         return np.where(np.asarray(scores) < self.lo, -1, np.clip(h, 0, len(self.edges) - 2))
 
@@ -225,11 +227,6 @@ def _prior_uncertainty_of(score: np.ndarray, h: np.ndarray, K: int, lo: float) -
     return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
 
 
-def n_below(n_pairs: int) -> int:
-    """Pairs drawn below the candidate range among ``n_pairs``: about 8 %, at least one from 6 pairs on."""
-    return 0 if n_pairs < 6 else max(1, int(round(0.08 * n_pairs)))
-
-
 def _edges(pop: Population, lo: float, hi: float, K: int) -> np.ndarray:
     """Strata edges over ``[lo, hi]``: ``K`` equal widths (the first draw spreads over the whole
     range, where the answers are expected to flip) refined by the quantiles of the scores there
@@ -250,8 +247,8 @@ def make_draw(pop: Population, lo: float, n_pairs: int, *, seed: int = 0, n_stra
     ----------
     pop : Population
     lo : float
-        Lower end of the candidate range (the baseline's 99th percentile); a few pairs
-        (:func:`n_below`) come from below it.
+        Lower end of the candidate range (the baseline's 99th percentile): the prior's ramp starts
+        there; pairs come from every stratum of the test set, below it included.
     n_pairs : int
         Pairs to draw (all of them when fewer are not exact twins).
     n_strata : int, optional
