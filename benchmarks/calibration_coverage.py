@@ -2,9 +2,8 @@
 
     python -m benchmarks.calibration_coverage            # the default run (see DEFAULT below)
     python -m benchmarks.calibration_coverage --quick    # tiny, for the tests
-    python -m benchmarks.calibration_coverage --datasets 200 --sizes 2000,10000
-    python -m benchmarks.calibration_coverage --kinds image --prevalences 0.03,0.12 --datasets 60 \
-        --sizes 2000 --adaptive-runs 0                   # a subset, to iterate on the estimator
+    python -m benchmarks.calibration_coverage --kinds image --prevalences 0.12 --sizes 10000 \
+        --datasets 16 --control-datasets 0 --name scratch   # a subset, to iterate on the estimator
 
 Each simulated data set has ``n`` test items of which a share ``prevalence`` are siblings.  Their
 deciding scores are drawn from the verified nearest-neighbour scores of the project's own real-item
@@ -12,21 +11,20 @@ benchmark scans (``benchmarks/data/verified_scores.json``, made by ``python -m
 benchmarks.score_samples``: image tiles and digits under effnet + imagecorr, pydoc paragraphs and
 docstrings under minilm + textalign, UCR series and digit rows under znorm + lagcorr), siblings from
 the siblings' scores and the rest from the non-siblings', by a smoothed bootstrap (a resampled score
-plus a little Gaussian noise, kept at or below 1).  The data sets cycle through image, text and
-series score sets.  The candidate range starts at the 99th percentile of that set's random-pair
+plus a little Gaussian noise, kept at or below 1).  Every cell is kind (image, text, series) x test
+size x prevalence.  The candidate range starts at the 99th percentile of that set's random-pair
 scores, as in a scan.
 
-Labelling is what ``sibscan calibrate`` does: the first 12 pairs by the prior allocation (a few from
-below the candidate range), then each next pair adaptively where the rate's interval shrinks most
+Labelling is what ``sibscan calibrate`` does: the first 12 pairs by the prior allocation over the
+estimator's strata, then each next pair adaptively where the rate's interval shrinks most
 (:func:`sibscan.calibration.sampling.extend_draw` with the estimator's uncertainty), in steps of
 ``--step`` pairs (1 = after every answer, as the labelling pages; larger steps only to save time).
 The labeller answers wrong 3 % of the time.  The 95 % interval of
-:func:`sibscan.verdict.rate.estimate_rate` is read at 60 and at 100 labels.
-
-Reference, measured in the same run on the same data sets and the same fallible answers: the
-estimator before this version ("today's": 60 pairs drawn by the prior allocation from the candidate
-range only, a design-weighted stratified posterior that takes every pair below the range as
-unrelated), and its 0.098 mean width at 60 labels on the old 1,000 x 500 planted benchmark.
+:func:`sibscan.verdict.rate.estimate_rate` is read at each checkpoint, with the cutoff calibrate fits
+from the answers (:func:`sibscan.calibration.fit.find_cutoff`), and "labels needed" is the first
+checkpoint whose half width is at most max(1 pp, 25 % of the true rate) (issue 30's target).  The
+control runs spend 10 % of the answers on control pairs (half known "same", half known "different",
+answered by the same fallible labeller) and pass them to the estimator.
 """
 from __future__ import annotations
 

@@ -213,15 +213,9 @@ def allocate(N_h: np.ndarray, weight: np.ndarray, n: int, already: Optional[np.n
     return out
 
 
-def _prior_uncertainty(edges: np.ndarray, lo: float) -> np.ndarray:
-    mid = (edges[:-1] + edges[1:]) / 2
-    p = np.clip((mid - lo) / max(1.0 - lo, 1e-9), 0.0, 1.0)
-    return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
-
-
 def _prior_uncertainty_of(score: np.ndarray, h: np.ndarray, K: int, lo: float) -> np.ndarray:
-    """The prior's ``u_h`` of each of ``K`` strata (``h`` of shape (n,), -1 outside): the ramp of
-    :func:`_prior_uncertainty` at the stratum's median score."""
+    """The prior's ``u_h`` of each of ``K`` strata (``h`` of shape (n,), -1 outside): ``sqrt(p (1 - p))``
+    of a ramp ``p`` rising from 0 at ``lo`` to 1 at 1.0, at the stratum's median score, at least ``_MIN_U``."""
     mid = np.array([np.median(score[h == k]) if (h == k).any() else lo for k in range(K)])
     p = np.clip((mid - lo) / max(1.0 - lo, 1e-9), 0.0, 1.0)
     return np.maximum(np.sqrt(p * (1 - p)), _MIN_U)
