@@ -61,7 +61,7 @@ def test_strata_cover_the_whole_test_set_in_score_order(seed, n):
     order = np.argsort(score[ok], kind="stable")
     assert np.all(np.diff(h[ok][order]) >= 0)  # strata are score intervals
     sizes = np.bincount(h[ok])
-    assert len(sizes) == 1 or sizes[1:].min() >= 10  # no tiny stratum above the lowest
+    assert len(sizes) <= 1 or sizes[1:].min() >= 10  # no tiny stratum above the lowest
 
 
 # --- what the old estimator got wrong ------------------------------------------------------------
