@@ -27,6 +27,8 @@ from sibscan.stats import ControlAnswers
 
 
 def _calibrated(tmp_path, modality="text", n_pairs=30, controls=0.1, seed=3):
+    if modality == "image":  # an image scan, and its controls' copies, need Pillow (the images extra)
+        pytest.importorskip("PIL", reason="image items need Pillow (pip install 'sibscan[images]')")
     p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=seed, modality=modality, dim=48)
     cal = tmp_path / "cal"
     calibrate(p.path, calibration_dir=cal, ui="none", n_pairs=n_pairs, controls=controls)
