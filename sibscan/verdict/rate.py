@@ -63,7 +63,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from scipy import special
 
 from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason, sentence
 from ..stats import ControlAnswers
@@ -85,7 +84,7 @@ _DRAWS, _DRAWS_FAST = 20_000, 4_000
 #: each stratum's prior sibling share: Beta(0.1, 1), mean 0.09 (most strata hold few siblings; a
 #: Jeffreys prior's half a pseudo-"same" per stratum added up to a floor of several percent of the items
 #: over the big low-score strata at 60 labels, above a 0.5 % rate)
-_SHARE_PRIOR = (0.15, 1.0)
+_SHARE_PRIOR = (0.15, 1.0)  # Beta(a, 1): its CDF is x ** a (no scipy in the core install)
 _THETA = 128  # grid points of each stratum's sibling share (uniform in theta, p = sin(theta)^2)
 #: the method as every record names it
 METHOD = ("stratified by top-1 score over the whole test set; per stratum a Jeffreys posterior of the share answered "
@@ -306,7 +305,9 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     dtheta = (np.pi / 2) / _THETA
     ps = np.sin((np.arange(_THETA) + 0.5) * dtheta) ** 2  # (T,): cell midpoints
     # the prior's mass in each cell, exactly (its density is infinite at 0)
-    prior = np.diff(special.betainc(*_SHARE_PRIOR, np.sin(np.arange(_THETA + 1) * dtheta) ** 2))
+    a, b = _SHARE_PRIOR
+    assert b == 1.0, "the prior's CDF below is Beta(a, 1)'s"
+    prior = np.diff((np.sin(np.arange(_THETA + 1) * dtheta) ** 2) ** a)
     q = FS[:, None] + ps[None, :] * (1.0 - FS - FD)[:, None]  # (G, T)
     lq, l1q = np.log(q), np.log1p(-q)
     # log P(answers of stratum k | p, fs, fd), (G, K, T); strata without answers: 0
