@@ -306,8 +306,9 @@ def read_labels(path: Path) -> List[dict]:
 
 def cutoff_grid(scores: np.ndarray, edges: np.ndarray) -> List[float]:
     """Cutoffs: every stratum edge and the top-1 score quantiles between q90 and q99.9 in steps of 0.25 %."""
-    qs = np.quantile(scores, np.arange(0.90, 0.99901, 0.0025))
-    return [float(c) for c in np.unique(np.r_[edges[:-1], qs]) if c >= edges[0]]
+    # one probability per cutoff (rounded, so 0.97 from the steps and from STRATA_Q is one cutoff, not two)
+    probs = np.unique(np.round(np.r_[STRATA_Q, np.arange(0.90, 0.99901, 0.0025)], 6))
+    return [float(c) for c in np.unique(np.quantile(scores, probs)) if c >= edges[0]]
 
 
 def evaluate(te: Sequence[str], tr: Sequence[str], sc: np.ndarray, labels: Sequence[dict],
@@ -378,11 +379,16 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     te, tr, sc = top1_pairs(scan)
     result = evaluate(te, tr, sc, labels, listed)
     listed_set = set(listed)
+    in_list = [(r["test_file"].split("/", 1)[1], r["train_file"].split("/", 1)[1]) in listed_set for r in labels]
+    listed_tests = {a for a, _ in listed}
+    result["sampled_same_not_listed_but_test_listed_with_another_train_item"] = sum(
+        1 for r, y in zip(labels, in_list) if not y and r["label"] == "same" and r["test_file"].split("/", 1)[1] in listed_tests)
     result["sampled_same_not_in_cifair"] = [
         {"test_index": r["test_index"], "train_index": r["train_index"]} for r in labels
         if r["label"] == "same" and (r["test_file"].split("/", 1)[1], r["train_file"].split("/", 1)[1]) not in listed_set]
-    result["sampled_in_cifair"] = sum(1 for r in labels if (r["test_file"].split("/", 1)[1],
-                                                            r["train_file"].split("/", 1)[1]) in listed_set)
+    result["sampled_by_cifair_and_label"] = {
+        f"{'listed' if x else 'not listed'}, {v}": sum(1 for r, y in zip(labels, in_list) if y == x and r["label"] == v)
+        for x in (True, False) for v in LABEL_VALUES}
     if args.make_misses:
         cut = (result["lowest_cutoff_precision_ge_095"] or {}).get("cutoff")
         if cut is None:
