@@ -3,6 +3,10 @@
     python -m benchmarks.cifar10_precision --scan DIR                        # the measurement
     python -m benchmarks.cifar10_precision --scan DIR --make-sample FOLDER   # montages to label (done once)
     python -m benchmarks.cifar10_precision --scan DIR --make-sample FOLDER --labels-from TXT   # labels → jsonl
+    python -m benchmarks.cifar10_precision --scan DIR --make-misses FOLDER   # montages of the missed ciFAIR pairs
+
+The by-eye categories of the missed pairs are read from ``benchmarks/data/cifar10_misses.json``
+(``--misses``): why each was missed and what differs between the test image and its listed partner.
 
 ``DIR`` is a finished default scan of CIFAR-10 (``sibscan scan --train …/train --test …/test --out DIR``);
 ``index_map.json`` and ``ciFAIR_duplicates_cifar10.csv`` are read from ``--meta`` (default
@@ -39,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
