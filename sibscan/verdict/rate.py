@@ -305,9 +305,9 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     dtheta = (np.pi / 2) / _THETA
     ps = np.sin((np.arange(_THETA) + 0.5) * dtheta) ** 2  # (T,): cell midpoints
     # the prior's mass in each cell, exactly (its density is infinite at 0)
-    a, b = _SHARE_PRIOR
-    assert b == 1.0, "the prior's CDF below is Beta(a, 1)'s"
-    prior = np.diff((np.sin(np.arange(_THETA + 1) * dtheta) ** 2) ** a)
+    shape, one = _SHARE_PRIOR
+    assert one == 1.0, "the prior's CDF below is Beta(shape, 1)'s"
+    prior = np.diff((np.sin(np.arange(_THETA + 1) * dtheta) ** 2) ** shape)
     q = FS[:, None] + ps[None, :] * (1.0 - FS - FD)[:, None]  # (G, T)
     lq, l1q = np.log(q), np.log1p(-q)
     # log P(answers of stratum k | p, fs, fd), (G, K, T); strata without answers: 0
