@@ -18,7 +18,7 @@ import json
 import logging
 import os
 from pathlib import PurePath
-from typing import Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 

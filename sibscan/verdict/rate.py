@@ -238,7 +238,6 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     known = same & (score[labelled] >= cutoff) if cutoff is not None else np.zeros(len(same), bool)
     m = np.bincount(hl, minlength=K)
     a = np.bincount(hl, weights=same.astype(np.float64), minlength=K)
-    k_known = np.bincount(hl[known], minlength=K)
     k_same = np.bincount(hl[same & ~known], minlength=K)
     k_diff = m - a.astype(np.int64)
     rng = np.random.default_rng(0)
