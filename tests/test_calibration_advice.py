@@ -102,3 +102,12 @@ def test_every_advised_range_holds_the_unlabelled_pairs_it_asks_for(data):
     # every "label about N more pairs scoring A to B" the advice says is one of those
     said = [m.group(0) for a in res.advice for m in ADVICE.finditer(a)]
     assert sorted(said) == sorted(ADVICE.match(a.phrase).group(0) for a in res.asks if ADVICE.match(a.phrase))
+
+
+def test_one_range_short_of_both_answers_is_advised_once():
+    # one 'same' and one 'different' answer, one pair left: both sides' advice point at the same range (CI found it)
+    pop = np.array([1.0, -0.125, -0.125])
+    res = fit(pop[:2], np.array([True, False]), pop, lo=0.0, n_boot=30)
+    assert len(res.asks) == 1
+    assert sum(res.asks[0].phrase in a for a in res.advice) == 1
+    assert any("named above serve here too" in a for a in res.advice), res.advice

@@ -307,9 +307,12 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     def ask(n: int, a: float, b: float, widen: str = "down") -> Optional[str]:
         """The words of advice to label about ``n`` pairs scoring ``a`` to ``b`` that the scan holds (None: none left)."""
         got = open_.ask(n, a, b, widen)
-        if got is not None:
-            asks.append(got)
-        return None if got is None else got.phrase
+        if got is None:
+            return None
+        if any((x.lo, x.hi) == (got.lo, got.hi) for x in asks):  # both sides short of answers can ask for one range
+            return f"the pairs scoring {fmt.span(got.lo, got.hi)} named above serve here too"
+        asks.append(got)
+        return got.phrase
 
     curve = fit_curve(scores, same)
     cutoff = find_cutoff(curve, pop_scores, target_precision)
