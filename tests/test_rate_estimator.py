@@ -32,22 +32,40 @@ def _answered_sets(draw):
         lambda a, b, c, d: ControlAnswers(n_same=a, same_answered_same=min(b, a), n_different=c,
                                           different_answered_same=min(d, c)),
         st.integers(0, 20), st.integers(0, 20), st.integers(0, 20), st.integers(0, 20))))
-    return score, exact, labelled, same, cutoff, controls
+    trusted = rng.random(m) < draw(st.sampled_from([0.0, 0.5, 1.0]))  # an oracle's answers among them
+    return score, exact, labelled, same, cutoff, controls, trusted
 
 
 @settings(max_examples=60, deadline=None)
 @given(_answered_sets())
 def test_lower_end_holds_what_is_known_and_estimate_lies_inside(data):
-    score, exact, labelled, same, cutoff, controls = data
-    est = estimate_rate(score, exact, labelled, same, cutoff=cutoff, controls=controls, fast=True)
+    score, exact, labelled, same, cutoff, controls, trusted = data
+    est = estimate_rate(score, exact, labelled, same, cutoff=cutoff, controls=controls, fast=True, trusted=trusted)
     n = len(score)
     usable = ~exact[labelled] & np.isfinite(score[labelled])
-    known = int(exact.sum())
-    if cutoff is not None:
-        known += int((same & usable & (score[labelled] >= cutoff)).sum())
+    known = int(exact.sum())  # + answered "same" at or above the cutoff + an oracle's "same" anywhere
+    above = score[labelled] >= cutoff if cutoff is not None else np.zeros(len(same), bool)
+    known += int((same & usable & (above | trusted)).sum())
     assert est.lo * n >= known - 1e-9
     assert est.lo <= est.estimate <= est.hi <= 1.0
     assert np.all((est.p_same >= 0) & (est.p_same <= 1)) and est.n_known == known - int(exact.sum())
+
+
+def test_an_oracles_answers_carry_no_labeller_error():
+    # one 'same' among 40 low-scoring 'different' answers: from a person it may be a slip (3 % of 40 is one),
+    # from an oracle (made from a planted truth) it is a sibling, and the lower end counts it
+    rng = np.random.default_rng(3)
+    score = np.r_[rng.uniform(0.0, 0.5, 40), rng.uniform(0.9, 1.0, 20)]  # every item labelled
+    labelled = np.arange(60)
+    same = np.r_[np.arange(40) == 7, np.ones(20, bool)]
+    exact = np.zeros(len(score), bool)
+    person = estimate_rate(score, exact, labelled, same, cutoff=0.9)
+    oracle = estimate_rate(score, exact, labelled, same, cutoff=0.9, trusted=np.ones(len(same), bool))
+    assert person.siblings[0] == 20 and oracle.siblings == (21, 21, 21), (person.siblings, oracle.siblings)
+    assert person.p_same[7] < 1 and oracle.p_same[7] == 1 and oracle.p_same[:40].sum() == 1
+    assert "oracle answers" in oracle.method and "oracle" not in person.method
+    with pytest.raises(ValueError, match="trusted and same must have the same length"):
+        estimate_rate(score, exact, labelled, same, trusted=np.ones(3, bool))
 
 
 @settings(max_examples=40, deadline=None)

@@ -35,8 +35,10 @@ per stratum: exact twins, plus the answered "same" at or above the cutoff (known
 floor), plus per stratum a binomial of its unlabelled items at ``p_h`` (a finite population: the
 labelled items are not drawn again), plus the labelled items the answers may have got wrong
 (answered "same" below the cutoff at ``p (1 - f_d) / q``, answered "different" at ``p f_d / (1 -
-q)``).  The interval is the draws' 2.5-97.5 % quantiles and the estimate their median, so ``lo x n``
-is never below exact twins + answered "same" at or above the cutoff, and the estimate lies in
+q)``).  An oracle's answers (``trusted``: made from a planted truth) carry no error: its "same" are
+known siblings wherever they score.  The interval is the draws' 2.5-97.5 % quantiles and the estimate
+their median, so ``lo x n`` is never below exact twins + answered "same" at or above the cutoff (+ an
+oracle's "same" anywhere), and the estimate lies in
 ``[lo, hi]`` (property-tested).  A stratum without answers has the prior's whole range: label it
 (the draw gives every stratum answers first).
 
@@ -186,7 +188,7 @@ class RateEstimate:
 
 def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray, *,
                   level: float = LEVEL, fast: bool = False, cutoff: Optional[float] = None,
-                  controls: Optional[ControlAnswers] = None) -> RateEstimate:
+                  controls: Optional[ControlAnswers] = None, trusted: Optional[np.ndarray] = None) -> RateEstimate:
     """The sibling rate of ``n`` test items from their scores and a person's answers on some of them.
 
     Parameters
@@ -210,6 +212,11 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     controls : ControlAnswers, optional
         The labeller's answers on control pairs: they measure the false-"same" and false-"different"
         rates; without them each is assumed to be at most 10 %.
+    trusted : ndarray of shape (m,), bool, optional
+        Answers known to be right: an oracle's (``"labeller": "oracle"``, made from a planted truth), not
+        a person's.  They carry no labeller error: a trusted "same" is a known sibling wherever it
+        scores (the floor), a trusted "different" a known non-sibling.  Default: none (every answer a
+        person's).
 
     Returns
     -------
@@ -227,28 +234,34 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     same = np.asarray(same, bool)
     if labelled.shape != same.shape:
         raise ValueError(f"labelled and same must have the same length, got {len(labelled)} and {len(same)}")
+    trusted = np.zeros(len(same), bool) if trusted is None else np.asarray(trusted, bool)
+    if trusted.shape != same.shape:
+        raise ValueError(f"trusted and same must have the same length, got {len(trusted)} and {len(same)}")
     use = ~exact[labelled] & np.isfinite(score[labelled])
-    labelled, same = labelled[use], same[use]
+    labelled, same, trusted = labelled[use], same[use], trusted[use]
     h = score_strata(score)
     h[exact] = -1
     K = int(h.max()) + 1 if n and h.max() >= 0 else 0
     free = h >= 0
     N = np.bincount(h[free], minlength=K).astype(np.int64)
     hl = h[labelled]
-    known = same & (score[labelled] >= cutoff) if cutoff is not None else np.zeros(len(same), bool)
-    m = np.bincount(hl, minlength=K)
-    a = np.bincount(hl, weights=same.astype(np.float64), minlength=K)
-    k_same = np.bincount(hl[same & ~known], minlength=K)
-    k_diff = m - a.astype(np.int64)
+    known = same & ((score[labelled] >= cutoff) | trusted) if cutoff is not None else same & trusted
+    hand = ~trusted
+    m = np.bincount(hl[hand], minlength=K)
+    a = np.bincount(hl[hand], weights=same[hand].astype(np.float64), minlength=K)
+    m_t = np.bincount(hl[trusted], minlength=K)
+    a_t = np.bincount(hl[trusted], weights=same[trusted].astype(np.float64), minlength=K)
+    k_same = np.bincount(hl[same & ~known], minlength=K)  # a person's "same" below the cutoff
+    k_diff = m - a.astype(np.int64)  # a person's "different"
     rng = np.random.default_rng(0)
     draws = _DRAWS_FAST if fast else _DRAWS
-    fs, fd, p = _posterior_draws(a, m, controls, draws, rng)
+    fs, fd, p = _posterior_draws(a, m, controls, draws, rng, a_t, m_t)
     q = fs[:, None] + p * (1.0 - fs - fd)[:, None]
     p_if_same = np.clip(p * (1.0 - fd[:, None]) / np.maximum(q, 1e-12), 0.0, 1.0)
     p_if_diff = np.clip(p * fd[:, None] / np.maximum(1.0 - q, 1e-12), 0.0, 1.0)
     n_exact = int(exact.sum())
     n_known = int(known.sum())
-    total = (n_exact + n_known + rng.binomial(N - m, p).sum(axis=1) + rng.binomial(k_same, p_if_same).sum(axis=1)
+    total = (n_exact + n_known + rng.binomial(N - m - m_t, p).sum(axis=1) + rng.binomial(k_same, p_if_same).sum(axis=1)
              + rng.binomial(k_diff, p_if_diff).sum(axis=1)).astype(np.float64)
     lo_c, mid_c, hi_c = (float(v) for v in np.quantile(total, [(1 - level) / 2, 0.5, (1 + level) / 2]))
     # per item: the posterior mean probability of being a sibling, and the sd of its stratum's share
@@ -257,7 +270,8 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
     if K:
         p_same[free] = p.mean(axis=0)[h[free]]
         curve_sd[free] = p.std(axis=0)[h[free]]
-        p_same[labelled] = np.where(known, 1.0, np.where(same, p_if_same.mean(axis=0)[hl], p_if_diff.mean(axis=0)[hl]))
+        p_same[labelled] = np.where(known, 1.0, np.where(trusted, 0.0, np.where(
+            same, p_if_same.mean(axis=0)[hl], p_if_diff.mean(axis=0)[hl])))
     frac = (lambda v: v / n) if n else (lambda v: 0.0)
     n_controls = controls.n if controls is not None else 0
     err = {"false_same": _three(fs), "false_different": _three(fd), "controls": n_controls}
@@ -265,13 +279,17 @@ def estimate_rate(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, sa
                        f"{_ERR_CAP_MEASURED:g}])" if n_controls else
                        f"; the labeller's error rates not measured (no control answers): assumed at most "
                        f"{_ERR_CAP_ASSUMED:.0%} each (flat prior), bounded further by the answers")
+    n_trusted = int(trusted.sum())
+    if n_trusted:
+        method += (f"; {n_trusted} oracle answers (made from a planted truth) read as right: their 'same' are known "
+                   "siblings wherever they score" + (" (every answer is an oracle's)" if n_trusted == len(same) else ""))
     return RateEstimate(estimate=frac(mid_c), lo=frac(lo_c), hi=frac(hi_c), siblings=(lo_c, mid_c, hi_c), n=n,
                         n_labels=int(len(labelled)), n_exact=n_exact, level=level, p_same=p_same, curve_sd=curve_sd,
                         n_known=n_known, labeller_error=err, method=method)
 
 
 def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAnswers], draws: int,
-                     rng: np.random.Generator) -> tuple:
+                     rng: np.random.Generator, a_t: Optional[np.ndarray] = None, m_t: Optional[np.ndarray] = None) -> tuple:
     """Draws of the labeller's (false-"same", false-"different") rates and of every stratum's sibling
     share from their joint posterior (module docstring).
 
@@ -284,7 +302,9 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     Parameters
     ----------
     a, m : ndarray of shape (K,)
-        "Same" answers and answers per stratum.
+        "Same" answers and answers per stratum (a person's).
+    a_t, m_t : ndarray of shape (K,), optional
+        The same of answers known to be right (an oracle's): binomial in ``p`` itself.
 
     Returns
     -------
@@ -311,6 +331,8 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     lq, l1q = np.log(q), np.log1p(-q)
     # log P(answers of stratum k | p, fs, fd), (G, K, T); strata without answers: 0
     ll = a[None, :, None] * lq[:, None, :] + (m - a)[None, :, None] * l1q[:, None, :]
+    if m_t is not None and m_t.any():  # answers without error: binomial in the share itself
+        ll = ll + (a_t[:, None] * np.log(ps)[None, :] + (m_t - a_t)[:, None] * np.log1p(-ps)[None, :])[None, :, :]
     top = ll.max(axis=2, keepdims=True)
     lik = np.exp(ll - top) * prior
     logw += (np.log(lik.sum(axis=2)) + top[:, :, 0]).sum(axis=1)

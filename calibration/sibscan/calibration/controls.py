@@ -48,11 +48,13 @@ _STREAM = 0xC0  # the controls' own random stream of the calibration's seed
 
 
 def estimate_with_controls(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray,
-                           controls: Optional[ControlAnswers], *, fast: bool = False, cutoff: Optional[float] = None):
+                           controls: Optional[ControlAnswers], *, fast: bool = False, cutoff: Optional[float] = None,
+                           trusted: Optional[np.ndarray] = None):
     """:func:`sibscan.verdict.rate.estimate_rate` as the calibration calls it (the fit, the live estimate, the
     draw's extension), with the labeller's answers on control pairs (they measure its error rates) and the
-    cutoff in force (answered "same" at or above it are the interval's floor)."""
-    return estimate_rate(score, exact, labelled, same, fast=fast, cutoff=cutoff, controls=controls)
+    cutoff in force (answered "same" at or above it are the interval's floor), and which answers are an
+    oracle's (``trusted``: read as right)."""
+    return estimate_rate(score, exact, labelled, same, fast=fast, cutoff=cutoff, controls=controls, trusted=trusted)
 
 
 def _rows(emb, idx: np.ndarray) -> np.ndarray:

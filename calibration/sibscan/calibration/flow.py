@@ -417,7 +417,9 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
     if len(rows_a):
-        r = estimate_with_controls(ts.score, ts.exact, pop.query_index[rows_a], same_a, controls, cutoff=res.cutoff)
+        trusted = np.array([labeller.kind(rec) == labeller.ORACLE for rec in used], bool)
+        r = estimate_with_controls(ts.score, ts.exact, pop.query_index[rows_a], same_a, controls, cutoff=res.cutoff,
+                                   trusted=trusted)
         est["rate"] = r.to_dict()
         est["sibling_rate"] = [r.lo, r.estimate, r.hi]
         est["siblings"] = list(r.siblings)

@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from sibscan import fmt
+from sibscan import fmt, labeller
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.textalign import word_diff
@@ -150,7 +150,12 @@ class LabelSession:
             return None
         score, exact = self.scores
         controls = tally(self.plan.controls, self.plan.store.current()) if self.plan is not None else None
-        return estimate_with_controls(score, exact, self.pop.query_index[rows], same, controls, fast=fast)
+        # an oracle's answers (imported from a planted truth) are read as right, as the fit reads them
+        oracle = {self._index[k] for k, rec in self.store.current().items()
+                  if k in self._index and labeller.kind(rec) == labeller.ORACLE}
+        trusted = np.fromiter((r in oracle for r in rows), bool, len(rows))
+        return estimate_with_controls(score, exact, self.pop.query_index[rows], same, controls, fast=fast,
+                                      trusted=trusted)
 
     def live(self) -> Optional[dict]:
         """``{n_labels, estimate, lo, hi, level, narrow_enough, text}`` from the answers so far, or None."""
