@@ -86,11 +86,12 @@ def _population(score: np.ndarray):
 
 
 def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator, seed: int,
-                     control_share: float = 0.0) -> Dict[int, dict]:
+                     control_share: float = 0.0, keep_rows: bool = False) -> Dict[int, dict]:
     """Label as ``sibscan calibrate`` does, with a labeller wrong 3 % of the time; the estimate at each
     checkpoint (total answers).  With ``control_share``, that share of the answers goes to control
     pairs (half known "same", half known "different", answered by the same fallible labeller) and the
-    estimate reads them (:class:`sibscan.stats.ControlAnswers`)."""
+    estimate reads them (:class:`sibscan.stats.ControlAnswers`).  ``keep_rows``: each checkpoint's
+    ``rows`` and ``answers`` too (:mod:`benchmarks.width_forecast` forecasts from them)."""
     from sibscan.calibration.fit import find_cutoff, fit_curve
     from sibscan.calibration.sampling import extend_draw, make_draw
     from sibscan.stats import ControlAnswers
@@ -126,6 +127,8 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
         est = estimate_rate(score, exact, rows, answer[rows], cutoff=cutoff, controls=controls)
         out[total] = {"lo": est.lo, "mid": est.estimate, "hi": est.hi, "n_below": int((score[rows] < ds["lo"]).sum()),
                       "wrong_answers": int(wrong[rows].sum()), "controls": n_ctrl}
+        if keep_rows:
+            out[total].update(rows=np.array(rows), answers=answer[rows])
     return out
 
 

@@ -22,7 +22,7 @@ def _answered_sets(draw):
     rng = np.random.default_rng(seed)
     score = rng.uniform(-0.2, 1.0, n)
     score[rng.random(n) < draw(st.sampled_from([0.0, 0.05, 0.3]))] = np.nan  # items without a neighbour
-    score[rng.random(n) < 0.1] = np.round(score[rng.random(n) < 0.1].mean() if n > 20 else 0.5, 2)  # ties
+    score[rng.random(n) < 0.1] = np.round(np.nanmedian(np.r_[score, 0.5]), 2) if n > 20 else 0.5  # ties
     exact = rng.random(n) < draw(st.sampled_from([0.0, 0.02, 0.2]))
     m = draw(st.integers(0, n))
     labelled = rng.choice(n, m, replace=False)
@@ -174,3 +174,38 @@ def test_first_draw_puts_two_pairs_in_every_stratum_below_the_range_included():
     drawn = np.bincount(h[draw.rows], minlength=h.max() + 1)
     assert drawn.min() >= 2 and drawn.sum() == 20
     assert (score[draw.rows] < 0.9).sum() >= 2 * (len(drawn) - 2)  # the strata under the range are drawn too
+
+
+# --- what more labels buy ------------------------------------------------------------------------
+def test_the_width_forecast_narrows_with_more_answers_and_counts_them():
+    from sibscan.verdict.rate import forecast_width
+
+    rng = np.random.default_rng(5)
+    score = np.r_[rng.uniform(0.0, 0.8, 1900), rng.uniform(0.9, 1.0, 100)]
+    truth = np.r_[np.zeros(1900, bool), np.ones(100, bool)]
+    labelled = np.r_[rng.choice(1900, 40, replace=False), 1900 + np.arange(20)]
+    exact = np.zeros(len(score), bool)
+    now = estimate_rate(score, exact, labelled, truth[labelled], fast=True)
+    fc = forecast_width(score, exact, labelled, truth[labelled], more=(50, 200, 200, 0))
+    assert [f["labels"] for f in fc] == [110, 260]  # repeats and zero dropped
+    assert now.hi - now.lo > fc[0]["width"] > fc[1]["width"] > 0, (now.hi - now.lo, fc)
+    assert all(f["half_width"] == f["width"] / 2 for f in fc)
+    # nothing left to label: no forecast
+    assert forecast_width(score[:5], exact[:5], np.arange(5), truth[:5]) == []
+
+
+def test_calibrate_says_what_more_labels_would_buy(tmp_path):
+    from _helpers import oracle_file
+    from sibscan.calibration import calibrate
+    from sibscan.calibration.synthetic import planted_scan
+
+    p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=3, modality="text", dim=48)
+    cal = tmp_path / "cal"
+    calibrate(p.path, calibration_dir=cal, ui="none", n_pairs=20, controls=0)
+    res = calibrate(p.path, calibration_dir=cal, ui="none", n_pairs=20, controls=0,
+                    labels=oracle_file(tmp_path, p, cal, labeller="simulated"))
+    assert res.estimates["narrow_enough"] is False
+    fc = res.estimates["width_forecast"]
+    assert [f["labels"] for f in fc] == [res.estimates["rate"]["n_labels"] + k for k in (50, 100, 200)]
+    said = [a for a in res.advice if "simulated from these answers, the width after 50 more about" in a]
+    assert len(said) == 1 and f"{100 * fc[2]['width']:.1f} pp" in said[0], res.advice

@@ -70,7 +70,8 @@ from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason
 from ..stats import ControlAnswers
 from .testscores import TestScores, best_scores, flagged_mask, test_scores
 
-__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
+__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask",
+           "forecast_width", "headline",
            "narrow_enough", "no_interval_reason", "score_strata", "sentence", "test_scores"]
 
 #: the estimator's strata: test items are cut by their top-1 score at these shares from the top (the
@@ -83,10 +84,11 @@ _MIN_STRATUM = 10
 #: the controls' answers measure the rates
 _ERR_CAP_ASSUMED, _ERR_CAP_MEASURED, _ERR_GRID = 0.10, 0.5, 25
 _DRAWS, _DRAWS_FAST = 20_000, 4_000
-#: each stratum's prior sibling share: Beta(0.1, 1), mean 0.09 (most strata hold few siblings; a
-#: Jeffreys prior's half a pseudo-"same" per stratum added up to a floor of several percent of the items
-#: over the big low-score strata at 60 labels, above a 0.5 % rate)
-_SHARE_PRIOR = (0.15, 1.0)  # Beta(a, 1): its CDF is x ** a (no scipy in the core install)
+#: each stratum's prior sibling share is Beta(a, 1) (its CDF x ** a: no scipy in the core install), the
+#: shape ``a`` itself unknown, one of these with equal prior weight and weighed by all strata's answers:
+#: a set whose strata are mostly empty of siblings picks a small ``a`` (a narrow upper end at a 0.5 %
+#: rate), one whose siblings spread into the low strata (photos the verifier scores low) a larger one
+_SHARE_SHAPES = (0.1, 0.15, 0.25, 0.4)  # Beta(a, 1): its CDF is x ** a (no scipy in the core install)
 _THETA = 128  # grid points of each stratum's sibling share (uniform in theta, p = sin(theta)^2)
 #: the method as every record names it
 METHOD = ("stratified by top-1 score over the whole test set; per stratum a Jeffreys posterior of the share answered "
@@ -294,10 +296,11 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     share from their joint posterior (module docstring).
 
     The error rates live on a grid over ``[0, cap]^2``; each stratum's share ``p`` on a grid uniform in
-    ``theta`` with ``p = sin(theta)^2`` (fine near 0 and 1), with the prior ``_SHARE_PRIOR``; the answers'
-    likelihood is binomial in ``q = f_s + p (1 - f_s - f_d)``.  A stratum's answers weigh each error
-    grid point by their likelihood averaged over its prior (so a stratum answered "different"
-    throughout bounds ``f_s``); given the error rates, its share is drawn from its own posterior.
+    ``theta`` with ``p = sin(theta)^2`` (fine near 0 and 1), with the prior Beta(a, 1), ``a`` one of
+    ``_SHARE_SHAPES``; the answers' likelihood is binomial in ``q = f_s + p (1 - f_s - f_d)``.  All
+    strata's answers weigh each (a, error rates) grid point by their likelihood averaged over the prior
+    (so a stratum answered "different" throughout bounds ``f_s``, and strata that all hold few siblings
+    favour a small ``a``); given the grid point, each share is drawn from its own posterior.
 
     Parameters
     ----------
@@ -323,10 +326,10 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
         logw += fd_k * np.log(FD) + (controls.n_same - fd_k) * np.log1p(-FD)
     dtheta = (np.pi / 2) / _THETA
     ps = np.sin((np.arange(_THETA) + 0.5) * dtheta) ** 2  # (T,): cell midpoints
-    # the prior's mass in each cell, exactly (its density is infinite at 0)
-    shape, one = _SHARE_PRIOR
-    assert one == 1.0, "the prior's CDF below is Beta(shape, 1)'s"
-    prior = np.diff((np.sin(np.arange(_THETA + 1) * dtheta) ** 2) ** shape)
+    # the prior's mass in each cell, exactly (its density is infinite at 0), for every shape of the grid
+    shapes = np.asarray(_SHARE_SHAPES, np.float64)
+    S, G = len(shapes), len(FS)
+    prior = np.diff((np.sin(np.arange(_THETA + 1) * dtheta) ** 2)[None, :] ** shapes[:, None], axis=1)  # (S, T)
     q = FS[:, None] + ps[None, :] * (1.0 - FS - FD)[:, None]  # (G, T)
     lq, l1q = np.log(q), np.log1p(-q)
     # log P(answers of stratum k | p, fs, fd), (G, K, T); strata without answers: 0
@@ -334,13 +337,14 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
     if m_t is not None and m_t.any():  # answers without error: binomial in the share itself
         ll = ll + (a_t[:, None] * np.log(ps)[None, :] + (m_t - a_t)[:, None] * np.log1p(-ps)[None, :])[None, :, :]
     top = ll.max(axis=2, keepdims=True)
-    lik = np.exp(ll - top) * prior
-    logw += (np.log(lik.sum(axis=2)) + top[:, :, 0]).sum(axis=1)
+    # (S * G, K, T): every (shape, error rates) grid point's per-stratum likelihood times the prior
+    lik = (np.exp(ll - top)[None, :, :, :] * prior[:, None, None, :]).reshape(S * G, K, _THETA)
+    logw = np.tile(logw, S) + (np.log(lik.sum(axis=2)) + np.tile(top[:, :, 0], (S, 1))).sum(axis=1)
     w = np.exp(logw - logw.max())
     k = rng.choice(len(w), size=draws, p=w / w.sum())
     jitter = rng.random((2, draws)) - 0.5
-    fs = np.clip(FS[k] + jitter[0] * step, 0.0, cap)
-    fd = np.clip(FD[k] + jitter[1] * step, 0.0, cap)
+    fs = np.clip(FS[k % G] + jitter[0] * step, 0.0, cap)
+    fd = np.clip(FD[k % G] + jitter[1] * step, 0.0, cap)
     # each stratum's share given the drawn grid point: from its posterior over theta, jittered within the cell
     cum = np.cumsum(lik, axis=2)
     cum /= cum[:, :, -1:]
@@ -355,3 +359,58 @@ def _posterior_draws(a: np.ndarray, m: np.ndarray, controls: Optional[ControlAns
 def _three(x: np.ndarray) -> list:
     """[2.5 %, 50 %, 97.5 %] quantiles of a draw, rounded for a record."""
     return [round(float(v), 5) for v in np.quantile(x, [0.025, 0.5, 0.975])]
+
+
+def forecast_width(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray, *,
+                   more=(50, 100, 200), cutoff: Optional[float] = None, controls: Optional[ControlAnswers] = None,
+                   trusted: Optional[np.ndarray] = None, reps: int = 5, seed: int = 0) -> list:
+    """What more labels would buy: the interval's expected width after ``more`` further answers.
+
+    A simulation from the current answers: each further pair is drawn from the unlabelled items of a
+    stratum chosen in proportion to ``N_h x sd_h`` (where an answer tells the most, as the adaptive draw
+    chooses), answered "same" with the stratum's posterior mean probability (the labeller's median
+    error rates included); the estimator is re-run on the answers so far plus those, ``reps`` times,
+    and the median width is the forecast.  A forecast under today's posterior, not a promise: siblings
+    the answers have not hinted at yet are not in it.
+
+    Returns
+    -------
+    list of dict
+        ``{"labels": n_labels + k, "width": median width (a fraction), "half_width": ...}`` for each ``k``.
+    """
+    score = np.asarray(score, np.float64)
+    exact = np.asarray(exact, bool)
+    labelled = np.asarray(labelled, np.int64)
+    same = np.asarray(same, bool)
+    trusted = np.zeros(len(same), bool) if trusted is None else np.asarray(trusted, bool)
+    est = estimate_rate(score, exact, labelled, same, fast=True, cutoff=cutoff, controls=controls, trusted=trusted)
+    h = score_strata(score)
+    h[exact] = -1
+    open_ = (h >= 0) & np.isfinite(score)
+    open_[labelled] = False
+    if not open_.any():
+        return []
+    K = int(h.max()) + 1
+    fs, fd = est.labeller_error["false_same"][1], est.labeller_error["false_different"][1]
+    q_item = np.clip(fs + est.p_same * (1.0 - fs - fd), 0.0, 1.0)
+    sd = np.zeros(K)
+    size = np.bincount(h[open_], minlength=K).astype(np.float64)
+    for k in range(K):
+        ink = open_ & (h == k)
+        sd[k] = est.curve_sd[ink].mean() if ink.any() else 0.0
+    weight = size * np.maximum(sd, 1e-6) * (size > 0)
+    rng = np.random.default_rng(seed)
+    out = []
+    for k_more in sorted({int(x) for x in more if int(x) > 0}):
+        widths = []
+        for _ in range(max(1, reps)):
+            take = np.minimum(rng.multinomial(k_more, weight / weight.sum()), size.astype(np.int64))
+            new = np.concatenate([rng.choice(np.flatnonzero(open_ & (h == k)), int(c), replace=False)
+                                  for k, c in enumerate(take) if c] or [np.zeros(0, np.int64)])
+            ans = rng.random(len(new)) < q_item[new]
+            e = estimate_rate(score, exact, np.r_[labelled, new], np.r_[same, ans], fast=True, cutoff=cutoff,
+                              controls=controls, trusted=np.r_[trusted, np.zeros(len(new), bool)])
+            widths.append(e.hi - e.lo)
+        w = float(np.median(widths))
+        out.append({"labels": est.n_labels + k_more, "width": w, "half_width": w / 2})
+    return out

@@ -19,6 +19,7 @@ from sibscan import fmt, labeller
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.verdict.pairdecision import PairLabels
 from sibscan.verdict.headline import narrow_enough
+from sibscan.verdict.rate import forecast_width
 from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
@@ -33,6 +34,9 @@ from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_
 from .sampling import Draw, Population, extend_draw, make_draw
 from .session import LabelSession
 from sibscan.options import UIS
+
+#: the further answers calibrate's advice forecasts the rate's width for, when it is not narrow enough yet
+FORECAST_MORE = (50, 100, 200)
 
 __all__ = ["calibrate", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
 
@@ -426,8 +430,14 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         est["narrow_enough"] = narrow_enough(r.estimate, r.lo, r.hi)
         est["precision"], est["recall"] = r.precision_recall(ts.score, ts.exact, res.cutoff)
         if not est["narrow_enough"]:
-            advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}) is wider than max(0.5 pp, 25 % of the "
-                          "estimate): label more pairs (--n-pairs) to narrow it")
+            # what more labels would buy, simulated from these answers (sibscan.verdict.rate.forecast_width)
+            fc = forecast_width(ts.score, ts.exact, pop.query_index[rows_a], same_a, more=FORECAST_MORE,
+                                cutoff=res.cutoff, controls=controls, trusted=trusted)
+            est["width_forecast"] = fc
+            buys = ", ".join(f"{f['labels'] - r.n_labels} more about {100 * f['width']:.1f} pp" for f in fc)
+            advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}, {100 * (r.hi - r.lo):.1f} pp wide) is wider "
+                          "than max(0.5 pp, 25 % of the estimate): label more pairs (--n-pairs) to narrow it"
+                          + (f"; simulated from these answers, the width after {buys}" if fc else ""))
         below = pop.score < draw.lo
         est["below_range"] = {"n": int((below & ~pop.exact).sum()), "labelled": int(below[rows_a].sum()),
                               "same": int((below[rows_a] & same_a).sum())}
