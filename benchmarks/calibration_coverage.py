@@ -86,12 +86,14 @@ def _population(score: np.ndarray):
 
 
 def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator, seed: int,
-                     control_share: float = 0.0, keep_rows: bool = False) -> Dict[int, dict]:
+                     control_share: float = 0.0, keep_rows: bool = False, oracle: bool = False) -> Dict[int, dict]:
     """Label as ``sibscan calibrate`` does, with a labeller wrong 3 % of the time; the estimate at each
     checkpoint (total answers).  With ``control_share``, that share of the answers goes to control
     pairs (half known "same", half known "different", answered by the same fallible labeller) and the
     estimate reads them (:class:`sibscan.stats.ControlAnswers`).  ``keep_rows``: each checkpoint's
-    ``rows`` and ``answers`` too (:mod:`benchmarks.width_forecast` forecasts from them)."""
+    ``rows`` and ``answers`` too (:mod:`benchmarks.width_forecast` forecasts from them).  ``oracle``: the
+    labeller is never wrong and the estimator is told so (its answers are an oracle's: ``trusted``), the
+    best any labelling can do."""
     from sibscan.calibration.fit import find_cutoff, fit_curve
     from sibscan.calibration.sampling import extend_draw, make_draw
     from sibscan.stats import ControlAnswers
@@ -101,10 +103,11 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
     n = len(score)
     exact = np.zeros(n, bool)
     pop = _population(score)
-    wrong = rng.random(n) < LABELLER_ERROR  # each item's answer, if asked: the truth, or wrong
+    error = 0.0 if oracle else LABELLER_ERROR
+    wrong = rng.random(n) < error  # each item's answer, if asked: the truth, or wrong
     answer = truth ^ wrong
     top = max(checkpoints)
-    ctrl_wrong = rng.random((2, top)) < LABELLER_ERROR  # [known same, known different] answers, in order
+    ctrl_wrong = rng.random((2, top)) < error  # [known same, known different] answers, in order
     pairs_at = {t: t - int(round(control_share * t)) for t in checkpoints}
     draw = make_draw(pop, ds["lo"], min(SEED_PAIRS, pairs_at[checkpoints[0]]), seed=seed)
     out = {}
@@ -112,7 +115,7 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
         target = pairs_at[total]
         while len(draw.rows) < target:
             rows = draw.rows
-            est = estimate_rate(score, exact, rows, answer[rows], fast=True)
+            est = estimate_rate(score, exact, rows, answer[rows], fast=True, trusted=np.full(len(rows), oracle))
             extend_draw(draw, pop, min(step, target - len(rows)), labels_by_row={int(r): "x" for r in rows},
                         p_same=est.p_same, curve_sd=est.curve_sd)
         rows = draw.rows[:target]
@@ -124,7 +127,8 @@ def label_adaptively(ds: dict, checkpoints, step: int, rng: np.random.Generator,
                                       n_different=nd, different_answered_same=int(ctrl_wrong[1, :nd].sum()))
         # the cutoff calibrate fits from these answers: answered "same" at or above it are the floor
         cutoff = find_cutoff(fit_curve(score[rows], answer[rows]))
-        est = estimate_rate(score, exact, rows, answer[rows], cutoff=cutoff, controls=controls)
+        est = estimate_rate(score, exact, rows, answer[rows], cutoff=cutoff, controls=controls,
+                            trusted=np.full(len(rows), oracle))
         out[total] = {"lo": est.lo, "mid": est.estimate, "hi": est.hi, "n_below": int((score[rows] < ds["lo"]).sum()),
                       "wrong_answers": int(wrong[rows].sum()), "controls": n_ctrl}
         if keep_rows:
@@ -142,12 +146,12 @@ def half_width_target(rate: float) -> float:
 
 def _one(job: tuple) -> dict:
     """One simulated data set (a pool worker's unit)."""
-    seed, n, prev, d, kind, checkpoints, step, control_share = job
+    seed, n, prev, d, kind, checkpoints, step, control_share, oracle = job
     sets = _score_sets()
     rng = np.random.default_rng([seed, n, int(prev * 1e4), d, int(control_share * 100)])
     ds = make_dataset(sets, kind, d, n, prev, rng)
     truth = float(ds["truth"].mean())
-    res = label_adaptively(ds, checkpoints, step, rng, seed=d, control_share=control_share)
+    res = label_adaptively(ds, checkpoints, step, rng, seed=d, control_share=control_share, oracle=oracle)
     row = {"n": n, "prevalence": prev, "kind": kind, "set": ds["set"], "true": truth, "control_share": control_share}
     target = half_width_target(truth)
     needed = None
@@ -161,15 +165,15 @@ def _one(job: tuple) -> dict:
 
 
 def run(datasets: int, sizes, step: int, checkpoints, seed: int = 0, kinds=KINDS, prevalences=PREVALENCES,
-        control_datasets: int = 0, control_share: float = 0.1, workers: int = 2) -> dict:
+        control_datasets: int = 0, control_share: float = 0.1, workers: int = 2, oracle: bool = False) -> dict:
     """The coverage runs: ``datasets`` data sets per kind, size and prevalence (each its own draw of
     a score set of that kind), and ``control_datasets`` more per kind and prevalence at the smallest
-    size with ``control_share`` of the answers on control pairs."""
+    size with ``control_share`` of the answers on control pairs; ``oracle``: an error-free labeller."""
     from multiprocessing import Pool
 
-    jobs = [(seed, n, prev, d, kind, tuple(checkpoints), step, 0.0)
+    jobs = [(seed, n, prev, d, kind, tuple(checkpoints), step, 0.0, oracle)
             for n in sizes for prev in prevalences for kind in kinds for d in range(datasets)]
-    jobs += [(seed, min(sizes), prev, d, kind, tuple(checkpoints), step, control_share)
+    jobs += [(seed, min(sizes), prev, d, kind, tuple(checkpoints), step, control_share, oracle)
              for prev in prevalences for kind in kinds for d in range(control_datasets)]
     t0 = time.perf_counter()
     runs = []
@@ -238,7 +242,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
     ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
     ap.add_argument("--workers", type=int, default=None, help="processes (default 2; 1 with --quick)")
-    ap.add_argument("--name", default="calibration_coverage", help="results file stem")
+    ap.add_argument("--oracle", action="store_true", help="an error-free labeller whose answers the estimator is told "
+                    "are right (an oracle's): the best any labelling can do (results as calibration_coverage_oracle)")
+    ap.add_argument("--name", default=None, help="results file stem (default calibration_coverage)")
     args = ap.parse_args(argv)
     cfg = dict(QUICK if args.quick else DEFAULT)
     for key in ("datasets", "step", "control_datasets"):
@@ -255,19 +261,22 @@ def main(argv=None) -> dict:
     prevalences = tuple(float(x) for x in args.prevalences.split(",")) if args.prevalences else PREVALENCES
     cfg.update(kinds=list(kinds), prevalences=list(prevalences))
     print(f"{cfg['datasets']} data sets per kind, size and prevalence, sizes {cfg['sizes']}, prevalences {prevalences}, "
-          f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}, "
+          f"kinds {kinds}, " + ("an oracle labeller (never wrong, and trusted)" if args.oracle else
+                                f"labeller wrong {LABELLER_ERROR:.0%} of the time") + f", adaptive step {cfg['step']}, "
           f"read at {cfg['checkpoints']} answers", flush=True)
     result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["checkpoints"], kinds=kinds, prevalences=prevalences,
-                 control_datasets=cfg["control_datasets"],
+                 control_datasets=cfg["control_datasets"], oracle=args.oracle,
                  workers=args.workers if args.workers is not None else (1 if args.quick else 2))
     summary = summarise(result, cfg["checkpoints"])
     print_table(summary["cells"])
     for k, v in summary.items():
         if k != "cells":
             print(f"{k}: {v}")
-    path = write_results(args.name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"]),
+    name = args.name or ("calibration_coverage_oracle" if args.oracle else "calibration_coverage")
+    path = write_results(name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"]),
                                                                      "checkpoints": list(cfg["checkpoints"])},
-                                     "labeller_error": LABELLER_ERROR, "seconds": result["seconds"],
+                                     "labeller_error": 0.0 if args.oracle else LABELLER_ERROR, "oracle": args.oracle,
+                                     "seconds": result["seconds"],
                                      "summary": summary, "runs": result["runs"]})
     print(f"written: {path} ({result['seconds']:.0f} s)")
     return summary

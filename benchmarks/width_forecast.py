@@ -5,7 +5,7 @@
 
 On the simulated data sets of :mod:`benchmarks.calibration_coverage` (scores of real items, a labeller
 wrong 3 % of the time, the adaptive draw of ``sibscan calibrate``), the interval's width after 100 and
-200 answers is forecast from the first 60 (:func:`sibscan.verdict.rate.forecast_width`) and then
+200 answers is forecast from the first 60 (:func:`sibscan.calibration.forecast.forecast_width`) and then
 measured by labelling on.  Reported per kind and prevalence: the median ratio forecast / measured and
 the share of forecasts within 25 % of the measured width.
 """
@@ -25,7 +25,10 @@ QUICK = {"datasets": 1, "n": 300, "start": 30, "ahead": (60,)}
 
 def _one(sets, kind: str, prev: float, d: int, n: int, start: int, ahead) -> dict:
     from sibscan.calibration.fit import find_cutoff, fit_curve
-    from sibscan.verdict.rate import forecast_width
+    from sibscan.calibration.forecast import forecast_width
+    from sibscan.calibration.sampling import make_draw
+
+    from benchmarks.calibration_coverage import SEED_PAIRS, _population
 
     rng = np.random.default_rng([7, n, int(prev * 1e4), d])
     ds = make_dataset(sets, kind, d, n, prev, rng)
@@ -33,7 +36,10 @@ def _one(sets, kind: str, prev: float, d: int, n: int, start: int, ahead) -> dic
     rows = res[start]["rows"]
     answer = res[start]["answers"]
     cutoff = find_cutoff(fit_curve(ds["score"][rows], answer))
-    fc = forecast_width(ds["score"], np.zeros(n, bool), rows, answer, more=[a - start for a in ahead], cutoff=cutoff)
+    pop = _population(ds["score"])  # the population and draw calibrate would have (rows index both)
+    draw = make_draw(pop, ds["lo"], SEED_PAIRS, seed=d)
+    fc = forecast_width(pop, draw, rows, answer, ds["score"], np.zeros(n, bool), more=[a - start for a in ahead],
+                        cutoff=cutoff)
     out = {"kind": kind, "prevalence": prev, "set": ds["set"], "width_now": res[start]["hi"] - res[start]["lo"]}
     for f, a in zip(fc, ahead):
         out[f"forecast_{a}"] = f["width"]

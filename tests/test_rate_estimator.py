@@ -178,20 +178,23 @@ def test_first_draw_puts_two_pairs_in_every_stratum_below_the_range_included():
 
 # --- what more labels buy ------------------------------------------------------------------------
 def test_the_width_forecast_narrows_with_more_answers_and_counts_them():
-    from sibscan.verdict.rate import forecast_width
+    from sibscan.calibration.forecast import forecast_width
 
     rng = np.random.default_rng(5)
     score = np.r_[rng.uniform(0.0, 0.8, 1900), rng.uniform(0.9, 1.0, 100)]
     truth = np.r_[np.zeros(1900, bool), np.ones(100, bool)]
-    labelled = np.r_[rng.choice(1900, 40, replace=False), 1900 + np.arange(20)]
+    pop = _population(score)
+    draw = make_draw(pop, 0.5, 60, seed=0)
+    rows = draw.rows[:60]
     exact = np.zeros(len(score), bool)
-    now = estimate_rate(score, exact, labelled, truth[labelled], fast=True)
-    fc = forecast_width(score, exact, labelled, truth[labelled], more=(50, 200, 200, 0))
+    now = estimate_rate(score, exact, pop.query_index[rows], truth[rows], fast=True)
+    fc = forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 200, 200, 0))
     assert [f["labels"] for f in fc] == [110, 260]  # repeats and zero dropped
     assert now.hi - now.lo > fc[0]["width"] > fc[1]["width"] > 0, (now.hi - now.lo, fc)
     assert all(f["half_width"] == f["width"] / 2 for f in fc)
-    # nothing left to label: no forecast
-    assert forecast_width(score[:5], exact[:5], np.arange(5), truth[:5]) == []
+    assert len(draw.rows) == 60  # the calibration's draw is not changed
+    # no room for 5,000 more: no forecast for it
+    assert [f["labels"] for f in forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 5000))] == [110]
 
 
 def test_calibrate_says_what_more_labels_would_buy(tmp_path):
@@ -206,6 +209,7 @@ def test_calibrate_says_what_more_labels_would_buy(tmp_path):
                     labels=oracle_file(tmp_path, p, cal, labeller="simulated"))
     assert res.estimates["narrow_enough"] is False
     fc = res.estimates["width_forecast"]
-    assert [f["labels"] for f in fc] == [res.estimates["rate"]["n_labels"] + k for k in (50, 100, 200)]
+    # 150 test items, 20 answered: room for 50 and 100 more, not for 200
+    assert [f["labels"] for f in fc] == [res.estimates["rate"]["n_labels"] + k for k in (50, 100)]
     said = [a for a in res.advice if "simulated from these answers, the width after 50 more about" in a]
-    assert len(said) == 1 and f"{100 * fc[2]['width']:.1f} pp" in said[0], res.advice
+    assert len(said) == 1 and f"100 more about {100 * fc[1]['width']:.1f} pp" in said[0], res.advice

@@ -45,19 +45,23 @@ oracle's "same" anywhere), and the estimate lies in
 What it costs: nothing is assumed away, so a big low-score stratum answered "different" throughout
 still carries an upper end of a few percent of its items until enough answers narrow it, and the
 labeller's unknown false-"same" rate widens the upper end where the rate is small: the width is what
-the labels buy.  Each stratum's prior share is Beta(0.15, 1) (mean 0.13: most strata hold few
-siblings).  Jeffreys' Beta(1/2, 1/2) put half a pseudo-"same" in every stratum, and over the big
-low-score strata that added up to a lower end of about 1 % at 60 labels where the rate was 0.5 %;
-Beta(0.1, 1) and Beta(0.25, 1) were tried on 12 simulated data sets per cell and missed at 12 % (image)
-and 0.5 % respectively.
+the labels buy.  Each stratum's prior share is Beta(a, 1), most of its mass near 0 (most strata
+hold few siblings), with the shape ``a`` one of 0.1, 0.15, 0.25, 0.4 weighed by all strata's answers.
+Jeffreys' Beta(1/2, 1/2) put half a pseudo-"same" in every stratum, and over the big low-score strata
+that added up to a lower end of about 1 % at 60 labels where the rate was 0.5 %; a fixed Beta(0.15, 1)
+missed on images at 12 % (0.84-0.89 over 64 simulated sets of 10,000 items), where siblings the
+verifier scores low spread into the big strata and the fixed prior read their few "same" answers as
+almost nothing.
 
 Measured by ``python -m benchmarks.calibration_coverage`` (scores drawn from the project's real-item
 benchmark scans, a labeller wrong 3 % of the time, 16 data sets per kind x size x prevalence): the 95 %
-interval covers 0.88-1.00 per cell (0.98 over all 288 at 60 labels; the one cell under 0.93 is image,
-10,000 items, 12 %: 14 of 16 at 60, 100 and 200 labels), mean width 7.6 pp at 60 labels, 5.8 at 100,
-4.1 at 200, 3.2 at 400.  Half width max(1 pp, 25 % of the rate) takes 150 labels at 12 % (text,
-series; 200 for images) and more than 400 at 0.5 % and 3 %: the unmeasured false-"same" rate over the
-low strata holds the upper end up.  docs/benchmarks.md has the table.
+interval covers 0.94-1.00 in every cell at 60, 100 and 200 labels (1.00 / 0.99 / 0.99 over all 288 at
+60 / 100 / 200), mean width 9.2 pp at 60 labels, 6.9 at 100, 4.9 at 200, 3.8 at 400.  Half width
+max(1 pp, 25 % of the rate) takes 175-300 labels at 12 % (image, 10,000 items: more than 400) and
+more than 400 at 0.5 % and 3 %; with an error-free labeller the estimator is told about (``--oracle``),
+150 at 0.5 %, 150-200 at 12 %, 300-400 at 3 %:
+over thousands of low-score items a labeller's 3 % false "same" cannot be told from a few percent of
+siblings in a few hundred answers.  docs/benchmarks.md has the table.
 """
 from __future__ import annotations
 
@@ -70,8 +74,7 @@ from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason
 from ..stats import ControlAnswers
 from .testscores import TestScores, best_scores, flagged_mask, test_scores
 
-__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask",
-           "forecast_width", "headline",
+__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
            "narrow_enough", "no_interval_reason", "score_strata", "sentence", "test_scores"]
 
 #: the estimator's strata: test items are cut by their top-1 score at these shares from the top (the
@@ -360,57 +363,3 @@ def _three(x: np.ndarray) -> list:
     """[2.5 %, 50 %, 97.5 %] quantiles of a draw, rounded for a record."""
     return [round(float(v), 5) for v in np.quantile(x, [0.025, 0.5, 0.975])]
 
-
-def forecast_width(score: np.ndarray, exact: np.ndarray, labelled: np.ndarray, same: np.ndarray, *,
-                   more=(50, 100, 200), cutoff: Optional[float] = None, controls: Optional[ControlAnswers] = None,
-                   trusted: Optional[np.ndarray] = None, reps: int = 5, seed: int = 0) -> list:
-    """What more labels would buy: the interval's expected width after ``more`` further answers.
-
-    A simulation from the current answers: each further pair is drawn from the unlabelled items of a
-    stratum chosen in proportion to ``N_h x sd_h`` (where an answer tells the most, as the adaptive draw
-    chooses), answered "same" with the stratum's posterior mean probability (the labeller's median
-    error rates included); the estimator is re-run on the answers so far plus those, ``reps`` times,
-    and the median width is the forecast.  A forecast under today's posterior, not a promise: siblings
-    the answers have not hinted at yet are not in it.
-
-    Returns
-    -------
-    list of dict
-        ``{"labels": n_labels + k, "width": median width (a fraction), "half_width": ...}`` for each ``k``.
-    """
-    score = np.asarray(score, np.float64)
-    exact = np.asarray(exact, bool)
-    labelled = np.asarray(labelled, np.int64)
-    same = np.asarray(same, bool)
-    trusted = np.zeros(len(same), bool) if trusted is None else np.asarray(trusted, bool)
-    est = estimate_rate(score, exact, labelled, same, fast=True, cutoff=cutoff, controls=controls, trusted=trusted)
-    h = score_strata(score)
-    h[exact] = -1
-    open_ = (h >= 0) & np.isfinite(score)
-    open_[labelled] = False
-    if not open_.any():
-        return []
-    K = int(h.max()) + 1
-    fs, fd = est.labeller_error["false_same"][1], est.labeller_error["false_different"][1]
-    q_item = np.clip(fs + est.p_same * (1.0 - fs - fd), 0.0, 1.0)
-    sd = np.zeros(K)
-    size = np.bincount(h[open_], minlength=K).astype(np.float64)
-    for k in range(K):
-        ink = open_ & (h == k)
-        sd[k] = est.curve_sd[ink].mean() if ink.any() else 0.0
-    weight = size * np.maximum(sd, 1e-6) * (size > 0)
-    rng = np.random.default_rng(seed)
-    out = []
-    for k_more in sorted({int(x) for x in more if int(x) > 0}):
-        widths = []
-        for _ in range(max(1, reps)):
-            take = np.minimum(rng.multinomial(k_more, weight / weight.sum()), size.astype(np.int64))
-            new = np.concatenate([rng.choice(np.flatnonzero(open_ & (h == k)), int(c), replace=False)
-                                  for k, c in enumerate(take) if c] or [np.zeros(0, np.int64)])
-            ans = rng.random(len(new)) < q_item[new]
-            e = estimate_rate(score, exact, np.r_[labelled, new], np.r_[same, ans], fast=True, cutoff=cutoff,
-                              controls=controls, trusted=np.r_[trusted, np.zeros(len(new), bool)])
-            widths.append(e.hi - e.lo)
-        w = float(np.median(widths))
-        out.append({"labels": est.n_labels + k_more, "width": w, "half_width": w / 2})
-    return out

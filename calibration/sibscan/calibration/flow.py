@@ -19,7 +19,6 @@ from sibscan import fmt, labeller
 from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.verdict.pairdecision import PairLabels
 from sibscan.verdict.headline import narrow_enough
-from sibscan.verdict.rate import forecast_width
 from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
@@ -29,6 +28,7 @@ from .baseline import (baseline_warning, expected_chance_siblings, extrapolated,
 from .controlanswers import ANSWERS_FILE, DEFAULT_SHARE, ControlStore, check_share, controls_of, read_controls
 from .controls import ControlPlan, cosine, estimate_with_controls, interleave
 from .fit import POINT_RULE, fit, same_rule
+from .forecast import forecast_width
 from .labels import Identity, LabelStore
 from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
 from .sampling import Draw, Population, extend_draw, make_draw
@@ -430,9 +430,9 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         est["narrow_enough"] = narrow_enough(r.estimate, r.lo, r.hi)
         est["precision"], est["recall"] = r.precision_recall(ts.score, ts.exact, res.cutoff)
         if not est["narrow_enough"]:
-            # what more labels would buy, simulated from these answers (sibscan.verdict.rate.forecast_width)
-            fc = forecast_width(ts.score, ts.exact, pop.query_index[rows_a], same_a, more=FORECAST_MORE,
-                                cutoff=res.cutoff, controls=controls, trusted=trusted)
+            # what more labels would buy, simulated from these answers (.forecast.forecast_width)
+            fc = forecast_width(pop, draw, rows_a, same_a, ts.score, ts.exact, more=FORECAST_MORE, cutoff=res.cutoff,
+                                controls=controls, trusted=trusted)
             est["width_forecast"] = fc
             buys = ", ".join(f"{f['labels'] - r.n_labels} more about {100 * f['width']:.1f} pp" for f in fc)
             advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}, {100 * (r.hi - r.lo):.1f} pp wide) is wider "
