@@ -4,7 +4,7 @@
     python -m benchmarks.windows_speed --quick           # tiny, for the tests
 
 The windows view (:func:`sibscan.views.windows_topk_gray`) searches each direction through a faiss
-index of the other split's windows (:mod:`sibscan.windowsearch`; ``--kind`` flat, ivf or auto: flat up
+index of the other split's windows (:mod:`sibscan.search.windows`; ``--kind`` flat, ivf or auto: flat up
 to ``FLAT_MAX_VECTORS`` windows), so its time grows like a search (it compared every pair before);
 the cascade (:func:`sibscan.views.pair_window_scores_gray`) scores only ``--pairs-per-item``
 candidate pairs per test item.  Both run on 64-px grey images made here (smooth random images:
@@ -58,7 +58,7 @@ def _encode_rate(n: int, rng: np.random.Generator) -> Optional[float]:
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     from sibscan.kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
     from sibscan.views import pair_window_scores_gray
-    from sibscan.windowsearch import windows_view_search
+    from sibscan.search.windows import windows_view_search
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.windows_speed", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")

@@ -80,7 +80,7 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
 def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
-    from .search import search
+    from .search.exact import search
     from .shards import ShardedEmbeddings
 
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
@@ -94,7 +94,7 @@ def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: st
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     if options.engine == "ray":
-        from .engines import search_ray
+        from .search.rayengine import search_ray
 
         return search_ray(q_emb, d_emb, k, address=options.address, backend=options.backend,
                           block_size=options.block_size, exclude_self=exclude_self, progress=progress)
@@ -190,7 +190,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     if options.backend == "auto" and options.engine != "ray" and n_train:
         # one backend for the whole direction, chosen for its whole shape (as one search would be),
         # not re-chosen per block, whose smaller shape could fall under the measured backend's threshold
-        from .search import resolve_backend
+        from .search.exact import resolve_backend
 
         test = embeddings["test"]
         options = dataclasses.replace(options, backend=resolve_backend(

@@ -14,7 +14,7 @@ Views:
 * ``windows`` — each image as 293 square windows (6 scales from the whole image to half its side,
   at 1-121 positions each, about one 8 x 8 cell apart), 8 x 8 grey cells, pixel-correlation normalised
   (:mod:`sibscan.kernels.windows`, ``VIEW_SCALES``).  Searched both ways through a faiss index of the
-  other split's windows (:mod:`sibscan.windowsearch`): each test image's whole-image vector and mirror
+  other split's windows (:mod:`sibscan.search.windows`): each test image's whole-image vector and mirror
   against the train windows (it is a crop), each train image's against the test windows (the test image
   is a wider shot); exact up to a million windows, an IVF index past it.  Weight-free, no cache (images
   are decoded and shrunk to 64 px once per scan and kept as 8-bit grey).  Opt-in (``--extra-views
@@ -87,10 +87,10 @@ def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder
 def view_identities(views: Sequence[str]) -> Dict[str, str]:
     """What each extra view computes, for the scan's manifest (a resume compares it): the windows
     view's grid and search are part of its answer (its grid changed once: 136 windows of 12 x 12 cells,
-    then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.windowsearch`), so a
+    then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.search.windows`), so a
     scan made one way is not resumed another; an encoder view is named only."""
     from .kernels.windows import VIEW_CELLS, VIEW_SCALES
-    from .windowsearch import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
+    from .search.windows import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
 
     grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
     search = f"crop+wide,flat<={FLAT_MAX_VECTORS} windows and {FLAT_MAX_PAIRS} pairs,else IVF-SQ8 nprobe={NPROBE}"
@@ -142,7 +142,7 @@ def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np
 def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k train images of each test image under the windows view on its grid
     (:data:`sibscan.kernels.windows.VIEW_SCALES`, 8 x 8 cells): both directions searched through a
-    faiss index of the other split's windows (:func:`sibscan.windowsearch.windows_view_search`), so
+    faiss index of the other split's windows (:func:`sibscan.search.windows.windows_view_search`), so
     the cost grows like a search, not with every pair's 293 x 2 window comparisons.
 
     Parameters
@@ -156,7 +156,7 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: boo
     idx : ndarray of shape (n_test, k), int64 (-1 where none)
     """
     from .kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
-    from .windowsearch import windows_view_search
+    from .search.windows import windows_view_search
 
     return windows_view_search(train, test, k, window_boxes(VIEW_SCALES), VIEW_CELLS, progress=progress)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sibscan.search import brute_force_search, search
+from sibscan.search.exact import brute_force_search, search
 
 
 def unit(rng, n, d):

@@ -140,7 +140,7 @@ def test_windows_view_search_on_a_flat_index_is_the_brute_force_reference(n_trai
     (issue 31: the view compared every pair, 2,269 s on CIFAR-10); tiny blocks cross every block edge,
     and the first window search (4 k windows a row) is too short, so the widening loop runs."""
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    import sibscan.windowsearch as ws
+    import sibscan.search.windows as ws
     from sibscan.views import windows_topk_gray
 
     rng = np.random.default_rng(5)
@@ -164,7 +164,7 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
     """The reference's crop and wide scores are the two halves of :func:`window_pair_scores` (whose max
     the view used to rank every pair by): each test image's candidates come from its crop top k and the
     train images whose wide top k kept it."""
-    from sibscan.windowsearch import windows_view_reference
+    from sibscan.search.windows import windows_view_reference
 
     rng = np.random.default_rng(8)
     test, train = _gray_images(rng, 6), _gray_images(rng, 9)
@@ -179,7 +179,7 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
 
 def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatch):
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    import sibscan.windowsearch as ws
+    import sibscan.search.windows as ws
     from sibscan.views import windows_topk_gray
 
     rng = np.random.default_rng(6)
@@ -203,7 +203,7 @@ def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import time
 
-    import sibscan.windowsearch as ws
+    import sibscan.search.windows as ws
     from sibscan.progress import task
     from sibscan.views import windows_topk_gray
 
