@@ -98,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     from benchmarks.scan_e2e import write_image32_case
     from sibscan.config import ScanConfig
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
     from sibscan.verify import build_verifier
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.pair_once", description=__doc__.splitlines()[0])

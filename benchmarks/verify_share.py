@@ -55,7 +55,7 @@ CONFIGS: Dict[str, dict] = {
 
 def verified_pairs(scan_dir: Path) -> Dict[str, int]:
     """Rows with a verified score per direction of a finished scan, and the baseline's verified pairs."""
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     sd = ScanDir(scan_dir)
     nb = sd.neighbours()

@@ -21,7 +21,7 @@ from .kernels.topk import flatten_topk, rank_within_groups
 from .options import DIRECTIONS, SearchOptions
 from .pairverify import VerifiedPairs, verify_pairs
 from .progress import bar as progress_bar, task
-from .scandir import Neighbours
+from .store.scandir import Neighbours
 
 __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "search_direction", "table_from_search",
            "verify_neighbours"]
@@ -79,9 +79,9 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
 
 def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
+    """Top-k of each query row; queries or database may be :class:`~sibscan.store.shards.ShardedEmbeddings`."""
     from .search.exact import search
-    from .shards import ShardedEmbeddings
+    from .store.shards import ShardedEmbeddings
 
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
     if k <= 0:
@@ -160,7 +160,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
 
     The parts, in order, are the rows :func:`neighbours_table` + :func:`verify_neighbours` give that
     direction for the whole train set (a query's rows never straddle two blocks, and the re-ranking
-    sorts by query first), so a writer that appends them (:class:`sibscan.neighbourfile.NeighboursWriter`)
+    sorts by query first), so a writer that appends them (:class:`sibscan.store.neighbourfile.NeighboursWriter`)
     holds one block's rows, never the direction's ``k * n_train``.
 
     Parameters

@@ -6,7 +6,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .cache import embed
+from .store.cache import embed
 from .fingerprint import content_keys
 from .items import Items
 from .kernels.topk import flatten_topk, rank_within_groups

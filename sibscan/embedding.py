@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from .cache import embed
+from .store.cache import embed
 from .chunks import embed_chunked
 from .encoders import encoder_kwargs, get_encoder
 from .errors import InputError, SibscanError
@@ -32,13 +32,13 @@ def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
     The cache is keyed by each item's content key (:func:`sibscan.fingerprint.content_keys`), not by
     its exact fingerprint (which rounds and folds case).  With ``train_out`` (a ``.npy`` path) the train
     embeddings are written there block by block and read back on demand
-    (:class:`~sibscan.diskarray.NpyArray`): memory then does not grow with the train set.
+    (:class:`~sibscan.store.diskarray.NpyArray`): memory then does not grow with the train set.
 
     Returns
     -------
     embeddings : {"train": ndarray of shape (n_train, dim), "test": ...}
         float32 rows, L2-normalised; chunk rows when chunking; the train side of an index is a
-        :class:`~sibscan.shards.ShardedEmbeddings` read block by block.
+        :class:`~sibscan.store.shards.ShardedEmbeddings` read block by block.
     chunks : {"train": (ndarray of shape (n_chunks,), ndarray of shape (n_chunks,)), "test": ...}
         Empty unless the texts were chunked.
     """

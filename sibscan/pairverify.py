@@ -30,7 +30,7 @@ import numpy as np
 from .calibration.baseline import pair_keys
 from .items import Items
 from .progress import task
-from .neighbourtable import Neighbours
+from .store.neighbourtable import Neighbours
 
 __all__ = ["PAIRING", "VerifiedPairs", "canonical_pairs", "verify_pairs"]
 

@@ -3,7 +3,7 @@
 :func:`run_scan` is the whole flow behind the CLI command, one call per stage; each stage is a
 function of its own module (loaders, fingerprint, encoders, embedding, candidates, verify,
 calibration.baseline), so the Python API reaches everything the CLI does.  The options are checked
-before anything is read or written.  A scan directory (see :mod:`sibscan.scandir`) is written
+before anything is read or written.  A scan directory (see :mod:`sibscan.store.scandir`) is written
 atomically file by file; re-running into the same directory resumes (embeddings come back from the
 cache, finished stages are not redone), ``force=True`` starts over (human labels under
 ``DIR/calibration`` are never deleted); :mod:`sibscan.scanresume` decides which.
@@ -28,7 +28,7 @@ from .verdict import Verdict
 from .verdict.pairdecision import SAME
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
-from .diskarray import NpyArray, NpyWriter, is_disk_array
+from .store.diskarray import NpyArray, NpyWriter, is_disk_array
 from .embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .encoders.build import check_encoder
@@ -39,14 +39,14 @@ from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
 from .lock import DirLock
-from .neighbourfile import NeighboursWriter
+from .store.neighbourfile import NeighboursWriter
 from .options import DIRECTIONS
 from .pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
-from .scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
+from .store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
 from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
-from .spill import RowSpill
+from .store.spill import RowSpill
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
 from .views import cascade_candidates, resolve_views, view_candidates, view_identities
@@ -114,7 +114,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
 
 def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) -> Tuple[Items, np.ndarray]:
     """Move a table split's values and fingerprints to temporary ``.npy`` files in the scan directory,
-    read back by rows (:class:`~sibscan.diskarray.NpyArray`): from here on the scan reads blocks and
+    read back by rows (:class:`~sibscan.store.diskarray.NpyArray`): from here on the scan reads blocks and
     candidate rows only, so neither counts in memory (128 + 16 bytes a row of 16 floats).  Returns a
     copy of the items reading their values from the file, and the fingerprints (both unchanged for
     other modalities; the caller's items, from Python, are left as they were); the files are added to
@@ -226,7 +226,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
     the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
     at the place the whole table would hold it, its time added to ``timings``' search and verify;
     chunked texts (whose rows are documents made of chunks) are searched whole.  ``source``: the digest
-    of what the table is computed from, stored in it (:func:`sibscan.scandir.neighbours_source`).
+    of what the table is computed from, stored in it (:func:`sibscan.store.scandir.neighbours_source`).
     """
     search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
     # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it

@@ -22,7 +22,7 @@ from .loaders.memory import is_path
 from .lock import LOCK_NAME
 from .options import GROUPS, OWNER, flag_of
 from .runrecord import RECORD_KEY, RunRecord, begin_run
-from .scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
+from .store.scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)

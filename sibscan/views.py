@@ -46,7 +46,7 @@ from .items import Items
 from .kernels.topk import rank_within_groups
 from .options import VIEWS, SearchOptions
 from .progress import task
-from .scandir import Neighbours
+from .store.scandir import Neighbours
 from .verify.cascade import Cascade, cascade_keep
 
 __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
@@ -117,7 +117,7 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
     train, test = splits["train"], splits["test"]
     if name == "windows":
         return _windows_topk(train, test, k, progress)
-    from .cache import embed
+    from .store.cache import embed
     from .candidates import search_direction
     from .encoders import encoder_kwargs, get_encoder
     from .fingerprint import content_keys

@@ -9,7 +9,7 @@ from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.windows import window_boxes, window_pair_scores, window_vectors
-from sibscan.scandir import Neighbours
+from sibscan.store.scandir import Neighbours
 from sibscan.verify.cascade import Cascade, cascade_keep
 from sibscan.views import cascade_candidates, pair_window_scores_gray
 
@@ -81,7 +81,7 @@ def test_cascade_options_are_checked(tmp_path):
 @pytest.mark.slow  # a whole scan: ~7 s on the shared 2 cores
 def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(flip_and_crop_folders):
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),

@@ -16,7 +16,7 @@ from sibscan.cli import app
 from sibscan.device import resolve_device
 from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 
 def test_version_cli():

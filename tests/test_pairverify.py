@@ -19,7 +19,7 @@ from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.options import SearchOptions
 from sibscan.pairverify import PAIRING, VerifiedPairs, canonical_pairs
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 from sibscan.verify import VerifyResult
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sibscan.search.exact import search
-from sibscan.shards import ShardedEmbeddings
+from sibscan.store.shards import ShardedEmbeddings
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
 

@@ -13,7 +13,7 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.kernels.topk import ResultHeap, block_topk_numpy, merge_topk
 from sibscan.kernels.topk_torch import block_topk_torch
 from sibscan.search.exact import brute_force_search, plan_blocks, search
-from sibscan.shards import ShardedEmbeddings
+from sibscan.store.shards import ShardedEmbeddings
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 #: the backends installed here (a core install has numpy only)

@@ -11,7 +11,7 @@ from sibscan.items import Items
 from sibscan.kernels.windows import (VIEW_CELLS, VIEW_SCALES, WINDOW_SCALES, mirror, window_boxes, window_pair_scores,
                                      window_topk, window_vectors)
 from sibscan.options import SearchOptions
-from sibscan.scandir import Neighbours
+from sibscan.store.scandir import Neighbours
 from sibscan.views import add_view_candidates, default_views, resolve_views
 
 
@@ -283,7 +283,7 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
     pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),

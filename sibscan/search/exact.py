@@ -38,7 +38,7 @@ from ..device import check_device_name, resolve_device
 from ..errors import InputError, SibscanError, require
 from ..options import BACKENDS
 from ..stats import check_int
-from ..shards import ShardedEmbeddings
+from ..store.shards import ShardedEmbeddings
 
 __all__ = ["SearchPlan", "brute_force_search", "checked_blocks", "drop_self", "n_bytes_faiss_tile", "plan_blocks", "prepare_search",
            "resolve_backend", "run_backend", "search", "search_bar"]

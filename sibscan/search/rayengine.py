@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..raystart import ray_session
-from ..shards import ShardedEmbeddings
+from ..store.shards import ShardedEmbeddings
 
 __all__ = ["search_ray"]
 
