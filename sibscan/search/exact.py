@@ -40,8 +40,8 @@ from ..options import BACKENDS
 from ..stats import check_int
 from ..store.shards import ShardedEmbeddings
 
-__all__ = ["SearchPlan", "brute_force_search", "checked_blocks", "drop_self", "n_bytes_faiss_tile", "plan_blocks", "prepare_search",
-           "resolve_backend", "run_backend", "search", "search_bar"]
+__all__ = ["SearchPlan", "brute_force_search", "checked_blocks", "drop_self", "n_bytes_faiss_tile", "plan_blocks",
+           "prepare_search", "resolve_backend", "run_backend", "search", "search_bar"]
 
 log = logging.getLogger("sibscan.search")
 
@@ -97,7 +97,7 @@ _BAD_ROW = "contains NaN or inf, or values so large its squared norm overflows f
 
 
 def checked_blocks(database, block_rows: int, start: int = 0,
-                    stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
+                   stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
     """A re-iterable stream of ``(start, block)`` over rows ``start:stop`` that rejects NaN/inf rows
     by number.  Blocks start at multiples of ``block_rows`` (or at shard starts), so a row range
     aligned to them is cut into the same blocks as the whole database."""
@@ -209,15 +209,15 @@ def search(queries, database, k: int, *, backend: str = "auto", device: str = "a
     indices : ndarray of shape (m, k) int64, database rows (lower index first on ties)
     """
     plan = prepare_search(queries, database, k, backend=backend, device=device, block_size=block_size,
-                    exclude_self=exclude_self, memory_limit=memory_limit, precision=precision)
+                          exclude_self=exclude_self, memory_limit=memory_limit, precision=precision)
     q, k, m = plan.queries, plan.k, plan.queries.shape[0]
     if m == 0:
         return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
     blocks = checked_blocks(plan.database, plan.block_rows)
     with search_bar(plan.n, progress) as bar:
         sims, ids = run_backend(q, blocks, plan.search_k, backend=plan.backend, device=plan.device,
-                                 half=plan.half, margin=margin, query_block=plan.query_block,
-                                 on_block=bar.update)
+                                half=plan.half, margin=margin, query_block=plan.query_block,
+                                on_block=bar.update)
     if exclude_self:
         sims, ids = drop_self(sims, ids, k)
     return sims, ids
@@ -239,7 +239,7 @@ class SearchPlan(NamedTuple):
 
 
 def prepare_search(queries, database, k, *, backend: str, device: str, block_size: Optional[int],
-             exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
+                   exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
     if backend not in BACKENDS:
         raise SibscanError(f"unknown search backend {backend!r}; available: {', '.join(BACKENDS)}")
     device = check_device_name(device)
@@ -281,8 +281,8 @@ def prepare_search(queries, database, k, *, backend: str, device: str, block_siz
 
 
 def run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, half: Optional[str],
-                 margin: int, query_block: int,
-                 on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
+                margin: int, query_block: int,
+                on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """One resolved backend over one stream of blocks (also the body of a Ray task)."""
     on_block = on_block or (lambda rows: None)
     if backend == "numpy":

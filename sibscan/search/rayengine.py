@@ -42,7 +42,7 @@ def _search_range(queries: np.ndarray, database, start: int, stop: int, plan_fie
         database = ShardedEmbeddings(database)
     blocks = checked_blocks(database, plan_fields["block_rows"], start, stop)
     return run_backend(queries, blocks, plan_fields["search_k"], backend=plan_fields["backend"],
-                        device="cpu", half=None, margin=0, query_block=plan_fields["query_block"])
+                       device="cpu", half=None, margin=0, query_block=plan_fields["query_block"])
 
 
 def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cpus: Optional[int] = None,
@@ -76,7 +76,7 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     from .exact import drop_self, prepare_search, search_bar
 
     plan = prepare_search(queries, shards, k, backend=backend, device="cpu", block_size=block_size,
-                    exclude_self=exclude_self, memory_limit=memory_limit, precision="fp32")
+                          exclude_self=exclude_self, memory_limit=memory_limit, precision="fp32")
     m = plan.queries.shape[0]
     if m == 0:
         return np.empty((0, plan.k), np.float32), np.empty((0, plan.k), np.int64)
