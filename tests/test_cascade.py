@@ -11,7 +11,7 @@ from sibscan.items import Items
 from sibscan.kernels.windows import window_boxes, window_pair_scores, window_vectors
 from sibscan.store.scandir import Neighbours
 from sibscan.verify.cascade import Cascade, cascade_keep
-from sibscan.views import cascade_candidates, pair_window_scores_gray
+from sibscan.stages.views import cascade_candidates, pair_window_scores_gray
 
 
 def _keep_reference(groups, signals, always):
@@ -50,9 +50,9 @@ def test_cascade_keep_against_brute_force():
 
 @pytest.mark.parametrize("block", [1024, 5])  # the database's vectors made once for the call, or per chunk
 def test_pair_window_scores_are_the_pairs_of_the_all_pairs_kernel(block, monkeypatch):
-    import sibscan.views
+    import sibscan.stages.views
 
-    monkeypatch.setattr(sibscan.views, "_WINDOW_BLOCK", block)
+    monkeypatch.setattr(sibscan.stages.views, "_WINDOW_BLOCK", block)
     rng = np.random.default_rng(1)
     gray = lambda n: rng.integers(0, 256, size=(n, 8, 8)).repeat(8, 1).repeat(8, 2).astype(np.uint8)  # noqa: E731
     q, d = gray(9), gray(13)

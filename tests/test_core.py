@@ -203,7 +203,7 @@ def test_as_items_loads_a_path(tmp_path):
 
 
 def test_verification_reranks_and_keeps_the_embedding_rank():
-    from sibscan.candidates import verify_neighbours
+    from sibscan.stages.candidates import verify_neighbours
     from sibscan.verify import VerifyResult
 
     class Stub:  # a verifier that prefers the embedding's second candidate

@@ -12,7 +12,7 @@ from sibscan.kernels.windows import (VIEW_CELLS, VIEW_SCALES, WINDOW_SCALES, mir
                                      window_topk, window_vectors)
 from sibscan.options import SearchOptions
 from sibscan.store.scandir import Neighbours
-from sibscan.views import add_view_candidates, default_views, resolve_views
+from sibscan.stages.views import add_view_candidates, default_views, resolve_views
 
 
 def _smooth(rng, side=64):
@@ -120,7 +120,7 @@ def test_the_view_finds_heavy_crops_of_tiny_images_between_the_old_grid_position
     texture cell in the top 5; the grid it replaced (136 windows of 12 x 12, positions two cells apart
     at half the side) left some below look-alike cells (issue 14: small32's crop-flip-jpeg misses)."""
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     train, test, sources = _tiny_texture_case()
     old = window_boxes(WINDOW_SCALES)
@@ -141,7 +141,7 @@ def test_windows_view_search_on_a_flat_index_is_the_brute_force_reference(n_trai
     and the first window search (4 k windows a row) is too short, so the widening loop runs."""
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import sibscan.search.windows as ws
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     rng = np.random.default_rng(5)
     test, train = _gray_images(rng, 7), _gray_images(rng, n_train)
@@ -180,7 +180,7 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
 def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatch):
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import sibscan.search.windows as ws
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     rng = np.random.default_rng(6)
     train, test = _gray_images(rng, 300), _gray_images(rng, 20)
@@ -205,7 +205,7 @@ def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch
 
     import sibscan.search.windows as ws
     from sibscan.progress import task
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.02")
     monkeypatch.setattr(ws, "_QUERY_BLOCK", 1)

@@ -28,7 +28,7 @@ score              float32    the deciding score: ``verified`` where present, el
 exact              bool       the pair has the same exact fingerprint
 detail             str        how the verifier matched ("flipped, shifted 2 px"), or ""
 view               str        the view(s) that proposed the row, "+"-joined ("effnet+windows";
-                              see :mod:`sibscan.views`); "" in tables written before views
+                              see :mod:`sibscan.stages.views`); "" in tables written before views
 =================  =========  =====================================================
 
 The table is held in memory as :class:`~sibscan.store.neighbourtable.Neighbours` (importable from here too).
@@ -37,7 +37,7 @@ The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train"
 question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates within the test set
 (self-matches removed).  ``verified`` and ``detail`` belong to the pair, not the row: a pair is
 verified once, in its canonical orientation (the test item as the query across splits, the lower row
-within a split; :mod:`sibscan.pairverify`), and every row of the pair carries that score and detail.
+within a split; :mod:`sibscan.stages.pairverify`), and every row of the pair carries that score and detail.
 
 manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 
@@ -52,7 +52,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
-    view_identities: {view: identity}; pairing: sibscan.pairverify.PAIRING or null (a resume compares both),
+    view_identities: {view: identity}; pairing: sibscan.stages.pairverify.PAIRING or null (a resume compares both),
     neighbours_source (hex): what neighbours.npz was computed from (:func:`neighbours_source`), stored in the
         table too; every reader compares the two (:meth:`ScanDir.checked_neighbours_path`), so a table
         copied from another scan is refused (absent in scans made before it was recorded),

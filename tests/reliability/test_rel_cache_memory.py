@@ -18,7 +18,7 @@ import pytest
 import sibscan.store.cache as cache_module
 import sibscan.store.cachelookup as lookup
 from sibscan.store.cache import EmbeddingCache, embed
-import sibscan.candidates as candidates
+import sibscan.stages.candidates as candidates
 from sibscan.store.diskarray import NpyWriter
 from sibscan.encoders.base import Encoder, l2_normalise
 from sibscan.items import Items

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-import sibscan.candidates as candidates_module
+import sibscan.stages.candidates as candidates_module
 from rel_helpers import FAST, cli
 from sibscan.store.neighbourfile import NeighboursWriter
 from sibscan.store.scandir import Neighbours, ScanDir
@@ -199,7 +199,7 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     """The blocks (and a 5-row tail, searched with the block before it, its rows handed on apart, so no
     part holds more than a block of train rows) give the rows one whole search of the direction and one
     verification give: same order, ids, similarities and scores."""
-    from sibscan.candidates import neighbours_table, reverse_blocks, verify_neighbours
+    from sibscan.stages.candidates import neighbours_table, reverse_blocks, verify_neighbours
     from sibscan.fingerprint import fingerprint
     from sibscan.items import Items
     from sibscan.options import SearchOptions
