@@ -244,6 +244,17 @@ def test_the_layer_table_is_ordered_and_names_only_real_or_reserved_modules():
             assert base in MODULES or base.startswith(reserved), f"{p} in layer {name} names no module"
 
 
+def test_every_package_folder_is_in_pyprojects_package_list():
+    # setuptools installs the packages listed, not their sub-packages: an unlisted folder is missing from a
+    # wheel (and from a non-editable install) while the editable install used in development still finds it
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    folders = {m for m, path in MODULES.items() if path.name == "__init__.py"}
+    assert not folders - listed, f"add {sorted(folders - listed)} to [tool.setuptools] packages in pyproject.toml"
+    assert not listed - folders, f"{sorted(listed - folders)} listed in pyproject.toml but no such package"
+
+
 def test_index_does_not_import_scan():
     code = "import sys, sibscan, sibscan.index; print('sibscan.scan' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
