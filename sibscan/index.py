@@ -187,7 +187,7 @@ class TrainIndex:
         return fp[: self.meta["n_items"]]
 
     def embeddings(self):
-        """The train embeddings as a :class:`~sibscan.store.shards.ShardedEmbeddings` (n_items, dim), read block by block."""
+        """The train embeddings, :class:`~sibscan.store.shards.ShardedEmbeddings` (n_items, dim) read by blocks."""
         from .store.shards import ShardedEmbeddings
 
         return ShardedEmbeddings(self.path / "embeddings")

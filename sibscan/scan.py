@@ -246,7 +246,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
         if cascade:
             n_candidates, nb = len(nb), cascade_candidates(nb, splits, IMAGE_CASCADE)
             echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
-        if verifier is not None:  # each pair once (sibscan.stages.pairverify); train→test's new pairs a block at a time
+        if verifier is not None:  # each pair once (stages.pairverify); train→test's new pairs a block at a time
             echo(f"verifying the pairs of {len(nb):,} candidate rows{' and the train → test rows' * stream} with {verifier.name}")
         nb = verify_neighbours(nb, verifier, splits, progress=progress, counts=counts)
     with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv", source=source) as writer:

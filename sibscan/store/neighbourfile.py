@@ -32,7 +32,7 @@ __all__ = ["NeighboursWriter"]
 
 
 class NeighboursWriter:
-    """Append :class:`~sibscan.store.neighbourtable.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
+    """Append :class:`~.neighbourtable.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
 
     Parameters
     ----------
