@@ -80,7 +80,7 @@ def counts(name: str, train: Path, test: Path, work: Path) -> dict:
     from sibscan.calibration.flow import _verifier_of
     from sibscan.config import ScanConfig
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
     from sibscan.verdict.testscores import test_scores
 
     out = work / name
@@ -156,7 +156,7 @@ def planted(dims=(16, 64), cuts=(0.8, 0.9, 0.95), n_test: int = 170, n_train: in
 def timing(n_test: int, n_train: int, dim: int, repeat: int, previous) -> dict:
     """Seconds of today's ``scan_baseline`` and the previous one on the same random embeddings."""
     from sibscan.calibration.baseline import scan_baseline
-    from sibscan.scandir import Neighbours
+    from sibscan.store.scandir import Neighbours
 
     rng = np.random.default_rng(0)
     emb = {"train": rng.standard_normal((n_train, dim), dtype=np.float32),

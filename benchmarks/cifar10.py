@@ -127,7 +127,7 @@ def run_scan(root: Path, out: Path, scan_args: Sequence[str], log: Path) -> Tupl
 def measure(out: Path, index: Dict[str, Dict[int, str]], pairs: Sequence[Tuple[int, int, int]],
             keep: Dict[str, List[int]]) -> dict:
     """Partner-among-candidates and recall of the listed pairs on the finished scan in ``out``."""
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     sd = ScanDir(out)
     manifest, nb = sd.manifest(), sd.neighbours()

@@ -77,7 +77,7 @@ def top1_pairs(scan: Path) -> Tuple[List[str], List[str], np.ndarray]:
 
     Returns (test ids, train ids, scores of shape (n_test,)), sorted by test id.
     """
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     nb = ScanDir(scan).neighbours()
     qs, ns = nb["query_split"], nb["neighbour_split"]

@@ -19,7 +19,7 @@ encoder did before it scaled (``previous``: timm's eval transform — short side
 precision >= 0.95 (the oracle's cutoff) and ROC AUC, from the embedding alone and with the top-5
 candidates re-scored by the ``imagecorr`` verifier; with the seconds spent embedding and
 verifying.  At the ``auto`` size it also scores what the default scan does (:func:`scan_defaults`,
-read from :mod:`sibscan.options` and :mod:`sibscan.views`, so the row follows the defaults): the
+read from :mod:`sibscan.options` and :mod:`sibscan.stages.views`, so the row follows the defaults): the
 encoder's top ``--k`` joined with each default extra view's top ``--k-view``, verified by the
 default verifier (results key ``scan``; ``--no-scan-row`` leaves it out), with the seconds the views
 and that verification took.  Results: ``benchmarks/results/image_scale.json``.
@@ -199,7 +199,7 @@ def scan_defaults() -> dict:
     from sibscan.encoders.build import default_encoder
     from sibscan.options import SearchOptions
     from sibscan.verify import default_verifier
-    from sibscan.views import resolve_views
+    from sibscan.stages.views import resolve_views
 
     search, encoder = SearchOptions(), default_encoder("image")
     return {"encoder": encoder, "k": search.k, "k_view": search.k_view,

@@ -25,7 +25,7 @@ CHILD = r"""
 import json, sys, time
 import numpy as np
 from sibscan.search import search
-from sibscan.shards import ShardedEmbeddings
+from sibscan.store.shards import ShardedEmbeddings
 
 path, mode, budget, backend = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 q = np.load(path + "/queries.npy")
@@ -42,7 +42,7 @@ print(json.dumps({"seconds": seconds, "peak_rss_mib": hwm / 1024}))
 
 
 def _write_train(path: Path, n: int, d: int, chunk: int = 50000) -> None:
-    from sibscan.shards import ShardedEmbeddings
+    from sibscan.store.shards import ShardedEmbeddings
 
     sh = ShardedEmbeddings.create(path, d, dtype="float16", shard_rows=100000)
     rng = np.random.default_rng(n)

@@ -6,7 +6,7 @@
 
 A scan's neighbours table holds a pair twice when (test i, train j) is both a test→train and a
 train→test row, or (test i, test j) both i→j and j→i.  The scan verifies each pair once, in its
-canonical orientation (:mod:`sibscan.pairverify`).  On :mod:`benchmarks.verify_share`'s case
+canonical orientation (:mod:`sibscan.stages.pairverify`).  On :mod:`benchmarks.verify_share`'s case
 (:func:`benchmarks.scan_e2e.write_image32_case`) scanned by :func:`sibscan.scan.run_scan`, this
 measures from the table it writes:
 
@@ -38,7 +38,7 @@ _ORDER = (("test", "train"), ("test", "test"), ("train", "test"))
 def pair_calls(nb) -> Tuple[List[tuple], List[tuple]]:
     """``(per row, once)``: the verifier calls ``(query split, rows, database split, rows)`` of every
     row in its own orientation, and of each distinct pair once in its canonical one."""
-    from sibscan.pairverify import canonical_pairs
+    from sibscan.stages.pairverify import canonical_pairs
 
     per_row, once, seen = [], [], {}
     for qs, ns in _ORDER:
@@ -98,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     from benchmarks.scan_e2e import write_image32_case
     from sibscan.config import ScanConfig
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
     from sibscan.verify import build_verifier
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.pair_once", description=__doc__.splitlines()[0])

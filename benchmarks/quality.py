@@ -66,7 +66,7 @@ NEURAL = ("effnet", "minilm", "clip")
 VERIFIERS = {"image": "imagecorr", "text": "textalign", "table": "lagcorr"}
 #: verifiers also measured, side by side with the modality's current one (results key "verified:NAME")
 MORE_VERIFIERS = {"image": ("imagematch", "imagefuse")}
-#: the extra candidate views whose top-k joins the default encoder's, as in a scan (sibscan.views;
+#: the extra candidate views whose top-k joins the default encoder's, as in a scan (sibscan.stages.views;
 #: results key "union:ENC+VIEW+..."; per view and per union without verification: "candidate_recall")
 EXTRA_VIEWS = {"image": ("windows", "pixels")}
 

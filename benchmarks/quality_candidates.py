@@ -33,9 +33,9 @@ def union_candidates(*idx: np.ndarray) -> np.ndarray:
 def view_candidates(ps: PlantedSet, embeddings: Dict[str, Tuple[np.ndarray, np.ndarray]], views: Sequence[str],
                     k: int) -> Tuple[Dict[str, np.ndarray], Dict[str, float]]:
     """Each view's top-k train items per test item (n_test, k), and its seconds: the encoders'
-    (already embedded: their encode time) and the scan's built-in views (:func:`sibscan.views.view_topk`)."""
+    (already embedded: their encode time) and the scan's built-in views (:func:`sibscan.stages.views.view_topk`)."""
     from sibscan.options import SearchOptions
-    from sibscan.views import view_topk
+    from sibscan.stages.views import view_topk
 
     found, seconds = {}, {}
     for name, (train_emb, test_emb) in embeddings.items():
@@ -72,7 +72,7 @@ def candidate_recall(ps: PlantedSet, found: Dict[str, np.ndarray], default: str,
 def _fallback(verified: np.ndarray, test_emb: np.ndarray, train_emb: np.ndarray, qi: np.ndarray,
               ni: np.ndarray) -> np.ndarray:
     """Verified scores with an undefined one (NaN: a flat image) replaced by the embedding
-    similarity of the pair, as the scan does (:func:`sibscan.candidates.verify_neighbours`)."""
+    similarity of the pair, as the scan does (:func:`sibscan.stages.candidates.verify_neighbours`)."""
     bad = np.isnan(verified)
     if not bad.any():
         return verified
@@ -88,10 +88,10 @@ def _distinct_pairs(cand: np.ndarray) -> int:
 
 def cascade_candidates(ps: PlantedSet, cand: np.ndarray, train_emb: np.ndarray,
                        test_emb: np.ndarray) -> Tuple[np.ndarray, dict]:
-    """The candidates a scan with ``--cascade`` verifies (:func:`sibscan.views.cascade_candidates`'s
+    """The candidates a scan with ``--cascade`` verifies (:func:`sibscan.stages.views.cascade_candidates`'s
     selection on the same signals), as a padded matrix, with the windows scoring's seconds."""
     from sibscan.verify.cascade import IMAGE_CASCADE, cascade_keep
-    from sibscan.views import pair_window_scores
+    from sibscan.stages.views import pair_window_scores
 
     rows = [list(dict.fromkeys(r.tolist())) for r in cand]
     qi = np.repeat(np.arange(len(rows)), [len(r) for r in rows])

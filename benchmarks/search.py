@@ -68,7 +68,7 @@ def own_seconds(q: np.ndarray, x: np.ndarray, k: int, index, repeat: int = 3) ->
 
     import faiss
 
-    from sibscan.search import search
+    from sibscan.search.exact import search
 
     sims, ids = index.search(q, k)
     base, row = q.__array_interface__["data"][0], q.strides[0]
@@ -85,16 +85,16 @@ def _pick_record(d: int):
     """The cached measurement behind auto's CPU choice at dimension ``d`` (None below the threshold)."""
     import json
 
-    from sibscan import searchpick
+    from sibscan.search import pick as searchpick
 
-    from sibscan.search import plan_blocks
+    from sibscan.search.exact import plan_blocks
 
     key = searchpick.machine_key(d, plan_blocks(1 << 20, 1 << 30, d)[:2])
     return searchpick._memo.get(json.dumps(key, sort_keys=True))
 
 
 def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int, sklearn_queries: int) -> dict:
-    from sibscan.search import resolve_backend, search
+    from sibscan.search.exact import resolve_backend, search
 
     q, x = _data(m, n, d)
     flops = 2.0 * m * n * d
@@ -209,7 +209,7 @@ def run_cuda(m: int, n: int, d: int, ks, repeat: int) -> dict:
     import torch
 
     from sibscan.kernels.topk_torch import search_blocks_torch
-    from sibscan.search import plan_blocks
+    from sibscan.search.exact import plan_blocks
 
     dev = torch.device("cuda")
     g = torch.Generator(device=dev).manual_seed(0)

@@ -25,7 +25,7 @@ Reported per configuration, from the scan's own clock (``manifest["timings"]``):
 (``encode``), the extra views, verification (``verify``: the cascade's windows scoring included) and
 the baseline (it verifies random pairs), the pairs verified (rows of the neighbours table with a
 verified score, plus the baseline's verified random pairs), the pairs handed to the verifier (the
-manifest's ``pairs_verified``: each pair once, see :mod:`sibscan.pairverify`; a train→test pair counts
+manifest's ``pairs_verified``: each pair once, see :mod:`sibscan.stages.pairverify`; a train→test pair counts
 only when no test→train row holds it), and the shares verify / (verify +
 encode) and (verify + baseline) / total.  Every scan embeds its own items (its own cache).
 Results: ``benchmarks/results/verify_share.json``.
@@ -55,7 +55,7 @@ CONFIGS: Dict[str, dict] = {
 
 def verified_pairs(scan_dir: Path) -> Dict[str, int]:
     """Rows with a verified score per direction of a finished scan, and the baseline's verified pairs."""
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     sd = ScanDir(scan_dir)
     nb = sd.neighbours()

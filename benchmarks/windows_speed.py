@@ -3,10 +3,10 @@
     python -m benchmarks.windows_speed                   # 500 x 2,500 and 2,000 x 10,000 (a few minutes on 2 cores)
     python -m benchmarks.windows_speed --quick           # tiny, for the tests
 
-The windows view (:func:`sibscan.views.windows_topk_gray`) searches each direction through a faiss
-index of the other split's windows (:mod:`sibscan.windowsearch`; ``--kind`` flat, ivf or auto: flat up
+The windows view (:func:`sibscan.stages.views.windows_topk_gray`) searches each direction through a faiss
+index of the other split's windows (:mod:`sibscan.search.windows`; ``--kind`` flat, ivf or auto: flat up
 to ``FLAT_MAX_VECTORS`` windows), so its time grows like a search (it compared every pair before);
-the cascade (:func:`sibscan.views.pair_window_scores_gray`) scores only ``--pairs-per-item``
+the cascade (:func:`sibscan.stages.views.pair_window_scores_gray`) scores only ``--pairs-per-item``
 candidate pairs per test item.  Both run on 64-px grey images made here (smooth random images:
 decoding is not the view's search cost and is left out).  As a reference measured in the same run,
 the scan's default image encoder (effnet, CPU) embeds ``--encode-images`` random 96-px PNG files
@@ -57,8 +57,8 @@ def _encode_rate(n: int, rng: np.random.Generator) -> Optional[float]:
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     from sibscan.kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
-    from sibscan.views import pair_window_scores_gray
-    from sibscan.windowsearch import windows_view_search
+    from sibscan.stages.views import pair_window_scores_gray
+    from sibscan.search.windows import windows_view_search
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.windows_speed", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")

@@ -153,7 +153,7 @@ class Scan:
 
     @python_words()
     def __init__(self, path: str | os.PathLike, *, _keep: Any = None):
-        from .scandir import ScanDir
+        from .store.scandir import ScanDir
 
         self.path = Path(path)
         self._dir = ScanDir(self.path)

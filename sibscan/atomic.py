@@ -189,7 +189,7 @@ def save_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
 
 
 def save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
-    """``np.savez`` into ``path`` atomically; an array on disk (:class:`sibscan.diskarray.NpyArray`) is
+    """``np.savez`` into ``path`` atomically; an array on disk (:class:`sibscan.store.diskarray.NpyArray`) is
     copied in a block at a time, never read whole."""
     import zipfile
 

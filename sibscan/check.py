@@ -95,7 +95,7 @@ def _pair_text(p: dict) -> str:
 def _required(scan_dir, names: List[str]):
     """Each required audit check's state, and the sentences for the failing ones."""
     from .report.honest import load_audit
-    from .scandir import ScanDir
+    from .store.scandir import ScanDir
 
     audit = load_audit(scan_dir, ScanDir(scan_dir).manifest().get("dataset_fingerprint"))
     states, problems = {}, []
@@ -155,7 +155,7 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
         No limit given, or the scan did not finish (its manifest's status is not "complete").
     """
     from .report.honest import check_name
-    from .scandir import ScanDir
+    from .store.scandir import ScanDir
 
     max_rate, max_exact = check_fraction(max_rate, "--max-rate"), check_fraction(max_exact, "--max-exact")
     names = [check_name(n) for n in require]

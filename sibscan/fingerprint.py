@@ -70,7 +70,7 @@ def content_keys(items: Items, out=None) -> np.ndarray:
     items : Items
     out : path, optional
         For a table read from disk: write the keys to this ``.npy`` file a block at a time and return
-        it as an :class:`~sibscan.diskarray.NpyArray` (memory bounded by the block, not by ``n``).
+        it as an :class:`~sibscan.store.diskarray.NpyArray` (memory bounded by the block, not by ``n``).
 
     Returns
     -------
@@ -81,7 +81,7 @@ def content_keys(items: Items, out=None) -> np.ndarray:
 
         fn = functools.partial(row_fingerprints, decimals=None)
         if out is not None and not isinstance(items.values, np.ndarray):
-            from .diskarray import NpyWriter
+            from .store.diskarray import NpyWriter
 
             with NpyWriter(out, np.uint64, (2,)) as writer:  # a block of keys at a time, never all of them
                 for _, block in _row_blocks(items.values, fn):
@@ -141,7 +141,7 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
         params = f"{items.values.shape[1]}|{items.shape}|{decimals}|{znorm}"
     h.update(f"sibscan-dataset/1|{items.modality}|{params}|{len(fp)}|".encode())
     if hasattr(fp, "iter_blocks"):  # on disk (a scan's train set): sorted a bucket at a time, never whole
-        from .keybuckets import SORT_ROWS, sorted_blocks
+        from .store.keybuckets import SORT_ROWS, sorted_blocks
 
         # in the system's temporary folder: one left in a scan directory by a kill -9 (the manifest is not
         # written yet) would make the next run refuse the directory as not a scan

@@ -10,7 +10,7 @@ Layout::
     IDX/index.json              sibscan version, modality, encoder {name, options, identity, dim},
                                 decimals, znorm, shards [{file, n}], n_items
     IDX/items/train.npz|.jsonl  the items (as in a scan directory), fingerprints included
-    IDX/embeddings/             sibscan.shards.ShardedEmbeddings (index.json + shard-NNNNN.npy)
+    IDX/embeddings/             sibscan.store.shards.ShardedEmbeddings (index.json + shard-NNNNN.npy)
     IDX/cache/                  the embedding cache used while building
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from .errors import CompatibilityError, SibscanError
 from .items import Items
 from .loaders import load_split
 from .options import EncoderOptions, LoadOptions, make
-from .scandir import load_items, save_items
-from .scanfiles import _READ_ERRORS, _corrupt
+from .store.scandir import load_items, save_items
+from .store.scanfiles import READ_ERRORS, corrupt
 
 __all__ = ["TrainIndex"]
 
@@ -117,11 +117,11 @@ class TrainIndex:
         try:
             with open(meta_path, encoding="utf-8") as fh:
                 meta = json.load(fh)
-        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
-            raise _corrupt(meta_path, exc, rebuild) from None
+        except (*READ_ERRORS, UnicodeDecodeError) as exc:
+            raise corrupt(meta_path, exc, rebuild) from None
         missing = [k for k in _META_KEYS if not isinstance(meta, dict) or k not in meta]
         if missing:
-            raise _corrupt(meta_path, ValueError(f"no {', '.join(missing)}"), rebuild)
+            raise corrupt(meta_path, ValueError(f"no {', '.join(missing)}"), rebuild)
         return cls(path, meta)
 
     def add(self, source: str, *, device: str = "auto", batch_size: Optional[int] = None, progress: bool = True,
@@ -144,7 +144,7 @@ class TrainIndex:
         return len(items)
 
     def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool, prefix: Optional[str] = None) -> None:
-        from .cache import embed
+        from .store.cache import embed
         from .fingerprint import content_keys, fingerprint
 
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
@@ -158,7 +158,7 @@ class TrainIndex:
             items, fps = new, fp_new
         emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=content_keys(new), batch_size=batch_size,
                     progress=progress)
-        from .shards import ShardedEmbeddings
+        from .store.shards import ShardedEmbeddings
 
         shards = ShardedEmbeddings.create(self.path / "embeddings", int(enc.dim), dtype="float32", exist_ok=True)
         if shards.n != self.meta["n_items"]:
@@ -187,8 +187,8 @@ class TrainIndex:
         return fp[: self.meta["n_items"]]
 
     def embeddings(self):
-        """The train embeddings as a :class:`~sibscan.shards.ShardedEmbeddings` (n_items, dim), read block by block."""
-        from .shards import ShardedEmbeddings
+        """The train embeddings, :class:`~sibscan.store.shards.ShardedEmbeddings` (n_items, dim) read by blocks."""
+        from .store.shards import ShardedEmbeddings
 
         return ShardedEmbeddings(self.path / "embeddings")
 

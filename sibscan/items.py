@@ -4,7 +4,7 @@ An :class:`Items` holds one split (``"train"`` or ``"test"``) of one modality:
 
 * ``"table"`` — numeric rows (tables and time series). ``values`` is a float64 array of shape
   ``(n, d)`` (a scan reads its train values from disk once fingerprinted: a
-  :class:`~sibscan.diskarray.NpyArray`, indexed the same way); NaN marks missing values and the padding of variable-length rows. Multivariate
+  :class:`~sibscan.store.diskarray.NpyArray`, indexed the same way); NaN marks missing values and the padding of variable-length rows. Multivariate
   series are stored flattened, dimension after dimension, with ``shape = (n_dims, length)``.
 * ``"text"`` — ``texts``, a list of ``n`` strings.
 * ``"image"`` — ``paths``, a list of ``n`` absolute file paths (decoded lazily by the loaders).

@@ -1,6 +1,6 @@
 """How sibscan starts or joins Ray: one place for every engine that runs work as Ray tasks.
 
-The search engine (:mod:`sibscan.engines.ray_engine`), the block encoder
+The search engine (:mod:`sibscan.search.rayengine`), the block encoder
 (:mod:`sibscan.engines.ray_embed`), the n-gram index build (:mod:`sibscan.contamination.ray_build`)
 and the temporal archive (:mod:`sibscan.temporal.archive`) all call :func:`ray_session`.
 """

@@ -85,7 +85,7 @@ class RowNumberIds:
     __hash__ = None
 
     def iter_blocks(self, block_rows: int) -> Iterator[Tuple[int, np.ndarray]]:
-        """``(first row, ids)`` blocks of at most ``block_rows`` ids (as :class:`~sibscan.diskarray.NpyArray`)."""
+        """``(first row, ids)`` blocks of at most ``block_rows`` ids (as :class:`~sibscan.store.diskarray.NpyArray`)."""
         block_rows = max(1, int(block_rows))
         for a in range(0, self.n, block_rows):
             yield a, np.arange(a, min(self.n, a + block_rows)).astype(ID_DTYPE)

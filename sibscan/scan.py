@@ -3,10 +3,10 @@
 :func:`run_scan` is the whole flow behind the CLI command, one call per stage; each stage is a
 function of its own module (loaders, fingerprint, encoders, embedding, candidates, verify,
 calibration.baseline), so the Python API reaches everything the CLI does.  The options are checked
-before anything is read or written.  A scan directory (see :mod:`sibscan.scandir`) is written
+before anything is read or written.  A scan directory (see :mod:`sibscan.store.scandir`) is written
 atomically file by file; re-running into the same directory resumes (embeddings come back from the
 cache, finished stages are not redone), ``force=True`` starts over (human labels under
-``DIR/calibration`` are never deleted); :mod:`sibscan.scanresume` decides which.
+``DIR/calibration`` are never deleted); :mod:`sibscan.stages.resume` decides which.
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from .calibration.baseline import left_out_neighbours, scan_baseline
 from .verdict.labelfile import cutoff_and_labels
 from .verdict import Verdict
 from .verdict.pairdecision import SAME
-from .candidates import neighbours_table, reverse_blocks, verify_neighbours
+from .stages.candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
-from .diskarray import NpyArray, NpyWriter, is_disk_array
-from .embedding import cache_dir_of, embed_splits
+from .store.diskarray import NpyArray, NpyWriter, is_disk_array
+from .stages.embedding import cache_dir_of, embed_splits
 from .encoders import build_encoder
 from .encoders.build import check_encoder
 from .errors import SibscanError
@@ -39,17 +39,17 @@ from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
 from .lock import DirLock
-from .neighbourfile import NeighboursWriter
+from .store.neighbourfile import NeighboursWriter
 from .options import DIRECTIONS
-from .pairverify import PAIRING
+from .stages.pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
-from .scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
-from .scanresume import _INPUTS, _SPILL, _begin, _refuse_foreign, _spill_files, refuse_other_options
-from .spill import RowSpill
+from .store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
+from .stages.resume import INPUTS_DIR, SPILL_PREFIX, begin_scan, refuse_foreign, refuse_other_options, spill_files
+from .store.spill import RowSpill
 from .verify import build_verifier
 from .verify.cascade import IMAGE_CASCADE
-from .views import cascade_candidates, resolve_views, view_candidates, view_identities
+from .stages.views import cascade_candidates, resolve_views, view_candidates, view_identities
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
 
@@ -87,18 +87,18 @@ def run_scan(cfg: ScanConfig, echo: Callable[[str], None] = lambda s: None) -> S
 def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
     sd, timings, t0 = ScanDir(cfg.output.out), {}, time.perf_counter()
     clock = _clock(timings)
-    _refuse_foreign(sd)
+    refuse_foreign(sd)
     refuse_other_options(sd, cfg)  # before any data is read or model built
     spilled, spill = [], None
     try:
         if cfg.load.index is None:
-            for stale in _spill_files(sd.path):  # left by a scan killed outright (the lock rules out a running one)
+            for stale in spill_files(sd.path):  # left by a scan killed outright (the lock rules out a running one)
                 stale.unlink(missing_ok=True)
             # a CSV/TSV train table goes to disk as it is parsed, with its fingerprints: never whole in memory
             spill = RowSpill(_spill_path(sd.path, "train"), _spill_path(sd.path, "train", "fp-"),
                              cfg.load.decimals, cfg.load.znorm, spilled)
         with clock("load"):
-            index, splits = _load_splits(cfg, sd.path / _INPUTS, spill)
+            index, splits = _load_splits(cfg, sd.path / INPUTS_DIR, spill)
         with clock("fingerprint"):
             fps = _fingerprints(splits, cfg, index, spill)
         if index is None:
@@ -114,7 +114,7 @@ def _run_scan(cfg: ScanConfig, echo: Callable[[str], None]) -> ScanResult:
 
 def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) -> Tuple[Items, np.ndarray]:
     """Move a table split's values and fingerprints to temporary ``.npy`` files in the scan directory,
-    read back by rows (:class:`~sibscan.diskarray.NpyArray`): from here on the scan reads blocks and
+    read back by rows (:class:`~sibscan.store.diskarray.NpyArray`): from here on the scan reads blocks and
     candidate rows only, so neither counts in memory (128 + 16 bytes a row of 16 floats).  Returns a
     copy of the items reading their values from the file, and the fingerprints (both unchanged for
     other modalities; the caller's items, from Python, are left as they were); the files are added to
@@ -128,7 +128,7 @@ def _train_to_disk(items: Items, fp: np.ndarray, folder: Path, spilled: list) ->
 
 def _spill_path(folder: Path, split: str, kind: str = "") -> Path:
     """Where a split's spilled values (``kind`` "") or fingerprints ("fp-") go while the scan runs."""
-    return folder / f"{_SPILL}{split}-{kind}{os.getpid()}.tmp.npy"
+    return folder / f"{SPILL_PREFIX}{split}-{kind}{os.getpid()}.tmp.npy"
 
 
 def _to_disk(array: np.ndarray, path: Path, spilled: list) -> NpyArray:
@@ -156,7 +156,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     at, labels = cutoff_and_labels(manifest, sd.path, cutoff=out.cutoff, calibration=out.calibration, force=out.force,
                                    writing=True)
     cutoff = at.record()
-    done, run = _begin(sd, cfg, manifest, splits, fps, echo)
+    done, run = begin_scan(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
         embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
@@ -223,10 +223,10 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
     when those were streamed (they are in the files only).
 
     The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
-    the files a block of train rows at a time (:func:`~sibscan.candidates.reverse_blocks`),
+    the files a block of train rows at a time (:func:`~sibscan.stages.candidates.reverse_blocks`),
     at the place the whole table would hold it, its time added to ``timings``' search and verify;
     chunked texts (whose rows are documents made of chunks) are searched whole.  ``source``: the digest
-    of what the table is computed from, stored in it (:func:`sibscan.scandir.neighbours_source`).
+    of what the table is computed from, stored in it (:func:`sibscan.store.scandir.neighbours_source`).
     """
     search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
     # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it
@@ -246,7 +246,7 @@ def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Item
         if cascade:
             n_candidates, nb = len(nb), cascade_candidates(nb, splits, IMAGE_CASCADE)
             echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
-        if verifier is not None:  # each pair once (sibscan.pairverify); train→test's new pairs a block at a time
+        if verifier is not None:  # each pair once (stages.pairverify); train→test's new pairs a block at a time
             echo(f"verifying the pairs of {len(nb):,} candidate rows{' and the train → test rows' * stream} with {verifier.name}")
         nb = verify_neighbours(nb, verifier, splits, progress=progress, counts=counts)
     with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv", source=source) as writer:

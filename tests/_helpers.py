@@ -13,7 +13,7 @@ from sibscan.calibration.flow import DRAW_FILE, _control_plan, _identity
 from sibscan.verdict.record import LABELS_FILE
 from sibscan.calibration.sampling import Draw, Population
 from sibscan.calibration.synthetic import write_oracle_labels
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 
 def write_jsonl(path: Path, records: Iterable[dict], *, append: bool = False) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from sibscan.items import Items
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 CUTOFF = 0.9
 

@@ -10,7 +10,7 @@ import pytest
 from planted_scan import planted_images
 
 import sibscan
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 FAST = dict(baseline_pairs=400, verified_baseline_pairs=150, progress=False)
 

@@ -720,7 +720,7 @@ def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
     ps = sets["images"]
     enc = get_encoder("pixels")
     tr, te = enc.encode(ps.train.paths), enc.encode(ps.test.paths)
-    monkeypatch.setattr("sibscan.views.default_views", lambda modality, verifying: ("windows",))
+    monkeypatch.setattr("sibscan.stages.views.default_views", lambda modality, verifying: ("windows",))
     monkeypatch.setattr("sibscan.encoders.build.default_encoder", lambda modality: "effnet")
     out = image_scale.score_scan(ps, tr, te, n_labels=10, n_verified_random=20, seed=0)
     d = out["defaults"]

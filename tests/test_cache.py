@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sibscan.cache import EmbeddingCache, embed
+from sibscan.store.cache import EmbeddingCache, embed
 from sibscan.encoders.base import Encoder, l2_normalise
 from sibscan.errors import CompatibilityError
 from sibscan.items import Items

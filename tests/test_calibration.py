@@ -165,7 +165,7 @@ def test_oracle_cutoff_separates_planted_siblings(planted, tmp_path):
     labels = oracle_file(tmp_path, planted, cal_dir)
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", n_pairs=60, seed=0)
     assert cal.status == "ok", cal.advice
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     top = ScanDir(planted.path).neighbours().top1()
     is_sib = np.array([planted.sibling_of.get(q) == t for q, t in zip(top["query_id"], top["neighbour_id"])])
@@ -374,7 +374,7 @@ def test_a_calibration_without_a_cutoff_is_named_where_the_scans_cutoff_is_used(
     from sibscan.check import check as run_check
     from sibscan.verdict.cutoff import resolve_cutoff
     from sibscan.report import build_report
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     planted, own = _scan_whose_calibration_gives_no_cutoff(tmp_path)
     note = build_report(planted.path)["headline"]["note"]
@@ -396,7 +396,7 @@ def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tm
     from sibscan.calibration.fit import RULE
     from sibscan.check import check as run_check
     from sibscan.report import build_report
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     planted, own = _scan_whose_calibration_gives_no_cutoff(tmp_path)
     sd = ScanDir(planted.path)
@@ -456,7 +456,7 @@ def test_imported_labels_of_pairs_this_scan_does_not_score_are_not_counted_as_us
     score: kept, not used — and every output counts the answers used, as cutoff.json's n_labels_used and
     the rate estimate do (the headline said 'calibrated with' every answer in the file)."""
     from sibscan.report import build_report
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
     scan = str(planted.path)
@@ -512,7 +512,7 @@ def test_answers_about_exact_twins_are_counted_apart_and_said(tmp_path):
     """Answers about exact twins (siblings without an answer) were in neither the used count nor the
     unused one: calibrate now counts them apart and says so."""
     from planted_scan import make_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     make_scan(tmp_path)
     calibrate(tmp_path, ui="none")

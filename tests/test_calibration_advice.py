@@ -15,7 +15,7 @@ from test_needs_labels import weak  # noqa: F401 - the fixture: a text scan whos
 from sibscan import fmt
 from sibscan.calibration.advice import Unlabelled
 from sibscan.calibration.fit import fit
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 ADVICE = re.compile(r"label about (\d+) more pairs scoring (-?[\d.]+) to (-?[\d.]+)")
 

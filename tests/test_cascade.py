@@ -9,9 +9,9 @@ from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.windows import window_boxes, window_pair_scores, window_vectors
-from sibscan.scandir import Neighbours
+from sibscan.store.scandir import Neighbours
 from sibscan.verify.cascade import Cascade, cascade_keep
-from sibscan.views import cascade_candidates, pair_window_scores_gray
+from sibscan.stages.views import cascade_candidates, pair_window_scores_gray
 
 
 def _keep_reference(groups, signals, always):
@@ -50,9 +50,9 @@ def test_cascade_keep_against_brute_force():
 
 @pytest.mark.parametrize("block", [1024, 5])  # the database's vectors made once for the call, or per chunk
 def test_pair_window_scores_are_the_pairs_of_the_all_pairs_kernel(block, monkeypatch):
-    import sibscan.views
+    import sibscan.stages.views
 
-    monkeypatch.setattr(sibscan.views, "_WINDOW_BLOCK", block)
+    monkeypatch.setattr(sibscan.stages.views, "_WINDOW_BLOCK", block)
     rng = np.random.default_rng(1)
     gray = lambda n: rng.integers(0, 256, size=(n, 8, 8)).repeat(8, 1).repeat(8, 2).astype(np.uint8)  # noqa: E731
     q, d = gray(9), gray(13)
@@ -81,7 +81,7 @@ def test_cascade_options_are_checked(tmp_path):
 @pytest.mark.slow  # a whole scan: ~7 s on the shared 2 cores
 def test_scan_with_the_cascade_verifies_fewer_pairs_and_finds_crop_and_mirror(flip_and_crop_folders):
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),

@@ -17,7 +17,7 @@ from sibscan.cli import app
 from sibscan.config import ScanConfig
 from sibscan.report import write_reports
 from sibscan.scan import run_scan
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 N_TRAIN, N_TEST = 40, 30
 
@@ -105,7 +105,7 @@ def test_sample_does_not_leave_out_neighbour_pairs(alike, tmp_path, monkeypatch)
 
 
 def test_all_pairs_in_blocks_match_brute_force_and_a_train_index(tmp_path, monkeypatch):
-    from sibscan.shards import ShardedEmbeddings
+    from sibscan.store.shards import ShardedEmbeddings
 
     monkeypatch.setattr(baseline_module, "_BLOCK_PAIRS", 7)  # blocks smaller than a row of train items
     rng = np.random.default_rng(3)

@@ -142,7 +142,7 @@ def test_the_console_command_prints_a_warning_as_one_line(tmp_path):
     import sys
 
     from planted_scan import make_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     make_scan(tmp_path)
     sd = ScanDir(tmp_path)

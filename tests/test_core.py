@@ -16,7 +16,7 @@ from sibscan.cli import app
 from sibscan.device import resolve_device
 from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 
 def test_version_cli():
@@ -203,7 +203,7 @@ def test_as_items_loads_a_path(tmp_path):
 
 
 def test_verification_reranks_and_keeps_the_embedding_rank():
-    from sibscan.candidates import verify_neighbours
+    from sibscan.stages.candidates import verify_neighbours
     from sibscan.verify import VerifyResult
 
     class Stub:  # a verifier that prefers the embedding's second candidate

@@ -11,7 +11,7 @@ from sibscan.cli import app
 from sibscan.stats import check_cutoff_value
 from sibscan.verdict.cutoff import Cutoff, resolve_cutoff
 from sibscan.errors import CompatibilityError, SibscanError
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ import pytest
 from sibscan.calibration import calibrate
 from sibscan.config import ScanConfig
 from sibscan.scan import run_scan
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 ROOT = Path(__file__).resolve().parent.parent
 N_PLANTED = 20  # examples/make_demo.py: 10 exact or re-cased copies and 10 near copies, test rows 0-19

@@ -11,7 +11,7 @@ pytest.importorskip("open_clip")
 PIL = pytest.importorskip("PIL.Image")
 skdata = pytest.importorskip("skimage.data")
 
-from sibscan.cache import embed  # noqa: E402
+from sibscan.store.cache import embed  # noqa: E402
 from sibscan.encoders import encoder_class, get_encoder  # noqa: E402
 from sibscan.errors import InputError, SibscanError  # noqa: E402
 from sibscan.items import Items  # noqa: E402

@@ -12,7 +12,7 @@ from sibscan.errors import SibscanError
 from sibscan.groups import complete_linkage, connected_components, sibling_groups
 from sibscan.report import build_report
 from sibscan.report.markdown import render_markdown
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 from sibscan.split import resplit
 
 

@@ -12,7 +12,7 @@ from sibscan.config import ScanConfig
 from sibscan.errors import CompatibilityError
 from sibscan.index import TrainIndex
 from sibscan.scan import run_scan
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 runner = CliRunner()
 
@@ -88,7 +88,7 @@ def test_ray_engine_scan_is_identical_to_local(data, local_ray):
 def test_ray_block_encoder_embeds_blocks_on_workers_and_fills_the_cache(data, tmp_path, local_ray):
     import functools
 
-    from sibscan.cache import embed
+    from sibscan.store.cache import embed
     from sibscan.encoders import get_encoder
     from sibscan.engines import ray_block_encoder
     from sibscan.fingerprint import fingerprint

@@ -21,7 +21,7 @@ from sibscan.verdict.cutoffrule import supported
 from sibscan.fmt import pct as fmt_pct
 from sibscan.verdict.headline import STATES
 from sibscan.report import write_reports
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 ROOT = Path(__file__).resolve().parent.parent
 

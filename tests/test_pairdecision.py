@@ -9,7 +9,7 @@ import pytest
 from _helpers import write_jsonl, write_labels
 from planted_scan import make_scan
 from sibscan.verdict.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 
 # --- the rule, against a brute-force reference ------------------------------------------------------
@@ -543,7 +543,7 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
 
     from sibscan.verdict.record import Calibration, write_calibration
     from sibscan.cli import app
-    from sibscan.neighbourtable import Neighbours as Table
+    from sibscan.store.neighbourtable import Neighbours as Table
     from sibscan.report import build_report
 
     rng = np.random.default_rng(0)
@@ -596,7 +596,7 @@ def test_load_matching_streams_the_table_and_keeps_only_the_rows_asked_for(tmp_p
     column (reading each column whole to keep a few rows peaked above the column's size)."""
     import tracemalloc
 
-    from sibscan.neighbourtable import Neighbours as Table
+    from sibscan.store.neighbourtable import Neighbours as Table
 
     n = 120_000
     rng = np.random.default_rng(0)

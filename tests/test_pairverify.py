@@ -1,5 +1,5 @@
 """Issue 14, "labels belong to pairs": each pair is verified once, in one orientation, and every row of
-the pair carries that score (:mod:`sibscan.pairverify`).
+the pair carries that score (:mod:`sibscan.stages.pairverify`).
 
 A scan's table holds (test i, train j) as a test→train row and often again as a train→test row, and
 (test i, test j) as i→j and j→i; an image verifier searches the query inside the database image, so
@@ -13,13 +13,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from sibscan.candidates import neighbours_table, reverse_blocks, verify_neighbours
+from sibscan.stages.candidates import neighbours_table, reverse_blocks, verify_neighbours
 from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.options import SearchOptions
-from sibscan.pairverify import PAIRING, VerifiedPairs, canonical_pairs
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.stages.pairverify import PAIRING, VerifiedPairs, canonical_pairs
+from sibscan.store.scandir import Neighbours, ScanDir
 from sibscan.verify import VerifyResult
 
 
@@ -125,7 +125,7 @@ def test_streamed_blocks_equal_one_verification_of_the_whole_table():
 
 
 def test_the_lookup_is_bounded_by_the_test_side_and_the_stream_by_its_block(monkeypatch):
-    import sibscan.pairverify as pairverify
+    import sibscan.stages.pairverify as pairverify
 
     sizes = []
     real = pairverify.VerifiedPairs.of

@@ -163,7 +163,7 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
     draw = json.loads((cal_dir / "draw.json").read_text())
     drawn = {(q["query_id"], q["neighbour_id"]) for q in draw["pairs"]}
     from sibscan.calibration.sampling import Population
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     pop = Population.from_neighbours(ScanDir(p.path).neighbours())
     # an undrawn pair of another test item than te0 and te1 (they get records of their own below)

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sibscan.search import search
-from sibscan.shards import ShardedEmbeddings
+from sibscan.search.exact import search
+from sibscan.store.shards import ShardedEmbeddings
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sibscan[ray]')")
 
-from sibscan.engines import search_ray  # noqa: E402
+from sibscan.search import search_ray  # noqa: E402
 
 
 pytestmark = pytest.mark.slow  # starts a local Ray (``local_ray`` in conftest.py)

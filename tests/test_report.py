@@ -16,7 +16,7 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
 from sibscan.report import build_report, render_html, render_markdown, write_reports
 from sibscan.report.sections import sweep
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 
 def wilson(k, n, z=1.959963984540054):
@@ -291,7 +291,7 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     from sibscan.calibration import calibrate
     from sibscan.calibration.synthetic import oracle_labels, planted_scan
     from sibscan.report import build_report
-    from sibscan.scandir import ScanDir as _ScanDir
+    from sibscan.store.scandir import ScanDir as _ScanDir
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
     scan = planted.path
@@ -331,7 +331,7 @@ def test_every_output_counts_chance_siblings_against_the_train_items_searched(tm
     from sibscan.verdict.cutoff import resolve_cutoff
     from sibscan.verdict.headline import headline
     from sibscan.scan import summarise
-    from sibscan.scandir import train_items_searched
+    from sibscan.store.scandir import train_items_searched
     from sibscan.split import groups_and_headline
     from sibscan.verdict.testscores import test_scores
     from sibscan.verdict import Verdict
@@ -401,7 +401,7 @@ def test_the_share_over_the_cutoffs_interval_reads_as_one_value_when_it_does_not
 
 def test_predictions_label_column_is_the_truth_when_the_scan_has_no_labels(tmp_path):
     """`report --help` promises "id, prediction[, label]": an unlabelled scan is scored against the file's labels."""
-    from sibscan.scandir import load_items
+    from sibscan.store.scandir import load_items
 
     t = make_scan(tmp_path)
     test, fp = load_items(tmp_path, "test")

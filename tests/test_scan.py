@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from sibscan.cli import app
 from sibscan.config import ScanConfig
-from sibscan.chunks import aggregate_chunks
+from sibscan.stages.chunks import aggregate_chunks
 from sibscan.kernels.rowhash import fingerprint_membership
 from sibscan.scan import run_scan
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 runner = CliRunner()
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sibscan.errors import InputError, SibscanError
 from sibscan.kernels.topk import ResultHeap, block_topk_numpy, merge_topk
 from sibscan.kernels.topk_torch import block_topk_torch
-from sibscan.search import brute_force_search, plan_blocks, search
-from sibscan.shards import ShardedEmbeddings
+from sibscan.search.exact import brute_force_search, plan_blocks, search
+from sibscan.store.shards import ShardedEmbeddings
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 #: the backends installed here (a core install has numpy only)
@@ -345,13 +345,13 @@ def test_faiss_single_block_keeps_the_lower_index_of_ties(m, k):
 
 
 def test_auto_backend_on_the_cpu_is_faiss_when_installed():
-    from sibscan.search import resolve_backend
+    from sibscan.search.exact import resolve_backend
 
     assert resolve_backend("auto", "cpu") == ("faiss" if "faiss" in BACKENDS else "numpy")
 
 
 def test_nan_rows_are_found_by_the_cheap_check():
-    from sibscan.search import _bad_rows
+    from sibscan.search.exact import _bad_rows
 
     x = np.ones((6, 5), np.float32)
     x[1, 2], x[3, 0], x[4] = np.nan, np.inf, 3e38  # row 4: finite, but its squared norm overflows float32

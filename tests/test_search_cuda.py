@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sibscan.search import brute_force_search, search
+from sibscan.search.exact import brute_force_search, search
 
 
 def unit(rng, n, d):
@@ -70,7 +70,7 @@ def test_cuda_exclude_self_and_ties():
 def test_cuda_torch_tensor_database_and_shards(tmp_path):
     import torch
 
-    from sibscan.shards import ShardedEmbeddings
+    from sibscan.store.shards import ShardedEmbeddings
 
     rng = np.random.default_rng(14)
     q, x = unit(rng, 100, 64), unit(rng, 9000, 64)

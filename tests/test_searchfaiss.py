@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from sibscan.search import brute_force_search, search
+from sibscan.search.exact import brute_force_search, search
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("faiss") is None,
                                 reason="faiss is not installed (pip install 'sibscan[faiss]')")
@@ -18,7 +18,7 @@ def split(monkeypatch):
     """Split searches of a few dozen rows across two worker threads, counting faiss's calls."""
     import faiss
 
-    from sibscan import searchfaiss
+    from sibscan.search import faissindex as searchfaiss
 
     calls = []
     knn = faiss.knn
@@ -51,7 +51,7 @@ def test_split_search_equals_brute_force_and_one_faiss_call(split, k):
     np.testing.assert_allclose(sims, ref_sims, atol=2e-6)
     assert (ids != ref_ids).mean() < 0.01
     split.clear()
-    from sibscan import searchfaiss
+    from sibscan.search import faissindex as searchfaiss
 
     searchfaiss.SPLIT_MIN_ROWS = 10 ** 9  # restored by monkeypatch
     one_sims, one_ids = search(q, x, k, backend="faiss", progress=False)
@@ -67,7 +67,7 @@ def test_every_range_goes_through_faiss_blas(monkeypatch, d, m):
     of a split search may be that small."""
     import faiss
 
-    from sibscan import searchfaiss
+    from sibscan.search import faissindex as searchfaiss
 
     monkeypatch.setattr(searchfaiss, "split_workers", lambda: 2)
     bounds = searchfaiss.split_bounds(m, d, 2)
@@ -82,7 +82,7 @@ def test_default_split_ranges_are_blas_sized(monkeypatch):
     # the text default (d=384) with 1,024 queries: 256-row ranges (98,304 < 128,000) were faiss's scalar loop
     import faiss
 
-    from sibscan import searchfaiss
+    from sibscan.search import faissindex as searchfaiss
 
     calls = []
     knn = faiss.knn
@@ -157,8 +157,8 @@ def test_an_error_cancels_the_ranges_not_started(split, monkeypatch):
 
 def test_memory_estimate_counts_one_faiss_tile_per_concurrent_call(monkeypatch):
     # faiss allocates a 4,096 x 1,024 float32 tile per faiss.knn call, however few the query rows
-    from sibscan import searchfaiss
-    from sibscan.search import n_bytes_faiss_tile
+    from sibscan.search import faissindex as searchfaiss
+    from sibscan.search.exact import n_bytes_faiss_tile
 
     monkeypatch.setattr(searchfaiss, "split_workers", lambda: 2)
     tile = 4 * 4096 * 1024

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sibscan import searchpick
-from sibscan.search import _measured_run, brute_force_search, search
+from sibscan.search import pick as searchpick
+from sibscan.search.exact import _measured_run, brute_force_search, search
 
 HAS_TWO = importlib.util.find_spec("faiss") is not None or importlib.util.find_spec("torch") is not None
 BIG = (5000, 100000, 512, 5)  # above MEASURE_ABOVE_FLOPS
@@ -103,7 +103,7 @@ def test_measure_times_every_candidate_and_auto_gives_the_exact_answer(cache, mo
 @pytest.mark.skipif(not HAS_TWO, reason="needs faiss or torch beside numpy (pip install 'sibscan[faiss]')")
 def test_auto_measures_on_the_tile_a_large_search_runs(cache, monkeypatch):
     """The pick compares the kernels at the (query, database) block a large CPU search uses."""
-    from sibscan.search import resolve_backend, plan_blocks
+    from sibscan.search.exact import resolve_backend, plan_blocks
 
     shapes = []
 

@@ -11,8 +11,8 @@ from sibscan.items import Items
 from sibscan.kernels.windows import (VIEW_CELLS, VIEW_SCALES, WINDOW_SCALES, mirror, window_boxes, window_pair_scores,
                                      window_topk, window_vectors)
 from sibscan.options import SearchOptions
-from sibscan.scandir import Neighbours
-from sibscan.views import add_view_candidates, default_views, resolve_views
+from sibscan.store.scandir import Neighbours
+from sibscan.stages.views import add_view_candidates, default_views, resolve_views
 
 
 def _smooth(rng, side=64):
@@ -120,7 +120,7 @@ def test_the_view_finds_heavy_crops_of_tiny_images_between_the_old_grid_position
     texture cell in the top 5; the grid it replaced (136 windows of 12 x 12, positions two cells apart
     at half the side) left some below look-alike cells (issue 14: small32's crop-flip-jpeg misses)."""
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     train, test, sources = _tiny_texture_case()
     old = window_boxes(WINDOW_SCALES)
@@ -140,8 +140,8 @@ def test_windows_view_search_on_a_flat_index_is_the_brute_force_reference(n_trai
     (issue 31: the view compared every pair, 2,269 s on CIFAR-10); tiny blocks cross every block edge,
     and the first window search (4 k windows a row) is too short, so the widening loop runs."""
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    import sibscan.windowsearch as ws
-    from sibscan.views import windows_topk_gray
+    import sibscan.search.windows as ws
+    from sibscan.stages.views import windows_topk_gray
 
     rng = np.random.default_rng(5)
     test, train = _gray_images(rng, 7), _gray_images(rng, n_train)
@@ -164,7 +164,7 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
     """The reference's crop and wide scores are the two halves of :func:`window_pair_scores` (whose max
     the view used to rank every pair by): each test image's candidates come from its crop top k and the
     train images whose wide top k kept it."""
-    from sibscan.windowsearch import windows_view_reference
+    from sibscan.search.windows import windows_view_reference
 
     rng = np.random.default_rng(8)
     test, train = _gray_images(rng, 6), _gray_images(rng, 9)
@@ -179,8 +179,8 @@ def test_the_reference_joins_both_directions_of_the_pair_scores():
 
 def test_an_ivf_index_past_the_flat_size_still_finds_copies_and_crops(monkeypatch):
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
-    import sibscan.windowsearch as ws
-    from sibscan.views import windows_topk_gray
+    import sibscan.search.windows as ws
+    from sibscan.stages.views import windows_topk_gray
 
     rng = np.random.default_rng(6)
     train, test = _gray_images(rng, 300), _gray_images(rng, 20)
@@ -203,9 +203,9 @@ def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     import time
 
-    import sibscan.windowsearch as ws
+    import sibscan.search.windows as ws
     from sibscan.progress import task
-    from sibscan.views import windows_topk_gray
+    from sibscan.stages.views import windows_topk_gray
 
     monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.02")
     monkeypatch.setattr(ws, "_QUERY_BLOCK", 1)
@@ -283,7 +283,7 @@ def test_scan_finds_a_mirrored_copy_only_through_the_windows_view(flip_and_crop_
     pytest.importorskip("torch", reason="the windows view is a default only with the image verifier, which runs on torch")
     pytest.importorskip("faiss", reason="the windows view's index is faiss (pip install 'sibscan[faiss]')")
     from sibscan.scan import run_scan
-    from sibscan.scandir import ScanDir
+    from sibscan.store.scandir import ScanDir
 
     tmp_path = flip_and_crop_folders
     res = run_scan(ScanConfig(train=str(tmp_path / "train"), test=str(tmp_path / "test"), out=str(tmp_path / "out"),

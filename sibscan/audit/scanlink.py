@@ -73,7 +73,7 @@ class ScanLink:
         return self.verdict.cutoff
 
     def test_items(self) -> Items:
-        from ..scandir import load_items
+        from ..store.scandir import load_items
 
         return load_items(self.path, "test")[0]
 
@@ -121,7 +121,7 @@ class ScanLink:
 
 def open_scan(path) -> ScanLink:
     """A finished scan directory, or :class:`SibscanError` saying what to run first."""
-    from ..scandir import ScanDir
+    from ..store.scandir import ScanDir
 
     sd = ScanDir(path)
     manifest = sd.manifest()

@@ -79,7 +79,7 @@ class TorchEncoder(Encoder):
     """
 
     weight_free: ClassVar[bool] = False
-    #: :func:`sibscan.cache.embed` hands whole blocks to ``encode`` and lets it batch internally
+    #: :func:`sibscan.store.cache.embed` hands whole blocks to ``encode`` and lets it batch internally
     batches_internally: ClassVar[bool] = True
     #: extra needed for ``available()``: (extra name, modules to find)
     requires: ClassVar[Tuple[str, Tuple[str, ...]]] = ("torch", ())

@@ -68,8 +68,8 @@ def strings_to_float(cells: np.ndarray, path: Path, names: Sequence[str], rows: 
 def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None, ids=None, groups=None,
                       shape: Optional[tuple] = None) -> Items:
     """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None); ``values``
-    read from disk (:class:`~sibscan.diskarray.NpyArray`, float64) stay there."""
-    from ..diskarray import is_disk_array
+    read from disk (:class:`~sibscan.store.diskarray.NpyArray`, float64) stay there."""
+    from ..store.diskarray import is_disk_array
 
     n = len(values)
     if n == 0:

@@ -65,7 +65,7 @@ def load_table(
     sink : optional
         CSV/TSV only (other formats ignore it): where the parsed chunks of values go instead of one
         array in memory — an object with ``append(chunk)``, ``close() -> values`` and ``abort()``,
-        such as :class:`sibscan.spill.RowSpill` (values and fingerprints to disk as they are read).
+        such as :class:`sibscan.store.spill.RowSpill` (values and fingerprints to disk as they are read).
 
     Returns
     -------

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..groups import group_table
-from ..scandir import ScanDir
+from ..store.scandir import ScanDir
 from ..verdict import Verdict
 from .audits import audit_sections
 from .honest import SECTION, evaluation_section

@@ -121,7 +121,7 @@ def histogram(score: np.ndarray, baseline: Optional[dict], n_bins: int = 40, *, 
 
 
 def pair_records(rows: np.ndarray, top, test, train, labels=None) -> list:
-    """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.scandir.Neighbours`, with the
+    """Pair dicts for rows ``rows`` of a top-1 test->train :class:`~sibscan.store.scandir.Neighbours`, with the
     pair's hand label (``labels``, a :class:`sibscan.verdict.pairdecision.PairLabels`: "same", "different" or None)."""
     rows = np.asarray(rows, np.int64)
     said = (labels.lookup(top["query_id"][rows], top["neighbour_id"][rows]) if labels is not None and len(rows)

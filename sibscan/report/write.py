@@ -6,7 +6,7 @@ from typing import Dict, Iterable, Optional
 
 from ..atomic import write_json, write_text
 from ..errors import SibscanError
-from ..scandir import ScanDir
+from ..store.scandir import ScanDir
 from .compute import build_report
 from ..options import REPORT_FORMATS as FORMATS
 

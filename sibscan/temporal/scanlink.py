@@ -35,7 +35,7 @@ def attach_to_scan(result: Dict[str, Any], scan_dir: str | Path, train: Items, t
         The scan was made from other train or test data.
     """
     from ..fingerprint import dataset_fingerprint
-    from ..scandir import ScanDir
+    from ..store.scandir import ScanDir
 
     sd = ScanDir(scan_dir)
     if not sd.exists():

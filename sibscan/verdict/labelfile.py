@@ -17,10 +17,11 @@ from sibscan.verdict.pairdecision import PairLabels
 
 from .record import LABELS_FILE, calibration_in
 
-__all__ = ["LABELS", "cutoff_and_labels", "read_label_file", "scan_labels"]
+__all__ = ["ALL_LABELS", "LABELS", "cutoff_and_labels", "read_label_file", "scan_labels"]
 
 LABELS = ("same", "different", "skip")
-_ALL_LABELS = LABELS + ("undo",)
+#: what a line of labels.jsonl may hold: an answer, or "undo" (which takes back the answer on that pair)
+ALL_LABELS = LABELS + ("undo",)
 _REQUIRED = ("query_id", "neighbour_id", "label")
 
 
@@ -35,8 +36,8 @@ def read_label_file(path: Path) -> List[dict]:
             missing = [k for k in _REQUIRED if k not in rec]
             if missing:
                 raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)
-            if rec["label"] not in _ALL_LABELS:
-                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(_ALL_LABELS)}", path=path, row=row)
+            if rec["label"] not in ALL_LABELS:
+                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(ALL_LABELS)}", path=path, row=row)
             rec["_row"] = row
             records.append(rec)
     return records

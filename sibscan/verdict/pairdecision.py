@@ -154,7 +154,7 @@ def row_labels(nb, labels: "PairLabels") -> np.ndarray:
 
     Parameters
     ----------
-    nb : sibscan.neighbourtable.Neighbours
+    nb : sibscan.store.neighbourtable.Neighbours
         The neighbours table, shape (m,) per column.
     labels : PairLabels
 

@@ -139,7 +139,7 @@ def direction_rows(nb, label: np.ndarray, query_split: str, neighbour_split: str
     -------
     (Neighbours of r rows, ndarray of shape (r,) int8 labels, ndarray of shape (r,) bool added)
     """
-    from ..neighbourtable import Neighbours
+    from ..store.neighbourtable import Neighbours
 
     own = nb.mask(query_split, neighbour_split)
     rows, row_label = nb.select(own), np.asarray(label)[own]
@@ -186,7 +186,7 @@ def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Option
     """The test->train :class:`TestScores` of a scan directory (what is not given is read from it);
     ``labels`` (:class:`sibscan.verdict.pairdecision.PairLabels`) decide the pairs they answer."""
     from ..kernels.rowhash import fingerprint_membership
-    from ..scandir import ScanDir, load_items
+    from ..store.scandir import ScanDir, load_items
 
     sd = ScanDir(scan_dir)
     if fp_train is None or fp_test is None:

@@ -18,7 +18,7 @@ import numpy as np
 from .labelfile import cutoff_and_labels
 from .cutoff import Cutoff
 from .headline import headline
-from ..scandir import ScanDir, load_items, train_items_searched
+from ..store.scandir import ScanDir, load_items, train_items_searched
 from .pairdecision import flag_items
 from .testscores import TestScores, best_scores, direction_rows, duplicated_rows, flagged_mask, test_scores
 

@@ -12,7 +12,7 @@ one signal ranks low is kept by the other).  The rows the cascade drops are left
 neighbours table: they were never verified and cannot decide.
 
 The signals and bands of the scan (:data:`IMAGE_CASCADE`): the windows score of the pair
-(:func:`sibscan.views.pair_window_scores`, within 0.02 of the query's best) and the scan
+(:func:`sibscan.stages.views.pair_window_scores`, within 0.02 of the query's best) and the scan
 encoder's cosine (the query's best only).  Measured on the planted crop sets (``python -m
 benchmarks.quality --sets crops,small32``, a run on the windows view's old grid; the current figures
 are in the README's cascade paragraph and docs/benchmarks.md, "Heavy crops"): 2.7-2.9 verified

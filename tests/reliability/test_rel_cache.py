@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from rel_helpers import FAST, assert_one_line_error, cli, write_table
-from sibscan.cache import EmbeddingCache, embed
+from sibscan.store.cache import EmbeddingCache, embed
 from sibscan.encoders import get_encoder
 from sibscan.items import Items
 

@@ -1,5 +1,5 @@
 """Issue 13, 'memory bounded by the block size', in the encode stage: the embedding cache looks rows up
-through bucket files (:mod:`sibscan.cachelookup`) instead of a sorted index of every key, and the
+through bucket files (:mod:`sibscan.store.cachelookup`) instead of a sorted index of every key, and the
 train→test stream hands on no part of more train rows than the block size.
 
 The lookup must answer what the whole index answers (:meth:`EmbeddingCache.find`, kept as the
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sibscan.cache as cache_module
-import sibscan.cachelookup as lookup
-from sibscan.cache import EmbeddingCache, embed
-import sibscan.candidates as candidates
-from sibscan.diskarray import NpyWriter
+import sibscan.store.cache as cache_module
+import sibscan.store.cachelookup as lookup
+from sibscan.store.cache import EmbeddingCache, embed
+import sibscan.stages.candidates as candidates
+from sibscan.store.diskarray import NpyWriter
 from sibscan.encoders.base import Encoder, l2_normalise
 from sibscan.items import Items
 from sibscan.options import SearchOptions
@@ -149,7 +149,7 @@ def test_no_streamed_part_holds_more_train_rows_than_the_block_size(n, block, mo
 def test_a_fully_cached_embed_writes_nothing_into_the_cache(tmp_path, monkeypatch):
     # a read-only or shared cache must stay usable: the lookup's bucket files go to the system temp
     # folder (they were made inside the cache folder, where a kill -9 also left them behind)
-    import sibscan.cache as cache_mod
+    import sibscan.store.cache as cache_mod
 
     rng = np.random.default_rng(9)
     values = rng.standard_normal((60, 4))

@@ -7,7 +7,7 @@ import pytest
 from rel_helpers import FAST, cli, write_table
 from sibscan.encoders import get_encoder
 from sibscan.kernels.rowhash import row_fingerprints
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 from sibscan.twins import find_twins
 
 

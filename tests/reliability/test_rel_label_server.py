@@ -17,7 +17,7 @@ from sibscan.calibration.sampling import Draw, Population
 from sibscan.calibration.synthetic import planted_scan
 from sibscan.calibration.web import LabelServer
 from sibscan.errors import SibscanError
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 
 @pytest.fixture(scope="module")

@@ -206,7 +206,7 @@ def test_a_full_disk_while_the_cache_is_written_is_the_clear_line(tables, monkey
 def test_key_buckets_on_a_full_disk_raise_enospc(tmp_path):
     """The cache lookup's bucket files (system temp folder) fail with ENOSPC; ndarray.tofile lost a
     small write to a full disk without a word (a bucket's keys gone)."""
-    from sibscan import keybuckets
+    from sibscan.store import keybuckets
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")

@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from rel_helpers import FAST, assert_one_line_error, cli, write_table
-from sibscan.scandir import ScanDir
+from sibscan.store.scandir import ScanDir
 
 
 def _scan(d, out, *extra):

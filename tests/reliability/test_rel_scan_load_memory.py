@@ -38,9 +38,9 @@ def _hostile_csv(path, n=23):
 
 @pytest.mark.parametrize("decimals,znorm", [(6, False), (2, True)])
 def test_chunked_spill_gives_the_items_fingerprints_and_digests_of_the_whole_load(tmp_path, monkeypatch, decimals, znorm):
-    from sibscan.diskarray import is_disk_array
+    from sibscan.store.diskarray import is_disk_array
     from sibscan.fingerprint import dataset_fingerprint, fingerprint, ids_fingerprint, items_fingerprint
-    from sibscan.spill import RowSpill
+    from sibscan.store.spill import RowSpill
 
     csv = _hostile_csv(tmp_path / "train.csv")
     whole = tables_module.load_table(csv, "train", id="id")
@@ -68,7 +68,7 @@ def test_chunked_spill_gives_the_items_fingerprints_and_digests_of_the_whole_loa
 
 def test_a_bad_row_in_a_later_chunk_is_named_and_leaves_no_file(tmp_path, monkeypatch):
     from sibscan.errors import InputError
-    from sibscan.spill import RowSpill
+    from sibscan.store.spill import RowSpill
 
     csv = _hostile_csv(tmp_path / "train.csv")
     lines = csv.read_text().splitlines()

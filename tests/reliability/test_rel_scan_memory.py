@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-import sibscan.candidates as candidates_module
+import sibscan.stages.candidates as candidates_module
 from rel_helpers import FAST, cli
-from sibscan.neighbourfile import NeighboursWriter
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.neighbourfile import NeighboursWriter
+from sibscan.store.scandir import Neighbours, ScanDir
 
 
 def _scan(d, out, *flags):
@@ -117,7 +117,7 @@ def test_resumed_scan_reads_back_without_the_reverse_rows_and_gives_the_same_bas
 
 
 def test_scattered_rows_are_read_in_bounded_runs_and_npz_copies_disk_arrays(tmp_path, monkeypatch):
-    import sibscan.diskarray as diskarray
+    import sibscan.store.diskarray as diskarray
     from sibscan.atomic import save_npz
 
     values = np.random.default_rng(0).normal(size=(500, 4))
@@ -199,7 +199,7 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     """The blocks (and a 5-row tail, searched with the block before it, its rows handed on apart, so no
     part holds more than a block of train rows) give the rows one whole search of the direction and one
     verification give: same order, ids, similarities and scores."""
-    from sibscan.candidates import neighbours_table, reverse_blocks, verify_neighbours
+    from sibscan.stages.candidates import neighbours_table, reverse_blocks, verify_neighbours
     from sibscan.fingerprint import fingerprint
     from sibscan.items import Items
     from sibscan.options import SearchOptions
@@ -261,7 +261,7 @@ def test_row_number_ids_give_the_digests_and_items_file_of_the_held_strings(tmp_
     from sibscan.fingerprint import fingerprint, ids_fingerprint, items_fingerprint
     from sibscan.items import Items
     from sibscan.rowids import RowNumberIds
-    from sibscan.scandir import save_items
+    from sibscan.store.scandir import save_items
 
     values = np.random.default_rng(5).normal(size=(123, 3))
     lazy = Items("train", "table", ids=RowNumberIds(123), values=values)
@@ -276,7 +276,7 @@ def test_row_number_ids_give_the_digests_and_items_file_of_the_held_strings(tmp_
 
 
 def test_fingerprint_membership_reads_a_disk_array_in_blocks(tmp_path):
-    from sibscan.diskarray import NpyArray
+    from sibscan.store.diskarray import NpyArray
     from sibscan.kernels.rowhash import fingerprint_membership
 
     rng = np.random.default_rng(2)
@@ -329,8 +329,8 @@ def test_scan_of_row_numbered_csv_equals_scan_of_the_same_items_with_held_ids(ta
 def test_manifest_digests_of_fingerprints_on_disk_are_those_of_the_array(tmp_path, monkeypatch):
     """The scan's manifest reads the train fingerprints from disk a block at a time (the dataset
     digest sorts them a bucket at a time): the digests are the ones the whole array gives."""
-    import sibscan.keybuckets as keybuckets
-    from sibscan.diskarray import NpyWriter
+    import sibscan.store.keybuckets as keybuckets
+    from sibscan.store.diskarray import NpyWriter
     from sibscan.fingerprint import dataset_fingerprint, ids_fingerprint, items_fingerprint
     from sibscan.items import Items
 

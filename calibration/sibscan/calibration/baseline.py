@@ -27,7 +27,7 @@ import numpy as np
 
 from sibscan import fmt
 from sibscan.errors import SibscanError
-from sibscan.shards import ShardedEmbeddings
+from sibscan.store.shards import ShardedEmbeddings
 
 __all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
            "extrapolated", "left_out_neighbours", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
@@ -325,7 +325,7 @@ def scan_baseline(
     Parameters
     ----------
     embeddings : {"train": ndarray of shape (n_train, dim), "test": ndarray of shape (n_test, dim)}
-        The scan's embeddings; ``train`` may be :class:`~sibscan.shards.ShardedEmbeddings` (a train
+        The scan's embeddings; ``train`` may be :class:`~sibscan.store.shards.ShardedEmbeddings` (a train
         index): a sample reads only the rows it draws, all pairs a block of rows at a time.
     n_pairs : int
         Random pairs scored by embedding similarity.

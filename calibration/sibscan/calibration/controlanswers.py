@@ -24,7 +24,7 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.loaders.records import json_objects
 from sibscan.stats import ControlAnswers
 
-from ..verdict.labelfile import _ALL_LABELS
+from ..verdict.labelfile import ALL_LABELS
 from .labels import Identity, _default_labeller
 
 __all__ = ["ANSWERS_FILE", "CONTROLS_FILE", "COPIES_DIR", "Control", "ControlStore", "DEFAULT_SHARE", "answers_line",
@@ -85,9 +85,9 @@ class ControlStore:
         if self.path.exists():
             with open(self.path, encoding="utf-8") as fh:
                 for row, rec in json_objects(fh, self.path, hint="; each line is one answer on a control pair"):
-                    if "control_id" not in rec or rec.get("label") not in _ALL_LABELS:
+                    if "control_id" not in rec or rec.get("label") not in ALL_LABELS:
                         raise InputError(f"not an answer on a control pair (needs control_id and a label among "
-                                         f"{', '.join(_ALL_LABELS)}); remove the line", path=self.path, row=row)
+                                         f"{', '.join(ALL_LABELS)}); remove the line", path=self.path, row=row)
                     self.records.append(rec)
 
     def current(self) -> Dict[str, dict]:
@@ -102,8 +102,8 @@ class ControlStore:
     def append(self, control: Control, label: str, source: str = "ui", given: Optional[dict] = None) -> dict:
         """Append one answer (or ``"undo"``) on ``control``; ``given`` (an imported record) keeps its
         ``definition``, ``time`` and ``labeller``."""
-        if label not in _ALL_LABELS:
-            raise SibscanError(f"unknown label {label!r}; use one of: {', '.join(_ALL_LABELS)}")
+        if label not in ALL_LABELS:
+            raise SibscanError(f"unknown label {label!r}; use one of: {', '.join(ALL_LABELS)}")
         given = given or {}
         rec = {**self.identity.to_dict(), "control_id": control.id, "truth": control.truth, "kind": control.kind,
                "query_id": control.query_id, "shown_id": control.shown_id, "label": label,

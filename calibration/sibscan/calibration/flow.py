@@ -20,7 +20,7 @@ from sibscan.errors import CompatibilityError, SibscanError
 from sibscan.verdict.pairdecision import PairLabels
 from sibscan.verdict.headline import narrow_enough
 from sibscan.verdict.testscores import TestScores, test_scores
-from sibscan.scandir import ScanDir, train_items_searched
+from sibscan.store.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
 
 from .baseline import (baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours, neighbour_pair_keys,
@@ -382,7 +382,7 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     ``cutoff.json`` and passed to the rate's estimator.
 
     ``n_train``: the train items searched, for the expected number of chance siblings
-    (:func:`sibscan.scandir.train_items_searched`; by default the manifest's record of them).
+    (:func:`sibscan.store.scandir.train_items_searched`; by default the manifest's record of them).
 
     Only answers about pairs of this population count (an answer about another pair says nothing
     about the test item's nearest neighbour here); exact twins are siblings without an answer.

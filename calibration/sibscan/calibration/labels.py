@@ -29,7 +29,7 @@ from sibscan.atomic import append_jsonl
 from sibscan.errors import CompatibilityError, InputError
 from sibscan.verdict.pairdecision import latest_answers, pair_key
 
-from ..verdict.labelfile import _ALL_LABELS, LABELS, read_label_file
+from ..verdict.labelfile import ALL_LABELS, LABELS, read_label_file
 
 __all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
 
@@ -129,8 +129,8 @@ class LabelStore:
     # --- writing -------------------------------------------------------------------------------
     def append(self, key: PairKey, label: str, score: Optional[float], score_kind: str, source: str = "ui") -> dict:
         """Append one answer (or ``"undo"``) for pair ``key`` and return the record written."""
-        if label not in _ALL_LABELS:
-            raise InputError(f"unknown label {label!r}; use one of: {', '.join(_ALL_LABELS)}")
+        if label not in ALL_LABELS:
+            raise InputError(f"unknown label {label!r}; use one of: {', '.join(ALL_LABELS)}")
         rec = {
             **self.identity.to_dict(),
             "query_split": key[0], "query_id": key[1], "neighbour_split": key[2], "neighbour_id": key[3],

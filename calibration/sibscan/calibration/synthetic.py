@@ -15,7 +15,7 @@ from typing import Dict
 import numpy as np
 
 from sibscan.items import Items
-from sibscan.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import Neighbours, ScanDir
 
 __all__ = ["PlantedScan", "planted_scan", "oracle_labels", "write_oracle_labels"]
 

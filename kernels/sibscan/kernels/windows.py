@@ -24,7 +24,7 @@ __all__ = ["VIEW_CELLS", "VIEW_SCALES", "WINDOW_SCALES", "mirror", "window_boxes
 WINDOW_SCALES: Tuple[Tuple[float, int], ...] = ((1.0, 1), (0.9, 3), (0.8, 4), (0.7, 5), (0.6, 6), (0.5, 7))
 
 
-#: the windows *view*'s grid (its top-k candidates, :func:`sibscan.views.windows_topk_gray`): 293
+#: the windows *view*'s grid (its top-k candidates, :func:`sibscan.stages.views.windows_topk_gray`): 293
 #: windows of ``VIEW_CELLS`` x ``VIEW_CELLS`` cells, about the same floats per image as 136 of 12 x 12
 #: (18,752 against 19,584): the same memory and multiply-adds, but 2.2x the scores to take the best
 #: of (1,500 x 300 images, five alternating runs at load 6-8: 0.95-1.5x the wall time, 1.2-1.5x the

@@ -13,8 +13,8 @@ A block is committed by writing its embeddings, their checksums, then its keys, 
 run leaves whole blocks and resumes after the last one.  The keys are checked against their
 checksum when the cache is opened, the embeddings the first time a shard is read for reuse: a shard
 corrupted in place (same size, other bytes) is refused with the files to delete, never reused.
-Shards are read with plain file reads (:class:`sibscan.diskarray.NpyArray`).  :func:`embed` finds
-rows through bucket files (:mod:`sibscan.cachelookup`: memory bounded by a bucket of keys, however
+Shards are read with plain file reads (:class:`sibscan.store.diskarray.NpyArray`).  :func:`embed` finds
+rows through bucket files (:mod:`sibscan.store.cachelookup`: memory bounded by a bucket of keys, however
 large the cache and the split); :meth:`EmbeddingCache.find` keeps a sorted index of every key (28
 bytes per item), built from the ``.fp.npy`` files when first asked.  Shard names
 are unique per process, so two runs sharing a cache never overwrite each other (a row embedded
@@ -43,16 +43,16 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .atomic import save_npy, write_json
+from ..atomic import save_npy, write_json
 from .cachelookup import RANGE_ROWS, Located, locate, sorted_lookup
 from .diskarray import NpyArray, collect_rows, is_disk_array
-from .errors import CompatibilityError, SibscanError
-from .items import Items
-from .kernels.rowhash import fingerprint_keys
+from ..errors import CompatibilityError, SibscanError
+from ..items import Items
+from ..kernels.rowhash import fingerprint_keys
 
 __all__ = ["EmbeddingCache", "embed", "DTYPES"]
 
-log = logging.getLogger("sibscan.cache")
+log = logging.getLogger("sibscan.store.cache")
 
 DTYPES = {"float16": "f16", "float32": "f32"}
 class EmbeddingCache:
@@ -202,7 +202,7 @@ class EmbeddingCache:
 
     def locate(self, keys, folder: Path) -> Located:
         """Where each of ``keys`` (ndarray or NpyArray of shape (n, 2) uint64) is held: what
-        :meth:`find` answers, in memory bounded by a block of keys (:func:`sibscan.cachelookup.locate`;
+        :meth:`find` answers, in memory bounded by a block of keys (:func:`sibscan.store.cachelookup.locate`;
         its files go to ``folder``, which the caller removes)."""
         n = len(keys)
         blocks = keys.iter_blocks(RANGE_ROWS) if is_disk_array(keys) else \
@@ -315,7 +315,7 @@ def embed(
         it arrives. Needs a ``cache_dir``.
     out : path, optional
         Write the result to this ``.npy`` file block by block (memory bounded by the block, not by
-        ``n``) and return it as a :class:`~sibscan.diskarray.NpyArray`.
+        ``n``) and return it as a :class:`~sibscan.store.diskarray.NpyArray`.
 
     Returns
     -------
@@ -327,7 +327,7 @@ def embed(
         The cache holds vectors of another dimension or encoder identity; the message says to delete
         it or use another cache directory.
     """
-    from .progress import bar as progress_bar
+    from ..progress import bar as progress_bar
 
     if int(block_size) < 1:
         raise SibscanError(f"block size must be at least 1, got {block_size}")
@@ -347,7 +347,7 @@ def embed(
             return collect_rows(blocks, n, dim, out)
 
     if fingerprints is None:
-        from .fingerprint import content_keys
+        from ..fingerprint import content_keys
 
         fingerprints = content_keys(items)
     if not is_disk_array(fingerprints):

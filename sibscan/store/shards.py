@@ -23,9 +23,9 @@ from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .atomic import save_npy, write_json
+from ..atomic import save_npy, write_json
 from .diskarray import read_npy_header
-from .errors import InputError, SibscanError
+from ..errors import InputError, SibscanError
 
 __all__ = ["ShardedEmbeddings"]
 

@@ -33,8 +33,8 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from ._version import __version__
-from .atomic import write_json
+from .._version import __version__
+from ..atomic import write_json
 
 __all__ = ["MEASURE_ABOVE_FLOPS", "cpu_backend", "fallback_backend", "machine_key", "measure"]
 
@@ -191,7 +191,7 @@ def _fastest(times: Dict[str, list]) -> str:
 
 
 def _cache_file():
-    from .encoders.onnxrt import cache_root
+    from ..encoders.onnxrt import cache_root
 
     return cache_root() / _FILE
 

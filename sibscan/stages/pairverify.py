@@ -17,7 +17,7 @@ Every row of the pair carries that one ``verified`` score and the verifier's ``d
 describes the canonical orientation: "shifted 2 px" moves the test item onto the train item).
 
 The train→test direction is verified a block of train rows at a time
-(:func:`sibscan.candidates.reverse_blocks`); its pairs that the held table verified already are
+(:func:`sibscan.stages.candidates.reverse_blocks`); its pairs that the held table verified already are
 looked up in :class:`VerifiedPairs`, which holds the held table's (test, train) pairs only: its size
 is bounded by the test side (``n_test`` x candidates per test item), never by ``n_train``.
 """
@@ -27,10 +27,10 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from .calibration.baseline import pair_keys
-from .items import Items
-from .progress import task
-from .neighbourtable import Neighbours
+from ..calibration.baseline import pair_keys
+from ..items import Items
+from ..progress import task
+from ..store.neighbourtable import Neighbours
 
 __all__ = ["PAIRING", "VerifiedPairs", "canonical_pairs", "verify_pairs"]
 

@@ -14,7 +14,7 @@ Views:
 * ``windows`` — each image as 293 square windows (6 scales from the whole image to half its side,
   at 1-121 positions each, about one 8 x 8 cell apart), 8 x 8 grey cells, pixel-correlation normalised
   (:mod:`sibscan.kernels.windows`, ``VIEW_SCALES``).  Searched both ways through a faiss index of the
-  other split's windows (:mod:`sibscan.windowsearch`): each test image's whole-image vector and mirror
+  other split's windows (:mod:`sibscan.search.windows`): each test image's whole-image vector and mirror
   against the train windows (it is a crop), each train image's against the test windows (the test image
   is a wider shot); exact up to a million windows, an IVF index past it.  Weight-free, no cache (images
   are decoded and shrunk to 64 px once per scan and kept as 8-bit grey).  Opt-in (``--extra-views
@@ -41,13 +41,13 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import SibscanError
-from .items import Items
-from .kernels.topk import rank_within_groups
-from .options import VIEWS, SearchOptions
-from .progress import task
-from .scandir import Neighbours
-from .verify.cascade import Cascade, cascade_keep
+from ..errors import SibscanError
+from ..items import Items
+from ..kernels.topk import rank_within_groups
+from ..options import VIEWS, SearchOptions
+from ..progress import task
+from ..store.scandir import Neighbours
+from ..verify.cascade import Cascade, cascade_keep
 
 __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
            "view_candidates", "view_identities", "view_topk", "windows_topk_gray"]
@@ -87,10 +87,10 @@ def resolve_views(search: SearchOptions, modality: str, verifying: bool, encoder
 def view_identities(views: Sequence[str]) -> Dict[str, str]:
     """What each extra view computes, for the scan's manifest (a resume compares it): the windows
     view's grid and search are part of its answer (its grid changed once: 136 windows of 12 x 12 cells,
-    then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.windowsearch`), so a
+    then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.search.windows`), so a
     scan made one way is not resumed another; an encoder view is named only."""
-    from .kernels.windows import VIEW_CELLS, VIEW_SCALES
-    from .windowsearch import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
+    from ..kernels.windows import VIEW_CELLS, VIEW_SCALES
+    from ..search.windows import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
 
     grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
     search = f"crop+wide,flat<={FLAT_MAX_VECTORS} windows and {FLAT_MAX_PAIRS} pairs,else IVF-SQ8 nprobe={NPROBE}"
@@ -99,7 +99,7 @@ def view_identities(views: Sequence[str]) -> Dict[str, str]:
 
 
 def _encoder_modality(name: str) -> str:
-    from .encoders import encoder_class
+    from ..encoders import encoder_class
 
     return encoder_class(name).modality
 
@@ -117,11 +117,11 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
     train, test = splits["train"], splits["test"]
     if name == "windows":
         return _windows_topk(train, test, k, progress)
-    from .cache import embed
+    from ..store.cache import embed
     from .candidates import search_direction
-    from .encoders import encoder_kwargs, get_encoder
-    from .fingerprint import content_keys
-    from .options import EncoderOptions
+    from ..encoders import encoder_kwargs, get_encoder
+    from ..fingerprint import content_keys
+    from ..options import EncoderOptions
 
     encoder = get_encoder(name, **encoder_kwargs(EncoderOptions(device=device), train, name))
     emb = {s: embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=batch_size,
@@ -132,7 +132,7 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
 def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
     """The windows view's top-k: both splits decoded once to 64-px grey (4 KiB an image), then
     :func:`windows_topk_gray`."""
-    from .encoders.pixels import shrink_images
+    from ..encoders.pixels import shrink_images
 
     gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
             for s, items in (("train", train), ("test", test))}
@@ -142,7 +142,7 @@ def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np
 def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k train images of each test image under the windows view on its grid
     (:data:`sibscan.kernels.windows.VIEW_SCALES`, 8 x 8 cells): both directions searched through a
-    faiss index of the other split's windows (:func:`sibscan.windowsearch.windows_view_search`), so
+    faiss index of the other split's windows (:func:`sibscan.search.windows.windows_view_search`), so
     the cost grows like a search, not with every pair's 293 x 2 window comparisons.
 
     Parameters
@@ -155,8 +155,8 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: boo
     sims : ndarray of shape (n_test, k), float32 (-inf where none)
     idx : ndarray of shape (n_test, k), int64 (-1 where none)
     """
-    from .kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
-    from .windowsearch import windows_view_search
+    from ..kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
+    from ..search.windows import windows_view_search
 
     return windows_view_search(train, test, k, window_boxes(VIEW_SCALES), VIEW_CELLS, progress=progress)
 
@@ -176,7 +176,7 @@ def pair_window_scores(queries: Items, query_index: np.ndarray, database: Items,
     -------
     ndarray of shape (m,), float32: :func:`sibscan.kernels.windows.window_pair_scores` of each pair
     """
-    from .encoders.pixels import shrink_images
+    from ..encoders.pixels import shrink_images
 
     qi, di = np.asarray(query_index, np.int64).ravel(), np.asarray(database_index, np.int64).ravel()
     uq, q_inv = np.unique(qi, return_inverse=True)
@@ -199,7 +199,7 @@ def pair_window_scores_gray(queries: np.ndarray, query_index: np.ndarray, databa
     few test images, which were otherwise cut into windows again in each chunk (3,000 train x 3
     candidates among 300 test images: 1.5x less time for the same scores).
     """
-    from .kernels.windows import window_boxes, window_pair_scores, window_vectors
+    from ..kernels.windows import window_boxes, window_pair_scores, window_vectors
 
     boxes = window_boxes()
     q_inv, d_inv = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)

@@ -1,11 +1,11 @@
 """The neighbours table of a scan written a block of rows at a time: ``neighbours.npz`` and ``neighbours.csv``.
 
-:meth:`ScanDir.write_neighbours <sibscan.scandir.ScanDir.write_neighbours>` writes a table held
+:meth:`ScanDir.write_neighbours <sibscan.store.scandir.ScanDir.write_neighbours>` writes a table held
 whole; :class:`NeighboursWriter` takes it in parts (the train→test direction of a large train set is
 searched, verified and appended a block of train rows at a time), so the writer holds one part, never
 the table.  The files are the same: the CSV text is :meth:`Neighbours.iter_csv
-<sibscan.neighbourtable.Neighbours.iter_csv>`'s, row for row; the ``.npz`` holds the same arrays as
-:meth:`Neighbours.save <sibscan.neighbourtable.Neighbours.save>` (a text column as one fixed-width unicode
+<sibscan.store.neighbourtable.Neighbours.iter_csv>`'s, row for row; the ``.npz`` holds the same arrays as
+:meth:`Neighbours.save <sibscan.store.neighbourtable.Neighbours.save>` (a text column as one fixed-width unicode
 array, as wide as its longest cell).  That width is known only at the end, so every column is first
 spooled to a raw file beside the output (text cells at their part's width) and copied into the
 archive on :meth:`NeighboursWriter.close`, a part at a time.
@@ -25,14 +25,14 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from .atomic import atomic_path
+from ..atomic import atomic_path
 from .neighbourtable import NEIGHBOUR_COLUMNS, SOURCE_MEMBER, Neighbours
 
 __all__ = ["NeighboursWriter"]
 
 
 class NeighboursWriter:
-    """Append :class:`~sibscan.neighbourtable.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
+    """Append :class:`~.neighbourtable.Neighbours` parts; :meth:`close` writes ``npz_path`` and ``csv_path``.
 
     Parameters
     ----------
@@ -40,7 +40,7 @@ class NeighboursWriter:
         ``DIR/neighbours.npz`` and ``DIR/neighbours.csv`` (``csv_path=None``: no CSV).
     source : str, optional
         The digest of what the table is computed from, stored in the ``.npz`` as
-        :meth:`Neighbours.save <sibscan.neighbourtable.Neighbours.save>` stores it.
+        :meth:`Neighbours.save <sibscan.store.neighbourtable.Neighbours.save>` stores it.
     """
 
     def __init__(self, npz_path: str | os.PathLike, csv_path: str | os.PathLike | None, source: str | None = None):

@@ -1,6 +1,6 @@
 """Table rows streamed to disk while they are parsed: the values and their exact fingerprints.
 
-A scan reads its train table by blocks and candidate rows only (:class:`~sibscan.diskarray.NpyArray`),
+A scan reads its train table by blocks and candidate rows only (:class:`~sibscan.store.diskarray.NpyArray`),
 so the table need never be whole in memory.  :class:`RowSpill` is the sink the delimited loader
 (:func:`sibscan.loaders.tables.load_table`, CSV/TSV) writes each parsed chunk into: the chunk's
 float64 values go to one ``.npy`` file and its fingerprints — computed from the chunk as
@@ -46,7 +46,7 @@ class RowSpill:
 
     def append(self, values: np.ndarray) -> None:
         """One chunk: ndarray of shape (m, d), float64."""
-        from .kernels.rowhash import row_fingerprints
+        from ..kernels.rowhash import row_fingerprints
 
         if self._writers is None:
             self.spilled.extend(self.paths)

@@ -23,7 +23,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .errors import SibscanError
+from ..errors import SibscanError
 
 __all__ = ["FAISS_TILE_BYTES", "SPLIT_MIN_ROWS", "faiss_tile_bytes", "knn_cpu", "search_faiss", "split_bounds", "split_workers"]
 
@@ -122,7 +122,7 @@ def search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.
     ids of exactly tied rows may not."""
     import faiss
 
-    from .kernels.topk import ResultHeap, order_ties
+    from ..kernels.topk import ResultHeap, order_ties
 
     use_gpu = dev != "cpu"
     if use_gpu and not hasattr(faiss, "StandardGpuResources"):

@@ -2,8 +2,8 @@
 folder's scan, what ``force`` removes, the labels it must keep, and what a directory may hold before
 a scan writes into it.
 
-:func:`sibscan.scan.run_scan` calls :func:`_refuse_foreign` and :func:`refuse_other_options` before
-anything is read or written, and :func:`_begin` once its manifest is known.
+:func:`sibscan.scan.run_scan` calls :func:`refuse_foreign` and :func:`refuse_other_options` before
+anything is read or written, and :func:`begin_scan` once its manifest is known.
 """
 from __future__ import annotations
 
@@ -14,22 +14,24 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
-from .atomic import dumps_json
-from .config import ScanConfig
-from .errors import SibscanError
-from .items import Items
-from .loaders.memory import is_path
-from .lock import LOCK_NAME
-from .options import GROUPS, OWNER, flag_of
-from .runrecord import RECORD_KEY, RunRecord, begin_run
-from .scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
+from ..atomic import dumps_json
+from ..config import ScanConfig
+from ..errors import SibscanError
+from ..items import Items
+from ..loaders.memory import is_path
+from ..lock import LOCK_NAME
+from ..options import GROUPS, OWNER, flag_of
+from ..runrecord import RECORD_KEY, RunRecord, begin_run
+from ..store.scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
+
+__all__ = ["INPUTS_DIR", "SPILL_PREFIX", "begin_scan", "refuse_foreign", "refuse_other_options", "spill_files"]
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
-_INPUTS = "inputs"
+INPUTS_DIR = "inputs"
 #: the name of the train values and fingerprints moved to disk while the scan runs (see
 #: :func:`sibscan.scan._train_to_disk`)
-_SPILL = ".values-"
+SPILL_PREFIX = ".values-"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
           "report.json", "report.md", "report.html", "flagged.csv", "cache")
@@ -45,8 +47,8 @@ _RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifi
 _ADDED_LATER = {"view_identities": "which candidate views made its candidates", "parameters": "the options it was made with"}
 
 
-def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
-           echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
+def begin_scan(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
+               echo: Callable[[str], None]) -> Tuple[Set[str], RunRecord]:
     """Start over (``force``) or resume a scan of the same data and options (the options checked already,
     :func:`refuse_other_options`); write the manifest (with the run record) and the items.  Returns the
     stages already done and the run record."""
@@ -94,12 +96,12 @@ def _begin(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items
 def refuse_other_options(sd: ScanDir, cfg: ScanConfig) -> None:
     """Refuse, before any data is read or model built, to resume a scan in ``sd`` that was made with
     other options (its manifest's ``parameters``: they come from the options alone), naming each.
-    Other data, encoder or verifier need the data loaded and the models built: :func:`_begin` refuses those,
+    Other data, encoder or verifier need the data loaded and the models built: :func:`begin_scan` refuses those,
     and a folder whose manifest records no options (an older sibscan's)."""
     if cfg.output.force or not sd.exists():
         return
     was = sd.manifest().get("parameters")
-    if was is None:  # an older sibscan's folder: _begin says so
+    if was is None:  # an older sibscan's folder: begin_scan says so
         return
     now = json.loads(dumps_json(cfg.parameters()))
     changed = _differing(was, now)
@@ -109,7 +111,7 @@ def refuse_other_options(sd: ScanDir, cfg: ScanConfig) -> None:
                            "options again, or choose another --out")
 
 
-#: options compared by what they resolve to, later (:func:`_begin`): the splits by the data's fingerprints
+#: options compared by what they resolve to, later (:func:`begin_scan`): the splits by the data's fingerprints
 #: (the same files named by another path are the same scan), and encoder, verifier and modality by the
 #: identities built, so that naming the default (``--encoder znorm``) is not "another option" than leaving it
 _DATA_KEYS = ("train", "test")
@@ -167,20 +169,20 @@ def _previous(sd: ScanDir, force: bool, manifest: dict) -> Optional[dict]:
         return None
     if sd.exists():
         return sd.manifest()
-    _refuse_foreign(sd)
+    refuse_foreign(sd)
     return None
 
 
-def _spill_files(folder: Path) -> List[Path]:
+def spill_files(folder: Path) -> List[Path]:
     """The train spill files in ``folder``, finished (``.values-…``) or still being written (the
     writer's temporary, ``..values-…``): a scan killed while loading leaves the latter."""
-    return [p for p in folder.glob(f"*{_SPILL}*") if p.name.startswith((_SPILL, "." + _SPILL))]
+    return [p for p in folder.glob(f"*{SPILL_PREFIX}*") if p.name.startswith((SPILL_PREFIX, "." + SPILL_PREFIX))]
 
 
-def _refuse_foreign(sd: ScanDir) -> None:
+def refuse_foreign(sd: ScanDir) -> None:
     """Refuse an output directory that holds something other than a scan (checked before anything is written)."""
-    spills = set(_spill_files(sd.path)) if sd.path.is_dir() else set()
-    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", _INPUTS, LOCK_NAME)
+    spills = set(spill_files(sd.path)) if sd.path.is_dir() else set()
+    if not sd.exists() and sd.path.is_dir() and any(p.name not in ("calibration", INPUTS_DIR, LOCK_NAME)
                                                     and p not in spills for p in sd.path.iterdir()):
         raise SibscanError(f"{sd.path} exists and is not a sibscan scan; choose another --out or empty it")
 

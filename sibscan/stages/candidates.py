@@ -1,7 +1,7 @@
 """The neighbours table of a scan: search each direction, turn the results into rows, verify, re-rank.
 
 :func:`neighbours_table` is the search stage (document level for chunked texts: a document pair
-scores its best chunk pair, see :mod:`sibscan.chunks`); :func:`verify_neighbours` the verify stage.
+scores its best chunk pair, see :mod:`sibscan.stages.chunks`); :func:`verify_neighbours` the verify stage.
 :func:`reverse_blocks` is both for the train→test direction, a block of train rows at a time (its
 ``k`` rows per train row are the part of the table that grows with the train set; the scan writes
 each block and keeps none).
@@ -16,12 +16,12 @@ from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 import numpy as np
 
 from .chunks import aggregate_chunks, chunk_details
-from .items import Items
-from .kernels.topk import flatten_topk, rank_within_groups
-from .options import DIRECTIONS, SearchOptions
+from ..items import Items
+from ..kernels.topk import flatten_topk, rank_within_groups
+from ..options import DIRECTIONS, SearchOptions
 from .pairverify import VerifiedPairs, verify_pairs
-from .progress import bar as progress_bar, task
-from .scandir import Neighbours
+from ..progress import bar as progress_bar, task
+from ..store.scandir import Neighbours
 
 __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "search_direction", "table_from_search",
            "verify_neighbours"]
@@ -48,7 +48,7 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
     chunks : {"train": (doc, chunk), "test": (doc, chunk)}, optional
         Per chunk row, its document and its number there (ndarrays of shape (n_chunks,)).
     view : str
-        The ``view`` column of every row (the encoder's name; see :mod:`sibscan.views`).
+        The ``view`` column of every row (the encoder's name; see :mod:`sibscan.stages.views`).
     directions : sequence of str, optional
         The directions searched (default: ``options.directions``; the scan streams train→test
         separately, see :func:`reverse_blocks`).
@@ -79,9 +79,9 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
 
 def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k of each query row; queries or database may be :class:`~sibscan.shards.ShardedEmbeddings`."""
-    from .search import search
-    from .shards import ShardedEmbeddings
+    """Top-k of each query row; queries or database may be :class:`~sibscan.store.shards.ShardedEmbeddings`."""
+    from ..search.exact import search
+    from ..store.shards import ShardedEmbeddings
 
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
     if k <= 0:
@@ -94,7 +94,7 @@ def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: st
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     if options.engine == "ray":
-        from .engines import search_ray
+        from ..search.rayengine import search_ray
 
         return search_ray(q_emb, d_emb, k, address=options.address, backend=options.backend,
                           block_size=options.block_size, exclude_self=exclude_self, progress=progress)
@@ -138,8 +138,8 @@ def verify_neighbours(nb: Neighbours, verifier, splits: Dict[str, Items], progre
     """Fill ``verified``/``detail``/``score`` of every row with the verifier, then re-rank.
 
     Each distinct pair is verified once, in its canonical orientation, and all its rows carry that
-    score (:mod:`sibscan.pairverify`); pairs in ``known`` are not verified again; ``counts`` adds up
-    the pairs handed to the verifier per direction (see :func:`~sibscan.pairverify.verify_pairs`).
+    score (:mod:`sibscan.stages.pairverify`); pairs in ``known`` are not verified again; ``counts`` adds up
+    the pairs handed to the verifier per direction (see :func:`~sibscan.stages.pairverify.verify_pairs`).
     """
     if verifier is None or len(nb) == 0:
         return nb
@@ -160,7 +160,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
 
     The parts, in order, are the rows :func:`neighbours_table` + :func:`verify_neighbours` give that
     direction for the whole train set (a query's rows never straddle two blocks, and the re-ranking
-    sorts by query first), so a writer that appends them (:class:`sibscan.neighbourfile.NeighboursWriter`)
+    sorts by query first), so a writer that appends them (:class:`sibscan.store.neighbourfile.NeighboursWriter`)
     holds one block's rows, never the direction's ``k * n_train``.
 
     Parameters
@@ -173,7 +173,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
         Seconds spent searching and verifying are added to its ``"search"`` and ``"verify"``.
     held : Neighbours, optional
         The table's other directions, verified: a train→test row whose pair is a test→train row there
-        carries that row's score and detail, not verified again (:mod:`sibscan.pairverify`; the pairs
+        carries that row's score and detail, not verified again (:mod:`sibscan.stages.pairverify`; the pairs
         looked up are the held table's, bounded by the test side, not by ``n_train``).
     counts : dict, optional
         Pairs handed to the verifier are added to its ``"train>test"``.
@@ -190,7 +190,7 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     if options.backend == "auto" and options.engine != "ray" and n_train:
         # one backend for the whole direction, chosen for its whole shape (as one search would be),
         # not re-chosen per block, whose smaller shape could fall under the measured backend's threshold
-        from .search import resolve_backend
+        from ..search.exact import resolve_backend
 
         test = embeddings["test"]
         options = dataclasses.replace(options, backend=resolve_backend(

@@ -28,16 +28,16 @@ score              float32    the deciding score: ``verified`` where present, el
 exact              bool       the pair has the same exact fingerprint
 detail             str        how the verifier matched ("flipped, shifted 2 px"), or ""
 view               str        the view(s) that proposed the row, "+"-joined ("effnet+windows";
-                              see :mod:`sibscan.views`); "" in tables written before views
+                              see :mod:`sibscan.stages.views`); "" in tables written before views
 =================  =========  =====================================================
 
-The table is held in memory as :class:`~sibscan.neighbourtable.Neighbours` (importable from here too).
+The table is held in memory as :class:`~sibscan.store.neighbourtable.Neighbours` (importable from here too).
 
 The direction of a row is ``(query_split, neighbour_split)``: ``("test", "train")`` is the sibling
 question, ``("train", "test")`` the reverse, ``("test", "test")`` duplicates within the test set
 (self-matches removed).  ``verified`` and ``detail`` belong to the pair, not the row: a pair is
 verified once, in its canonical orientation (the test item as the query across splits, the lower row
-within a split; :mod:`sibscan.pairverify`), and every row of the pair carries that score and detail.
+within a split; :mod:`sibscan.stages.pairverify`), and every row of the pair carries that score and detail.
 
 manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
 
@@ -52,7 +52,7 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     encoder: {name, identity, dim},
     verifier: {name, identity} or null,
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
-    view_identities: {view: identity}; pairing: sibscan.pairverify.PAIRING or null (a resume compares both),
+    view_identities: {view: identity}; pairing: sibscan.stages.pairverify.PAIRING or null (a resume compares both),
     neighbours_source (hex): what neighbours.npz was computed from (:func:`neighbours_source`), stored in the
         table too; every reader compares the two (:meth:`ScanDir.checked_neighbours_path`), so a table
         copied from another scan is refused (absent in scans made before it was recorded),
@@ -81,12 +81,12 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .atomic import save_npy, save_npz, write_json, write_text
-from .errors import SibscanError
-from .items import Items, Skipped
+from ..atomic import save_npy, save_npz, write_json, write_text
+from ..errors import SibscanError
+from ..items import Items, Skipped
 from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks, table_source
-from .rowids import RowNumberIds
-from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _RERUN, _corrupt
+from ..rowids import RowNumberIds
+from .scanfiles import DELETE_RERUN, READ_ERRORS, RERUN, corrupt
 
 __all__ = ["NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "load_items", "neighbours_source",
            "save_items", "train_items_searched"]
@@ -156,18 +156,18 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             arrays = {k: z[k] for k in z.files}
-    except _READ_ERRORS as exc:
-        raise _corrupt(path, exc, _RERUN) from None
+    except READ_ERRORS as exc:
+        raise corrupt(path, exc, RERUN) from None
     texts = paths = None
     if meta["modality"] in ("text", "image"):
         lines = d / f"{split}.jsonl"
         try:
             with open(lines, encoding="utf-8") as fh:
                 content = [json.loads(line) for line in fh]
-        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
-            raise _corrupt(lines, exc, _RERUN) from None
+        except (*READ_ERRORS, UnicodeDecodeError) as exc:
+            raise corrupt(lines, exc, RERUN) from None
         if len(content) != len(arrays["ids"]):
-            raise _corrupt(lines, ValueError(f"{len(content)} lines for {len(arrays['ids'])} items"), _RERUN)
+            raise corrupt(lines, ValueError(f"{len(content)} lines for {len(arrays['ids'])} items"), RERUN)
         if meta["modality"] == "text":
             texts = content
         else:
@@ -208,8 +208,8 @@ def train_items_searched(manifest: dict, directory=None) -> Optional[int]:
     try:
         with np.load(path, allow_pickle=False) as z:
             return int(len(z["ids"]))
-    except _READ_ERRORS as exc:
-        raise _corrupt(path, exc, _RERUN) from None
+    except READ_ERRORS as exc:
+        raise corrupt(path, exc, RERUN) from None
 
 
 class ScanDir:
@@ -244,11 +244,11 @@ class ScanDir:
         try:
             with open(self.manifest_path, encoding="utf-8") as fh:
                 manifest = json.load(fh)
-        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
-            raise _corrupt(self.manifest_path, exc, "re-run the 'sibscan scan' command with --force to start the "
+        except (*READ_ERRORS, UnicodeDecodeError) as exc:
+            raise corrupt(self.manifest_path, exc, "re-run the 'sibscan scan' command with --force to start the "
                            "scan over (labels under calibration/ are kept)") from None
         if not isinstance(manifest, dict):
-            raise _corrupt(self.manifest_path, ValueError("not a JSON object"), "re-run the 'sibscan scan' command "
+            raise corrupt(self.manifest_path, ValueError("not a JSON object"), "re-run the 'sibscan scan' command "
                            "with --force to start the scan over (labels under calibration/ are kept)")
         return manifest
 
@@ -271,10 +271,10 @@ class ScanDir:
             raise SibscanError(f"{p} is missing; re-run 'sibscan scan' on {self.path}")
         try:
             emb = np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except _READ_ERRORS as exc:
-            raise _corrupt(p, exc, _RERUN) from None
+        except READ_ERRORS as exc:
+            raise corrupt(p, exc, RERUN) from None
         if emb.ndim != 2:
-            raise _corrupt(p, ValueError(f"shape {emb.shape}, expected (n, dim)"), _RERUN)
+            raise corrupt(p, ValueError(f"shape {emb.shape}, expected (n, dim)"), RERUN)
         return emb
 
     def write_embeddings(self, split: str, emb: np.ndarray) -> None:
@@ -316,8 +316,8 @@ class ScanDir:
             with np.load(path, allow_pickle=False) as z:
                 m = (z["query_split"] == query_split) & (z["neighbour_split"] == neighbour_split)
                 return z["query_index"][m], z["neighbour_index"][m]
-        except _READ_ERRORS as exc:
-            raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
+        except READ_ERRORS as exc:
+            raise corrupt(self.neighbours_path, exc, DELETE_RERUN) from None
 
     def iter_neighbour_pairs(self, query_split: str, neighbour_split: str,
                              block_rows: int = 1 << 16) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
@@ -331,8 +331,8 @@ class ScanDir:
                 for _, (qs, ns, qi, ni) in column_blocks(zf, names, max(1, int(block_rows))):
                     m = (qs == query_split) & (ns == neighbour_split)
                     yield qi[m], ni[m]
-        except _READ_ERRORS as exc:
-            raise _corrupt(self.neighbours_path, exc, _DELETE_RERUN) from None
+        except READ_ERRORS as exc:
+            raise corrupt(self.neighbours_path, exc, DELETE_RERUN) from None
 
     def write_neighbours(self, nb: Neighbours, csv: bool = True) -> None:
         """Write the table (and its CSV), stamped with the source its manifest records, if any."""
@@ -347,16 +347,16 @@ class ScanDir:
         try:
             with open(self.baseline_path, encoding="utf-8") as fh:
                 baseline = json.load(fh)
-        except (*_READ_ERRORS, UnicodeDecodeError) as exc:
-            raise _corrupt(self.baseline_path, exc, _DELETE_RERUN) from None
+        except (*READ_ERRORS, UnicodeDecodeError) as exc:
+            raise corrupt(self.baseline_path, exc, DELETE_RERUN) from None
         if not isinstance(baseline, dict) or "quantiles" not in baseline:
-            raise _corrupt(self.baseline_path, ValueError("not a baseline record"), _DELETE_RERUN)
+            raise corrupt(self.baseline_path, ValueError("not a baseline record"), DELETE_RERUN)
         q = baseline["quantiles"]
         # the quantiles every reader of the cutoff uses (the 99th: calibration's draw; both: the warning
         # about a cutoff among random pairs); checked once here, not as a KeyError in each reader
         bad = [k for k in ("0.99", "0.999") if not isinstance(q, dict) or not _number(q.get(k))]
         if bad:
-            raise _corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), _DELETE_RERUN)
+            raise corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), DELETE_RERUN)
         return baseline
 
     def write_baseline(self, baseline: dict) -> None:

@@ -5,7 +5,7 @@ keys both grow with the train set.  :func:`locate` holds neither whole: both go 
 the top bits of the key (keys are hashes, so the buckets are even), each bucket is matched in memory
 on its own (about :data:`BUCKET_ROWS` keys), and the answers go to files by row range, read back a
 range at a time in row order (:meth:`Located.blocks`).  The answers are the ones a sorted index of
-every key would give (:meth:`sibscan.cache.EmbeddingCache.find`): the first shard (in the order the
+every key would give (:meth:`sibscan.store.cache.EmbeddingCache.find`): the first shard (in the order the
 shards are given) and row holding a key.  The files live in a folder the caller removes.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Tuple
 import numpy as np
 
 from .keybuckets import bucket_bits, bucket_of, read_file, spread
-from .kernels.rowhash import fingerprint_keys
+from ..kernels.rowhash import fingerprint_keys
 
 __all__ = ["ANSWER", "BUCKET_ROWS", "MISSING", "RANGE_ROWS", "Located", "locate", "sorted_lookup"]
 

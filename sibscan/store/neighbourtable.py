@@ -1,7 +1,7 @@
 """The neighbours table in memory, column-wise: its columns and their types, filtering by direction
 and rank, and saving it as ``neighbours.npz`` / reading it back and writing it as CSV.  Where it
-sits in a scan directory, and what each column means: :mod:`sibscan.scandir`; written block by
-block while a scan streams: :mod:`sibscan.neighbourfile`.
+sits in a scan directory, and what each column means: :mod:`sibscan.store.scandir`; written block by
+block while a scan streams: :mod:`sibscan.store.neighbourfile`.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .atomic import atomic_path, save_npz
+from ..atomic import atomic_path, save_npz
 from .diskarray import NpyStream
-from .scanfiles import _DELETE_RERUN, _READ_ERRORS, _corrupt
+from .scanfiles import DELETE_RERUN, READ_ERRORS, corrupt
 
 NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "query_split": np.dtype("U5"),
@@ -34,13 +34,13 @@ NEIGHBOUR_COLUMNS: Dict[str, np.dtype] = {
     "view": np.dtype(object),
 }
 #: the member of ``neighbours.npz`` (beside the columns) naming what the table was computed from: the
-#: digest :func:`sibscan.scandir.neighbours_source` recorded in the scan's manifest when it was written
+#: digest :func:`sibscan.store.scandir.neighbours_source` recorded in the scan's manifest when it was written
 SOURCE_MEMBER = "source"
 
 
 @dataclass
 class Neighbours:
-    """The neighbours table, column-wise (its columns: see :mod:`sibscan.scandir`)."""
+    """The neighbours table, column-wise (its columns: see :mod:`sibscan.store.scandir`)."""
 
     columns: Dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -149,15 +149,15 @@ class Neighbours:
                     keep &= ~((qs == q) & (ns == n))
                 del qs, ns
                 return Neighbours({k: z[k][keep] for k in names})
-        except _READ_ERRORS as exc:
-            raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
+        except READ_ERRORS as exc:
+            raise corrupt(Path(path), exc, DELETE_RERUN) from None
 
     @staticmethod
     def load_matching(path: Path, query_split: str, neighbour_split: str, column: str,
                       values: np.ndarray, block_rows: int = 1 << 16) -> "Neighbours":
         """The ``query_split -> neighbour_split`` rows of a saved table whose ``column`` is among ``values``.
 
-        Streamed (:class:`sibscan.diskarray.NpyStream`): the rows are picked from the split columns and
+        Streamed (:class:`sibscan.store.diskarray.NpyStream`): the rows are picked from the split columns and
         ``column`` ``block_rows`` rows at a time, then every column is read again a block at a time keeping
         only those rows, so what is held is a block of at most three columns plus the rows kept (reading
         each column whole first, as this did, peaked at ~256 MB for 46 rows of a 2M-row table, mostly its
@@ -184,8 +184,8 @@ class Neighbours:
                         parts.append(block[rows[lo:hi] - a])
                     out[name] = np.concatenate(parts)
                 return Neighbours(out)
-        except _READ_ERRORS as exc:
-            raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
+        except READ_ERRORS as exc:
+            raise corrupt(Path(path), exc, DELETE_RERUN) from None
 
     def to_csv(self) -> str:
         """The table as CSV text (header + one line per row); NaN as an empty cell, bools as 0/1."""
@@ -218,8 +218,8 @@ def table_source(path: Path) -> Optional[str]:
     try:
         with np.load(path, allow_pickle=False) as z:
             return str(z[SOURCE_MEMBER]) if SOURCE_MEMBER in z.files else None
-    except _READ_ERRORS as exc:
-        raise _corrupt(Path(path), exc, _DELETE_RERUN) from None
+    except READ_ERRORS as exc:
+        raise corrupt(Path(path), exc, DELETE_RERUN) from None
 
 
 def column_blocks(zf, names: Tuple[str, ...], step: int) -> Iterator[Tuple[int, List[np.ndarray]]]:

@@ -6,11 +6,11 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from .cache import embed
-from .fingerprint import content_keys
-from .items import Items
-from .kernels.topk import flatten_topk, rank_within_groups
-from .loaders.text import chunk_items
+from ..store.cache import embed
+from ..fingerprint import content_keys
+from ..items import Items
+from ..kernels.topk import flatten_topk, rank_within_groups
+from ..loaders.text import chunk_items
 
 __all__ = ["aggregate_chunks", "chunk_details", "embed_chunked"]
 

@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..raystart import ray_session
-from ..shards import ShardedEmbeddings
+from ..store.shards import ShardedEmbeddings
 
 __all__ = ["search_ray"]
 
@@ -36,13 +36,13 @@ def _task_ranges(plan, tasks_hint: int) -> List[Tuple[int, int]]:
 
 def _search_range(queries: np.ndarray, database, start: int, stop: int, plan_fields: dict):
     """Body of one Ray task: the local kernel over rows ``start:stop``."""
-    from ..search import _checked_blocks, _run_backend
+    from .exact import checked_blocks, run_backend
 
     if isinstance(database, str):
         database = ShardedEmbeddings(database)
-    blocks = _checked_blocks(database, plan_fields["block_rows"], start, stop)
-    return _run_backend(queries, blocks, plan_fields["search_k"], backend=plan_fields["backend"],
-                        device="cpu", half=None, margin=0, query_block=plan_fields["query_block"])
+    blocks = checked_blocks(database, plan_fields["block_rows"], start, stop)
+    return run_backend(queries, blocks, plan_fields["search_k"], backend=plan_fields["backend"],
+                       device="cpu", half=None, margin=0, query_block=plan_fields["query_block"])
 
 
 def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cpus: Optional[int] = None,
@@ -73,10 +73,10 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     indices : ndarray of shape (m, k) int64
     """
     from ..kernels.topk import merge_topk
-    from ..search import _drop_self, _prepare, _progress
+    from .exact import drop_self, prepare_search, search_bar
 
-    plan = _prepare(queries, shards, k, backend=backend, device="cpu", block_size=block_size,
-                    exclude_self=exclude_self, memory_limit=memory_limit, precision="fp32")
+    plan = prepare_search(queries, shards, k, backend=backend, device="cpu", block_size=block_size,
+                          exclude_self=exclude_self, memory_limit=memory_limit, precision="fp32")
     m = plan.queries.shape[0]
     if m == 0:
         return np.empty((0, plan.k), np.float32), np.empty((0, plan.k), np.int64)
@@ -95,7 +95,7 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     log.info("ray: %d tasks over %d rows on %d CPUs", len(pending), plan.n, cpus)
     sims = np.full((m, plan.search_k), -np.inf, np.float32)
     ids = np.full((m, plan.search_k), -1, np.int64)
-    with _progress(plan.n, progress) as bar:
+    with search_bar(plan.n, progress) as bar:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
@@ -103,5 +103,5 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
                 sims, ids = merge_topk(sims, ids, s, i, plan.search_k)
                 bar.update(pending.pop(ref))
     if exclude_self:
-        sims, ids = _drop_self(sims, ids, plan.k)
+        sims, ids = drop_self(sims, ids, plan.k)
     return sims, ids

@@ -12,13 +12,13 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
-from .cache import embed
+from ..store.cache import embed
 from .chunks import embed_chunked
-from .encoders import encoder_kwargs, get_encoder
-from .errors import InputError, SibscanError
-from .fingerprint import content_keys
-from .items import Items
-from .options import EncoderOptions, LoadOptions, SearchOptions
+from ..encoders import encoder_kwargs, get_encoder
+from ..errors import InputError, SibscanError
+from ..fingerprint import content_keys
+from ..items import Items
+from ..options import EncoderOptions, LoadOptions, SearchOptions
 
 __all__ = ["cache_dir_of", "check_rows", "embed_splits"]
 
@@ -32,13 +32,13 @@ def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,
     The cache is keyed by each item's content key (:func:`sibscan.fingerprint.content_keys`), not by
     its exact fingerprint (which rounds and folds case).  With ``train_out`` (a ``.npy`` path) the train
     embeddings are written there block by block and read back on demand
-    (:class:`~sibscan.diskarray.NpyArray`): memory then does not grow with the train set.
+    (:class:`~sibscan.store.diskarray.NpyArray`): memory then does not grow with the train set.
 
     Returns
     -------
     embeddings : {"train": ndarray of shape (n_train, dim), "test": ...}
         float32 rows, L2-normalised; chunk rows when chunking; the train side of an index is a
-        :class:`~sibscan.shards.ShardedEmbeddings` read block by block.
+        :class:`~sibscan.store.shards.ShardedEmbeddings` read block by block.
     chunks : {"train": (ndarray of shape (n_chunks,), ndarray of shape (n_chunks,)), "test": ...}
         Empty unless the texts were chunked.
     """
@@ -84,7 +84,7 @@ def check_rows(items: Items, encoder, length: Optional[int] = None) -> Optional[
     checked in blocks before any embedding, against ``length`` (the row length of the split before,
     for encoders that need one length) — returned for the next split.
     """
-    from .encoders.numeric import row_problem, series_lengths
+    from ..encoders.numeric import row_problem, series_lengths
 
     same_length = getattr(encoder, "same_length", None)
     if items.modality != "table" or same_length is None:
@@ -109,7 +109,7 @@ def _remote_encoder(encoder, encoding: EncoderOptions, search: SearchOptions, it
     """With ``--engine ray``: a function that embeds blocks as Ray tasks (None for the local engine)."""
     if search.engine != "ray":
         return None
-    from .engines.ray_embed import ray_block_encoder
+    from ..engines.ray_embed import ray_block_encoder
 
     kwargs = encoder_kwargs(encoding, items, encoder.name)
     if "image_size" in kwargs:  # the size the encoder was built with (from the train images), not this split's

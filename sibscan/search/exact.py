@@ -15,11 +15,11 @@ choice of which tied rows fill the last places; see :func:`search_faiss`):
 * ``"faiss"`` — faiss's exhaustive inner-product kernel (``faiss.knn``, what ``IndexFlatIP.search``
   runs) straight on the database rows: an in-memory float32 database is one block, searched with no
   copy and no merge; a large query set is cut into row ranges searched side by side, one core and one
-  faiss thread each (:mod:`sibscan.searchfaiss`), which spares faiss's per-tile thread
+  faiss thread each (:mod:`sibscan.search.faissindex`), which spares faiss's per-tile thread
   synchronisation; on CUDA a GPU index (faiss-gpu).
 * ``"numpy"`` — the same blocked kernel on numpy's BLAS, no optional dependency.
 * ``"auto"`` — torch on CUDA (tensor cores); on the CPU the backend measured fastest on this
-  machine for large searches (:mod:`sibscan.searchpick`: a few seconds once, cached per CPU model,
+  machine for large searches (:mod:`sibscan.search.pick`: a few seconds once, cached per CPU model,
   cores and library versions), faiss (else numpy) for small ones.
 
 When ``k`` exceeds the number of database rows, the missing columns hold index ``-1`` and
@@ -34,13 +34,14 @@ from typing import Callable, Iterable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from .device import check_device_name, resolve_device
-from .errors import InputError, SibscanError, require
-from .options import BACKENDS
-from .stats import check_int
-from .shards import ShardedEmbeddings
+from ..device import check_device_name, resolve_device
+from ..errors import InputError, SibscanError, require
+from ..options import BACKENDS
+from ..stats import check_int
+from ..store.shards import ShardedEmbeddings
 
-__all__ = ["brute_force_search", "plan_blocks", "search"]
+__all__ = ["SearchPlan", "brute_force_search", "checked_blocks", "drop_self", "n_bytes_faiss_tile", "plan_blocks",
+           "prepare_search", "resolve_backend", "run_backend", "search", "search_bar"]
 
 log = logging.getLogger("sibscan.search")
 
@@ -95,8 +96,8 @@ _F32_MAX = float(np.finfo(np.float32).max)
 _BAD_ROW = "contains NaN or inf, or values so large its squared norm overflows float32; drop or re-encode that item"
 
 
-def _checked_blocks(database, block_rows: int, start: int = 0,
-                    stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
+def checked_blocks(database, block_rows: int, start: int = 0,
+                   stop: Optional[int] = None) -> Callable[[], Iterable[Tuple[int, np.ndarray]]]:
     """A re-iterable stream of ``(start, block)`` over rows ``start:stop`` that rejects NaN/inf rows
     by number.  Blocks start at multiples of ``block_rows`` (or at shard starts), so a row range
     aligned to them is cut into the same blocks as the whole database."""
@@ -161,8 +162,8 @@ def plan_blocks(n_queries: int, n: int, dim: int, *, device: str = "cpu",
     return query_block, block_rows, estimate
 
 
-def _progress(total: int, enabled: bool):
-    from .progress import bar
+def search_bar(total: int, enabled: bool):
+    from ..progress import bar
 
     return bar(total, "search", "row", enabled=enabled, scale=True)
 
@@ -207,18 +208,18 @@ def search(queries, database, k: int, *, backend: str = "auto", device: str = "a
     similarities : ndarray of shape (m, k) float32, descending per row
     indices : ndarray of shape (m, k) int64, database rows (lower index first on ties)
     """
-    plan = _prepare(queries, database, k, backend=backend, device=device, block_size=block_size,
-                    exclude_self=exclude_self, memory_limit=memory_limit, precision=precision)
+    plan = prepare_search(queries, database, k, backend=backend, device=device, block_size=block_size,
+                          exclude_self=exclude_self, memory_limit=memory_limit, precision=precision)
     q, k, m = plan.queries, plan.k, plan.queries.shape[0]
     if m == 0:
         return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
-    blocks = _checked_blocks(plan.database, plan.block_rows)
-    with _progress(plan.n, progress) as bar:
-        sims, ids = _run_backend(q, blocks, plan.search_k, backend=plan.backend, device=plan.device,
-                                 half=plan.half, margin=margin, query_block=plan.query_block,
-                                 on_block=bar.update)
+    blocks = checked_blocks(plan.database, plan.block_rows)
+    with search_bar(plan.n, progress) as bar:
+        sims, ids = run_backend(q, blocks, plan.search_k, backend=plan.backend, device=plan.device,
+                                half=plan.half, margin=margin, query_block=plan.query_block,
+                                on_block=bar.update)
     if exclude_self:
-        sims, ids = _drop_self(sims, ids, k)
+        sims, ids = drop_self(sims, ids, k)
     return sims, ids
 
 
@@ -237,8 +238,8 @@ class SearchPlan(NamedTuple):
     block_rows: int
 
 
-def _prepare(queries, database, k, *, backend: str, device: str, block_size: Optional[int],
-             exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
+def prepare_search(queries, database, k, *, backend: str, device: str, block_size: Optional[int],
+                   exclude_self: bool, memory_limit: Optional[int], precision: str) -> SearchPlan:
     if backend not in BACKENDS:
         raise SibscanError(f"unknown search backend {backend!r}; available: {', '.join(BACKENDS)}")
     device = check_device_name(device)
@@ -279,21 +280,21 @@ def _prepare(queries, database, k, *, backend: str, device: str, block_size: Opt
     return SearchPlan(q, db, n, k, kk, backend, dev, half, query_block, block_rows)
 
 
-def _run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, half: Optional[str],
-                 margin: int, query_block: int,
-                 on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
+def run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, half: Optional[str],
+                margin: int, query_block: int,
+                on_block: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """One resolved backend over one stream of blocks (also the body of a Ray task)."""
     on_block = on_block or (lambda rows: None)
     if backend == "numpy":
-        from .kernels.topk import search_blocks_numpy
+        from ..kernels.topk import search_blocks_numpy
 
         return search_blocks_numpy(q, blocks, k, query_block=query_block, on_block=on_block)
     if backend == "torch":
-        from .kernels.topk_torch import search_blocks_torch
+        from ..kernels.topk_torch import search_blocks_torch
 
         return search_blocks_torch(q, blocks, k, device=device, half=half, margin=margin,
                                    query_block=query_block, on_block=on_block)
-    from .searchfaiss import search_faiss
+    from .faissindex import search_faiss
 
     return search_faiss(q, blocks, k, device, on_block)
 
@@ -305,22 +306,22 @@ def _resident_float32(db) -> bool:
 
 def n_bytes_faiss_tile(m: int, d: int, k: int) -> int:
     """Bytes of faiss's own score tiles (a 4,096 x 1,024 float32 tile per ``faiss.knn`` call, one per
-    range searched at the same time, :func:`sibscan.searchfaiss.faiss_tile_bytes`) plus the results
+    range searched at the same time, :func:`sibscan.search.faissindex.faiss_tile_bytes`) plus the results
     (similarity and id per neighbour)."""
-    from .searchfaiss import faiss_tile_bytes
+    from .faissindex import faiss_tile_bytes
 
     return faiss_tile_bytes(m, d) + 12 * m * k
 
 
 def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, int, int]] = None) -> str:
     """The backend :func:`search` runs; ``shape`` = (queries, database rows, dim, k) lets ``auto`` on the
-    CPU take the one measured fastest on this machine (:func:`sibscan.searchpick.cpu_backend`).  A caller
+    CPU take the one measured fastest on this machine (:func:`sibscan.search.pick.cpu_backend`).  A caller
     that splits one search into several calls resolves it once, for the whole shape."""
     if backend == "auto":
         if device not in (None, "auto", "cpu") or (device in (None, "auto") and _cuda()):
             require("torch", "gpu", "searching on CUDA")
             return "torch"
-        from .searchpick import cpu_backend, fallback_backend
+        from .pick import cpu_backend, fallback_backend
 
         if shape is None:
             return fallback_backend()
@@ -334,17 +335,17 @@ def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, i
 
 
 def _measured_run(q: np.ndarray, x: np.ndarray, k: int, backend: str):
-    """One search as :mod:`sibscan.searchpick` times it (an explicit backend: it never recurses)."""
+    """One search as :mod:`sibscan.search.pick` times it (an explicit backend: it never recurses)."""
     return search(q, x, k, backend=backend, device="cpu", progress=False)
 
 
 def _cuda() -> bool:
-    from .device import cuda_available
+    from ..device import cuda_available
 
     return importlib.util.find_spec("torch") is not None and cuda_available()
 
 
-def _drop_self(sims: np.ndarray, ids: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+def drop_self(sims: np.ndarray, ids: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
     """From (m, k+1) results drop each row's own index, or the last column where it is absent."""
     m = sims.shape[0]
     drop = ids == np.arange(m)[:, None]
