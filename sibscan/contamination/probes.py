@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Callable, Dict, Sequence
 
 from ..errors import SibscanError
+from ..progress import bar as progress_bar
 from .guided import DEFAULT_PREFIX_FRACTION, guided_score
 from .minkprob import DEFAULT_K, min_k_scores
-from .progress import Progress
 from .resultcache import ResultCache
 
 __all__ = ["score_logprobs", "score_guided"]
@@ -39,7 +39,7 @@ def score_logprobs(ids: Sequence[str], texts: Sequence[str], scorer, cache: Resu
     todo = [i for i in range(len(ids)) if cache.get(ids[i], texts[i]) is None]
     batched = not hasattr(scorer, "url")  # a local model takes a list of texts
     done = len(ids) - len(todo)
-    with Progress("min-k%++: examples scored", total=len(ids), enabled=progress, unit="examples") as bar:
+    with progress_bar(len(ids), "min-k%++: examples scored", "examples", enabled=progress) as bar:
         bar.update(done)
         try:
             step = chunk if batched else 1
@@ -67,7 +67,7 @@ def score_guided(ids: Sequence[str], texts: Sequence[str], completer, cache: Res
     """
     complete: Callable[[str, int], str] = getattr(completer, "complete", completer)
     done = 0
-    with Progress("guided: examples continued", total=len(ids), enabled=progress, unit="examples") as bar:
+    with progress_bar(len(ids), "guided: examples continued", "examples", enabled=progress) as bar:
         try:
             for i in range(len(ids)):
                 if cache.get(ids[i], texts[i]) is None:
