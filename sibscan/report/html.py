@@ -27,7 +27,7 @@ from ..errors import SibscanError
 from ..fmt import plural, score as fmt_score
 from ..kernels.textalign import word_diff
 from .gallery import exact_twins, galleries
-from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, headline, notes, pct
+from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, notes, pct, sentence_with_accuracy
 from .plots import svg_histogram, svg_sweep
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -211,7 +211,7 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
     shown = _path_shower(report, test, train, absolute_paths)
     cut, scan = report["cutoff"], report["scan"]
     c, interval = cut.get("value"), cut.get("interval")
-    body = [f"<h1>sibscan report</h1><p class='headline'>{_e(headline(report))}.</p>"]
+    body = [f"<h1>sibscan report</h1><p class='headline'>{_e(sentence_with_accuracy(report))}.</p>"]
     for line in notes(report):
         cls = " class='warn'" if line.startswith(("Warning", "Note")) else ""
         body.append(f"<p{cls}>{_e(line)}</p>")

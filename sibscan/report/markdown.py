@@ -63,8 +63,10 @@ def accuracy_parts(split: Optional[dict]) -> dict:
             "rest": _part(split.get("rest")), "difference": diff}
 
 
-def headline(report: dict) -> str:
-    """The one sentence: accuracy, the sibling rate (``report["headline"]``), accuracy on the rest."""
+def sentence_with_accuracy(report: dict) -> str:
+    """The report's opening sentence: the headline's sentence (``report["headline"]["text"]``), with the
+    accuracy on every test item before it and on the items not flagged after it when the report has
+    predictions (else the headline's sentence alone)."""
     text = report["headline"]["text"]
     acc = accuracy_parts((report.get("accuracy") or {}).get("siblings"))
     if acc:
@@ -170,7 +172,7 @@ def render_markdown(report: dict) -> str:
     scan = report["scan"]
     enc = (scan.get("encoder") or {}).get("identity", "?")
     ver = (scan.get("verifier") or {}) or {}
-    lines = ["### Sibling scan", "", headline(report) + ".", ""]
+    lines = ["### Sibling scan", "", sentence_with_accuracy(report) + ".", ""]
     lines += notes(report, data=md_text)
     lines.append(f"sibscan report (schema {report['schema_version']}), {scan['modality']} items, "
                  f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder {_code(enc)}"
