@@ -138,7 +138,7 @@ def test_audit_states_the_count_the_scans_report_states(tmp_path):
     """The train→test note and ``train_test`` give the report's count, never None: without a cutoff the exact
     twins (near siblings not assessed), once calibrated the headline's flagged count beside its estimate."""
     from sibscan.calibration import calibrate
-    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+    from planted_scan import planted_scan, write_oracle_labels
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
     scan = str(planted.path)

@@ -17,7 +17,7 @@ from sibscan.calibration import (
 )
 from sibscan.verdict import record as record_mod
 from sibscan.calibration.sampling import allocate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.errors import CompatibilityError, InputError, SibscanError
 

@@ -17,7 +17,7 @@ from sibscan.calibration import calibrate, describe, load_calibration
 from sibscan.calibration.controlanswers import (ANSWERS_FILE, CONTROLS_FILE, answers_line, check_share, controls_of,
                                                 read_controls)
 from sibscan.calibration.copies import copy_text, copy_values
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.terminal import run_terminal
 from sibscan.calibration.web import LabelServer
 from sibscan.cli import app

@@ -8,7 +8,7 @@ import sys
 from _helpers import label_session, read_labels
 
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.terminal import run_terminal
 
 

@@ -9,7 +9,7 @@ import pytest
 from _helpers import label_session, read_labels
 
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.web import LabelServer
 
 pytestmark = pytest.mark.browser

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from sibscan import labeller
 from sibscan.calibration import calibrate, load_calibration
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.report import build_report, render_markdown
 

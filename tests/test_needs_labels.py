@@ -14,7 +14,7 @@ from sibscan.calibration import calibrate, describe
 from sibscan.calibration.flow import DRAW_FILE
 from sibscan.verdict.record import CUTOFF_FILE
 from sibscan.calibration.summary import headline_of
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.check import NEEDS_LABELS_EXIT, check
 from sibscan.cli import app
 from sibscan.verdict.cutoffrule import supported

@@ -155,7 +155,7 @@ def test_the_per_item_table_and_scan_rate_agree_with_the_report(tmp_path):
 
 def test_calibration_prints_the_count_the_report_flags(tmp_path):
     from sibscan.calibration import calibrate, describe
-    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+    from planted_scan import planted_scan, write_oracle_labels
     from sibscan.report import build_report
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)

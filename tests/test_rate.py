@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sibscan import fmt
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.verdict.rate import estimate_rate, narrow_enough
 

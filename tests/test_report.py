@@ -289,7 +289,7 @@ def test_text_and_image_gallery(tmp_path):
 def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     """`sibscan calibrate SCAN` then `sibscan report SCAN`: the report picks up SCAN/calibration."""
     from sibscan.calibration import calibrate
-    from sibscan.calibration.synthetic import oracle_labels, planted_scan
+    from planted_scan import oracle_labels, planted_scan
     from sibscan.report import build_report
     from sibscan.scandir import ScanDir as _ScanDir
 
@@ -311,7 +311,7 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
 
 
 def test_markdown_says_when_the_calibration_cannot_support_its_cutoff(tmp_path):
-    from sibscan.calibration.synthetic import planted_scan
+    from planted_scan import planted_scan
     from sibscan.report import build_report, render_markdown
 
     planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)

@@ -3,6 +3,7 @@ module, no test scaffolding inside the installed package."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import sibscan.report
@@ -33,3 +34,12 @@ def test_progress_is_shown_by_one_module():
                   for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
                   and any(getattr(base, "id", getattr(base, "attr", None)) == "Bar" for base in node.bases)]
     assert subclasses == []
+
+
+def test_planted_scans_live_with_the_tests():
+    """The planted scan and its oracle are test scaffolding: tests/planted_scan.py, not the installed
+    sibscan.calibration.synthetic (which only tests imported)."""
+    import planted_scan
+
+    assert importlib.util.find_spec("sibscan.calibration.synthetic") is None
+    assert callable(planted_scan.planted_scan) and callable(planted_scan.write_oracle_labels)

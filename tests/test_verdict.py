@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import sibscan
 from _helpers import oracle_file
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.verdict import Verdict
 
