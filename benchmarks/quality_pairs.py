@@ -331,7 +331,7 @@ def _relabel(entry: dict, truth_: dict, method: str, now: dict) -> Optional[str]
     if "score2" not in p:
         return "no next pairs in the side file"
     source = np.asarray(truth_["source"], np.int64)
-    planted, hard = source >= 0, np.asarray(truth_["hard"], bool)
+    planted = source >= 0
     score, nb = np.asarray(p["score"], np.float64), np.asarray(p["nb"], np.int64)
     correct, correct2 = planted & (nb == source), planted & (np.asarray(p["nb2"], np.int64) == source)
     labelled = (np.asarray(now["labels"]["rows"], np.int64), np.asarray(now["labels"]["same"], bool))

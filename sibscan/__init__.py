@@ -11,7 +11,7 @@ import importlib
 import sys
 import types
 
-from ._version import __version__
+from ._version import __version__ as __version__  # re-exported: in __all__ below
 
 # public name -> module that defines it
 _API = {

@@ -73,7 +73,7 @@ def test_report_carries_the_honest_reporting_table(scanned):
     any_rate = rep["sibling_rate"]["test_to_train"]["any"]
     assert any_rate["count"] == 3
     # the table's sibling rate is the report's own
-    assert f"15.0 % (3 of 20, exact or near at cutoff 0.9900, uncalibrated)" in md
+    assert "15.0 % (3 of 20, exact or near at cutoff 0.9900, uncalibrated)" in md
     assert rep["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
     assert "Honest reporting" in (d / "scan" / "report.html").read_text()  # an audit section in the HTML too
     # at another cutoff the table follows the report: it is rendered by the report, not left pre-rendered

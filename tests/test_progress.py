@@ -3,7 +3,6 @@ timed line with items/s and ETA — also while a slow encoder runs with stderr r
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import subprocess
@@ -11,7 +10,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 from sibscan import progress
 

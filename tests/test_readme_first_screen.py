@@ -57,7 +57,7 @@ def test_the_first_screen_holds_install_scan_report_and_tests():
     assert any(c.startswith("sibscan report ") and "--predictions" in c for c in first), first
     assert TEST_COMMAND in commands
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert f"# README: test command" in ci and f"\n{TEST_COMMAND}\n" in ci
+    assert "# README: test command" in ci and f"\n{TEST_COMMAND}\n" in ci
     assert re.search(r"!\[[^\]]*\]\(docs/img/report\.png\)", text)
     assert (ROOT / "docs" / "img" / "report.png").stat().st_size < 300_000
 

@@ -141,7 +141,6 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
                 path=path,
             )
     raw = column(columns, names, path_field, "path", path)
-    n = len(raw)
     ids = id_column(columns, names, id_field, path, lines)
     if label is None:  # a column named like a label is one, as in a table (--label names another)
         label = label_field(names, (path_field, id_field, group))
