@@ -63,8 +63,11 @@ def make_scan(path, *, seed: int = 0, n_train: int = 60, n_test: int = 30, k: in
     groups_test = np.array([f"u{i}" for i in range(n_test)]) if sources else None
     if sources:
         groups_test[25:28] = groups_train[40]
-    kw_train = {"values": values_train} if modality == "table" else {"texts": [f"train item number {i} about {labels_train[i]}" for i in range(n_train)]}
-    kw_test = {"values": values_test} if modality == "table" else {"texts": [f"test item number {i} about {labels_test[i]}" for i in range(n_test)]}
+    if modality == "table":
+        kw_train, kw_test = {"values": values_train}, {"values": values_test}
+    else:
+        kw_train = {"texts": [f"train item number {i} about {labels_train[i]}" for i in range(n_train)]}
+        kw_test = {"texts": [f"test item number {i} about {labels_test[i]}" for i in range(n_test)]}
     if modality == "text":
         for i in range(4):
             kw_test["texts"][i] = kw_train["texts"][i]
@@ -134,7 +137,8 @@ def make_scan(path, *, seed: int = 0, n_train: int = 60, n_test: int = 30, k: in
     if baseline:
         from sibscan.calibration.baseline import compute_baseline
 
-        sd.write_baseline(compute_baseline(rng.normal(size=(n_train, 8)), rng.normal(size=(n_test, 8)), n_pairs=3000, seed=seed))
+        sd.write_baseline(compute_baseline(rng.normal(size=(n_train, 8)), rng.normal(size=(n_test, 8)), n_pairs=3000,
+                                           seed=seed))
     return {"train": train, "test": test, "fp_train": fp_train, "fp_test": fp_test, "neighbours": nb}
 
 
@@ -259,8 +263,10 @@ def planted_scan(path: str | Path, *, n_train: int = 400, n_test: int = 200, rat
     }), csv=False)
     sd.write_manifest({
         "sibscan_version": "test", "status": "complete", "modality": modality,
-        "inputs": {"train": {"n_items": n_train, "fingerprint": f"train-{seed}"}, "test": {"n_items": n_test, "fingerprint": f"test-{seed}"}},
-        "dataset_fingerprint": f"planted-{seed}", "encoder": {"name": "planted", "identity": encoder_identity, "dim": dim},
+        "inputs": {"train": {"n_items": n_train, "fingerprint": f"train-{seed}"},
+                   "test": {"n_items": n_test, "fingerprint": f"test-{seed}"}},
+        "dataset_fingerprint": f"planted-{seed}",
+        "encoder": {"name": "planted", "identity": encoder_identity, "dim": dim},
         "verifier": {"name": "same", "identity": "planted-verifier/v1"} if verifier else None,
         "parameters": {"k": k},
     })

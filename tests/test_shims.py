@@ -9,7 +9,8 @@ from pathlib import Path
 import sibscan.report
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_DIRS = [ROOT / "sibscan", ROOT / "kernels" / "sibscan" / "kernels", ROOT / "calibration" / "sibscan" / "calibration"]
+PACKAGE_DIRS = [ROOT / "sibscan", ROOT / "kernels" / "sibscan" / "kernels",
+                ROOT / "calibration" / "sibscan" / "calibration"]
 
 
 def _modules():

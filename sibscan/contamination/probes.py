@@ -45,7 +45,8 @@ def score_logprobs(ids: Sequence[str], texts: Sequence[str], scorer, cache: Resu
             step = chunk if batched else 1
             for a in range(0, len(todo), step):
                 part = todo[a:a + step]
-                stats = scorer.token_stats([texts[i] for i in part]) if batched else [scorer.token_stats(texts[part[0]])]
+                stats = (scorer.token_stats([texts[i] for i in part]) if batched
+                         else [scorer.token_stats(texts[part[0]])])
                 for i, (lp, mu, sd) in zip(part, stats):
                     res = min_k_scores(lp, mu, sd, k=k)
                     res["min_k_pp_support"] = support

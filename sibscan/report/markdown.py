@@ -72,7 +72,8 @@ def sentence_with_accuracy(report: dict) -> str:
     if acc:
         a_all, n_all, _ = acc["all"]
         a_rest, n_rest, _ = acc["rest"]
-        return f"accuracy {pct(a_all)} (n={n_all:,}); {text}; accuracy on the test items not flagged: {pct(a_rest)} (n={n_rest:,})"
+        return (f"accuracy {pct(a_all)} (n={n_all:,}); {text}; "
+                f"accuracy on the test items not flagged: {pct(a_rest)} (n={n_rest:,})")
     return text
 
 
@@ -125,7 +126,8 @@ def accuracy_rows(report: dict) -> tuple:
     (flagged minus rest) on its own row."""
     acc = report.get("accuracy") or {}
     rows = []
-    for name, key in (("flagged rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
+    for name, key in (("flagged rows", "siblings"), ("exact twins", "exact_twins"),
+                      ("shared sources", "shared_sources")):
         p = accuracy_parts(acc.get(key))
         if not p:
             continue
@@ -142,7 +144,8 @@ def accuracy_rows(report: dict) -> tuple:
 def class_rows(report: dict) -> tuple:
     """(header, rows) per test label: exact twins, near copies, the share flagged."""
     rows = [[c["label"], f"{c['n_test']:,}", c["exact"], NOT_ASSESSED if c["near"] is None else c["near"],
-             NOT_ASSESSED if c["rate"] is None else pct(c["rate"]), c["conflict_groups"]] for c in report.get("per_class") or []]
+             NOT_ASSESSED if c["rate"] is None else pct(c["rate"]), c["conflict_groups"]]
+            for c in report.get("per_class") or []]
     return ["class", "test items", "exact twins", "near copies", "flagged", "conflict groups"], rows
 
 
@@ -159,7 +162,8 @@ def group_sentence(lc: dict) -> str:
     if big is None:
         text += "no group holds more than one item."
     else:
-        text += (f"the largest, {big['group']}, holds {big['size']} items ({big['n_train']} train, {big['n_test']} test; "
+        text += (f"the largest, {big['group']}, holds {big['size']} items "
+                 f"({big['n_train']} train, {big['n_test']} test; "
                  f"labels {', '.join(big['labels']) or 'none'}): {big['reason']}.")
     if lc["linkage"] == "complete":
         text += (f" {lc['pairs_between_groups']} sibling pair(s) at the cutoff were left between groups (their items "
@@ -183,7 +187,8 @@ def render_markdown(report: dict) -> str:
     if report.get("per_class"):
         lines += ["", *_table(*class_rows(report))]
     lc = report["label_conflicts"]
-    lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) carry more than one label."]
+    lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) "
+                  "carry more than one label."]
     if lc.get("linkage"):
         lines.append(group_sentence(lc))
     ss = report["shared_sources"]

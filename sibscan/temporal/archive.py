@@ -177,7 +177,8 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
     except _Err as exc:
         return {"dataset": dataset.name, "run": run, "skipped": str(exc)}
     if config.augment:
-        decision = {"applied": "znorm", "reason": "UCR Augmented compares z-normalised series with their padded versions"}
+        decision = {"applied": "znorm",
+                    "reason": "UCR Augmented compares z-normalised series with their padded versions"}
         x_train, x_test = normalise(data.X_train, "znorm"), normalise(data.X_test, "znorm")
     else:
         chosen = choose_normalisation(data.X_train, data.X_test, enabled=config.normalise, method=config.normalisation)
