@@ -230,13 +230,18 @@ def summarise(result: dict, checkpoints) -> dict:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.calibration_coverage", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few tiny data sets (for the tests)")
-    ap.add_argument("--datasets", type=int, default=None, help=f"data sets per kind, size and prevalence (default {DEFAULT['datasets']})")
+    ap.add_argument("--datasets", type=int, default=None, help="data sets per kind, size and prevalence "
+                                                               f"(default {DEFAULT['datasets']})")
     ap.add_argument("--sizes", default=None, help="comma list of test-set sizes (default 2000,10000)")
     ap.add_argument("--step", type=int, default=None, help=f"pairs added per adaptive step (default {DEFAULT['step']})")
-    ap.add_argument("--checkpoints", default=None, help="comma list of answer counts the interval is read at (default 60,100,150,200,300,400)")
-    ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with 10 %% of the answers on control pairs")
-    ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
-    ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
+    ap.add_argument("--checkpoints", default=None, help="comma list of answer counts the interval "
+                                                        "is read at (default 60,100,150,200,300,400)")
+    ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with "
+                                                                       "10 %% of the answers on control pairs")
+    ap.add_argument("--kinds", default=None, help="comma list of score kinds (default all: "
+                                                  f"{','.join(KINDS)}); a subset to iterate")
+    ap.add_argument("--prevalences", default=None, help="comma list of prevalences as "
+                                                        "fractions (default 0.005,0.03,0.12)")
     ap.add_argument("--workers", type=int, default=None, help="processes (default 2; 1 with --quick)")
     ap.add_argument("--name", default="calibration_coverage", help="results file stem")
     args = ap.parse_args(argv)
@@ -254,9 +259,9 @@ def main(argv=None) -> dict:
         ap.error(f"unknown kind {', '.join(unknown)}; available: {', '.join(KINDS)}")
     prevalences = tuple(float(x) for x in args.prevalences.split(",")) if args.prevalences else PREVALENCES
     cfg.update(kinds=list(kinds), prevalences=list(prevalences))
-    print(f"{cfg['datasets']} data sets per kind, size and prevalence, sizes {cfg['sizes']}, prevalences {prevalences}, "
-          f"kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of the time, adaptive step {cfg['step']}, "
-          f"read at {cfg['checkpoints']} answers", flush=True)
+    print(f"{cfg['datasets']} data sets per kind, size and prevalence, sizes {cfg['sizes']}, "
+          f"prevalences {prevalences}, kinds {kinds}, labeller wrong {LABELLER_ERROR:.0%} of "
+          f"the time, adaptive step {cfg['step']}, read at {cfg['checkpoints']} answers", flush=True)
     result = run(cfg["datasets"], cfg["sizes"], cfg["step"], cfg["checkpoints"], kinds=kinds, prevalences=prevalences,
                  control_datasets=cfg["control_datasets"],
                  workers=args.workers if args.workers is not None else (1 if args.quick else 2))

@@ -39,7 +39,8 @@ def scanned(tmp_path_factory):
     write_tsv(d / "train.tsv", tr, y(60))
     write_tsv(d / "test.tsv", te, y(20))
     write_tsv(d / "val.tsv", va, y(15))
-    (d / "pred.csv").write_text("id,prediction\n" + "".join(f"{i},{(i % 2 + 1) if i % 5 else 2 - i % 2}\n" for i in range(20)))
+    (d / "pred.csv").write_text("id,prediction\n" + "".join(f"{i},{(i % 2 + 1) if i % 5 else 2 - i % 2}\n"
+                                                            for i in range(20)))
     run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan"), cutoff=0.99,
                         baseline_pairs=2000, verified_baseline_pairs=500, progress=False))
     res = runner.invoke(app, ["audit", str(d / "pred.csv"), "--scan", str(d / "scan"), "--val", str(d / "val.tsv"),
@@ -179,4 +180,5 @@ def test_val_siblings_not_assessed_says_the_scan_has_no_cutoff(scanned):
     detail = json.loads(res.stdout)["checks"]["val_split"]["detail"]
     assert "val_test_siblings" not in detail and detail["val_test"]["test_rows_with_twin"] == 2
     assert detail["near_siblings"].startswith("not assessed: the scan has no cutoff")
-    assert detail["train_test"]["count"] == 3 and detail["train_test"]["state"] == "exact_only"  # train's 3 exact copies
+    # train's 3 exact copies
+    assert detail["train_test"]["count"] == 3 and detail["train_test"]["state"] == "exact_only"

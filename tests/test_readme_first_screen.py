@@ -88,7 +88,8 @@ def test_report_prints_the_accuracy_split_and_what_was_not_assessed(tmp_path):
     assert lines[5].lstrip().startswith("difference (exact twins − not)") and lines[5].endswith(" pp")
     split = lines[1:next(i for i, ln in enumerate(lines) if ln.startswith("wrote "))]
     assert split[-1].startswith("  near copies: not assessed (no cutoff)"), split
-    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--cutoff", "0.9"])
+    res = CliRunner().invoke(app,
+                             ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--cutoff", "0.9"])
     assert res.exit_code == 0 and "  flagged rows " in res.stdout and "not assessed" not in res.stdout, res.output
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "md"])
     assert res.exit_code == 0 and "accuracy:" not in res.stdout
@@ -130,7 +131,8 @@ def test_the_first_result_runs_as_written(tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     out = ""
     for command in commands:
-        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=300)
         assert run.returncode == 0, f"{command}\n{run.stdout}\n{run.stderr}"
         out = run.stdout
     lines = out.splitlines()
