@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import sibscan.report
@@ -44,3 +46,12 @@ def test_planted_scans_live_with_the_tests():
 
     assert importlib.util.find_spec("sibscan.calibration.synthetic") is None
     assert callable(planted_scan.planted_scan) and callable(planted_scan.write_oracle_labels)
+
+
+def test_packages_imported_eagerly_stay_light():
+    """sibscan.contamination and sibscan.engines import their public names at the top (the lazy facades cost
+    more than they saved, issue 33): that must not pull in torch, Ray, transformers or aeon."""
+    code = ("import sys, sibscan.contamination, sibscan.engines; "
+            "print(sorted(m for m in ('torch', 'ray', 'transformers', 'aeon') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
