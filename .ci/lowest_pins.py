@@ -1,4 +1,5 @@
-"""Print pip requirements that pin pyproject.toml's lower bounds exactly: ``python3 .ci/lowest_pins.py EXTRA,... [NAME==VER ...]``.
+"""Print pip requirements that pin pyproject.toml's lower bounds exactly:
+``python3 .ci/lowest_pins.py EXTRA,... [NAME==VER ...]``.
 
 The core dependencies and the named extras, each ``name>=X.Y`` as ``name==X.Y.*`` (the bound's release
 line; a three-part bound such as ``faiss-cpu>=1.14.2`` exactly), other specifiers kept as written;

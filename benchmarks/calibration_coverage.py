@@ -234,13 +234,18 @@ def summarise(result: dict, checkpoints) -> dict:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.calibration_coverage", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few tiny data sets (for the tests)")
-    ap.add_argument("--datasets", type=int, default=None, help=f"data sets per kind, size and prevalence (default {DEFAULT['datasets']})")
+    ap.add_argument("--datasets", type=int, default=None, help="data sets per kind, size and prevalence "
+                                                               f"(default {DEFAULT['datasets']})")
     ap.add_argument("--sizes", default=None, help="comma list of test-set sizes (default 2000,10000)")
     ap.add_argument("--step", type=int, default=None, help=f"pairs added per adaptive step (default {DEFAULT['step']})")
-    ap.add_argument("--checkpoints", default=None, help="comma list of answer counts the interval is read at (default 60,100,150,200,300,400)")
-    ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with 10 %% of the answers on control pairs")
-    ap.add_argument("--kinds", default=None, help=f"comma list of score kinds (default all: {','.join(KINDS)}); a subset to iterate")
-    ap.add_argument("--prevalences", default=None, help="comma list of prevalences as fractions (default 0.005,0.03,0.12)")
+    ap.add_argument("--checkpoints", default=None, help="comma list of answer counts the interval "
+                                                        "is read at (default 60,100,150,200,300,400)")
+    ap.add_argument("--control-datasets", type=int, default=None, help="data sets per kind and prevalence with "
+                                                                       "10 %% of the answers on control pairs")
+    ap.add_argument("--kinds", default=None, help="comma list of score kinds (default all: "
+                                                  f"{','.join(KINDS)}); a subset to iterate")
+    ap.add_argument("--prevalences", default=None, help="comma list of prevalences as "
+                                                        "fractions (default 0.005,0.03,0.12)")
     ap.add_argument("--workers", type=int, default=None, help="processes (default 2; 1 with --quick)")
     ap.add_argument("--oracle", action="store_true", help="an error-free labeller whose answers the estimator is told "
                     "are right (an oracle's): the best any labelling can do (results as calibration_coverage_oracle)")

@@ -57,7 +57,8 @@ BASELINE_SRC = "calibration/sibscan/calibration/baseline.py"
 def _previous_module(rev: str):
     """The baseline module as it was at ``rev`` (``git show``), importable beside today's package."""
     root = Path(__file__).resolve().parent.parent
-    src = subprocess.run(["git", "show", f"{rev}:{BASELINE_SRC}"], cwd=root, check=True, capture_output=True, text=True).stdout
+    src = subprocess.run(["git", "show", f"{rev}:{BASELINE_SRC}"], cwd=root, check=True, capture_output=True,
+                         text=True).stdout
     path = Path(tempfile.mkdtemp()) / "previous_baseline.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("previous_baseline", path)
@@ -109,7 +110,8 @@ def counts(name: str, train: Path, test: Path, work: Path) -> dict:
     n_prev = min(params["baseline_pairs"], verified_budget(params["verified_baseline_pairs"], n_test, k)) \
         if verifier is not None else params["baseline_pairs"]
     before = compute_baseline(
-        emb["train"], emb["test"], n_pairs=n_prev, seed=params["seed"], all_pairs_max=0, score_fn=score if verifier else None,
+        emb["train"], emb["test"], n_pairs=n_prev, seed=params["seed"], all_pairs_max=0,
+        score_fn=score if verifier else None,
         exclude=(lambda ti, tj: twins(ti, tj) | np.isin(ti.astype(np.int64) * n_train + tj, near)) if room else twins,
         n_compared=min(k, n_train) if verifier is not None else n_train)
     flat = np.arange(n_test * n_train, dtype=np.int64)
@@ -126,7 +128,8 @@ def counts(name: str, train: Path, test: Path, work: Path) -> dict:
                    "expected": expected_chance_siblings(before, CUT, n_train, n_test)},
         "after": {"n_pairs": after["n_pairs"], "draw": after["draw"],
                   "expected": expected_chance_siblings(after, CUT, n_train, n_test)},
-        "all_pairs": {"n_pairs": int(len(every)), "share_at_cut": p_all, "expected": n_test * -np.expm1(m * np.log1p(-p_all))},
+        "all_pairs": {"n_pairs": int(len(every)), "share_at_cut": p_all,
+                      "expected": n_test * -np.expm1(m * np.log1p(-p_all))},
         "observed": int((ts.score >= CUT).sum()),
         "note": chance_note(after, best),
         "scan_note": res.summary.get("chance_note"),
@@ -200,13 +203,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
             continue
         r = counts(name, *found[name], work)
         rows.append(r)
-        print(f"{name:10s} {r['n_train']}x{r['n_test']}: expected chance siblings at r >= {CUT}: before "
-              f"{r['before']['expected']:.1f}, after {r['after']['expected']:.1f} ({r['after']['draw']}), all pairs "
-              f"{r['all_pairs']['expected']:.1f}; observed {r['observed']}; pairs >= {CUT}: {100 * r['all_pairs']['share_at_cut']:.1f} %")
+        print(f"{name:10s} {r['n_train']}x{r['n_test']}: expected chance siblings at r >= "
+              f"{CUT}: before {r['before']['expected']:.1f}, after {r['after']['expected']:.1f} "
+              f"({r['after']['draw']}), all pairs {r['all_pairs']['expected']:.1f}; observed "
+              f"{r['observed']}; pairs >= {CUT}: {100 * r['all_pairs']['share_at_cut']:.1f} %")
     plants = planted()
     for r in plants:
-        print(f"planted d={r['dim']} at {r['cut']}: found {r['found']}, expected by chance {r['expected_all_pairs']:.2f} "
-              f"(all pairs), {r['expected_planted_left_out']:.2f} (planted pairs left out)")
+        print(f"planted d={r['dim']} at {r['cut']}: found {r['found']}, "
+              f"expected by chance {r['expected_all_pairs']:.2f} (all pairs), "
+              f"{r['expected_planted_left_out']:.2f} (planted pairs left out)")
     previous = _previous_module(args.previous) if args.previous else None
     sizes = ((200, 1000, 64), (100, 200, 64)) if args.quick else ((10_000, 50_000, 1280), (1_000, 2_000, 1280))
     times = []

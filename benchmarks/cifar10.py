@@ -134,7 +134,8 @@ def measure(out: Path, index: Dict[str, Dict[int, str]], pairs: Sequence[Tuple[i
     # ids are paths relative to the split folder: "<class>/NNNN.jpg"
     id_of = {s: {i: p.split("/", 1)[1] for i, p in index[s].items()} for s in index}
     kept = {s: set(v) for s, v in keep.items()}
-    listed = [(id_of["test"][te], id_of["train"][tr], j) for te, tr, j in pairs if te in kept["test"] and tr in kept["train"]]
+    listed = [(id_of["test"][te], id_of["train"][tr], j) for te, tr, j in pairs if te in kept["test"]
+              and tr in kept["train"]]
     qs, ns = nb["query_split"], nb["neighbour_split"]
     tt, rt = (qs == "test") & (ns == "train"), (qs == "train") & (ns == "test")
     test_ids = np.where(tt, nb["query_id"], nb["neighbour_id"])
@@ -202,7 +203,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--data", required=True, help="the unpacked CIFAR-10 JPEGs (train/ and test/ inside)")
     ap.add_argument("--meta", default=None, help="folder with index_map.json and ciFAIR_duplicates_cifar10.csv")
     ap.add_argument("--fraction", type=float, default=1.0, help="class-stratified share of each split (0, 1]")
-    ap.add_argument("--work", default=None, help="scratch folder for the sample and the scan (default: a folder in /tmp)")
+    ap.add_argument("--work", default=None, help="scratch folder for the sample and "
+                                                 "the scan (default: a folder in /tmp)")
     ap.add_argument("--scan-args", default="", help="options appended to the scan command, e.g. '--extra-views none'")
     ap.add_argument("--key", default=None, help="the run's key in the results file (default full / f<fraction>)")
     ap.add_argument("--name", default=NAME, help="results file stem")

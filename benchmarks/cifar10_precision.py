@@ -61,7 +61,8 @@ STRATA_Q = (0.90, 0.95, 0.97, 0.98, 0.99, 0.995)
 SAMPLE_SIZES = (25, 30, 35, 40, 35, 35)
 LABEL_VALUES = ("same", "different", "unsure")
 PER_MONTAGE, UPSCALE = 16, 4
-#: the planted sets' recall at precision >= 0.95 of the default scan's verified score (quoted, not re-run: docs/benchmarks.md)
+# : the planted sets' recall at precision >= 0.95 of the default
+# scan's verified score (quoted, not re-run: docs/benchmarks.md)
 PLANTED = {
     "images-32px: default scan (effnet top 10 + windows, pixels top 5), imagecorr": {
         "R@P95": 0.822, "source": "benchmarks/results/image_scale_scan_views.json (imagecorr-v2; v3 scores equal)"},
@@ -219,7 +220,8 @@ def make_sample(scan: Path, folder: Path, meta: Path) -> Path:
     return folder
 
 
-def _paste_row(sheet, draw, x: int, y: int, title: str, paths: Sequence[Path], side: int, pad: int, label_h: int) -> None:
+def _paste_row(sheet, draw, x: int, y: int, title: str, paths: Sequence[Path], side: int, pad: int,
+               label_h: int) -> None:
     from PIL import Image
 
     draw.text((x + pad, y + 1), title, fill="black")
@@ -256,7 +258,8 @@ def make_misses(scan: Path, folder: Path, meta: Path, cut: float, limit: int = 8
             paths = [data["test"] / e["test_id"], data["train"] / e["train_id"]]
             if e["top1_train_id"] is not None:
                 paths.append(data["train"] / e["top1_train_id"])
-            _paste_row(sheet, draw, (i % cols) * cell_w, (i // cols) * cell_h, f"#{e['miss']}", paths, side, pad, label_h)
+            _paste_row(sheet, draw, (i % cols) * cell_w, (i // cols) * cell_h, f"#{e['miss']}", paths, side, pad,
+                       label_h)
         sheet.save(folder / f"misses_{start // 12 + 1:02d}.png")
     return folder
 
@@ -303,7 +306,8 @@ def read_labels(path: Path) -> List[dict]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     for i, r in enumerate(rows, 1):
         if r.get("label") not in LABEL_VALUES:
-            raise SystemExit(f"cifar10_precision: {path} line {i}: label {r.get('label')!r} is not one of {LABEL_VALUES}")
+            raise SystemExit(f"cifar10_precision: {path} line {i}: label "
+                             f"{r.get('label')!r} is not one of {LABEL_VALUES}")
     return rows
 
 
@@ -356,13 +360,15 @@ def evaluate(te: Sequence[str], tr: Sequence[str], sc: np.ndarray, labels: Seque
 def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.cifar10_precision", description=__doc__.splitlines()[0])
     ap.add_argument("--scan", required=True, help="a finished default scan of CIFAR-10")
-    ap.add_argument("--meta", default=None, help=f"folder with index_map.json and the ciFAIR list (default {SHARED_META})")
+    ap.add_argument("--meta", default=None, help="folder with index_map.json and the "
+                                                 f"ciFAIR list (default {SHARED_META})")
     ap.add_argument("--labels", default=str(LABELS), help="the by-eye labels (jsonl)")
     ap.add_argument("--make-sample", default=None, help="write the blind montages and key to this folder and stop")
     ap.add_argument("--labels-from", default=None, help="with --make-sample: 'pair label' lines to write --labels from")
     ap.add_argument("--make-misses", default=None, help="write montages of the ciFAIR pairs missed at the "
                     "precision >= 0.95 cutoff to this folder and stop")
-    ap.add_argument("--misses", default=str(MISSES), help="json of by-eye categories of the missed ciFAIR pairs (test index → category)")
+    ap.add_argument("--misses", default=str(MISSES), help="json of by-eye categories of the missed "
+                                                          "ciFAIR pairs (test index → category)")
     args = ap.parse_args(argv)
     scan = Path(args.scan)
     if not (scan / "manifest.json").is_file():
@@ -385,10 +391,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     in_list = [(r["test_file"].split("/", 1)[1], r["train_file"].split("/", 1)[1]) in listed_set for r in labels]
     listed_tests = {a for a, _ in listed}
     result["sampled_same_not_listed_but_test_listed_with_another_train_item"] = sum(
-        1 for r, y in zip(labels, in_list) if not y and r["label"] == "same" and r["test_file"].split("/", 1)[1] in listed_tests)
+        1 for r, y in zip(labels, in_list) if not y and r["label"] == "same"
+        and r["test_file"].split("/", 1)[1] in listed_tests)
     result["sampled_same_not_in_cifair"] = [
         {"test_index": r["test_index"], "train_index": r["train_index"]} for r in labels
-        if r["label"] == "same" and (r["test_file"].split("/", 1)[1], r["train_file"].split("/", 1)[1]) not in listed_set]
+        if r["label"] == "same"
+        and (r["test_file"].split("/", 1)[1], r["train_file"].split("/", 1)[1]) not in listed_set]
     result["sampled_by_cifair_and_label"] = {
         f"{'listed' if x else 'not listed'}, {v}": sum(1 for r, y in zip(labels, in_list) if y == x and r["label"] == v)
         for x in (True, False) for v in LABEL_VALUES}
@@ -404,9 +412,11 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     from sibscan.calibration.flow import default_definition
 
     result["protocol"] = {"definition": default_definition("image"), "seed": SEED, "strata_quantiles": list(STRATA_Q),
-                          "sample_sizes": list(SAMPLE_SIZES), "labeller": "agent, by eye", "unsure": "counted as not same",
+                          "sample_sizes": list(SAMPLE_SIZES), "labeller": "agent, by eye",
+                          "unsure": "counted as not same",
                           "interval": f"per-stratum Jeffreys Beta posteriors combined by weight, {DRAWS} draws",
-                          "population": "each test item's top-1 (test, train) pair by verified score, both directions' rows"}
+                          "population": "each test item's top-1 (test, train) pair "
+                                        "by verified score, both directions' rows"}
     result["scan"] = {"dir": str(scan), **{k: json.loads((scan / "manifest.json").read_text()).get(k)
                                            for k in ("created", "encoder", "verifier", "views")}}
     path = write_results(NAME, result)

@@ -6,8 +6,8 @@ Parts (``--parts``, all by default):
   n-gram against a Python set of the same hashes (measured with tracemalloc in the same run),
   query rate — each for the flat shard layout of format v2 (before) and the bucketed one of
   format v3 (after, the default; the headline ``build`` and ``query``), built in turn from the same
-  corpus in the same run, their answers checked identical — and peak RSS of a fresh process building the index of a streamed corpus of 1x … 16x
-  a base size at a fixed shard size.
+  corpus in the same run, their answers checked identical — and peak RSS of a fresh process building the index of a
+  streamed corpus of 1x … 16x a base size at a fixed shard size.
 * ``synthetic`` -> ``results/contamination_synthetic.json``: planted benchmarks (phrase-pool texts,
   verbatim / partial / paraphrased leaks) over seeds: AUC per leak type, recall and FPR at the
   defaults; and a prevalence sweep (10,000 examples at 1 % contamination) with flagged, real,
@@ -239,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes (the test suite runs this)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma list of {', '.join(PARTS)}")
     ap.add_argument("--seeds", type=int, default=None, help="planted benchmarks per leak type (10; --quick 2)")
-    ap.add_argument("--lm-parts", default=",".join(LM_PARTS), help=f"of the lm part: comma list of {', '.join(LM_PARTS)}")
+    ap.add_argument("--lm-parts", default=",".join(LM_PARTS), help="of the lm part: comma list "
+                                                                   f"of {', '.join(LM_PARTS)}")
     ap.add_argument("--lm-repeats", type=int, default=None,
                     help="throughput: passes over the texts, each batch timed as a forward / Min-K%%++ pair (3)")
     args = ap.parse_args(argv)
@@ -296,7 +297,8 @@ def _print_tables(out: dict) -> None:
                               "peak RSS MB": x["peak_rss_mb"]} for x in r["rss"]["rows"]])
     if "synthetic" in out:
         r = out["synthetic"]
-        _common.print_table([{"leak": lt, **{k: f"{v['mean']:.3f} ± {v['sd']:.3f}" for k, v in r["mean_sd"][lt].items()}}
+        _common.print_table([{"leak": lt,
+                              **{k: f"{v['mean']:.3f} ± {v['sd']:.3f}" for k, v in r["mean_sd"][lt].items()}}
                              for lt in LEAK_TYPES])
         _common.print_table([{k: v for k, v in row.items() if k not in ("recall_by_type",)}
                              for row in r["prevalence_sweep"]["rows"]])
@@ -307,7 +309,8 @@ def _print_tables(out: dict) -> None:
                                   "first": "forward" if p["forward_first"] else "min-k%++",
                                   "forward s": p["forward_seconds"], "min-k%++ s": p["minkpp_seconds"],
                                   "ratio": p["ratio"]} for p in t["pairs"]])
-            _common.print_table([{"model": t["model"], "pairs": t["pairs_n"], "forward tok/s": t["forward_tokens_per_s"],
+            _common.print_table([{"model": t["model"], "pairs": t["pairs_n"],
+                                  "forward tok/s": t["forward_tokens_per_s"],
                                   "min-k%++ tok/s": t["minkpp_tokens_per_s"], "median paired ratio": t["ratio"],
                                   "quartiles": f"{t['ratio_quartiles'][0]:.3f}–{t['ratio_quartiles'][1]:.3f}"}])
         if "membership" in out["lm"]:

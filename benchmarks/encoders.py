@@ -12,7 +12,8 @@ Rows and their references (measured in the same run, same data):
   ``model(x)`` loop on float inputs already on the device under the same precision — the ratio is
   the share of the raw model speed sibscan keeps. CLIP here is ViT-B-32 with random weights (the
   speed does not depend on the weights); the issue's target on one H200 is >= 20,000 images/s.
-* ``clip`` / ``effnet`` *files*: ``encode(paths)`` — decoding JPEG files (a thread pool one batch ahead on the CPU, on the GPU with CUDA) and
+* ``clip`` / ``effnet`` *files*: ``encode(paths)`` — decoding JPEG files (a thread pool one batch ahead on the CPU, on
+the GPU with CUDA) and
   preprocessing — against the decoded row of the same encoder.
 * ``minilm`` / ``clip-text``: ``encode(texts)`` against sentence-transformers' own ``encode`` /
   a bare ``encode_text`` loop.
@@ -248,7 +249,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 try:
                     enc = get_encoder(cls.name)
                 except Exception as exc:  # an encoder that needs options: report, do not stop the run
-                    rows.append({**_row(cls.name, cls.modality, "cpu", 0, float("nan")), "reference": f"skipped: {exc}"})
+                    rows.append({**_row(cls.name, cls.modality, "cpu", 0, float("nan")),
+                                 "reference": f"skipped: {exc}"})
                     continue
                 batch_in = {"image": paths, "text": texts * 8, "table": table}[cls.modality]
                 rows.append(_row(cls.name, cls.modality, "cpu", len(batch_in),

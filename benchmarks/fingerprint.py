@@ -108,8 +108,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     payload = {
         "rows": args.rows, "cols": args.cols, "blake_rows_timed": blake_rows, "repeat": args.repeat,
         "threads": min(8, os.cpu_count() or 1),
-        "seconds": {"sibscan": t_ours, "sibscan_1thread": best["ours_1thread"], "blake2b_per_row": t_blake, "blake2b_rounding_part": t_round,
-                    "pandas": t_pandas},
+        "seconds": {"sibscan": t_ours, "sibscan_1thread": best["ours_1thread"], "blake2b_per_row": t_blake,
+                    "blake2b_rounding_part": t_round, "pandas": t_pandas},
         "speedup_vs_blake2b": t_blake / t_ours,
         "speedup_vs_pandas": None if t_pandas is None else t_pandas / t_ours,
         "speedup_vs_pandas_1thread": None if t_pandas is None else t_pandas / best["ours_1thread"],

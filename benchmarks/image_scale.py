@@ -32,7 +32,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
@@ -266,7 +266,9 @@ def run_set(ps: PlantedSet, modes: Sequence[str], *, k: int, n_labels: int, n_ve
         entry["verify_seconds_new_pairs"] = pairs.seconds - before[0]
         entry["verified_new_pairs"] = pairs.pairs - before[1]
         out["modes"][mode] = entry
-        rows.append({"size": mode, "identity size": identity.split("size=")[1].split(",")[0] if "size=" in identity else "224 (crop of 256)",
+        rows.append({"size": mode,
+                     "identity size": identity.split("size=")[1].split(",")[0] if "size=" in identity
+                     else "224 (crop of 256)",
                      "R@P95": entry["embedding"]["recall_at_p95"], "AUC": entry["embedding"]["auc"],
                      "R@P95 +verify": entry["verified"]["recall_at_p95"], "AUC +verify": entry["verified"]["auc"],
                      "embed img/s": entry["encode_items_per_s"], "embed s": secs,
@@ -293,8 +295,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.image_scale", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sets, two sizes (for the tests)")
     ap.add_argument("--sets", default="images,images-32px", help="comma list of images, images-32px")
-    ap.add_argument("--sizes", default=None, help="comma list of fixed input sizes (default: 32,48,64,96,128,224; '' for none: "
-                    "only the size the scan chooses and the previous default)")
+    ap.add_argument("--sizes", default=None, help="comma list of fixed input sizes (default: "
+                    "32,48,64,96,128,224; '' for none: only the size the scan chooses and the previous default)")
     ap.add_argument("--no-previous", action="store_true",
                     help="leave out the previous default (224 px in PyTorch eager: the slowest mode by far)")
     ap.add_argument("--k", type=int, default=5, help="candidates verified per test item in the per-size rows")
@@ -314,14 +316,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
              else list(QUICK_SIZES if args.quick else SIZES))
     modes = [str(s) for s in sizes] + ["auto"] + ([] if args.no_previous else ["previous"])
     n_train, per, n_clean = SET_SIZES["quick" if args.quick else "default"]
-    common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500, seed=args.seed,
-                  scan_row=not args.no_scan_row, scan_verifier=args.verifier, scan_cascade=args.cascade)
+    common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500,
+                  seed=args.seed, scan_row=not args.no_scan_row, scan_verifier=args.verifier, scan_cascade=args.cascade)
     t0, load_before = time.perf_counter(), os.getloadavg()
     results: Dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="sibscan-scale-") as tmp:
         for name in wanted:
             if name == "images":
-                ps = image_set(Path(tmp) / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed)
+                ps = image_set(Path(tmp) / "images", n_train=n_train, per_transform=per, n_clean=n_clean,
+                               seed=args.seed)
             else:
                 ps = small_image_set(Path(tmp) / "small", n_train=n_train, per_transform=per, n_clean=n_clean,
                                      seed=args.seed)

@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks._common import write_results
 from benchmarks.planted_crops import PHOTO_SPLIT, crops_set, small_set
-from benchmarks.quality import SIZES, crop_size_key, top_k, union_candidates, view_candidates
+from benchmarks.quality import SIZES, crop_size_key, union_candidates, view_candidates
 
 
 def set_features(ps, k: int):

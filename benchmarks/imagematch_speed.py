@@ -113,7 +113,8 @@ def run_case(ps, *, settings: Sequence[tuple], negatives: int, repeat: int) -> D
         res, score = out[s]
         rec, _ = _recall_at_precision(score, true, TARGET_PRECISION)
         dt = np.abs(score[true] - bscore[true])
-        rows.append({"set": ps.name, "coarse": s[0], "keep": s[1], "threads": s[2] or DEFAULT_THREADS, "pairs": int(len(qi)), "true_pairs": int(true.sum()),
+        rows.append({"set": ps.name, "coarse": s[0], "keep": s[1], "threads": s[2] or DEFAULT_THREADS,
+                     "pairs": int(len(qi)), "true_pairs": int(true.sum()),
                      "seconds": float(np.median(runs[s])), "seconds_runs": runs[s],
                      "speedup": float(np.median(runs[base]) / np.median(runs[s])),
                      "cpu_seconds": float(np.median(cpu[s])),
@@ -151,7 +152,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         for make in (crops_set, small_set):
             ps = make(Path(tmp) / make.__name__, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed)
             rows += run_case(ps, settings=settings, negatives=args.negatives, repeat=args.repeat)["rows"]
-    print_table([{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k not in ("seconds_runs", "exhaustive_cutoff", "exhaustive_recall_at_p95")}
+    print_table([{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
+                  if k not in ("seconds_runs", "exhaustive_cutoff", "exhaustive_recall_at_p95")}
                  for r in rows])
     payload = {"quick": args.quick, "load_average_start": os.getloadavg(), "rows": rows,
                "seconds": time.perf_counter() - t0,

@@ -51,7 +51,8 @@ FIXED_ROWS = 1_000
 GROWTH_LIMIT = 1.2
 #: below this (MB beyond the fixed cost) the smallest case is within the RSS noise of two runs: no growth ratio
 NOISE_MB = 16.0
-#: below this the smallest case is not told from the fixed cost (three traced runs of the fixed case: 145.879-145.882 MB)
+# : below this the smallest case is not told from the fixed cost
+# (three traced runs of the fixed case: 145.879-145.882 MB)
 TRACED_NOISE_MB = 1.0
 #: ``--quick``: a smoke test of the harness (seconds, not the issue's sizes): a 500-row TEST and fewer baseline pairs
 QUICK_SCAN_ARGS = ["--baseline-pairs", "2000", "--verified-baseline-pairs", "200"]
@@ -144,7 +145,8 @@ def _summary(kind: str, fixed: float, cases: List[Dict[str, object]],
     if traced_fixed is not None:
         tg = _growth(cases, "traced_beyond_fixed_MB", TRACED_NOISE_MB)
         out.update({"traced_fixed_MB": traced_fixed,
-                    "traced": "tracemalloc's peak, in a second run of the same command (started after the CLI's imports)",
+                    "traced": "tracemalloc's peak, in a second run of the "
+                              "same command (started after the CLI's imports)",
                     "traced_growth_largest_over_smallest": tg,
                     "traced_met": None if tg is None else tg <= GROWTH_LIMIT})
     return out
@@ -255,8 +257,10 @@ def main(argv=None) -> Dict[str, object]:
                          else f"not assessed (the smallest case is within {NOISE_MB:g} MB of the fixed cost)"))
             if "traced_fixed_MB" in res:
                 tg = res["traced_growth_largest_over_smallest"]
-                print(f"{name}, tracemalloc: fixed cost {res['traced_fixed_MB']:.1f} MB; peak beyond it, largest / smallest: "
-                      + (f"{tg:.2f} (limit {GROWTH_LIMIT}: {'met' if res['traced_met'] else 'not met'})" if tg is not None
+                print(f"{name}, tracemalloc: fixed cost {res['traced_fixed_MB']:.1f} "
+                      "MB; peak beyond it, largest / smallest: "
+                      + (f"{tg:.2f} (limit {GROWTH_LIMIT}: {'met' if res['traced_met'] else 'not met'})"
+                         if tg is not None
                          else f"not assessed (the smallest case is within {TRACED_NOISE_MB:g} MB of the fixed cost)"))
     payload["complete"] = True
     payload["load_average_1min_at_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None

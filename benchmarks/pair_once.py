@@ -103,7 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.pair_once", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths train (default 3600; --quick 60)")
+    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths "
+                                                             "train (default 3600; --quick 60)")
     ap.add_argument("--verifier", default="imagecorr")
     ap.add_argument("--repeats", type=int, default=2, help="timed runs of each way, alternated")
     ap.add_argument("--seed", type=int, default=0)

@@ -113,7 +113,8 @@ def _split_pool(n_pool: int, n_train: int, n_planted: int, n_clean: int, rng: np
     """Shuffle a pool into train rows, planted sources (distinct train rows) and clean test rows."""
     n_train = min(n_train, n_pool - n_clean)
     if n_train < n_planted or n_train < 2:
-        raise ValueError(f"pool of {n_pool} items is too small for {n_train} train, {n_planted} planted, {n_clean} clean")
+        raise ValueError(f"pool of {n_pool} items is too small for {n_train} "
+                         f"train, {n_planted} planted, {n_clean} clean")
     order = rng.permutation(n_pool)
     train_rows = order[:n_train]
     clean_rows = order[n_train:n_train + n_clean]

@@ -29,7 +29,6 @@ A seed alone does not hold anything out: every seed cuts the same photographs in
 """
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 

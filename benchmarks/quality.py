@@ -21,10 +21,11 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
   (:mod:`sibscan.verdict.pairdecision`: "different" never flagged, "same" always, an item whose nearest pair
   was answered "different" decided by its next candidate): hard negatives and featureless clean items
   flagged, recall (planted test items flagged with their true source), precision (of the
-  flagged pile), the same by score alone (``*_above_cutoff``, ``above_cutoff``), precision at 1 % prevalence (the flagged pile of a sweep of a mostly-clean set:
+  flagged pile), the same by score alone (``*_above_cutoff``, ``above_cutoff``), precision at 1 % prevalence (the
+  flagged pile of a sweep of a mostly-clean set:
   ``0.01 TPR / (0.01 FR+ + 0.99 FPR)``, and its pessimistic end with FPR at its upper 95 % bound:
-  a few hundred clean items pin the false-alarm rate only to about 1/n); threshold-free: ROC AUC (planted vs clean test items by
-  their best score) and the best recall at precision >= 0.95 (the oracle's choice of cutoff);
+  a few hundred clean items pin the false-alarm rate only to about 1/n); threshold-free: ROC AUC (planted vs clean test
+  items by their best score) and the best recall at precision >= 0.95 (the oracle's choice of cutoff);
 * per transform: recall, AUC and precision at 1 % prevalence.
 
 Side by side on the same items, each at its fixed default: plain exact hashing (blake2b of the
@@ -78,10 +79,10 @@ def crop_size_key(photos: str) -> str:
 SIZES = {
     # n_train, per_transform, n_clean for each modality; labels drawn; random pairs verified
     # crops_half: the crop sets cut from one half of the photographs (--photos fit/heldout)
-    "quick": {"crops": (60, 2, 20), "crops_half": (60, 2, 20), "image": (40, 2, 20), "text": (60, 2, 24), "table": (60, 2, 24), "labels": 40, "verified_pairs": 80,
-              "rows": ("ItalyPowerDemand", "digits")},
-    "default": {"crops": (300, 20, 120), "crops_half": (150, 12, 60), "image": (600, 20, 200), "text": (800, 25, 250), "table": (600, 20, 200), "labels": 60,
-                "verified_pairs": 500, "rows": None},
+    "quick": {"crops": (60, 2, 20), "crops_half": (60, 2, 20), "image": (40, 2, 20), "text": (60, 2, 24),
+              "table": (60, 2, 24), "labels": 40, "verified_pairs": 80, "rows": ("ItalyPowerDemand", "digits")},
+    "default": {"crops": (300, 20, 120), "crops_half": (150, 12, 60), "image": (600, 20, 200), "text": (800, 25, 250),
+                "table": (600, 20, 200), "labels": 60, "verified_pairs": 500, "rows": None},
 }
 
 
@@ -144,8 +145,8 @@ def evaluate(ps: PlantedSet, train_emb: np.ndarray, test_emb: np.ndarray, pairs:
     # no calibrated cutoff: the threshold-free figures are measured, those at a cutoff blanked below
     labelled, correct2 = take_labels(cal), ps.planted & (nb2 == ps.source)
     m = flag_masks(score, cal["cutoff"], correct, labelled, score2, correct2)
-    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps), labelled, score2, correct2,
-                         masks=m)
+    counts = flag_counts(score, cal["cutoff"], correct, ps.planted, ps.hard, _featureless(ps), labelled, score2,
+                         correct2, masks=m)
     entry = {
         "calibration": cal,
         "source_in_candidates": float((idx == ps.source[:, None]).any(axis=1)[ps.planted].mean()),
@@ -342,8 +343,9 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                     help="no verification: simulate the calibration again on the scores a run saved in "
                          "NAME_pairs.json.gz (benchmarks.quality_pairs); writes NAME_recalibrated.json unless --name")
     ap.add_argument("--write-back", action="store_true",
-                    help="with --calibration-only: also rewrite the run's NAME.json for the methods whose calibration now "
-                         "gives no cutoff (their figures at the cutoff become None: not assessed); refused when a cutoff moved")
+                    help="with --calibration-only: also rewrite the run's NAME.json for the "
+                         "methods whose calibration now gives no cutoff (their figures at "
+                         "the cutoff become None: not assessed); refused when a cutoff moved")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     size = SIZES["quick" if args.quick else "default"]
@@ -361,7 +363,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, text, rows, crops, small32")
     t0 = time.perf_counter()
     results: Dict[str, object] = {}
-    common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"], n_verified_random=size["verified_pairs"],
+    common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"],
+                  n_verified_random=size["verified_pairs"],
                   seed=args.seed, candidates_only=args.candidates_only, k_view=args.k_view)
     with tempfile.TemporaryDirectory(prefix="sibscan-quality-") as tmp:
         work = Path(args.workdir or tmp)
@@ -386,9 +389,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     verdict = None if args.candidates_only else image_encoder_verdict(results)
     if verdict:
         print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
-              + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}" for m, v in verdict.items()))
-    payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": args.seed, "k": args.k,
-               "k_view": args.k_view, "photos": args.photos,
+              + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}"
+                          for m, v in verdict.items()))
+    payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": args.seed,
+               "k": args.k, "k_view": args.k_view, "photos": args.photos,
                "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
                "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0,
                "load_average_1_5_15": list(os.getloadavg())}

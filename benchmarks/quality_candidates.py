@@ -55,7 +55,8 @@ def candidate_recall(ps: PlantedSet, found: Dict[str, np.ndarray], default: str,
     unions a scan makes (the default encoder's top-k joined with each extra view's top-k_view)."""
     def recall(idx: np.ndarray) -> dict:
         hit = (idx == ps.source[:, None]).any(axis=1)
-        per = {t: float(hit[ps.planted & (ps.transform == t)].mean()) for t in dict.fromkeys(ps.transform[ps.planted].tolist())}
+        per = {t: float(hit[ps.planted & (ps.transform == t)].mean())
+               for t in dict.fromkeys(ps.transform[ps.planted].tolist())}
         return {"all": float(hit[ps.planted].mean()), "per_transform": per,
                 "candidates_per_item": float(np.mean([len(set(r[r >= 0].tolist())) for r in idx]))}
 

@@ -41,10 +41,10 @@ def calibrate(score: np.ndarray, nb: np.ndarray, same: np.ndarray, random_scores
         ``labelled_same``, ``interval``; and ``_labelled``, the answers themselves (rows of ``score``
         drawn, and whether each was "same"), which the caller takes out with
         :func:`benchmarks.quality_pairs.take_labels` (they decide those pairs: :mod:`sibscan.verdict.pairdecision`).
-        ``cutoff`` is None where a user gets none: the fit refused (its labels hold both answers but cannot support a cutoff, e.g. "not enough labels"); the
-        figures at the cutoff are then not assessed (:func:`benchmarks.quality_pairs.not_assessed`).
-        Only a true no-flip gets a convention: every labelled pair 'same' flags down to the
-        baseline's 99th percentile, every one 'different' flags nothing.
+        ``cutoff`` is None where a user gets none: the fit refused (its labels hold both answers but cannot support a
+        cutoff, e.g. "not enough labels"); the figures at the cutoff are then not assessed
+        (:func:`benchmarks.quality_pairs.not_assessed`). Only a true no-flip gets a convention: every labelled pair
+        'same' flags down to the baseline's 99th percentile, every one 'different' flags nothing.
     """
     from sibscan.calibration.fit import fit
     from sibscan.calibration.sampling import Population, make_draw

@@ -92,7 +92,8 @@ def population(score: np.ndarray, nb: np.ndarray, random_scores: np.ndarray, sco
 def truth(ps, featureless: np.ndarray) -> dict:
     """What the side file needs to count flagged items again: a planted set's truth and its items' labels."""
     labels = lambda items: None if items.labels is None else [str(v) for v in items.labels]  # noqa: E731
-    return {"source": ps.source.tolist(), "hard": ps.hard.tolist(), "featureless": np.asarray(featureless, bool).tolist(),
+    return {"source": ps.source.tolist(), "hard": ps.hard.tolist(),
+            "featureless": np.asarray(featureless, bool).tolist(),
             "transform": ps.transform.tolist(), "test_ids": [str(v) for v in ps.test.ids],
             "test_labels": labels(ps.test), "train_labels": labels(ps.train)}
 
@@ -245,7 +246,8 @@ def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, metho
                 "before": _recorded(recorded, set_name, method),
                 "now": {"calibration": cal, **counts, "next_pair": "saved" if score2 is not None else "unknown",
                         "labels": {"rows": [int(v) for v in labelled[0]], "same": [bool(v) for v in labelled[1]]}}}
-    return {"pairs_file": str(pairs_path), "n_labels": n_labels, "n_labels_from": n_labels_from, "seed": seed, "sets": out}
+    return {"pairs_file": str(pairs_path), "n_labels": n_labels, "n_labels_from": n_labels_from, "seed": seed,
+            "sets": out}
 
 
 def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec: Optional[dict] = None) -> List[str]:
@@ -310,11 +312,12 @@ def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec:
     if relabelled:
         rec["labels_decide"] = {
             "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "methods": relabelled,
-            "note": "figures at the cutoff after the simulated labels decide the pairs they answer (sibscan.verdict.pairdecision: "
-                    "'different' never flagged, 'same' always, an item falls back to its next pair): hard_negatives_flagged, "
-                    "featureless_flagged, metrics' figures at the cutoff and per_transform recall; by score alone in "
-                    "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what the run recorded). "
-                    "Cutoffs, AUC, R@P95 and every other field are as the run wrote them"}
+            "note": "figures at the cutoff after the simulated labels decide the pairs they answer "
+                    "(sibscan.verdict.pairdecision: 'different' never flagged, 'same' always, an item "
+                    "falls back to its next pair): hard_negatives_flagged, featureless_flagged, metrics' "
+                    "figures at the cutoff and per_transform recall; by score alone in "
+                    "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what "
+                    "the run recorded). Cutoffs, AUC, R@P95 and every other field are as the run wrote them"}
     if done or relabelled:
         write_json(recorded_path, finite(rec))
     return done + relabelled
@@ -331,11 +334,12 @@ def _relabel(entry: dict, truth_: dict, method: str, now: dict) -> Optional[str]
     if "score2" not in p:
         return "no next pairs in the side file"
     source = np.asarray(truth_["source"], np.int64)
-    planted, hard = source >= 0, np.asarray(truth_["hard"], bool)
+    planted = source >= 0
     score, nb = np.asarray(p["score"], np.float64), np.asarray(p["nb"], np.int64)
     correct, correct2 = planted & (nb == source), planted & (np.asarray(p["nb2"], np.int64) == source)
     labelled = (np.asarray(now["labels"]["rows"], np.int64), np.asarray(now["labels"]["same"], bool))
-    m = flag_masks(score, now["calibration"]["cutoff"], correct, labelled, np.asarray(p["score2"], np.float64), correct2)
+    m = flag_masks(score, now["calibration"]["cutoff"], correct, labelled, np.asarray(p["score2"], np.float64),
+                   correct2)
     ps = SimpleNamespace(planted=planted, transform=np.asarray(truth_["transform"]))
     recorded_above = entry.get("hard_negatives_above_cutoff", entry["hard_negatives_flagged"])
     by_score = detection_metrics(ps, m["above"], correct)
@@ -401,7 +405,8 @@ def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write
             b, n = r["before"] or {}, r["now"]
             rows.append({"set": set_name, "method": method, "cutoff before": b.get("cutoff", ""),
                          "cutoff now": n["calibration"]["cutoff"], "hard before": b.get("hard_negatives_flagged", ""),
-                         "hard above cutoff": n["hard_negatives_above_cutoff"], "hard flagged": n["hard_negatives_flagged"],
+                         "hard above cutoff": n["hard_negatives_above_cutoff"],
+                         "hard flagged": n["hard_negatives_flagged"],
                          "recall before": b.get("recall", ""), "recall now": n["recall"],
                          "next pair": n["next_pair"], "status": n["calibration"]["status"]})
     print_table(rows)

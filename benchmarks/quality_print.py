@@ -30,16 +30,16 @@ def _print_set(out: dict, verifier: str) -> None:
             m = {k: shown(v) for k, v in r["metrics"].items()}
             cut = r["calibration"]["cutoff"]
             rows.append({"method": f"{name}{_mode_name(verifier, mode)}",
-                         "cutoff": "none (refused)" if cut is None else f"calibrated {cut:.4f}", "precision": m["precision"],
-                         "recall": m["recall"], "P@1%": m["precision_at_1pct"],
+                         "cutoff": "none (refused)" if cut is None else f"calibrated {cut:.4f}",
+                         "precision": m["precision"], "recall": m["recall"], "P@1%": m["precision_at_1pct"],
                          "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m["auc"],
                          "R@P95": m["recall_at_p95"], "flagged": m["flagged"],
                          "src in cand": r["source_in_candidates"], "hard flagged": shown(r["hard_negatives_flagged"]),
                          "hard above cutoff": shown(r.get("hard_negatives_above_cutoff"))})
     for name, m in out["fixed_defaults"].items():
         rows.append({"method": name, "cutoff": "fixed default", "precision": m["precision"], "recall": m["recall"],
-                     "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""), "R@P95": m.get("recall_at_p95", ""),
-                     "flagged": m["flagged"]})
+                     "P@1%": m["precision_at_1pct"], "P@1% lo": m["precision_at_1pct_lower95"], "AUC": m.get("auc", ""),
+                     "R@P95": m.get("recall_at_p95", ""), "flagged": m["flagged"]})
     print_table(rows)
     d = out["difficulty"]
     print(f"difficulty under {out['default_encoder']}: best negative {d['best_negative']:.4f} > random-pair median "

@@ -224,7 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
     ap.add_argument("--cases", default="table,text,image", help=f"comma list of {', '.join(CASES)}")
     ap.add_argument("--image32", type=int, default=None, help="images in the image32 case (default 6000; --quick 60)")
-    ap.add_argument("--no-bare", action="store_true", help="skip the bare-pipeline reference (halves the time of a big case)")
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare-pipeline reference "
+                                                           "(halves the time of a big case)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="scan_e2e", help="results file stem (benchmarks/results/NAME.json)")
     args = ap.parse_args(argv)

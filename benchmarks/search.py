@@ -19,7 +19,8 @@ GPU (``--device cuda``): 10,000 x 1,000,000 x 512 exact top-1 (and top-5) with t
 path, as TFLOP/s against a plain bf16 ``torch.matmul`` of the search's block shape (target >= 50 %).
 
     python -m benchmarks.search [--quick] [--device cuda] [--repeat 5]
-    python -m benchmarks.search --others-repeat 0 --name search_auto_vs_faiss   # auto vs raw faiss only (~10 min, 2 idle cores)
+    python -m benchmarks.search --others-repeat 0 --name search_auto_vs_faiss   # auto vs raw faiss only (~10 min, 2
+    idle cores)
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def _seconds(fn) -> float:
 def own_seconds(q: np.ndarray, x: np.ndarray, k: int, index, repeat: int = 3) -> float:
     """Seconds ``search(backend="auto")`` spends outside faiss's kernel (validation, the NaN check of
     the rows, tie ordering, the plan, the worker threads of a split search): the same call with
-    ``faiss.knn`` answering from a stored result (best of ``repeat``).  Unlike the paired wall-clock ratio, this does not drift with the
-    machine's load by more than the work itself."""
+    ``faiss.knn`` answering from a stored result (best of ``repeat``).  Unlike the paired wall-clock ratio, this does
+    not drift with the machine's load by more than the work itself."""
     from unittest import mock
 
     import faiss
@@ -164,7 +165,8 @@ def run_cpu_shape(m: int, n: int, d: int, ks, *, repeat: int, others_repeat: int
                 continue
             search(q[:8], x[:4096], k, backend=backend, progress=False)
             times[f"sibscan {backend}"] = float(np.median(
-                [_seconds(lambda: search(q, x, k, backend=backend, progress=False)) for _ in range(max(1, others_repeat))]))
+                [_seconds(lambda: search(q, x, k, backend=backend, progress=False))
+                 for _ in range(max(1, others_repeat))]))
             if answer is not None:
                 got = search(q, x, k, backend=backend, progress=False)[1]
                 out.setdefault("top1_agreement_with_faiss", {})[f"{backend}@{k}"] = float((got[:, 0] == answer[:, 0]).mean())
@@ -283,11 +285,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=None,
                     help="alternating raw-faiss / auto pairs per shape and k (CPU; default 5, --quick 1)")
     ap.add_argument("--shapes", default=None,
-                    help="comma list of QUERIESxDATABASExDIM for the CPU run (default: 5000x100000x512,10000x200000x512)")
-    ap.add_argument("--name", default=None, help="results file stem (default: search, search_quick, search_SHAPES, search_cuda)")
+                    help="comma list of QUERIESxDATABASExDIM for the CPU "
+                         "run (default: 5000x100000x512,10000x200000x512)")
+    ap.add_argument("--name", default=None, help="results file stem (default: search, "
+                                                 "search_quick, search_SHAPES, search_cuda)")
     ap.add_argument("--fresh-pick", action="store_true",
-                    help="measure which backend auto runs afresh (a temporary cache) instead of reading this machine's cached measurement")
-    ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends (CPU); 0 leaves them and sklearn out")
+                    help="measure which backend auto runs afresh (a temporary cache) "
+                         "instead of reading this machine's cached measurement")
+    ap.add_argument("--others-repeat", type=int, default=1, help="repetitions of the other backends "
+                                                                 "(CPU); 0 leaves them and sklearn out")
     args = ap.parse_args(argv)
     if not args.fresh_pick:
         return _run(args, ap)

@@ -243,7 +243,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     ap.add_argument("--no-speed", action="store_true", help="skip the speed comparison")
     ap.add_argument("--quick", action="store_true", help="3 datasets aeon ships, 500 kernels, 2 runs (for the tests)")
     ap.add_argument("--speed-only", action="store_true",
-                    help="only the speed comparison, into results/temporal_speed.json (the archive run is left as it is)")
+                    help="only the speed comparison, into results/temporal_speed.json "
+                         "(the archive run is left as it is)")
     args = ap.parse_args(argv)
     if args.speed_only:
         load_before = os.getloadavg()
@@ -252,8 +253,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
                   "speed": speed(1000, 500, 700, 5, args.kernels, repeat=args.repeat),
                   "load_average_after": list(os.getloadavg())}
         sp = result["speed"]
-        print(f"speed: aeon {sp['aeon_seconds']:.1f} s, sibscan {sp['wrapper_seconds']:.1f} s, ratio {sp['ratio']:.3f}; "
-              f"load {load_before[0]:.1f} -> {result['load_average_after'][0]:.1f}", flush=True)
+        print(f"speed: aeon {sp['aeon_seconds']:.1f} s, sibscan {sp['wrapper_seconds']:.1f} s, ratio "
+              f"{sp['ratio']:.3f}; load {load_before[0]:.1f} -> {result['load_average_after'][0]:.1f}", flush=True)
         _common.write_results("temporal_speed", result)
         return result
     from sibscan.temporal import ArchiveConfig, run_archive
@@ -299,8 +300,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     for d in cmp["disagreements"]:
         s, p = d["sibscan"], d["paper_seeds_1_2"]
         print(f"  {d['dataset']}: sibscan {s['acc_original_mean']:.3f}±{s['acc_original_std']:.3f} vs "
-              f"{s['acc_permuted_mean']:.3f}±{s['acc_permuted_std']:.3f} ({'matters' if s['time_matters'] else 'not'}); "
-              f"paper {p['acc_original_mean']:.3f}±{p['acc_original_std']:.3f} vs "
+              f"{s['acc_permuted_mean']:.3f}±{s['acc_permuted_std']:.3f} "
+              f"({'matters' if s['time_matters'] else 'not'}); paper "
+              f"{p['acc_original_mean']:.3f}±{p['acc_original_std']:.3f} vs "
               f"{p['acc_permuted_mean']:.3f}±{p['acc_permuted_std']:.3f} ({'matters' if p['time_matters'] else 'not'})")
     result = {
         "command": "python -m benchmarks.temporal" + (" --quick" if args.quick else ""),

@@ -224,7 +224,8 @@ def speed(directory, device: str = "cpu", quick: bool = False) -> List[Dict[str,
     sv = get_verifier("lagcorr", device=device)
     t0 = time.perf_counter()
     sv.verify(sitems, np.arange(ms), sitems, rng.permutation(ms))
-    rows.append({"verifier": "lagcorr (length 500, lag 50)", "pairs": ms, "pairs_per_s": ms / (time.perf_counter() - t0)})
+    rows.append({"verifier": "lagcorr (length 500, lag 50)", "pairs": ms,
+                 "pairs_per_s": ms / (time.perf_counter() - t0)})
 
     rate = _matmul_rate(device, 1024 if quick else 4096)
     search_s = 2 * 10_000 * 100_000 * 512 / rate

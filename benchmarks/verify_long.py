@@ -16,8 +16,8 @@ with a verbatim passage planted so the pair must score 1:
   is aligned in windows around the longest run (``sibscan.verify.text.LCS_CELLS``).
 
 The first case's first run is also the process's first verification (module tables such as the
-hash powers are built there); ``first_verify_s each run`` keeps every run.  Times are the best of ``--repeat`` runs (wall clock; the machine's load average is recorded).
-Run ``python -m benchmarks.verify_long [--quick]``; results go to
+hash powers are built there); ``first_verify_s each run`` keeps every run.  Times are the best of ``--repeat`` runs
+(wall clock; the machine's load average is recorded). Run ``python -m benchmarks.verify_long [--quick]``; results go to
 ``benchmarks/results/verify_long.json``.
 """
 from __future__ import annotations

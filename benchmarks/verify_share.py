@@ -81,12 +81,13 @@ def run_config(name: str, case: dict, out: Path, extra: dict, device: str = "cpu
     tm = man["timings"]
     pairs = verified_pairs(out)
     verify, encode, base = tm.get("verify", 0.0), tm.get("encode", 0.0), tm.get("baseline", 0.0)
-    return {"config": name, "device": device, "options": {**CONFIGS[name], **extra}, "verifier": (man.get("verifier") or {}).get("identity"),
+    return {"config": name, "device": device, "options": {**CONFIGS[name], **extra},
+            "verifier": (man.get("verifier") or {}).get("identity"),
             "encoder": man["encoder"]["identity"], "n_train": man["inputs"]["train"]["n_items"],
             "n_test": man["inputs"]["test"]["n_items"], "seconds": wall, "timings": tm, "pairs_verified": pairs,
             # a scan made before the manifest counted them (each row then went to the verifier) says null
-            "pairs_to_verifier": {**man["pairs_verified"], "baseline": pairs["baseline"]} if "pairs_verified" in man else None,
-            "share_verify_of_verify_and_encode": verify / (verify + encode) if verify + encode else None,
+            "pairs_to_verifier": {**man["pairs_verified"], "baseline": pairs["baseline"]} if "pairs_verified" in man
+            else None, "share_verify_of_verify_and_encode": verify / (verify + encode) if verify + encode else None,
             "share_verify_and_baseline_of_total": (verify + base) / tm["total"] if tm.get("total") else None,
             "load_average_before": load_before, "load_average_after": os.getloadavg()}
 
@@ -136,8 +137,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.verify_share", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths train (default 3600; --quick 60)")
-    ap.add_argument("--configs", type=_config_list, default="default,cascade", help=f"comma list of {', '.join(CONFIGS)}")
+    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths "
+                                                             "train (default 3600; --quick 60)")
+    ap.add_argument("--configs", type=_config_list, default="default,cascade",
+                    help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where the scans embed, search and verify (default cpu; cuda: the GPU check)")
@@ -185,8 +188,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             print_table([{"config": config, "scan s": r["seconds"], "encode s": tm.get("encode", 0.0),
                           "views s": tm.get("views", 0.0), "verify s": tm.get("verify", 0.0),
                           "baseline s": tm.get("baseline", 0.0), "rows verified": sum(r["pairs_verified"].values()),
-                          "pairs to verifier": sum(r["pairs_to_verifier"].values()) if r["pairs_to_verifier"] else "not counted",
-                          "verify/(verify+encode)": f"{r['share_verify_of_verify_and_encode']:.0%}",
+                          "pairs to verifier": sum(r["pairs_to_verifier"].values()) if r["pairs_to_verifier"]
+                          else "not counted", "verify/(verify+encode)": f"{r['share_verify_of_verify_and_encode']:.0%}",
                           "(verify+baseline)/total": f"{r['share_verify_and_baseline_of_total']:.0%}",
                           "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"}])
             # written after every configuration, so a stopped run keeps the finished ones

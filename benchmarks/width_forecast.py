@@ -55,7 +55,8 @@ def run(datasets: int, n: int, start: int, ahead, kinds=KINDS, prevalences=PREVA
     for k in kinds:
         for p in prevalences:
             rs = [r for r in runs if r["kind"] == k and r["prevalence"] == p]
-            row = {"kind": k, "prevalence": p, "datasets": len(rs), f"width {start}": float(np.mean([r["width_now"] for r in rs]))}
+            row = {"kind": k, "prevalence": p, "datasets": len(rs),
+                   f"width {start}": float(np.mean([r["width_now"] for r in rs]))}
             for a in ahead:
                 ratio = np.array([r[f"forecast_{a}"] / r[f"measured_{a}"] for r in rs])
                 row[f"measured {a}"] = float(np.mean([r[f"measured_{a}"] for r in rs]))
@@ -74,14 +75,16 @@ def run(datasets: int, n: int, start: int, ahead, kinds=KINDS, prevalences=PREVA
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.width_forecast", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one tiny data set per cell (for the tests)")
-    ap.add_argument("--datasets", type=int, default=None, help=f"data sets per kind and prevalence (default {DEFAULT['datasets']})")
+    ap.add_argument("--datasets", type=int, default=None, help="data sets per kind and prevalence "
+                                                               f"(default {DEFAULT['datasets']})")
     args = ap.parse_args(argv)
     cfg = dict(QUICK if args.quick else DEFAULT)
     if args.datasets is not None:
         cfg["datasets"] = args.datasets
     res = run(**cfg)
     print_table(res["summary"]["cells"])
-    print("forecast / measured, median:", res["summary"]["ratio_median"], " within 25 %:", res["summary"]["within_25pct"])
+    print("forecast / measured, median:", res["summary"]["ratio_median"], " within 25 %:",
+          res["summary"]["within_25pct"])
     name = "width_forecast_quick" if args.quick else "width_forecast"
     path = write_results(name, {"quick": args.quick, **res})
     print(f"written: {path} ({res['seconds']:.0f} s)")

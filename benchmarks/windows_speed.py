@@ -10,8 +10,8 @@ the cascade (:func:`sibscan.stages.views.pair_window_scores_gray`) scores only `
 candidate pairs per test item.  Both run on 64-px grey images made here (smooth random images:
 decoding is not the view's search cost and is left out).  As a reference measured in the same run,
 the scan's default image encoder (effnet, CPU) embeds ``--encode-images`` random 96-px PNG files
-(decoding included, as in a scan); its images per second are reported beside the view's seconds (the effnet time for n images is not
-projected).  Results: ``benchmarks/results/windows_speed.json``.
+(decoding included, as in a scan); its images per second are reported beside the view's seconds (the effnet time for n
+images is not projected).  Results: ``benchmarks/results/windows_speed.json``.
 """
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
         Progress and notes on stderr (bars on a terminal or in a notebook, a line per stage off one).
         ``False`` silences every line the scan would print except warnings about the result, which
         stay warnings (:mod:`warnings`, and logging's WARNING records such as "verification is
-        off"); the INFO/DEBUG records of sibscan's loggers stay with your logging configuration.  ``sibscan.progress.set_quiet(True)`` silences every scan and command.
+        off"); the INFO/DEBUG records of sibscan's loggers stay with your logging configuration.
+        ``sibscan.progress.set_quiet(True)`` silences every scan and command.
     quiet : bool, default False
         The same as ``progress=False`` (the CLI's ``--quiet``).
     **options
@@ -135,7 +136,8 @@ def _warn_if_embeddings(train: Any, test: Any) -> None:
         f"sibscan.scan: train/test are float arrays of width {max(widths)}: read as table rows (each row "
         "z-normalised, compared by Pearson correlation; encoder 'znorm'). If they are embeddings from your own "
         "model, pass them as train_features= and test_features= (with features_id=, the model's name) instead; "
-        "pass modality='table' to keep the table reading without this warning.", UserWarning, stacklevel=4)  # the caller of sibscan.scan (past python_words)
+        # the caller of sibscan.scan (past python_words)
+        "pass modality='table' to keep the table reading without this warning.", UserWarning, stacklevel=4)
 
 
 class Scan:
@@ -165,7 +167,8 @@ class Scan:
         m = self.manifest
         inputs = m.get("inputs", {})
         return (f"<sibscan.Scan {self.path}: {m.get('modality')} items, {inputs.get('train', {}).get('n_items', '?')} "
-                f"train / {inputs.get('test', {}).get('n_items', '?')} test, encoder {m.get('encoder', {}).get('identity')}>")
+                f"train / {inputs.get('test', {}).get('n_items', '?')} test, encoder "
+                f"{m.get('encoder', {}).get('identity')}>")
 
     @property
     def manifest(self) -> dict:

@@ -190,8 +190,9 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     verdict = Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force)
     head = verdict.headline
     if max_rate is not None and head["state"] == "not_assessed":
-        raise SibscanError("--max-rate needs a cutoff but the scan has none; calibrate it ('sibscan calibrate SCAN_DIR'), "
-                           "pass --cutoff X or --calibration DIR, or gate on exact twins alone with --max-exact")
+        raise SibscanError("--max-rate needs a cutoff but the scan has none; calibrate it ('sibscan calibrate "
+                           "SCAN_DIR'), pass --cutoff X or --calibration DIR, or gate on exact twins alone with "
+                           "--max-exact")
     exact = head["exact_twins"]
     n = head["n"]
     rates = {"siblings": head["estimate"], "exact": exact["rate"] or 0.0}
@@ -211,21 +212,22 @@ def _check_rates(scan_dir, max_rate, max_exact, cutoff, calibration, force, n_pa
     failed = fail_rate or fail_exact
     offending: List[dict] = []
     if needs and not failed:
-        message = ("NEEDS LABELS: " + "; ".join(parts) + ". The gate does not pass on a cutoff its labels do not support "
-                   f"(exit {NEEDS_LABELS_EXIT}): label more pairs with 'sibscan calibrate SCAN_DIR' (it says which scores "
-                   "to label), then check again; or gate on a cutoff given by hand (--cutoff X, reported as uncalibrated).")
+        message = ("NEEDS LABELS: " + "; ".join(parts) + ". The gate does not pass on a cutoff its labels do not "
+                   f"support (exit {NEEDS_LABELS_EXIT}): label more pairs with 'sibscan calibrate SCAN_DIR' (it says "
+                   "which scores to label), then check again; or gate on a cutoff given by hand (--cutoff X, reported "
+                   "as uncalibrated).")
     elif not failed:
         message = "OK: " + "; ".join(parts) + "."
     else:
         # the flagged items as the report lists them (hand labels decide the pairs they answer)
         flagged = verdict_items(verdict).flagged()
         offending = (flagged if fail_rate else [p for p in flagged if p["exact"]])[:n_pairs]
-        message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on them "
-                   "can reflect memory rather than generalisation (compare accuracy on them with the rest: "
-                   "'sibscan report SCAN_DIR --predictions FILE'): remove or replace them (`sibscan split SCAN_DIR --out "
-                   "groups.csv --linkage single --resplit DIR` writes a split with no sibling pair across it; the default "
-                   "--linkage complete keeps exact twins together but can leave sibling pairs across), or raise the limit "
-                   "if they are intended.")
+        message = ("FAIL: " + "; ".join(parts) + ". These test items have copies in the training set, so accuracy on "
+                   "them can reflect memory rather than generalisation (compare accuracy on them with the rest: "
+                   "'sibscan report SCAN_DIR --predictions FILE'): remove or replace them (`sibscan split SCAN_DIR "
+                   "--out groups.csv --linkage single --resplit DIR` writes a split with no sibling pair across it; "
+                   "the default --linkage complete keeps exact twins together but can leave sibling pairs across), or "
+                   "raise the limit if they are intended.")
         if offending:
             message += " First offending pairs: " + "; ".join(_pair_text(p) for p in offending) + "."
     return CheckResult(not (failed or needs), message, rates, {"max_rate": max_rate, "max_exact": max_exact}, offending,
@@ -283,7 +285,8 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     if cutoff is not None:
         from .encoders import get_encoder
 
-        enc = get_encoder(encoder or DEFAULT_ENCODERS[te.modality]) if encoder is None or isinstance(encoder, str) else encoder
+        enc = get_encoder(encoder
+                          or DEFAULT_ENCODERS[te.modality]) if encoder is None or isinstance(encoder, str) else encoder
         best, arg = _best_cosine(enc.encode(te.content), enc.encode(tr.content))
         near = (best >= cutoff) & ~exact
     sib = exact | near
@@ -292,7 +295,8 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     if rate > max_rate:
         rows = np.flatnonzero(sib)[:n_pairs]
         shown = "; ".join(
-            f"test {te.ids[i]} " + ("(exact twin)" if exact[i] else f"~ train {tr.ids[arg[i]]} (cosine {fmt_score(best[i])})")
+            f"test {te.ids[i]} " + ("(exact twin)" if exact[i] else f"~ train {tr.ids[arg[i]]} (cosine "
+                                                                    f"{fmt_score(best[i])})")
             for i in rows)
         what = "exact twins only" if cutoff is None else f"exact or cosine >= {cutoff:g}"
         raise AssertionError(

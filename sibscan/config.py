@@ -24,8 +24,8 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["ScanConfig", "list_presets", "load_config_file"]
 
 #: options that do not change a scan's results (left out of the manifest's ``parameters``)
-_NOT_PARAMETERS = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration", "cutoff",
-                   "engine", "address", "train_features", "test_features"}
+_NOT_PARAMETERS = {"out", "force", "progress", "cache_dir", "device", "batch_size", "block_size", "calibration",
+                   "cutoff", "engine", "address", "train_features", "test_features"}
 
 
 class ScanConfig:
@@ -70,7 +70,8 @@ class ScanConfig:
 
     def options(self) -> Dict[str, Any]:
         """Every option by its flat name (values as given: in-memory data is not copied)."""
-        return {f.name: getattr(getattr(self, attr), f.name) for attr in GROUPS for f in dataclasses.fields(GROUPS[attr])}
+        return {f.name: getattr(getattr(self, attr), f.name) for attr in GROUPS
+                for f in dataclasses.fields(GROUPS[attr])}
 
     def merged(self, overrides: Dict[str, Any]) -> "ScanConfig":
         """A copy with the non-None ``overrides`` (flat names) applied; unknown names are an error."""
@@ -115,8 +116,9 @@ class ScanConfig:
         if load.index is not None and load.chunk_words is not None:
             raise SibscanError("--chunk-words cannot be combined with --index (the index holds whole documents)")
         if self.encoding.precomputed and (load.index is not None or load.chunk_words is not None):
-            raise SibscanError(f"--train-features cannot be combined with {'--index' if load.index is not None else '--chunk-words'}: "
-                               "your embeddings are one row per item of the two splits")
+            raise SibscanError("--train-features cannot be combined with "
+                               f"{'--index' if load.index is not None else '--chunk-words'}: your embeddings are one "
+                               "row per item of the two splits")
         if self.encoding.encoder is not None:
             from .encoders.build import check_image_size
 
@@ -192,7 +194,8 @@ def _checked_options(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
             raise SibscanError(f"{path}: unknown section [{key}]{suggest(key, ['scan'])}; the options go under [scan] "
                                "(or at the top level of a file without sections)")
         if scan is not None:
-            raise SibscanError(f"{path}: key {key!r} is outside [scan], where it would be ignored; move it under [scan]")
+            raise SibscanError(f"{path}: key {key!r} is outside [scan], where it would be ignored; "
+                               "move it under [scan]")
     hints = {name: typing.get_type_hints(group)[name] for name, group in ((n, GROUPS[OWNER[n]]) for n in OWNER)}
     section = "[scan] " if scan is not None else ""
     out = {}

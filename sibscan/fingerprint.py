@@ -25,8 +25,8 @@ from .items import Items
 from .rowids import id_blocks, lexicographic_order
 from .kernels.textalign import normalise_text
 
-__all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint", "image_fingerprints", "items_fingerprint",
-           "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
+__all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint",
+           "image_fingerprints", "items_fingerprint", "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
 
 
 def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndarray:

@@ -4,7 +4,8 @@ The graph joins every pair of items (over train and test together) that are exac
 fingerprint), siblings at the cutoff (a neighbours-table row that is a sibling pair by
 :func:`sibscan.verdict.pairdecision.pair_is_sibling`, in any direction: labelled "same" by hand, or
 unlabelled with ``score >= cutoff``; a pair labelled "different" never joins) or, with
-``sources=True``, share a group/source value (patient, user, page).  The report counts label conflicts in its groups, and ``sibscan split`` keeps each group on one side of
+``sources=True``, share a group/source value (patient, user, page).  The report counts label conflicts in its groups,
+and ``sibscan split`` keeps each group on one side of
 a new split.
 
 Two linkages:
@@ -237,17 +238,18 @@ class GroupTable:
         low = float(ps[m].min()) if measured else None
         if self.linkage == "complete":
             reason = ("exact twins" if exact else "one shared source" if source else
-                      f"every pair of its members is an exact twin, shares a source or was scored at or above the cutoff "
-                      f"({measured} measured pairs, the lowest {fmt.score(low)})" if low is not None else
+                      "every pair of its members is an exact twin, shares a source or was scored at or above the "
+                      f"cutoff ({measured} measured pairs, the lowest {fmt.score(low)})" if low is not None else
                       "exact twins and shared sources")
         else:
             # the linkage is named by every sentence that quotes this reason
             reason = (f"connected through {fmt.plural(measured, 'sibling pair')} at or above the cutoff, "
                       "exact twins and shared sources (members need not pair with each other)")
         return {"group": f"g{g}", "size": int(sizes[g]), "n_train": int((self.split[rows] == "train").sum()),
-                "n_test": int((self.split[rows] == "test").sum()), "labels": sorted(set(self.labels[rows].tolist()) - {""}),
-                "linkage": self.linkage, "exact_twins": bool(exact), "shared_source": source, "pairs_measured": measured,
-                "min_pair_score": low, "reason": reason}
+                "n_test": int((self.split[rows] == "test").sum()),
+                "labels": sorted(set(self.labels[rows].tolist()) - {""}),
+                "linkage": self.linkage, "exact_twins": bool(exact), "shared_source": source,
+                "pairs_measured": measured, "min_pair_score": low, "reason": reason}
 
     def to_csv(self) -> str:
         buf = io.StringIO()

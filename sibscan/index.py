@@ -88,7 +88,8 @@ class TrainIndex:
         encoding.check()
         check_writable_dir(out, "--out")
         if (out / "index.json").exists() and not force:
-            raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to rebuild")
+            raise SibscanError(f"{out} already holds an index; use 'sibscan index add' to extend it, or --force to "
+                               "rebuild")
         items = load_split(load, "train")
         enc = build_encoder(encoding, items)
         opts = {k: v for k, v in encoder_kwargs(encoding, items).items() if k != "device"}
@@ -143,7 +144,8 @@ class TrainIndex:
                      prefix=None if load.id is not None else Path(source).name)
         return len(items)
 
-    def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool, prefix: Optional[str] = None) -> None:
+    def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool,
+                prefix: Optional[str] = None) -> None:
         from .store.cache import embed
         from .fingerprint import content_keys, fingerprint
 
@@ -208,6 +210,6 @@ class TrainIndex:
     def check_encoder(self, name: Optional[str]) -> None:
         if name is not None and name != self.meta["encoder"]["name"]:
             raise CompatibilityError(
-                f"{self.path} holds {self.meta['encoder']['name']} embeddings; a scan with --encoder {name} cannot use it "
-                "(drop --encoder, or build another index)"
+                f"{self.path} holds {self.meta['encoder']['name']} embeddings; a scan with --encoder {name} cannot use "
+                "it (drop --encoder, or build another index)"
             )

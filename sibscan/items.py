@@ -4,7 +4,8 @@ An :class:`Items` holds one split (``"train"`` or ``"test"``) of one modality:
 
 * ``"table"`` — numeric rows (tables and time series). ``values`` is a float64 array of shape
   ``(n, d)`` (a scan reads its train values from disk once fingerprinted: a
-  :class:`~sibscan.store.diskarray.NpyArray`, indexed the same way); NaN marks missing values and the padding of variable-length rows. Multivariate
+  :class:`~sibscan.store.diskarray.NpyArray`, indexed the same way); NaN marks missing values and the padding of
+  variable-length rows. Multivariate
   series are stored flattened, dimension after dimension, with ``shape = (n_dims, length)``.
 * ``"text"`` — ``texts``, a list of ``n`` strings.
 * ``"image"`` — ``paths``, a list of ``n`` absolute file paths (decoded lazily by the loaders).
@@ -232,7 +233,8 @@ def check_pair(train: Items, test: Items) -> None:
     if train.modality != test.modality:
         raise SibscanError(
             f"train is {train.modality} ({train.source or 'train'}) but test is {test.modality} "
-            f"({test.source or 'test'}); both splits must be of one modality (pass --modality to force how they are read)"
+            f"({test.source or 'test'}); both splits must be of one modality (pass --modality to force how they are "
+            "read)"
         )
     if train.modality == "table" and train.width != test.width:
         raise InputError(

@@ -77,7 +77,8 @@ class DirLock:
                     continue
             self._fd = fd
             command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else "python"
-            owner = f"pid {os.getpid()} on {socket.gethostname()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {command}"[:500]
+            started = time.strftime("%Y-%m-%d %H:%M:%S")
+            owner = f"pid {os.getpid()} on {socket.gethostname()}, started {started}: {command}"[:500]
             os.ftruncate(fd, 0)
             os.write(fd, (owner + "\n").encode("utf-8", "replace"))
             return self

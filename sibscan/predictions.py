@@ -112,9 +112,9 @@ def read_predictions_and_truth(path, test: Items) -> tuple:
     if test.labels is not None:
         return preds, np.asarray(test.labels)
     if labels is None:
-        raise InputError("the test items have no labels and this file has no label column, so predictions cannot "
-                         "be scored; add a label column (id, prediction, label), scan with --label FIELD, or (Python API) pass "
-                         "correct=", path=path)
+        raise InputError("the test items have no labels and this file has no label column, so predictions cannot be "
+                         "scored; add a label column (id, prediction, label), scan with --label FIELD, or (Python API) "
+                         "pass correct=", path=path)
     empty = np.char.str_len(np.char.strip(labels)) == 0
     if empty.any():
         raise InputError(f"test id {str(test.ids[np.argmax(empty)])!r} has an empty label; give a label on every row",
@@ -130,9 +130,9 @@ def _given_predictions(values, test: Items) -> tuple:
     except (TypeError, ValueError):  # ragged nested lists
         arr = np.asarray(None)
     if arr.ndim != 1:
-        raise InputError(f"give a predictions file (CSV/JSONL with id and prediction, or one per line) or an array of "
-                         f"shape ({len(test)},), one prediction per test item in scan order; got {type(values).__name__}"
-                         f"{f' of shape {arr.shape}' if arr.ndim else ''}", path=what)
+        raise InputError("give a predictions file (CSV/JSONL with id and prediction, or one per line) or an array of "
+                         f"shape ({len(test)},), one prediction per test item in scan order; got "
+                         f"{type(values).__name__}{f' of shape {arr.shape}' if arr.ndim else ''}", path=what)
     if len(arr) != len(test):
         raise InputError(f"{len(arr)} predictions for {len(test)} test items; give one per test item, in scan order "
                          "(or a file with id and prediction columns)", path=what)
@@ -179,11 +179,13 @@ def _read(path: Path, test: Items) -> tuple:
     found = ids[order][pos] == test.ids
     if not found.all():
         miss = test.ids[~found]
-        raise InputError(f"{len(miss)} of {n} test ids have no prediction (first: {', '.join(map(repr, miss[:3].tolist()))})",
+        raise InputError(f"{len(miss)} of {n} test ids have no prediction (first: "
+                         f"{', '.join(map(repr, miss[:3].tolist()))})",
                          path=path)
     extra = np.setdiff1d(ids, test.ids)
     if len(extra):
-        raise InputError(f"{fmt.plural(len(extra), 'id')} {'is' if len(extra) == 1 else 'are'} not in the test split (first: {', '.join(map(repr, extra[:3].tolist()))})",
+        raise InputError(f"{fmt.plural(len(extra), 'id')} {'is' if len(extra) == 1 else 'are'} not in the test split "
+                         f"(first: {', '.join(map(repr, extra[:3].tolist()))})",
                          path=path)
     take = order[pos]
     return preds[take], (None if labels is None else labels[take])

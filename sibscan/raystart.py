@@ -14,7 +14,8 @@ from .errors import SibscanError, require
 __all__ = ["ray_session"]
 
 
-def ray_session(address: Optional[str] = None, num_cpus: Optional[int] = None, *, purpose: str = "the Ray engine") -> Any:
+def ray_session(address: Optional[str] = None, num_cpus: Optional[int] = None, *,
+                purpose: str = "the Ray engine") -> Any:
     """Return the ``ray`` module with a session running: the one in this process, else a new one.
 
     Parameters

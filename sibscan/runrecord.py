@@ -252,7 +252,8 @@ def verify_run(run_dir: os.PathLike) -> VerifyResult:
     """
     path = Path(run_dir) / "manifest.json"
     if not path.is_file():
-        raise SibscanError(f"{run_dir}: no manifest.json; give a folder written by 'sibscan audit --out' or 'sibscan scan'")
+        raise SibscanError(f"{run_dir}: no manifest.json; give a folder written by 'sibscan audit --out' or 'sibscan "
+                           "scan'")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

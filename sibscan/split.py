@@ -139,7 +139,8 @@ def resplit(groups: GroupTable, *, test_size: float = 0.2, seed: int = 0) -> Res
     g_train = np.bincount(groups.group[train], minlength=len(sizes)) > 0
     n_test_c = np.bincount(code[test], minlength=n_cls)
     balance = [
-        {"label": str(c), "n": int(t), "n_train": int(t - k), "n_test": int(k), "test_fraction": float(k / t) if t else None}
+        {"label": str(c), "n": int(t), "n_train": int(t - k), "n_test": int(k),
+         "test_fraction": float(k / t) if t else None}
         for c, t, k in zip(classes, totals, n_test_c)
     ]
     return ResplitResult(train, test, twins_left, siblings_left, int((g_test & g_train).sum()), balance,
@@ -159,7 +160,8 @@ def write_resplit(groups: GroupTable, result: ResplitResult, out_dir, headline: 
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["original_split", "id", "label", "group"])
-        w.writerows(zip(groups.split[rows], groups.ids[rows], groups.labels[rows], (f"g{g}" for g in groups.group[rows])))
+        w.writerows(zip(groups.split[rows], groups.ids[rows], groups.labels[rows],
+                        (f"g{g}" for g in groups.group[rows])))
         write_text(out / f"{name}.csv", buf.getvalue())
     write_json(out / "resplit.json", {**result.summary(), "cutoff": groups.cutoff, "n_groups": groups.n_groups,
                                       "linkage": groups.linkage, "largest_group": groups.largest(),

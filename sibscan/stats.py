@@ -9,7 +9,8 @@ import numpy as np
 
 from .errors import SibscanError
 
-__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "ControlAnswers", "check_cutoff_source", "check_cutoff_value", "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
+__all__ = ["CUTOFF_BOUND", "CUTOFF_CONFIDENCE", "ControlAnswers", "check_cutoff_source", "check_cutoff_value",
+           "MAX_DECIMALS", "check_decimals", "check_fraction", "check_int", "finite_or_none", "rate_record",
            "wilson_interval"]
 
 #: the most decimal places a rounding may keep: a float64 of order 1 has no digits beyond about 17

@@ -33,8 +33,8 @@ from .loaders import as_items
 from .loaders.prints import SplitPrints, load_prints, prints_from_items
 from .stats import check_decimals, check_fraction, wilson_interval
 
-__all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins", "format_twin_report",
-           "rate_from_pct", "twin_violation", "write_groups_csv"]
+__all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins",
+           "format_twin_report", "rate_from_pct", "twin_violation", "write_groups_csv"]
 
 
 @dataclass
@@ -106,7 +106,8 @@ def _pair(train, test, decimals: Sequence[int], znorm: bool) -> Tuple[SplitPrint
         check_decimals(d)
     # a train file is fingerprinted while it is read; test keeps its rows (the distinct-values statistic)
     tr, te = (x if isinstance(x, SplitPrints)
-              else load_prints(x, split, decimals, znorm, keep_items=split == "test") if isinstance(x, (str, os.PathLike))
+              else load_prints(x, split, decimals, znorm, keep_items=split == "test")
+              if isinstance(x, (str, os.PathLike))
               else as_items(x, split) for x, split in ((train, "train"), (test, "test")))
     check_pair(tr, te)
     out = []
@@ -361,7 +362,8 @@ def format_twin_report(r: TwinReport) -> str:
         head = f"exact twins (content fingerprints): train {r.n_train} items, test {r.n_test} items"
     lines = [
         head,
-        f"  test rows with a train twin:   {r.test_rows_with_train_twin:>7} ({r.test_twin_pct:.2f}% of test{ci_text(r.test_twin_ci)})",
+        f"  test rows with a train twin:   {r.test_rows_with_train_twin:>7} ({r.test_twin_pct:.2f}% of "
+        f"test{ci_text(r.test_twin_ci)})",
         f"  train rows with a test twin:   {r.train_rows_with_test_twin:>7} ({r.train_twin_pct:.2f}% of train)",
         f"  distinct rows:                 {r.distinct_rows:>7}  duplicate rows (both splits): {r.duplicate_rows}",
         f"  duplicates within train:       {r.duplicate_rows_within_train:>7}  within test: "

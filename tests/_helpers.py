@@ -12,7 +12,7 @@ from sibscan.calibration import LabelSession, LabelStore
 from sibscan.calibration.flow import DRAW_FILE, _control_plan, _identity
 from sibscan.verdict.record import LABELS_FILE
 from sibscan.calibration.sampling import Draw, Population
-from sibscan.calibration.synthetic import write_oracle_labels
+from planted_scan import write_oracle_labels
 from sibscan.store.scandir import ScanDir
 
 

@@ -52,9 +52,11 @@ def pytest_collection_modifyitems(config, items):
     in_ci = os.environ.get("CI", "").lower() == "true"
     for item in items:
         if "cuda" in item.keywords and not cuda:
-            item.add_marker(pytest.mark.skip(reason="no CUDA GPU visible to torch (runs on the GPU machine via benchmarks/gpu_check.sh)"))
+            item.add_marker(pytest.mark.skip(reason="no CUDA GPU visible to torch (runs on the "
+                                                    "GPU machine via benchmarks/gpu_check.sh)"))
         if "browser" in item.keywords and not chromium and not in_ci:
-            item.add_marker(pytest.mark.skip(reason="Debian chromium not installed (apt-get install chromium chromium-driver)"))
+            item.add_marker(pytest.mark.skip(reason="Debian chromium not installed (apt-get "
+                                                    "install chromium chromium-driver)"))
     # the session-wide Playwright (fixture 'browser') keeps its event loop marked running in the main
     # thread until the session ends: browser tests run last, so no other test runs under that loop
     items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))  # stable: order kept within each part

@@ -112,7 +112,8 @@ def test_precomputed_embeddings_give_the_pairs_of_the_encoder_on_disk(tables, tm
     cols = [f"f{i}" for i in range(16)]
     own = sibscan.scan(pd.DataFrame(train, columns=cols).assign(label=y_train),
                        pd.DataFrame(test, columns=cols).assign(label=y_test), out=tmp_path / "own",
-                       train_features=enc.encode(train), test_features=enc.encode(test), features_id=enc.identity, **FAST)
+                       train_features=enc.encode(train), test_features=enc.encode(test),
+                       features_id=enc.identity, **FAST)
     assert own.manifest["encoder"] == {"name": "precomputed", "identity": enc.identity, "dim": 16}
     a, b = _tt(disk.path), _tt(own.path)
     # same neighbours and verified scores; the similarities differ only by the cache's float16 storage
@@ -126,7 +127,8 @@ def test_precomputed_embeddings_give_the_pairs_of_the_encoder_on_disk(tables, tm
     with pytest.raises(sibscan.SibscanError, match="features_id|--features-id"):
         sibscan.scan(train, test, train_features=train, test_features=test, out=tmp_path / "x", **FAST)
     with pytest.raises(sibscan.InputError, match="test_features has 3 rows but the test split has 12"):
-        sibscan.scan(train, test, train_features=train, test_features=test[:3], features_id="m", out=tmp_path / "y", **FAST)
+        sibscan.scan(train, test, train_features=train, test_features=test[:3], features_id="m",
+                     out=tmp_path / "y", **FAST)
 
 
 def test_pil_images_an_hf_dataset_and_a_torch_dataset_give_the_pairs_of_the_same_folder(tmp_path):

@@ -34,7 +34,8 @@ def test_record_written_and_resumed_only_for_the_same_run(tmp_path, run_inputs):
     rec = m["run"]
     assert m["kind"] == "audit" and m["status"] == "complete" and rec["status"] == "complete"
     assert {i["role"]: i["sha256"] for i in rec["inputs"]} == {
-        "predictions": hashlib.sha256(p.read_bytes()).hexdigest(), "targets": hashlib.sha256(t.read_bytes()).hexdigest()}
+        "predictions": hashlib.sha256(p.read_bytes()).hexdigest(),
+        "targets": hashlib.sha256(t.read_bytes()).hexdigest()}
     assert rec["model_revision"] == "abc123" and rec["seeds"] == ["7"] and rec["resumed"] is False
     assert rec["started"] and rec["ended"] and rec["environment"]["python"] and "numpy" in rec["environment"]["packages"]
     assert rec["samples"]["runs"]["pred.csv"]["scored"] == 30

@@ -39,7 +39,8 @@ def scanned(tmp_path_factory):
     write_tsv(d / "train.tsv", tr, y(60))
     write_tsv(d / "test.tsv", te, y(20))
     write_tsv(d / "val.tsv", va, y(15))
-    (d / "pred.csv").write_text("id,prediction\n" + "".join(f"{i},{(i % 2 + 1) if i % 5 else 2 - i % 2}\n" for i in range(20)))
+    (d / "pred.csv").write_text("id,prediction\n" + "".join(f"{i},{(i % 2 + 1) if i % 5 else 2 - i % 2}\n"
+                                                            for i in range(20)))
     run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan"), cutoff=0.99,
                         baseline_pairs=2000, verified_baseline_pairs=500, progress=False))
     res = runner.invoke(app, ["audit", str(d / "pred.csv"), "--scan", str(d / "scan"), "--val", str(d / "val.tsv"),
@@ -73,7 +74,7 @@ def test_report_carries_the_honest_reporting_table(scanned):
     any_rate = rep["sibling_rate"]["test_to_train"]["any"]
     assert any_rate["count"] == 3
     # the table's sibling rate is the report's own
-    assert f"15.0 % (3 of 20, exact or near at cutoff 0.9900, uncalibrated)" in md
+    assert "15.0 % (3 of 20, exact or near at cutoff 0.9900, uncalibrated)" in md
     assert rep["audits"]["evaluation"]["data"]["reporting"]["sibling_rate"]["rate"] == any_rate["rate"]
     assert "Honest reporting" in (d / "scan" / "report.html").read_text()  # an audit section in the HTML too
     # at another cutoff the table follows the report: it is rendered by the report, not left pre-rendered
@@ -138,7 +139,7 @@ def test_audit_states_the_count_the_scans_report_states(tmp_path):
     """The train→test note and ``train_test`` give the report's count, never None: without a cutoff the exact
     twins (near siblings not assessed), once calibrated the headline's flagged count beside its estimate."""
     from sibscan.calibration import calibrate
-    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+    from planted_scan import planted_scan, write_oracle_labels
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
     scan = str(planted.path)
@@ -179,4 +180,5 @@ def test_val_siblings_not_assessed_says_the_scan_has_no_cutoff(scanned):
     detail = json.loads(res.stdout)["checks"]["val_split"]["detail"]
     assert "val_test_siblings" not in detail and detail["val_test"]["test_rows_with_twin"] == 2
     assert detail["near_siblings"].startswith("not assessed: the scan has no cutoff")
-    assert detail["train_test"]["count"] == 3 and detail["train_test"]["state"] == "exact_only"  # train's 3 exact copies
+    # train's 3 exact copies
+    assert detail["train_test"]["count"] == 3 and detail["train_test"]["state"] == "exact_only"

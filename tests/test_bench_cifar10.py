@@ -1,4 +1,5 @@
-"""benchmarks/cifar10.py: the sampling rule, and a whole run on a tiny CIFAR-shaped folder with its own duplicate list."""
+"""benchmarks/cifar10.py: the sampling rule, and a whole run on a tiny CIFAR-shaped folder with its own duplicate
+list."""
 from __future__ import annotations
 
 import json

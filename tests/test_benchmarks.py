@@ -64,7 +64,8 @@ def test_check_difficulty_refuses_trivial_negatives():
 @pytest.mark.parametrize("name", ["images", "text", "rows"])
 def test_planted_truth(sets, name):
     ps = sets[name]
-    transforms = {"images": planted.IMAGE_TRANSFORMS, "text": planted.TEXT_TRANSFORMS, "rows": planted.ROW_TRANSFORMS}[name]
+    transforms = {"images": planted.IMAGE_TRANSFORMS, "text": planted.TEXT_TRANSFORMS,
+                  "rows": planted.ROW_TRANSFORMS}[name]
     assert set(ps.transform[ps.planted]) == set(transforms)
     assert (ps.transform[~ps.planted] == "").all()
     assert ps.source.max() < len(ps.train) and len(ps.source) == len(ps.test)
@@ -258,7 +259,8 @@ def test_verify_share_quick_writes_results(tmp_path, bench_results):
     assert rows["cascade"]["verifier"].startswith("imagematch") and rows["default"]["verifier"].startswith("imagecorr")
     # each pair goes to the verifier once: a train→test row of a test→train pair is not verified again
     calls, rows_ = rows["default"]["pairs_to_verifier"], rows["default"]["pairs_verified"]
-    assert calls["test>train"] >= rows_["test>train"] and calls["train>test"] < rows_["train>test"]  # NaN rows: unscored
+    # NaN rows: unscored
+    assert calls["test>train"] >= rows_["test>train"] and calls["train>test"] < rows_["train>test"]
     assert (tmp_path / "verify_share_quick.json").exists()
 
 
@@ -769,7 +771,8 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     out = quality.main(["--calibration-only", str(pairs_path)])
     r = out["sets"]["crops"]["enc|verified:v"]
     assert r["before"] == {"cutoff": 0.123, "hard_negatives_flagged": 7, "recall": 0.5}  # as recorded in run.json
-    cal = quality.calibrate(score, np.arange(100), source >= 0, np.asarray(side["sets"]["crops"]["methods"]["enc|verified:v"]
+    cal = quality.calibrate(score, np.arange(100), source >= 0,
+                            np.asarray(side["sets"]["crops"]["methods"]["enc|verified:v"]
                                                                           ["random_scores"]), 60, seed=1)
     assert r["now"]["calibration"]["cutoff"] == pytest.approx(cal["cutoff"])
     assert r["now"]["hard_negatives_above_cutoff"] == int(((score >= cal["cutoff"]) & hard).sum()) == 1
@@ -863,7 +866,8 @@ def test_cutoff_rule_sim_quick_bound_rule_flags_fewer_pairs_below_half(tmp_path,
     assert (tmp_path / "cutoff_rule_sim_quick.json").exists()
     rows = payload["rows"]
     assert len(rows) == 2 * len(bench.SIZES) * len(bench.WIDTHS)
-    share = {r: np.mean([x["share_first_flagged_below_half"] for x in rows if x["rule"] == r]) for r in ("bound", "point")}
+    share = {r: np.mean([x["share_first_flagged_below_half"] for x in rows if x["rule"] == r])
+             for r in ("bound", "point")}
     # the point estimate puts its cutoff where P(same) is about one half; the bound stays above it
     assert share["bound"] < share["point"] / 2, share
 
@@ -907,7 +911,8 @@ def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monke
                                                                         np.full(100, 99))}
     results = {"crops": {"encoders": {"enc": {"verified:v": evaluated}}}}
     side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": hard.tolist(),
-                                                         "featureless": [False] * 100, "transform": ps.transform.tolist()}})
+                                                         "featureless": [False] * 100,
+                                                         "transform": ps.transform.tolist()}})
     _common.write_results("run", {"n_labels": 60, "sets": json.loads(json.dumps(_common.finite(results)))})
     pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
     quality.main(["--calibration-only", str(pairs_path), "--write-back"])

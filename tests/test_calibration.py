@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sibscan.calibration import (
-    DEFINITIONS, Calibration, baseline_warning, calibrate, compute_baseline, expected_chance_siblings, load_calibration, pava, resolve,
-    tail_probability,
+    DEFINITIONS, Calibration, baseline_warning, calibrate, compute_baseline, expected_chance_siblings, load_calibration,
+    pava, resolve, tail_probability,
 )
 from sibscan.verdict import record as record_mod
 from sibscan.calibration.sampling import allocate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.errors import CompatibilityError, InputError, SibscanError
 
@@ -110,7 +110,8 @@ def test_baseline_warning():
     with pytest.raises(AssertionError):
         assert baseline_warning(b, 0.55) is None
     assert "more than 1 in 1000 unrelated pairs" in baseline_warning(b, 0.55)
-    assert baseline_warning(b, 0.4).startswith("cutoff 0.4000 is below the random-pair baseline's 99.9th percentile (0.6000)")
+    assert baseline_warning(b, 0.4).startswith("cutoff 0.4000 is below the random-pair "
+                                               "baseline's 99.9th percentile (0.6000)")
 
 
 # --- fitting -------------------------------------------------------------------------------------
@@ -197,7 +198,8 @@ def test_target_precision_rule(planted, tmp_path):
     labels = oracle_file(tmp_path, planted, cal_dir)
     cal = calibrate(planted.path, calibration_dir=cal_dir, labels=labels, ui="none", target_precision=0.9)
     assert cal.rule == precision_rule(0.9) == "precision >= 0.9 by the 95 % lower bound per run of answers" and cal.cutoff is None
-    assert cal.status.startswith("not enough labels: no cutoff reaches precision 0.9 by the 95 % lower bound per run of answers")
+    assert cal.status.startswith("not enough labels: no cutoff reaches precision "
+                                 "0.9 by the 95 % lower bound per run of answers")
     assert f"{min_same_run(0.9)} 'same' answers" in cal.status and any("--target-precision" in a for a in cal.advice)
     # every pair labelled (the population is 300 test items, 30 of them siblings): it is reached
     calibrate(planted.path, calibration_dir=cal_dir, ui="none", n_pairs=300)
@@ -251,7 +253,8 @@ def test_import_validation_and_refusals(planted, tmp_path):
     with pytest.raises(InputError, match=r"row 1: unknown label 'maybe'; use one of: same, different, skip, undo"):
         calibrate(planted.path, calibration_dir=cal_dir, labels=bad, ui="none")
     other = oracle_file(tmp_path, planted, cal_dir, name="other.jsonl", dataset_fingerprint="other-data")
-    with pytest.raises(CompatibilityError, match=r"other.jsonl, row 1: label made for other data \(dataset fingerprint 'other-data'"):
+    with pytest.raises(CompatibilityError,
+                       match=r"other.jsonl, row 1: label made for other data \(dataset fingerprint 'other-data'"):
         calibrate(planted.path, calibration_dir=cal_dir, labels=other, ui="none")
     assert not (cal_dir / "labels.jsonl").exists()  # validated before anything is appended
     good = oracle_file(tmp_path, planted, cal_dir)
@@ -268,7 +271,8 @@ def test_check_compatible_and_force(planted, tmp_path):
     manifest = json.loads((planted.path / "manifest.json").read_text())
     assert cal.check_compatible(manifest) == []
     other = {**manifest, "encoder": {"name": "clip", "identity": "clip/other"}}
-    with pytest.raises(CompatibilityError, match=r"another encoder identity 'planted-encoder/v1' \(scan: 'clip/other'\); recalibrate"):
+    with pytest.raises(CompatibilityError,
+                       match=r"another encoder identity 'planted-encoder/v1' \(scan: 'clip/other'\); recalibrate"):
         cal.check_compatible(other)
     with pytest.warns(UserWarning, match="applied anyway"):
         assert len(cal.check_compatible({**other, "dataset_fingerprint": "x"}, force=True)) == 2
@@ -312,14 +316,18 @@ def test_cli_calibrate(planted, tmp_path):
     assert "cutoff: none (rule P(same) >= 0.5 by its 95 % lower bound per run of answers)" in res.output
     assert "cannot support a cutoff yet: no labels yet" in res.output
     labels = oracle_file(tmp_path, planted, cal_dir)
-    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels", str(labels)])
+    res = runner.invoke(app,
+                        ["calibrate", str(planted.path), "--ui", "none", "--out", str(cal_dir), "--labels",
+                         str(labels)])
     assert res.exit_code == 0, res.output
     assert "imported 60 new label records" in res.output and "60 of its 60 pairs are pairs this scan scores" in res.output
     said = [x for x in res.output.splitlines() if not x.startswith("imported ")]  # the labels', the controls' answers
     assert "sibling rate " in said[0] and "calibrated with 60 hand labels" in res.output
     assert "cutoff: 0." in res.output and "expected chance siblings at this cutoff" in res.output
-    assert "rule P(same) >= 0.5 by its 95 % lower bound per run of answers" in res.output  # the rule is named with the cutoff
-    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "paper", "--out", str(cal_dir)], env={"COLUMNS": "200"})
+    # the rule is named with the cutoff
+    assert "rule P(same) >= 0.5 by its 95 % lower bound per run of answers" in res.output
+    res = runner.invoke(app, ["calibrate", str(planted.path), "--ui", "paper", "--out", str(cal_dir)],
+                        env={"COLUMNS": "200"})
     assert res.exit_code == 1 and "'paper' is not one of 'web', 'terminal', 'none'" in res.output  # a parser choice
     res = runner.invoke(app, ["calibrate", str(tmp_path / "missing"), "--ui", "none"])
     assert res.exit_code == 1 and "is not a sibscan scan directory" in res.output
@@ -416,8 +424,8 @@ def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tm
     sd.write_manifest({**sd.manifest(), "cutoff": {**recorded, "forced": True, "mismatches": ["another encoder"]}})
     head = build_report(planted.path)["headline"]
     assert head["state"] == "baseline_only" and head["note"].startswith(said)
-    assert head["note"].endswith(f"; the calibration in {other} was made for another encoder and applied with --force: its "
-                                 "cutoff is used, its rate estimate is not this data's")
+    assert head["note"].endswith(f"; the calibration in {other} was made for another encoder and applied "
+                                 "with --force: its cutoff is used, its rate estimate is not this data's")
     assert head["note"] in run_check(planted.path, max_rate=1.0).message
 
 

@@ -32,14 +32,16 @@ def test_the_advice_on_a_weak_calibration_names_pairs_there_are(weak):  # noqa: 
     scan, cal = weak
     top = ScanDir(scan).neighbours().top1()
     labelled = {(r["query_id"], r["neighbour_id"]) for r in _labels(cal)}
-    free = np.array([s for q, t, s in zip(top["query_id"], top["neighbour_id"], top["score"]) if (q, t) not in labelled])
+    free = np.array([s for q, t, s in zip(top["query_id"], top["neighbour_id"], top["score"])
+                     if (q, t) not in labelled])
     said = [m for a in cal.advice for m in ADVICE.finditer(a)]
     assert said, cal.advice
     for m in said:
         assert int(m.group(1)) <= _printed_range_count(free, m.group(2), m.group(3)), m.group(0)
     # the range the rule asked about holds fewer than asked, and the advice says how many (5 with the old
     # draw, 4 with the draw over the estimator's strata)
-    short = [m for a in cal.advice for m in re.finditer(r"\((-?[\d.]+) to (-?[\d.]+) holds only (\d+) unlabelled pairs\)", a)]
+    short = [m for a in cal.advice
+             for m in re.finditer(r"\((-?[\d.]+) to (-?[\d.]+) holds only (\d+) unlabelled pairs\)", a)]
     assert short, cal.advice
     for m in short:
         assert int(m.group(3)) == _printed_range_count(free, m.group(1), m.group(2)), m.group(0)
@@ -58,8 +60,8 @@ def test_ask_widens_cuts_or_gives_up():
     down = u.ask(4, 0.45, 0.55, "down")
     assert (down.n, down.lo, down.hi) == (4, 0.1, 0.55)
     few = u.ask(10, 0.45, 0.55, "down")  # only four lie at or below 0.55
-    assert few.n == 4 and few.phrase.startswith("label the 4 unlabelled pairs left scoring 0.1000 to 0.5500 (every pair "
-                                                 "scoring 0.5500 or less is labelled then; about 10 would help)")
+    assert few.n == 4 and few.phrase.startswith("label the 4 unlabelled pairs left scoring 0.1000 to 0.5500 (every "
+                                                 "pair scoring 0.5500 or less is labelled then; about 10 would help)")
     assert Unlabelled(np.array([0.9])).ask(3, 0.1, 0.5, "down") is None
     # the population less the labelled pairs, ties counted one by one
     v = Unlabelled.from_population(np.array([0.3, 0.3, 0.3, 0.7, np.nan]), np.array([0.3, 0.7]))

@@ -159,7 +159,8 @@ def test_no_note_where_random_pairs_stay_below_the_best_scores_nor_at_a_cutoff(a
     res, _ = _scan(alike, tmp_path / "cut", cutoff=0.99)
     assert "chance_note" not in res.summary
     sentence = res.summary["chance_sentence"]
-    assert sentence.startswith(f"expected chance siblings at this cutoff (random-pair baseline, all {N_TEST * N_TRAIN:,} pairs): ")
+    assert sentence.startswith("expected chance siblings at this cutoff (random-pair "
+                               f"baseline, all {N_TEST * N_TRAIN:,} pairs): ")
     assert sentence.endswith(f"(found: {res.summary['siblings']:,})")
     write_reports(tmp_path / "cut", formats=("json", "md"))
     report = json.loads((tmp_path / "cut" / "report.json").read_text())

@@ -23,8 +23,9 @@ def test_check_fails_with_reason_and_pairs(scan):
     assert not res.passed and res.exit_code == 1
     # the headline's sentence, as every output prints it (issue 30), then the limit
     assert res.message.startswith(f"FAIL: {res.headline['text']}: 33.3 % is above the limit --max-rate 5.0 %.")
-    assert res.headline["text"].startswith("10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 (recorded by "
-                                           "the scan; no hand labels of this data, so no sibling-rate interval")
+    assert res.headline["text"].startswith("10 of 30 test items (33.3 %) flagged at verified "
+                                           "similarity ≥ 0.9000 (recorded by the scan; no hand "
+                                           "labels of this data, so no sibling-rate interval")
     assert "First offending pairs: test te0 ~ train tr0 (exact); test te1 ~ train tr1 (exact)" in res.message
     assert len(res.offending) == 5 and res.rates["siblings"] == pytest.approx(1 / 3)
 
@@ -35,10 +36,10 @@ def test_check_cli_exit_codes(scan):
     assert r.exit_code == 1 and "FAIL: 10 of 30 test items" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "0.34", "--max-exact", "0.2"])
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == ("OK: 10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 (recorded by the scan; "
-                                "no hand labels of this data, so no sibling-rate interval: calibrate with 'sibscan calibrate SCAN_DIR'): "
-                                "33.3 % is within the limit --max-rate 34.0 %; 4 of 30 (13.3 %) are exact twins, within the limit "
-                                "--max-exact 20.0 %.")
+    assert r.output.strip() == ("OK: 10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 (recorded "
+                                "by the scan; no hand labels of this data, so no sibling-rate interval: calibrate "
+                                "with 'sibscan calibrate SCAN_DIR'): 33.3 % is within the limit --max-rate 34.0 %; "
+                                "4 of 30 (13.3 %) are exact twins, within the limit --max-exact 20.0 %.")
     r = runner.invoke(app, ["check", str(scan), "--max-exact", "0.1"])
     assert r.exit_code == 1 and "4 of 30 (13.3 %) are exact twins, above the limit --max-exact 10.0 %" in r.output
     r = runner.invoke(app, ["check", str(scan), "--max-rate", "0.05", "--cutoff", "0.995"])
@@ -63,7 +64,8 @@ def test_assert_no_siblings_tables_and_text():
     assert assert_no_siblings(train, test, cutoff=0.9) == {"n_test": 20, "exact": 0, "near": 0, "rate": 0.0}
     test[3] = train[7]
     test[5] = 2 * train[9] + 1  # a rescaled copy: Pearson r = 1, not an exact twin
-    with pytest.raises(AssertionError, match=r"1 of 20 test items \(5.0 %\) have a sibling in train \(exact twins only; 1 exact, 0 near\)"):
+    with pytest.raises(AssertionError,
+                       match=r"1 of 20 test items \(5.0 %\) have a sibling in train \(exact twins only; 1 exact, 0 near\)"):
         assert_no_siblings(train, test)
     with pytest.raises(AssertionError, match=r"2 of 20 .* test 3 \(exact twin\); test 5 ~ train 9 \(cosine 1.0000\)"):
         assert_no_siblings(train, test, cutoff=0.95)

@@ -153,7 +153,8 @@ def test_bucketed_lookup_matches_sorted_lookup():
         assert packed.dtype == np.uint64 and len(packed) == len(h) and int(counts.sum()) == len(h)
         back = bucket_unpack(counts, packed, first)
         assert np.array_equal(back[0], h) and np.array_equal(back[1], tags)
-        queries = np.concatenate([h, h + np.uint64(1), h - np.uint64(1), rng.integers(0, 2**63, 2000).astype(np.uint64) * 2,
+        queries = np.concatenate([h, h + np.uint64(1), h - np.uint64(1),
+                                  rng.integers(0, 2**63, 2000).astype(np.uint64) * 2,
                                   np.array([0, 2**64 - 1], np.uint64)])
         got, want = bucket_lookup(counts, packed, first, queries), sorted_lookup(h, tags, queries)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
@@ -178,7 +179,8 @@ def test_flat_v2_index_still_read_with_identical_results(tmp_path):
     # payload: 8 bytes per n-gram plus one byte per bucket count (a fixed 2**16 + boundaries per index:
     # smaller than flat's 2 extra bytes per n-gram from 2**15 n-grams up, so not for this tiny corpus)
     def payload(ix):
-        return sum(np.load(ix.path / f, mmap_mode="r").nbytes for s in ix.manifest["shards"] for f in ix.layout.files(s))
+        return sum(np.load(ix.path / f, mmap_mode="r").nbytes for s in ix.manifest["shards"]
+                   for f in ix.layout.files(s))
     n_counts = sum(len(np.load(new.path / s["buckets"])) for s in new.manifest["shards"])
     assert payload(new) == 8 * new.n_stored + n_counts and payload(old) == 10 * old.n_stored
     assert n_counts <= 2**16 + len(new.manifest["shards"]) - 1

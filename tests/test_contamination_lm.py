@@ -198,7 +198,8 @@ def test_endpoint_errors_name_the_endpoint_and_keep_partial_results(server, tmp_
     ex = {f"e{i}": f"tok1 tok2 tok3 tok{i + 4} tok5" for i in range(5)}
     _Handler.mode = "slow"  # the third request onwards takes 1.5 s, past the 0.5 s time-out
     ep = CompletionsEndpoint(url, timeout=0.5)
-    with pytest.raises(SibscanError, match=r"endpoint http://127\.0\.0\.1:\d+/v1/completions timed out.*2 of 5 examples"):
+    with pytest.raises(SibscanError,
+                       match=r"endpoint http://127\.0\.0\.1:\d+/v1/completions timed out.*2 of 5 examples"):
         audit(ex, model=ep, work_dir=tmp_path, progress=False)
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 2
     _Handler.mode, _Handler.seen = "ok", []

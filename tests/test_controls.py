@@ -17,7 +17,7 @@ from sibscan.calibration import calibrate, describe, load_calibration
 from sibscan.calibration.controlanswers import (ANSWERS_FILE, CONTROLS_FILE, answers_line, check_share, controls_of,
                                                 read_controls)
 from sibscan.calibration.copies import copy_text, copy_values
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.terminal import run_terminal
 from sibscan.calibration.web import LabelServer
 from sibscan.cli import app
@@ -285,10 +285,12 @@ def test_a_chunked_text_scan_gets_controls_by_its_documents(tmp_path):
     topics = sorted(pydoc_data.topics.topics.values(), key=len)[-40:]
     docs = [" ".join(t.split()[:200]) for t in topics]
     for name, part in (("train", docs[:28]), ("test", docs[28:])):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"id": f"{name}{i}", "text": t}) + "\n" for i, t in enumerate(part)))
-    res = CliRunner().invoke(app, ["scan", "--train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
-                                   "--id", "id", "--out", str(tmp_path / "scan"), "--encoder", "ngram", "--chunk-words", "50",
-                                   "--no-verify", "--no-progress"])
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"id": f"{name}{i}", "text": t}) + "\n"
+                                                        for i, t in enumerate(part)))
+    res = CliRunner().invoke(app,
+                             ["scan", "--train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
+                                   "--id", "id", "--out", str(tmp_path / "scan"), "--encoder", "ngram",
+                                   "--chunk-words", "50", "--no-verify", "--no-progress"])
     assert res.exit_code == 0, res.output
     sd = ScanDir(tmp_path / "scan")
     assert len(sd.embeddings("test")) > len(sd.items("test"))  # chunk rows, not documents

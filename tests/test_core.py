@@ -80,7 +80,8 @@ def test_neighbours_score_top1_and_roundtrip(tmp_path):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_top1_rows_against_a_loop(seed):
-    # each query's row with the highest deciding score (verified where present), ties to the lower rank, then the earlier row
+    # each query's row with the highest deciding score (verified
+    # where present), ties to the lower rank, then the earlier row
     rng = np.random.default_rng(seed)
     m = 60
     q = rng.integers(0, 12, m)

@@ -75,8 +75,8 @@ def test_a_folder_without_cutoff_json_has_no_calibration_and_an_unreadable_one_i
 def test_record_round_trip_and_the_old_name_for_a_hand_given_cutoff():
     c = Cutoff(0.8, "uncalibrated", {"score": "similarity", "interval": None})
     assert Cutoff.from_record(c.record()) == Cutoff(0.8, "uncalibrated", {**c.evidence, **{
-        k: None for k in ("calibration", "n_labels", "estimates", "status", "rule", "definition", "labeller")}, "forced": False,
-        "mismatches": []})
+        k: None for k in ("calibration", "n_labels", "estimates", "status", "rule", "definition", "labeller")},
+        "forced": False, "mismatches": []})
     assert Cutoff.from_record({"value": 0.8, "source": "user"}).kind == "uncalibrated"  # reports of schema 1
     assert check_cutoff_value(np.float32(0.5)) == 0.5
     for bad in (3, -1.5, float("nan")):

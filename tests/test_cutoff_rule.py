@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import time
 
-from sibscan.calibration.fit import (BOUND, CONFIDENCE, POINT_RULE, RULE, Curve, find_cutoff, fit, fit_curve, min_same_run,
-                                     precision_rule, same_lower_bound, same_rule)
+from sibscan.calibration.fit import (BOUND, CONFIDENCE, POINT_RULE, RULE, Curve, find_cutoff, fit, fit_curve,
+                                     min_same_run, precision_rule, same_lower_bound, same_rule)
 
 LOW_DIFF = [0.0, 0.004, 0.01, 0.014, 0.02, 0.027, 0.045, 0.053, 0.07, 0.08, 0.113, 0.126]
 HIGH_SAME = [0.357, 0.365, 0.374, 0.507, 0.544, 0.589, 0.624, 0.67, 0.704, 0.785, 0.832, 0.874, 0.921, 0.957, 0.98]
@@ -51,7 +51,8 @@ def test_jeffreys_lower_bound_matches_scipy():
 
 def test_a_mixed_block_under_the_same_run_is_not_flagged():
     # 3 same + 1 different pooled at P = 0.75 (crops, seed 2): the point rule flagged the 'different' at 0.319
-    s, y = _labels((LOW_DIFF, False), ([0.075], True), ([0.255, 0.262, 0.268], True), ([0.319], False), (HIGH_SAME, True))
+    s, y = _labels((LOW_DIFF, False), ([0.075], True), ([0.255, 0.262, 0.268], True), ([0.319], False),
+                   (HIGH_SAME, True))
     res = fit(s, y, s, lo=0.0, seed=0)
     assert _point_flip(s, y) == pytest.approx((0.126 + 0.255) / 2)  # the old cutoff, 0.19: under the 0.319 'different'
     assert res.status == "ok" and res.rule == RULE == "P(same) >= 0.5 by its 95 % lower bound per run of answers"
@@ -214,8 +215,8 @@ def test_labels_high_from_the_lowest_score_point_below_it(target):
     pop = np.concatenate([below, s])
     res = fit(s, y, pop, lo=0.2, target_precision=target, seed=0)
     assert res.cutoff is None and not res.status.startswith("not enough labels") and "'same' answers above" not in res.status
-    assert res.status.startswith("no flip observed at or below the lowest labelled score 0.3000: P(same) is high already "
-                                 f"there (its {BOUND} is 0.84")
+    assert res.status.startswith("no flip observed at or below the lowest labelled score "
+                                 f"0.3000: P(same) is high already there (its {BOUND} is 0.84")
     assert res.advice == ["label about 10 more pairs scoring 0.2000 to 0.3000 (below the lowest labelled one; "
                           "pairs above it cannot place the cutoff)"]
     # with none there the advice says so
@@ -231,7 +232,8 @@ def test_labels_high_from_the_lowest_score_point_below_it(target):
         assert res2.cutoff == pytest.approx((0.29 + 0.3) / 2) and res2.status == "ok"
     # labels that start below lo point under the lowest one, not at an empty range
     assert fit(s, y, pop, lo=0.5, target_precision=target, seed=0).advice[0].startswith(
-        f"label about 10 more pairs scoring {below[-10]:.4f} to 0.3000 (below the lowest labelled one")  # the 10 nearest
+        # the 10 nearest
+        f"label about 10 more pairs scoring {below[-10]:.4f} to 0.3000 (below the lowest labelled one")
 
 
 def test_a_rule_name_without_the_bound_is_the_point_estimate():

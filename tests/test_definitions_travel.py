@@ -13,7 +13,7 @@ from _helpers import oracle_file, read_labels, write_jsonl
 
 from sibscan.calibration import DEFINITIONS, calibrate, describe, load_calibration
 from sibscan.calibration.summary import headline_of
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.report import build_report, render_markdown
 
 MINE = "the same row of values after a rescale, a shift or a little noise; a different row is never the same"

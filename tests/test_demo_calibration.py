@@ -37,13 +37,15 @@ def _oracle_file(scan: Path, cal_dir: Path, out: Path) -> Path:
             q, t = test_pos[p["query_id"]], train_pos[p["neighbour_id"]]
             label = "same" if q < N_PLANTED and q == t else "different"
             fh.write(json.dumps({k: draw[k] for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")}
-                                | {"query_id": p["query_id"], "neighbour_id": p["neighbour_id"], "label": label}) + "\n")
+                                | {"query_id": p["query_id"], "neighbour_id": p["neighbour_id"],
+                                   "label": label}) + "\n")
     return out
 
 
 def _calibrates_ok(demo: Path, tmp_path: Path, train: str, test: str) -> None:
     scan = tmp_path / "scan"
-    run_scan(ScanConfig().merged({"train": str(demo / train), "test": str(demo / test), "out": str(scan), "progress": False}))
+    run_scan(ScanConfig().merged({"train": str(demo / train), "test": str(demo / test), "out": str(scan),
+                                  "progress": False}))
     cal_dir = scan / "calibration"
     calibrate(scan, ui="none")  # the default number of pairs
     cal = calibrate(scan, ui="none", labels=_oracle_file(scan, cal_dir, tmp_path / "oracle.jsonl"))

@@ -198,8 +198,8 @@ def test_the_checks_catch_planted_bad_references():
     assert commit_hashes("commit 10e1281, a branch commit") == set()  # listed in OFF_MAIN
     if not git_usable():
         assert missing_commits({"0123abcd4567", "1b25c1f"}) == ["0123abcd4567"]
-        at_rev = ("`git show cdfe6a1:benchmarks/results/quality_crops_v5_seed{2,9}.json`, "
-                  "`git show cdfe6a1:benchmarks/results/verify_share_views*.json`, cdfe6a1:benchmarks/results/nothing_*.json")
+        at_rev = ("`git show cdfe6a1:benchmarks/results/quality_crops_v5_seed{2,9}.json`, `git show "
+                  "cdfe6a1:benchmarks/results/verify_share_views*.json`, cdfe6a1:benchmarks/results/nothing_*.json")
         assert result_names(at_rev) == set()  # not looked for in the tree
         assert missing_at_revision(revision_results(at_rev)) == [
             "cdfe6a1:benchmarks/results/nothing_*.json", "cdfe6a1:benchmarks/results/quality_crops_v5_seed9.json"]

@@ -10,8 +10,8 @@ import pytest
 import sibscan
 
 PAGES = sorted((Path(__file__).resolve().parents[1] / "docs" / "integrations").glob("*.md"))
-NEEDS = {"huggingface.md": ["datasets", "PIL"], "torchvision.md": ["torchvision", "pandas"], "numpy-pandas.md": ["pandas"],
-         "own-embeddings.md": ["pandas"], "notebooks.md": ["pandas", "torch"]}
+NEEDS = {"huggingface.md": ["datasets", "PIL"], "torchvision.md": ["torchvision", "pandas"],
+         "numpy-pandas.md": ["pandas"], "own-embeddings.md": ["pandas"], "notebooks.md": ["pandas", "torch"]}
 
 
 def blocks(page: Path):

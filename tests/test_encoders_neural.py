@@ -109,7 +109,8 @@ def test_clip_checkpoint_roundtrip_gives_identical_embeddings(clip_enc, photos, 
 def test_clip_checkpoint_errors(tmp_path):
     bad = tmp_path / "bad.pt"
     torch.save({"visual.nothing": torch.zeros(3)}, bad)
-    with pytest.raises(SibscanError, match=r"bad.pt: checkpoint does not fit open_clip model 'sibscan-test-tiny': \d+ missing keys"):
+    with pytest.raises(SibscanError,
+                       match=r"bad.pt: checkpoint does not fit open_clip model 'sibscan-test-tiny': \d+ missing keys"):
         get_encoder("clip", model=SMALL_CLIP, checkpoint=str(bad))
     with pytest.raises(SibscanError, match=r"clip checkpoint .*missing.pt does not exist"):
         get_encoder("clip", model=SMALL_CLIP, checkpoint=str(tmp_path / "missing.pt"))
@@ -122,7 +123,8 @@ def test_clip_checkpoint_errors(tmp_path):
 def test_clip_option_errors():
     with pytest.raises(SibscanError, match=r"needs weights: --pretrained TAG"):
         get_encoder("clip", model=SMALL_CLIP)
-    with pytest.raises(SibscanError, match=r"unknown pretrained tag 'bogus' for clip model 'ViT-B-32'; available: .*laion2b_s34b_b79k"):
+    with pytest.raises(SibscanError,
+                       match=r"unknown pretrained tag 'bogus' for clip model 'ViT-B-32'; available: .*laion2b_s34b_b79k"):
         get_encoder("clip", model="ViT-B-32", pretrained="bogus")
     with pytest.raises(SibscanError, match=r"unknown open_clip model 'ViT-Nope'; available: .*ViT-B-32"):
         get_encoder("clip", model="ViT-Nope", pretrained="none")
@@ -201,7 +203,8 @@ def test_effnet_weight_mapping_fails_loudly_on_a_shape_change():
     assert len(mapped) == N_TENSORS == 247
     broken = dict(source)
     broken["_blocks.3._project_conv.weight"] = torch.zeros(7, 7, 1, 1)
-    with pytest.raises(SibscanError, match=r"do not map onto timm's efficientnet_lite0: _blocks.3._project_conv.weight \(7, 7, 1, 1\) -> blocks.2.0.conv_pwl.weight \(40, 144, 1, 1\)"):
+    with pytest.raises(SibscanError,
+                       match=r"do not map onto timm's efficientnet_lite0: _blocks.3._project_conv.weight \(7, 7, 1, 1\) -> blocks.2.0.conv_pwl.weight \(40, 144, 1, 1\)"):
         map_lite0_state_dict(broken, target)
     short = {k: v for k, v in list(source.items())[:-2]}
     with pytest.raises(SibscanError, match=r"have 245 tensors but timm's efficientnet_lite0 has 247"):

@@ -292,7 +292,8 @@ def test_numeric_dim_is_the_row_length():
     assert enc.dim == 12 and "d=12" in enc.identity
     assert get_encoder("znorm", dim=13).identity != enc.identity  # caches of other widths never mix
     lazy = get_encoder("raw")
-    with pytest.raises(SibscanError, match=r"the raw encoder's dimension is the row length: build it with get_encoder\('raw', dim="):
+    with pytest.raises(SibscanError,
+                       match=r"the raw encoder's dimension is the row length: build it with get_encoder\('raw', dim="):
         lazy.dim
     lazy.encode(np.ones((2, 7)))
     assert lazy.dim == 7 and "d=7" in lazy.identity

@@ -135,7 +135,8 @@ def test_imagematch_options_identity_and_errors():
     assert coarse.identity.endswith(",grid=4,coarse=32,keep=6)")
     ranked = get_verifier("imagematch", size_power=0.5, rotation_cost=0.2, device="cpu", progress=False)
     assert ranked.identity.endswith(",grid=4,size_power=0.5,rotation_cost=0.2)")  # another alignment, another identity
-    for bad, message in (({"coarse": 64}, "coarse must be"), ({"keep": 0}, "keep must be"), ({"threads": 0}, "threads must be"),
+    for bad, message in (({"coarse": 64}, "coarse must be"), ({"keep": 0}, "keep must be"),
+                         ({"threads": 0}, "threads must be"),
                          ({"size_power": -1}, "size_power must lie"), ({"rotation_cost": 3}, "rotation_cost in")):
         with pytest.raises(SibscanError, match=message):
             get_verifier("imagematch", device="cpu", **bad)

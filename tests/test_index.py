@@ -125,7 +125,8 @@ def test_index_build_and_add_say_what_they_skipped(tmp_path):
         for i in range(n):
             Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(tmp_path / folder / f"{folder}{i}.png")
     (tmp_path / "a" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
-    r = runner.invoke(app, ["index", "build", str(tmp_path / "a"), "--out", str(tmp_path / "idx"), "--encoder", "pixels"])
+    r = runner.invoke(app,
+                      ["index", "build", str(tmp_path / "a"), "--out", str(tmp_path / "idx"), "--encoder", "pixels"])
     assert r.exit_code == 0, r.output
     assert "4 image items" in r.output and "(skipped: 1 — listed in index.json)" in r.output
     r = runner.invoke(app, ["index", "add", str(tmp_path / "idx"), str(tmp_path / "b")])

@@ -8,7 +8,7 @@ import sys
 from _helpers import label_session, read_labels
 
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.terminal import run_terminal
 
 
@@ -47,8 +47,10 @@ def test_cli_terminal_with_piped_stdin(tmp_path):
     p = planted_scan(tmp_path / "scan", n_train=120, n_test=60, seed=9, modality="text")
     cal_dir = tmp_path / "cal"
     answers = "".join("y\n" if i % 2 else "n\n" for i in range(6))
-    res = subprocess.run([sys.executable, "-m", "sibscan", "calibrate", str(p.path), "--ui", "terminal", "--n-pairs", "6",
-                          "--out", str(cal_dir), "--controls", "0"], input=answers, capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-m", "sibscan", "calibrate", str(p.path), "--ui", "terminal",
+                          "--n-pairs", "6",
+                          "--out", str(cal_dir), "--controls", "0"], input=answers, capture_output=True, text=True,
+                          timeout=120)
     assert res.returncode == 0, res.stderr
     assert "all 6 pairs labelled" in res.stdout and "labels: 3 same, 3 different, 0 skipped" in res.stdout
     assert [r["label"] for r in read_labels(cal_dir)] == ["different", "same"] * 3

@@ -9,7 +9,7 @@ import pytest
 from _helpers import label_session, read_labels
 
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.web import LabelServer
 
 pytestmark = pytest.mark.browser
@@ -102,7 +102,8 @@ def test_images_scaled_and_series_plotted(tmp_path, browser):
         expect(img).to_have_count(1)
         # the page's CSP forbids eval, so poll from here rather than with wait_for_function
         for _ in range(50):
-            widths = [page.locator(f"#{side} img").evaluate("el => el.complete ? el.naturalWidth : -1") for side in ("left", "right")]
+            widths = [page.locator(f"#{side} img").evaluate("el => el.complete ? el.naturalWidth : -1")
+                      for side in ("left", "right")]
             if min(widths) >= 0:
                 break
             page.wait_for_timeout(100)

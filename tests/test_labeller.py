@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from sibscan import labeller
 from sibscan.calibration import calibrate, load_calibration
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.report import build_report, render_markdown
 
@@ -34,7 +34,9 @@ def _planted(tmp_path):
 def test_a_calibration_from_oracle_answers_says_oracle_labels_everywhere(tmp_path):
     planted = _planted(tmp_path)
     labels = oracle_file(tmp_path, planted, planted.path / "calibration", labeller="oracle")
-    res = CliRunner().invoke(app, ["calibrate", str(planted.path), "--ui", "none", "--n-pairs", "60", "--labels", str(labels)])
+    res = CliRunner().invoke(app,
+                             ["calibrate", str(planted.path), "--ui", "none", "--n-pairs", "60", "--labels",
+                              str(labels)])
     assert res.exit_code == 0, res.output
     cal = load_calibration(planted.path / "calibration")
     used = cal.extra["n_labels_used"]

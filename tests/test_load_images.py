@@ -85,7 +85,8 @@ def test_folder_labels_ids_formats_and_skips(image_folder):
     skipped = {s.where.rsplit("/", 1)[-1]: s.reason for s in items.skipped}
     assert set(skipped) == {"zero.png", "garbage.jpg", "truncated.jpg", "bomb.png"}
     assert skipped["zero.png"] == "zero-byte image file"
-    assert "decompression bomb" in skipped["bomb.png"] and ("400000000" in skipped["bomb.png"] or "20000x20000" in skipped["bomb.png"])
+    assert "decompression bomb" in skipped["bomb.png"] and ("400000000" in skipped["bomb.png"]
+                                                            or "20000x20000" in skipped["bomb.png"])
     assert skipped["garbage.jpg"].startswith("corrupt or unsupported image")
     assert skipped["truncated.jpg"].startswith("corrupt or unsupported image")
     assert items.extra["width"][ids.index("cat/a.png")] == 150
@@ -233,5 +234,6 @@ def test_csv_listing_of_images_is_detected_and_errors_name_the_options(tmp_path,
         load(listing, "train", label="cls")
     with pytest.raises(InputError, match=r"no id column 'key'; columns: path, label \(choose one with --id\)"):
         load(listing, "train", id="key")
-    with pytest.raises(InputError, match=r"no path column 'img'; columns: path, label \(choose one with --path-field\)"):
+    with pytest.raises(InputError,
+                       match=r"no path column 'img'; columns: path, label \(choose one with --path-field\)"):
         load(listing, "train", path_field="img")

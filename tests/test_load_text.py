@@ -33,14 +33,16 @@ def test_jsonl_columns_and_empty_texts(tmp_path):
     assert items.modality == "text" and items.texts == ["Hello world", "Zweiter Satz"]
     assert list(items.ids) == ["a", "d"] and list(items.labels) == ["pos", "neg"] and list(items.groups) == ["s1", "s2"]
     # rows are file lines, counted from 1 as for tables (records 1 and 2 are lines 2 and 3)
-    assert [(s.where, s.reason) for s in items.skipped] == [(f"{p}, row 2", "empty text"), (f"{p}, row 3", "empty text")]
+    assert [(s.where, s.reason) for s in items.skipped] == [(f"{p}, row 2", "empty text"),
+                                                            (f"{p}, row 3", "empty text")]
     default_ids = load_text(p, "test")
     assert list(default_ids.ids) == ["0", "3"]  # record numbers: skipping never renumbers
 
 
 def test_missing_text_column_lists_columns(tmp_path):
     p = _jsonl(tmp_path / "d.jsonl", [{"body": "x", "label": 1}])
-    with pytest.raises(InputError, match=r"d.jsonl: no 'text' column; columns: body, label \(choose one with --text-field\)"):
+    with pytest.raises(InputError,
+                       match=r"d.jsonl: no 'text' column; columns: body, label \(choose one with --text-field\)"):
         load_text(p, "train")
     assert load_text(p, "train", text_field="body").texts == ["x"]
     with pytest.raises(InputError, match=r"no id column 'uid'; columns: body, label"):
@@ -75,7 +77,8 @@ def test_csv_tsv_parquet_txt(tmp_path):
 def test_bad_text_files(tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("ok\nsecond line caf\u00e9\n".encode("latin-1"))
-    with pytest.raises(InputError, match=r"latin.txt: not valid UTF-8 at byte offset 18 \(line 2: byte 0xe9\); re-save"):
+    with pytest.raises(InputError,
+                       match=r"latin.txt: not valid UTF-8 at byte offset 18 \(line 2: byte 0xe9\); re-save"):
         load_text(latin, "train")
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbftext\nab\xff\n")
@@ -138,7 +141,8 @@ def test_fingerprints_normalise_case_space_and_unicode_forms():
     raw = raw_text_fingerprints(texts)
     assert len({tuple(r) for r in raw}) == 4
     # brute-force reference
-    ref = hashlib.blake2b(" ".join(unicodedata.normalize("NFKC", texts[0]).casefold().split()).encode(), digest_size=16).digest()
+    ref = hashlib.blake2b(" ".join(unicodedata.normalize("NFKC", texts[0]).casefold().split()).encode(),
+                          digest_size=16).digest()
     assert fp[0].astype("<u8").tobytes() == ref
     assert normalise_text("Straße\u00a0 X") == "strasse x"
 

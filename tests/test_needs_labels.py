@@ -14,7 +14,7 @@ from sibscan.calibration import calibrate, describe
 from sibscan.calibration.flow import DRAW_FILE
 from sibscan.verdict.record import CUTOFF_FILE
 from sibscan.calibration.summary import headline_of
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.check import NEEDS_LABELS_EXIT, check
 from sibscan.cli import app
 from sibscan.verdict.cutoffrule import supported
@@ -36,7 +36,8 @@ def weak_labels(scan: Path, cal_dir: Path, out: Path, n_same: int = 3) -> Path:
     pairs = sorted(((p["query_id"], p["neighbour_id"]) for p in draw["pairs"]), key=lambda k: -score[k])
     with open(out, "w") as fh:
         for i, (q, t) in enumerate(pairs):
-            fh.write(json.dumps({"dataset_fingerprint": draw["dataset_fingerprint"], "encoder_identity": draw["encoder_identity"],
+            fh.write(json.dumps({"dataset_fingerprint": draw["dataset_fingerprint"],
+                                 "encoder_identity": draw["encoder_identity"],
                                  "verifier_identity": draw["verifier_identity"], "query_id": q, "neighbour_id": t,
                                  "label": "same" if i < n_same else "different"}) + "\n")
     return out
@@ -128,7 +129,8 @@ def test_existing_records_still_read(weak, tmp_path):
     d = json.loads((Path(cal.path) / CUTOFF_FILE).read_text())
     old = tmp_path / "old-cal"
     old.mkdir()
-    (old / CUTOFF_FILE).write_text(json.dumps({k: v for k, v in d.items() if k not in ("labeller", "definitions", "rule")}))
+    (old / CUTOFF_FILE).write_text(json.dumps({k: v for k, v in d.items()
+                                               if k not in ("labeller", "definitions", "rule")}))
     (old / "labels.jsonl").write_text((Path(cal.path) / "labels.jsonl").read_text())
     res = check(scan, max_rate=0.5, calibration=old)
     assert res.headline["state"] == "needs_labels" and res.exit_code == 3
@@ -164,5 +166,6 @@ def test_the_honest_reporting_table_keeps_the_estimate_and_the_caveat(weak):
     rec = sibling_rate_record(rep["headline"])
     assert rec["state"] == "needs_labels" and rec["rate"] == rep["headline"]["estimate"]
     assert rec["kind"] == "estimated from 60 hand labels, which do not support the cutoff yet"
-    assert sibling_cell(rec).startswith(f"{fmt_pct(rec['rate'])} (estimated from 60 hand labels, which do not support "
-                                        f"the cutoff yet; {rep['headline']['flagged']['count']} of 300 flagged at the cutoff)")
+    assert sibling_cell(rec).startswith(f"{fmt_pct(rec['rate'])} (estimated from 60 hand labels, which do "
+                                        f"not support the cutoff yet; {rep['headline']['flagged']['count']} "
+                                        "of 300 flagged at the cutoff)")

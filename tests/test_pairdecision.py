@@ -109,8 +109,8 @@ def test_labels_decide_the_flags_of_report_check_and_split(tmp_path):
     assert head["decided_by_labels"] == {"above_cutoff_labelled_different": 2, "below_cutoff_labelled_same": 1,
                                          "train_side_labelled_same": 0}
     assert head["flagged"]["count"] == 9 == rep["sibling_rate"]["test_to_train"]["any"]["count"] == len(rep["flagged"])
-    said = ("2 test items above the cutoff labelled different by hand are not flagged; 1 below it labelled same by hand "
-            "is flagged")
+    said = ("2 test items above the cutoff labelled different by hand "
+            "are not flagged; 1 below it labelled same by hand is flagged")
     assert said in head["text"] and said in render_markdown(rep)
     # the cutoff is the scan's, not a calibration: the sentence says why there is no interval without
     # denying the labels it has just counted
@@ -155,7 +155,7 @@ def test_the_per_item_table_and_scan_rate_agree_with_the_report(tmp_path):
 
 def test_calibration_prints_the_count_the_report_flags(tmp_path):
     from sibscan.calibration import calibrate, describe
-    from sibscan.calibration.synthetic import planted_scan, write_oracle_labels
+    from planted_scan import planted_scan, write_oracle_labels
     from sibscan.report import build_report
 
     planted = planted_scan(tmp_path / "scan", n_train=300, n_test=150, rate=0.1, seed=3)
@@ -261,8 +261,8 @@ def test_a_same_label_on_a_pair_found_only_from_the_train_side_flags_its_test_it
             if (q, t) not in have and q not in flagged_before]
     assert only, "the fixture has a pair found only from the train side"
     te, tr = ("te22", "tr4") if ("te22", "tr4") in only else only[0]
-    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}],
-                 append=True)
+    write_labels(path / "calibration",
+                 [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}], append=True)
     rep = build_report(path)
     flagged = {r["test_id"]: r for r in rep["flagged"]}
     assert rep["headline"]["flagged"]["count"] == 10 == len(flagged) and te in flagged
@@ -293,7 +293,8 @@ def test_row_labels_match_a_lookup_per_row_and_a_report_decides_the_pairs_once(t
     looked = _count_calls(monkeypatch, "row_labels")
     decided = _count_calls(monkeypatch, "flag_items")
     build_report(path)
-    assert len(looked) == 1 and decided == ["sibscan.verdict.testscores", "sibscan.verdict.verdict"]  # test->train, train->test
+    # test->train, train->test
+    assert len(looked) == 1 and decided == ["sibscan.verdict.testscores", "sibscan.verdict.verdict"]
 
 
 def _count_calls(monkeypatch, name):
@@ -319,7 +320,8 @@ def test_flagged_at_matches_flag_items_at_every_cutoff():
     st = pytest.importorskip("hypothesis.strategies")
 
     @hypothesis.settings(max_examples=60, deadline=None)
-    @hypothesis.given(seed=st.integers(0, 2 ** 32 - 1), c0=st.floats(0, 1), cutoffs=st.lists(st.floats(-0.1, 1.1), min_size=1, max_size=5))
+    @hypothesis.given(seed=st.integers(0, 2 ** 32 - 1), c0=st.floats(0, 1),
+                      cutoffs=st.lists(st.floats(-0.1, 1.1), min_size=1, max_size=5))
     def prop(seed, c0, cutoffs):
         rng = np.random.default_rng(seed)
         n, m = 12, 30
@@ -485,8 +487,8 @@ def test_a_same_pair_found_only_from_the_test_side_flags_its_train_item(tmp_path
     assert ("te4", "tr47") in only, "the fixture has a test -> train pair below the cutoff that no train item found"
     te, tr = "te4", "tr47"
     before = rep["sibling_rate"]
-    write_labels(path / "calibration", [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}],
-                 append=True)
+    write_labels(path / "calibration",
+                 [{"dataset_fingerprint": "abcd", "query_id": te, "neighbour_id": tr, "label": "same"}], append=True)
     after = build_report(path)["sibling_rate"]
     assert after["test_to_train"]["any"]["count"] == before["test_to_train"]["any"]["count"] + 1
     assert after["train_to_test"]["any"]["count"] == before["train_to_test"]["any"]["count"] + 1
@@ -567,7 +569,8 @@ def test_the_scan_reads_only_the_train_side_rows_of_test_items_answered_same(tmp
     # the calibration is applied with --force (one scan, no identities to copy): only its cutoff and its
     # answer matter here
     write_calibration(tmp_path / "cal", Calibration(0.99, None, "verified", "any-encoder", None, None))
-    write_labels(tmp_path / "cal", [{"query_split": "train", "query_id": tr, "neighbour_split": "test", "neighbour_id": te,
+    write_labels(tmp_path / "cal",
+                 [{"query_split": "train", "query_id": tr, "neighbour_split": "test", "neighbour_id": te,
                                      "label": "same"}])
     loads, matched = [], []
     load, load_matching = Table.load, Table.load_matching
@@ -608,7 +611,8 @@ def test_load_matching_streams_the_table_and_keeps_only_the_rows_asked_for(tmp_p
             "query_id": np.where(train, tr, te), "neighbour_id": np.where(train, te, tr),
             "query_index": np.where(train, qi, ni), "neighbour_index": np.where(train, ni, qi),
             "rank": np.zeros(n, np.int32), "similarity": rng.random(n).astype(np.float32),
-            "exact": np.zeros(n, bool), "detail": np.char.add(np.char.add("shift ", np.arange(n).astype(str)), "." * 50)}
+            "exact": np.zeros(n, bool),
+            "detail": np.char.add(np.char.add("shift ", np.arange(n).astype(str)), "." * 50)}
     path = tmp_path / "neighbours.npz"
     Table(cols).save(path)
     want_ids = np.array(["te7", "te123", "te3999"])

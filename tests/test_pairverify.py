@@ -175,7 +175,8 @@ def test_a_scan_gives_both_rows_of_a_pair_one_score_and_refuses_a_folder_of_the_
     res = run_scan(ScanConfig(**cfg))
     nb = ScanDir(tmp_path / "out").neighbours()
     tt, rt = nb.direction("test", "train"), nb.direction("train", "test")
-    forward = {(q, n): (v, d) for q, n, v, d in zip(tt["query_index"], tt["neighbour_index"], tt["verified"], tt["detail"])}
+    forward = {(q, n): (v, d)
+               for q, n, v, d in zip(tt["query_index"], tt["neighbour_index"], tt["verified"], tt["detail"])}
     shared = [(forward[(n, q)], (v, d)) for q, n, v, d in
               zip(rt["query_index"], rt["neighbour_index"], rt["verified"], rt["detail"]) if (n, q) in forward]
     assert len(shared) >= 2 and all(a == b for a, b in shared), shared

@@ -3,7 +3,6 @@ timed line with items/s and ETA — also while a slow encoder runs with stderr r
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import subprocess
@@ -11,7 +10,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 from sibscan import progress
 
@@ -38,7 +36,8 @@ def test_off_a_terminal_a_timed_line_with_rate_and_eta(monkeypatch):
     ticks = [ln for ln in lines if re.fullmatch(r"random-pair baseline: verify images: [\d,]+/1,000 pairs \(\d+ %\), "
                                                 r"[\d,.]+ pairs/s, ETA \d+:\d\d", ln)]
     assert 2 <= len(ticks) <= 7, lines  # every 0.1 s of a 0.5 s loop, never more often
-    assert re.fullmatch(r"random-pair baseline: verify images: 1,000/1,000 pairs in 0:0\d \([\d,.]+ pairs/s\)", lines[-1] if
+    assert re.fullmatch(r"random-pair baseline: verify images: 1,000/1,000 pairs in 0:0\d \([\d,.]+ pairs/s\)",
+                        lines[-1] if
                         "inner" not in lines[-1] else "")
     assert not any("inner loop" in ln for ln in lines)
 
@@ -102,7 +101,8 @@ def test_a_slow_scan_logged_to_a_file_reports_at_every_interval(tmp_path):
     code = "import slowenc; from sibscan.cli import main; main()"
     # --device cpu: nothing here needs torch, and asking it about a GPU would import it (seconds) first
     with open(tmp_path / "stderr.log", "w") as err:
-        proc = subprocess.run([sys.executable, "-c", code, "scan", str(tmp_path / "train.csv"), str(tmp_path / "test.csv"),
+        proc = subprocess.run([sys.executable, "-c", code, "scan", str(tmp_path / "train.csv"),
+                               str(tmp_path / "test.csv"),
                                "--out", str(tmp_path / "scan"), "--encoder", "slow-znorm", "--batch-size", "8",
                                "--no-verify", "--baseline-pairs", "300", "--device", "cpu", "--json"],
                               stdout=subprocess.PIPE, stderr=err, env=env, timeout=120, text=True)

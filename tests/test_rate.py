@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sibscan import fmt
 from sibscan.calibration import calibrate
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.verdict.rate import estimate_rate, narrow_enough
 
@@ -84,7 +84,8 @@ def test_every_output_states_the_same_estimate_and_interval(calibrated, tmp_path
     head = rep["headline"]
     assert head["state"] == "calibrated" and head["n_labels"] == 60 and head["lo"] <= head["estimate"] <= head["hi"]
     assert head["lo"] <= p.true_rate <= head["hi"]
-    assert head["definition"] and set(head) >= {"state", "estimate", "lo", "hi", "level", "n_labels", "cutoff", "definition"}
+    assert head["definition"] and set(head) >= {"state", "estimate", "lo", "hi", "level", "n_labels", "cutoff",
+                                                "definition"}
     assert from_cal == head and from_check["headline"] == head
     assert from_check["rates"]["siblings"] == head["estimate"]
     assert rep["sibling_rate"]["test_to_train"]["calibration_estimate"] == [head["lo"], head["estimate"], head["hi"]]
@@ -167,7 +168,8 @@ def test_labels_outside_the_draw_repeated_answers_and_other_encoders(tmp_path):
 
     pop = Population.from_neighbours(ScanDir(p.path).neighbours())
     # an undrawn pair of another test item than te0 and te1 (they get records of their own below)
-    undrawn = next((q, t) for q, t in zip(pop.query_id, pop.neighbour_id) if (q, t) not in drawn and q not in ("te0", "te1"))
+    undrawn = next((q, t) for q, t in zip(pop.query_id, pop.neighbour_id) if (q, t) not in drawn
+                   and q not in ("te0", "te1"))
     base = {k: draw[k] for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")}
     recs = [
         {**base, "query_id": undrawn[0], "neighbour_id": undrawn[1], "label": "same"},  # in the scan, not drawn
@@ -197,8 +199,10 @@ def test_a_changed_definition_is_warned_and_recorded(tmp_path):
     # no control pairs: the piped answers are the pairs' (controls are tested in test_controls.py)
     calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same row of values",
               stdin=io.StringIO("n\nn\n"), stdout=io.StringIO(), controls=0)
-    with pytest.warns(UserWarning, match="the definition of 'same' differs (.|\n)*\n  2 answers were given under: 'the same row of values'"):
-        cal = calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4, definition="the same series, rescaled",
+    with pytest.warns(UserWarning, match="the definition of 'same' differs (.|\n)*\n  2 "
+                                         "answers were given under: 'the same row of values'"):
+        cal = calibrate(p.path, calibration_dir=cal_dir, ui="terminal", n_pairs=4,
+                        definition="the same series, rescaled",
                         stdin=io.StringIO("n\n"), stdout=io.StringIO(), controls=0)
     lines = read_labels(cal_dir)
     assert [r["definition"] for r in lines] == ["the same row of values"] * 2 + ["the same series, rescaled"]
@@ -247,13 +251,15 @@ def test_terminal_image_preview(tmp_path, monkeypatch):
 
 
 def test_counts_in_messages_agree_in_number():
-    """'1 test items', '1 ids are', 'from 1 answers', 'between X to Y': counts of one are singular, spans read X to Y."""
+    """'1 test items', '1 ids are', 'from 1 answers', 'between X to Y': counts of one are singular, spans read X to
+    Y."""
     from sibscan.cli.scan import _fmt_summary
 
     assert fmt.plural(1, "test item") == "1 test item" and fmt.plural(0, "answer") == "0 answers"
     assert fmt.plural(1200, "id") == "1,200 ids" and fmt.plural(2, "match", "matches") == "2 matches"
     summary = {"n_train": 5, "n_test": 3, "exact_test_rows_with_train_twin": 1, "exact_test_twin_pct": 33.33,
-               "cutoff": {"value": 0.9, "source": "calibrated", "score": "verified"}, "siblings": 1, "sibling_pct": 33.33}
+               "cutoff": {"value": 0.9, "source": "calibrated", "score": "verified"}, "siblings": 1,
+               "sibling_pct": 33.33}
     text = _fmt_summary(summary, "out")
     assert "exact twins: 1 test item (33.33 %) has a value-for-value copy" in text
     assert "verified score): 1 test item (33.33 %)" in text

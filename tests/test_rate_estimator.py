@@ -200,7 +200,7 @@ def test_the_width_forecast_narrows_with_more_answers_and_counts_them():
 def test_calibrate_says_what_more_labels_would_buy(tmp_path):
     from _helpers import oracle_file
     from sibscan.calibration import calibrate
-    from sibscan.calibration.synthetic import planted_scan
+    from planted_scan import planted_scan
 
     p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=3, modality="text", dim=48)
     cal = tmp_path / "cal"

@@ -57,7 +57,7 @@ def test_the_first_screen_holds_install_scan_report_and_tests():
     assert any(c.startswith("sibscan report ") and "--predictions" in c for c in first), first
     assert TEST_COMMAND in commands
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert f"# README: test command" in ci and f"\n{TEST_COMMAND}\n" in ci
+    assert "# README: test command" in ci and f"\n{TEST_COMMAND}\n" in ci
     assert re.search(r"!\[[^\]]*\]\(docs/img/report\.png\)", text)
     assert (ROOT / "docs" / "img" / "report.png").stat().st_size < 300_000
 
@@ -88,7 +88,8 @@ def test_report_prints_the_accuracy_split_and_what_was_not_assessed(tmp_path):
     assert lines[5].lstrip().startswith("difference (exact twins − not)") and lines[5].endswith(" pp")
     split = lines[1:next(i for i, ln in enumerate(lines) if ln.startswith("wrote "))]
     assert split[-1].startswith("  near copies: not assessed (no cutoff)"), split
-    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--cutoff", "0.9"])
+    res = CliRunner().invoke(app,
+                             ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--cutoff", "0.9"])
     assert res.exit_code == 0 and "  flagged rows " in res.stdout and "not assessed" not in res.stdout, res.output
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "md"])
     assert res.exit_code == 0 and "accuracy:" not in res.stdout
@@ -130,7 +131,8 @@ def test_the_first_result_runs_as_written(tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     out = ""
     for command in commands:
-        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        run = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=300)
         assert run.returncode == 0, f"{command}\n{run.stdout}\n{run.stderr}"
         out = run.stdout
     lines = out.splitlines()

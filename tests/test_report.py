@@ -128,7 +128,8 @@ def test_per_class_conflicts_and_sources(planted):
     nb = t["neighbours"]
     for i in range(len(nb)):
         if nb["exact"][i] or nb["score"][i] >= CUTOFF:
-            union((nb["query_split"][i], int(nb["query_index"][i])), (nb["neighbour_split"][i], int(nb["neighbour_index"][i])))
+            union((nb["query_split"][i], int(nb["query_index"][i])),
+                  (nb["neighbour_split"][i], int(nb["neighbour_index"][i])))
     label = {("train", i): train.labels[i] for i in range(60)}
     label.update({("test", i): test.labels[i] for i in range(30)})
     comps = defaultdict(set)
@@ -218,8 +219,8 @@ def test_markdown_and_html_come_from_the_json(planted, tmp_path):
     rep = json.loads(written["json"].read_text())
     md = written["md"].read_text()
     assert md == render_markdown(rep)
-    assert (f"accuracy {100 * correct.mean():.1f} % (n=30); 10 of 30 test items (33.3 %) flagged at verified similarity ≥ 0.9000 "
-            "(recorded by the scan; no hand labels of this data, so no sibling-rate interval") in md
+    assert (f"accuracy {100 * correct.mean():.1f} % (n=30); 10 of 30 test items (33.3 %) flagged at verified "
+            "similarity ≥ 0.9000 (recorded by the scan; no hand labels of this data, so no sibling-rate interval") in md
     assert rep["headline"]["state"] == "baseline_only" and rep["headline"]["lo"] is None and rep["headline"]["text"] in md
     page = written["html"].read_text()
     sd = ScanDir(d)
@@ -236,7 +237,8 @@ def test_cutoff_override_and_no_cutoff(tmp_path):
     assert r["headline"]["state"] == "not_assessed" and r["headline"]["estimate"] is None
     assert "sibling rate not assessed (no cutoff" in render_markdown(r)
     r2 = build_report(tmp_path, cutoff=0.95)
-    assert r2["cutoff"]["source"] == "uncalibrated" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3  # 0.95, 0.97, 0.99
+    # 0.95, 0.97, 0.99
+    assert r2["cutoff"]["source"] == "uncalibrated" and r2["sibling_rate"]["test_to_train"]["near"]["count"] == 3
     with pytest.raises(SibscanError, match=r"--cutoff is a similarity in \[-1, 1\], got 3"):
         build_report(tmp_path, cutoff=3)
 
@@ -251,7 +253,9 @@ def test_predictions_file_and_bad_correct(tmp_path):
     assert r["accuracy"]["siblings"]["all"]["accuracy"] == pytest.approx(0.5)
     with pytest.raises(InputError, match=r"correct has shape \(3,\); expected \(30,\)"):
         build_report(tmp_path, correct=np.ones(3, bool))
-    res = CliRunner().invoke(app, ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(app,
+                             ["report", str(tmp_path), "--predictions", str(f), "--format", "md", "--out",
+                              str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     assert res.output.startswith("accuracy 50.0 % (n=30); 10 of 30 test items (33.3 %) flagged") and (tmp_path / "o" / "report.md").exists()
     res = CliRunner().invoke(app, ["report", str(tmp_path), "--format", "pdf"])
@@ -289,7 +293,7 @@ def test_text_and_image_gallery(tmp_path):
 def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     """`sibscan calibrate SCAN` then `sibscan report SCAN`: the report picks up SCAN/calibration."""
     from sibscan.calibration import calibrate
-    from sibscan.calibration.synthetic import oracle_labels, planted_scan
+    from planted_scan import oracle_labels, planted_scan
     from sibscan.report import build_report
     from sibscan.store.scandir import ScanDir as _ScanDir
 
@@ -300,7 +304,9 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
     m = sd.manifest()
     top = sd.neighbours().top1()
     pairs = list(zip(top["query_id"].tolist(), top["neighbour_id"].tolist()))
-    labels = write_labels(tmp_path, ({"query_id": q, "neighbour_id": t, "label": lab, "dataset_fingerprint": m["dataset_fingerprint"],
+    labels = write_labels(tmp_path,
+                          ({"query_id": q, "neighbour_id": t, "label": lab,
+                            "dataset_fingerprint": m["dataset_fingerprint"],
                                       "encoder_identity": m["encoder"]["identity"], "verifier_identity": None}
                                      for (q, t), lab in zip(pairs, oracle_labels(planted, pairs))))
     cal = calibrate(scan, labels=str(labels), ui="none")
@@ -311,7 +317,7 @@ def test_report_uses_the_scans_own_calibration_when_it_has_a_cutoff(tmp_path):
 
 
 def test_markdown_says_when_the_calibration_cannot_support_its_cutoff(tmp_path):
-    from sibscan.calibration.synthetic import planted_scan
+    from planted_scan import planted_scan
     from sibscan.report import build_report, render_markdown
 
     planted = planted_scan(tmp_path / "scan", n_train=200, n_test=100, rate=0.1, seed=5)

@@ -74,7 +74,8 @@ def test_a_similarity_of_float_noise_above_one_prints_as_one(tmp_path):
         "query_split": ["test", "test"], "query_id": ["x", "y"], "query_index": [0, 1], "rank": [0, 0],
         "neighbour_split": ["train", "train"], "neighbour_id": ["a", "b"], "neighbour_index": [0, 1],
         "similarity": [noise, 0.3], "exact": [False, False]}))
-    sd.write_manifest({"status": "complete", "cutoff": {"value": 0.9, "source": "uncalibrated", "interval": [0.9, noise]}})
+    sd.write_manifest({"status": "complete",
+                       "cutoff": {"value": 0.9, "source": "uncalibrated", "interval": [0.9, noise]}})
     written = write_reports(sd.path, formats=["html", "md", "json"])
     page, md = written["html"].read_text(), written["md"].read_text()
     page = page[:page.index("<h2>Manifest</h2>")]  # the manifest is shown as its JSON, full values

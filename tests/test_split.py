@@ -33,7 +33,8 @@ def components_reference(n, edges):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60))))
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n),
+                                                      st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=60))))
 def test_components_match_reference(case):
     n, edges = case
     a = np.array([e[0] for e in edges], np.int64)
@@ -114,10 +115,13 @@ def test_split_cli(tmp_path):
     new_test = list(csv.DictReader((tmp_path / "rs" / "test.csv").open()))
     new_train = list(csv.DictReader((tmp_path / "rs" / "train.csv").open()))
     assert not {x["group"] for x in new_test} & {x["group"] for x in new_train}
-    r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(out), "--resplit", str(tmp_path / "rs"), "--test-size", "0"])
+    r = CliRunner().invoke(app,
+                           ["split", str(tmp_path / "scan"), "--out", str(out), "--resplit", str(tmp_path / "rs"),
+                            "--test-size", "0"])
     assert r.exit_code == 1 and "error: --test-size is a fraction in (0, 1), got 0.0" in r.output
     # without --resplit too (it was accepted, and ignored), and before anything is written
-    r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g2.csv"), "--test-size", "1.5"])
+    r = CliRunner().invoke(app,
+                           ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g2.csv"), "--test-size", "1.5"])
     assert r.exit_code == 1 and "error: --test-size is a fraction in (0, 1), got 1.5" in r.output
     assert not (tmp_path / "g2.csv").exists()
 
@@ -134,7 +138,8 @@ def test_split_reads_the_labels_once_and_warns_once(tmp_path):
     (cal / "cutoff.json").write_text('{"cutoff": 0.9, "interv')
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        r = CliRunner().invoke(app, ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g.csv"), "--cutoff", "0.9",
+        r = CliRunner().invoke(app,
+                               ["split", str(tmp_path / "scan"), "--out", str(tmp_path / "g.csv"), "--cutoff", "0.9",
                                      "--json"])
     assert r.exit_code == 0, r.output
     assert sum("cutoff.json" in str(w.message) for w in got) == 1

@@ -29,7 +29,8 @@ def test_json_contract(tmp_path):
     assert out["acc_original_std"] == pytest.approx(float(np.std(out["acc_original"])))  # population std
     assert out["time_matters"] is False and out["time_matters_2std"] is False  # invariant classifier
     assert json.loads((tmp_path / "r.json").read_text()) == out
-    text = runner.invoke(app, ["temporal", str(train), str(test), "-c", "euclidean-1nn", "--runs", "2", "--no-progress"])
+    text = runner.invoke(app,
+                         ["temporal", str(train), str(test), "-c", "euclidean-1nn", "--runs", "2", "--no-progress"])
     assert text.exit_code == 0 and "verdict: time does not matter" in text.output
 
 
@@ -41,7 +42,8 @@ def test_json_contract(tmp_path):
     (["--augment", "0.1"], "apply to --archive only"),
 ])
 def test_options_are_checked_before_reading(tmp_path, args, message):
-    res = runner.invoke(app, ["temporal", str(tmp_path / "missing_TRAIN.tsv"), str(tmp_path / "missing_TEST.tsv"), *args])
+    res = runner.invoke(app,
+                        ["temporal", str(tmp_path / "missing_TRAIN.tsv"), str(tmp_path / "missing_TEST.tsv"), *args])
     assert res.exit_code != 0 and message in res.output, res.output
 
 
@@ -120,7 +122,8 @@ def test_archive_ray_equals_local(tmp_path, local_ray):
     config = ArchiveConfig.build(["euclidean-1nn"], runs=2)
     local = run_archive(root, tmp_path / "local", config, progress=False)
     remote = run_archive(root, tmp_path / "ray", config, engine="ray", progress=False)
-    assert remote["datasets"] == [dict(r, seconds=remote["datasets"][i]["seconds"]) for i, r in enumerate(local["datasets"])]
+    assert remote["datasets"] == [dict(r, seconds=remote["datasets"][i]["seconds"])
+                                  for i, r in enumerate(local["datasets"])]
     assert remote["skipped"] == local["skipped"]
 
 

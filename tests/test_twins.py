@@ -275,7 +275,8 @@ def test_cli_npy_with_label_files(tmp_path):
     (tmp_path / "ytr.txt").write_text("\n".join(train.labels) + "\n")
     (tmp_path / "yte.txt").write_text("\n".join(test.labels) + "\n")
     result = runner.invoke(app, ["twins", str(tmp_path / "xtr.npy"), str(tmp_path / "xte.npy"), "--json",
-                                 "--labels-train", str(tmp_path / "ytr.txt"), "--labels-test", str(tmp_path / "yte.txt")])
+                                 "--labels-train", str(tmp_path / "ytr.txt"), "--labels-test",
+                                 str(tmp_path / "yte.txt")])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["test_twins_without_same_label_train_twin"] == 3
 

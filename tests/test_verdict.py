@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import sibscan
 from _helpers import oracle_file
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.cli import app
 from sibscan.verdict import Verdict
 
@@ -64,7 +64,8 @@ def test_the_scan_summary_prints_the_verdicts_sentence(tmp_path):
     header = "id," + ",".join(f"v{j}" for j in range(12)) + "\n"
     (d / "train.csv").write_text(header + "\n".join(rows[:40]) + "\n")
     (d / "test.csv").write_text(header + "\n".join(rows[:5] + rows[40:]) + "\n")  # five copies and a fresh walk
-    res = runner.invoke(app, ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "s"), "--cutoff", "0.99",
+    res = runner.invoke(app,
+                        ["scan", str(d / "train.csv"), str(d / "test.csv"), "--out", str(d / "s"), "--cutoff", "0.99",
                               "--id", "id", "--no-verify", "--baseline-pairs", "200", "-q"], env=WIDE)
     assert res.exit_code == 0, res.output
     text = Verdict.open(d / "s").sentence

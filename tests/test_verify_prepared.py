@@ -208,7 +208,8 @@ def test_prepared_sides_are_filled_batch_by_batch_without_concatenating(monkeypa
                 torch.testing.assert_close(b[key], a[key], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("options", [{"colour": "rgb"}, {"detail": 0.0}, {"flip": False, "scales": (1.0,), "max_shift": 0}])
+@pytest.mark.parametrize("options",
+                         [{"colour": "rgb"}, {"detail": 0.0}, {"flip": False, "scales": (1.0,), "max_shift": 0}])
 def test_imagecorr_options_match_the_per_pair_path(folder, options, one_thread):
     from sibscan.kernels.paircorr import image_pair_corr
     from sibscan.verify.images import ImageCorrVerifier

@@ -210,7 +210,7 @@ def test_the_windows_view_prints_progress_with_an_eta_off_a_terminal(monkeypatch
     monkeypatch.setenv("SIBSCAN_PROGRESS_INTERVAL", "0.02")
     monkeypatch.setattr(ws, "_QUERY_BLOCK", 1)
     monkeypatch.setattr(ws, "_ADD_BLOCK", 1)
-    real_blocks, real_whole = ws._window_blocks, ws._whole_and_mirror
+    real_blocks = ws._window_blocks
 
     def slow_blocks(*a):  # each image's windows take longer than the interval
         for block in real_blocks(*a):

@@ -12,5 +12,6 @@ from ..runrecord import VerifyResult, verify_run
 from .result import CHECK_NAMES, AuditResult, Check, check_name
 from .run import AuditConfig, run_audit
 
-__all__ = sorted(["AuditConfig", "AuditResult", "CHECK_NAMES", "Check", "VerifyResult", "check_name", "run_audit",
-                  "verify_run"])
+__all__ = [
+    "AuditConfig", "AuditResult", "CHECK_NAMES", "Check", "VerifyResult", "check_name", "run_audit", "verify_run"
+]

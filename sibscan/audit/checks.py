@@ -16,7 +16,8 @@ from .denominator import Aligned, first
 from .metrics import per_sample_error, window
 from .result import Check
 
-__all__ = ["AGREEMENT_MARGIN", "agreement_limit", "nan_free", "not_targets", "init_window", "near_perfect_share", "combine_runs"]
+__all__ = ["AGREEMENT_MARGIN", "agreement_limit", "nan_free", "not_targets", "init_window", "near_perfect_share",
+           "combine_runs"]
 
 _NON_FINITE_WORDS = ("", "nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
 
@@ -163,7 +164,8 @@ def combine_runs(per_run: List[Tuple[str, Check]]) -> Check:
     failed = [(run, c) for run, c in per_run if not c.passed]
     detail = {"runs": {run: {"passed": c.passed, **c.detail} for run, c in per_run}}
     if failed:
-        summary = f"fails in {len(failed)} of {len(per_run)} runs — " + "; ".join(f"{r}: {c.summary}" for r, c in failed)
+        summary = (f"fails in {len(failed)} of {len(per_run)} runs — "
+                   + "; ".join(f"{r}: {c.summary}" for r, c in failed))
         limitation = " ".join(f"{r}: {c.limitation or c.summary}" for r, c in failed)
     else:
         summary = f"all {len(per_run)} runs: {per_run[0][1].summary}" if len(set(c.summary for _, c in per_run)) == 1 \

@@ -17,7 +17,8 @@ def render_audit_markdown(result: AuditResult) -> str:
     verdict = "passed" if result.passed else "FAILED"
     lines = ["# Evaluation audit", "",
              f"**{verdict}**: {sum(c.passed for c in result.checks.values())} of {len(result.checks)} checks passed"
-             + (f"; task {result.task}, {result.n_items} test items, {result.n_runs} run(s)" if result.task else "") + ".",
+             + (f"; task {result.task}, {result.n_items} test items, {result.n_runs} run(s)" if result.task
+                else "") + ".",
              ""]
     lines += honest_reporting(result.reporting, result.limitations)
     lines += ["## Checks", "", "| check | result | what was found |", "|---|---|---|"]

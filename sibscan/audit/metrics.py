@@ -163,8 +163,10 @@ def per_sample_error(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
 def _non_finite(p: np.ndarray, y: np.ndarray) -> str:
     """Which side holds NaN/Inf, counted in samples (``"1 of 60 targets hold NaN/Inf"``), or ``""``."""
     n = len(p)
-    counts = [(int((~np.isfinite(a.reshape(n, -1))).any(axis=1).sum()), what) for a, what in ((p, "predictions"), (y, "targets"))]
-    return " and ".join(f"{c} of {n} {what}" for c, what in counts if c) + " hold NaN/Inf" if any(c for c, _ in counts) else ""
+    counts = [(int((~np.isfinite(a.reshape(n, -1))).any(axis=1).sum()), what)
+              for a, what in ((p, "predictions"), (y, "targets"))]
+    return " and ".join(f"{c} of {n} {what}" for c, what in counts
+                        if c) + " hold NaN/Inf" if any(c for c, _ in counts) else ""
 
 
 def compute_metrics(pred: np.ndarray, target: np.ndarray, task: str, init_steps: Optional[int] = None) -> dict:

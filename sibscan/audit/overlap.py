@@ -42,7 +42,8 @@ def _pair(reference: Items, test: Items, decimals: int, znorm: bool) -> dict:
 def val_split_check(*, val: Optional[Items] = None, test: Optional[Items] = None, train: Optional[Items] = None,
                     selection_has_val: bool = False, decimals: int = 6, znorm: bool = False, max_overlap: float = 0.0,
                     val_siblings: Optional[dict] = None, train_siblings: Optional[dict] = None,
-                    near_unassessed: str = "exact twins only (audit a scan with a cutoff, --scan DIR, for siblings)") -> Check:
+                    near_unassessed: str = "exact twins only (audit a scan with a cutoff, --scan DIR, for siblings)",
+                    ) -> Check:
     """Fail when there is no validation split, or when more than ``max_overlap`` of the test items have
     a twin (or, with ``val_siblings``, a sibling) in it.
 

@@ -91,5 +91,6 @@ class AuditResult:
         if self.scan is not None:
             out["scan"] = self.scan
         if self.record is not None:
-            out["run"] = {k: self.record.get(k) for k in ("identity", "started", "ended", "resumed", "model_revision", "seeds")}
+            out["run"] = {k: self.record.get(k)
+                          for k in ("identity", "started", "ended", "resumed", "model_revision", "seeds")}
         return out

@@ -136,7 +136,8 @@ class AuditConfig:
         if self.published and not self.predictions:
             raise SibscanError("--published baselines are compared with metrics: add prediction files and --targets")
         if self.published_source and not self.published:
-            raise SibscanError("--published-source names where --published values come from; add --published METRIC=VALUE")
+            raise SibscanError("--published-source names where --published values come from; add --published "
+                               "METRIC=VALUE")
         check_int(self.decimals, "--decimals", 0)
 
     def parameters(self) -> dict:
@@ -152,8 +153,8 @@ def _run_names(paths: List[Path]) -> List[str]:
 
 def _check_task(task: str, target: Column, cfg: AuditConfig) -> None:
     if task in ("regression", "forecast") and not target.numeric:
-        raise InputError(f"a {task} audit needs numeric targets, but these are labels (e.g. {str(target.values[0])!r}); "
-                         "use --task classification", path=target.path)
+        raise InputError(f"a {task} audit needs numeric targets, but these are labels (e.g. "
+                         f"{str(target.values[0])!r}); use --task classification", path=target.path)
     if task == "forecast" and target.values.ndim < 2:
         raise InputError("a forecast audit needs an array per sample, shape (n_samples, n_steps, ...); these are "
                          "scalars: use --task regression", path=target.path)
@@ -164,8 +165,8 @@ def _check_task(task: str, target: Column, cfg: AuditConfig) -> None:
             raise SibscanError(f"--init-steps {cfg.init_steps} leaves nothing to score: the targets have "
                                f"{target.values.shape[1]} steps")
     if task != "classification" and (cfg.max_agreement is not None or cfg.val_accuracy is not None):
-        raise SibscanError(f"--max-agreement and --val-accuracy limit the share of class labels equal to their targets, "
-                           f"not {task} values; for those use --max-perfect-share")
+        raise SibscanError("--max-agreement and --val-accuracy limit the share of class labels equal to their "
+                           f"targets, not {task} values; for those use --max-perfect-share")
     wrong = sorted(set(cfg.published) - set(TASK_METRICS[task]))
     if wrong:
         raise SibscanError(f"--published {wrong[0]} is not a {task} metric; available: {', '.join(TASK_METRICS[task])}")
@@ -243,7 +244,8 @@ def _reporting(cfg: AuditConfig, checks: Dict[str, Check], metrics: dict, n_runs
         tt = val.detail["train_test"]
         sib = {"kind": "exact twins only; near siblings not assessed", "count": tt["test_rows_with_twin"],
                "n": tt["n_test"], "rate": tt["share"], "interval": None, "state": "exact_only"}
-    return {"metrics": {m: {k: a.get(k) for k in ("name", "formula", "mean", "std", "n_runs")} for m, a in metrics.items()},
+    return {"metrics": {m: {k: a.get(k) for k in ("name", "formula", "mean", "std", "n_runs")}
+                        for m, a in metrics.items()},
             "published": {m: {"value": v, "source": cfg.published_source} for m, v in cfg.published.items()},
             "seeds": {"n_runs": n_runs, "values": cfg.seeds}, "validation_split": val_used, "sibling_rate": sib}
 

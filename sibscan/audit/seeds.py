@@ -5,7 +5,7 @@ another seed; with one run it is None, never 0. Fewer than :data:`MIN_RUNS` runs
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import numpy as np
 

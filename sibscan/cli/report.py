@@ -31,14 +31,14 @@ def register(app: typer.Typer) -> None:
         test item judged a sibling with its partner and why (flagged.csv).
         """
         from ..atomic import dumps_json
-        from ..report import build_report, headline, write_reports
+        from ..report import build_report, sentence_with_accuracy, write_reports
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
         written = write_reports(scan_dir, format.split(","), out=out, report=rep, absolute_paths=absolute_paths)
         if as_json:
-            typer.echo(dumps_json({"headline": rep["headline"], "sentence": headline(rep), "n_flagged": len(rep["flagged"]),
+            typer.echo(dumps_json({"headline": rep["headline"], "sentence": sentence_with_accuracy(rep), "n_flagged": len(rep["flagged"]),
                                    "written": {fmt: str(path) for fmt, path in written.items()}}))
             return
-        typer.echo(headline(rep) + ".")
+        typer.echo(sentence_with_accuracy(rep) + ".")
         if rep["headline"].get("note"):
             typer.echo(f"note: {rep['headline']['note']}")
         if rep.get("accuracy"):

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from ..items import MODALITIES
-from ._common import Command, choice, flag, json_flag, parse_int_list, user_errors
+from ._common import Command, choice, flag, parse_int_list, user_errors
 
 HELP = (
     'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'

@@ -122,7 +122,8 @@ def audit(
         all_sources[UNNAMED] = corpus
     unknown = set(controls or {}) - set(all_sources)
     if unknown:
-        raise SibscanError(f"controls for unknown source(s) {sorted(unknown)}; sources: {', '.join(all_sources) or 'none'}")
+        raise SibscanError(f"controls for unknown source(s) {sorted(unknown)}; sources: "
+                           f"{', '.join(all_sources) or 'none'}")
     label_map = load_labels(labels, ex) if labels is not None else None
     if model is None and complete is None and not all_sources:
         raise SibscanError("nothing to audit with: give a corpus or sources, a model, or a completer")

@@ -64,7 +64,8 @@ class ContaminationConfig:
             (0.0 < self.k <= 1.0, f"k is a fraction in (0, 1], got {self.k}"),
             (0.0 < self.overlap_floor <= 1.0, f"overlap_floor is a fraction in (0, 1], got {self.overlap_floor}"),
             (self.run_floor >= 1, f"run_floor must be >= 1 words, got {self.run_floor}"),
-            (0.0 < self.control_percentile < 100.0, f"control_percentile must be in (0, 100), got {self.control_percentile}"),
+            (0.0 < self.control_percentile < 100.0, "control_percentile must be in (0, 100), got "
+                                                    f"{self.control_percentile}"),
             (0.0 < self.prefix_fraction < 1.0, f"prefix_fraction is a fraction in (0, 1), got {self.prefix_fraction}"),
             (self.prevalence is None or 0.0 < self.prevalence < 1.0,
              f"prevalence is a fraction in (0, 1), got {self.prevalence}"),

@@ -93,7 +93,8 @@ def as_examples(data) -> Examples:
     ids, texts, skipped = [], [], []
     for row, (i, t) in enumerate(pairs):
         if not isinstance(t, str):
-            raise InputError(f"example {i!r}: text is a {type(t).__name__}, expected a string", path="examples", row=row)
+            raise InputError(f"example {i!r}: text is a {type(t).__name__}, expected a string", path="examples",
+                             row=row)
         if not t.strip():
             skipped.append(Skipped(where=f"examples, row {row} (id {i!r})", reason="empty text"))
             continue

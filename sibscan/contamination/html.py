@@ -42,7 +42,8 @@ def render_html(result: ContaminationResult, max_examples: Optional[int] = 2000)
     d = result.to_dict()
     s = d["summary"]
     f = s["flagged"]
-    parts: List[str] = [f"<!doctype html><meta charset='utf-8'><title>sibscan contamination</title><style>{_CSS}</style>",
+    parts: List[str] = ["<!doctype html><meta charset='utf-8'><title>sibscan "
+                        f"contamination</title><style>{_CSS}</style>",
                         "<h1>Benchmark contamination</h1>"]
     rate = "not assessed" if f["rate"] is None else f"{f['rate']:.1%}"
     parts.append(f"<p><b>{f['count']}</b> of {f['n']} examples flagged ({rate}); {s['n_unscorable']} shorter than "
@@ -59,8 +60,8 @@ def render_html(result: ContaminationResult, max_examples: Optional[int] = 2000)
                      f"<th>overlap threshold</th><th>from</th></tr>{rows}</table>")
     ev = d.get("evaluation")
     if ev:
-        rows = "".join(f"<tr><td>{escape(m)}</td><td>{_fmt(a, '.3f')}</td><td>{_fmt(ev['weights'].get(m), '.2f')}</td></tr>"
-                       for m, a in ev["auc"].items())
+        rows = "".join(f"<tr><td>{escape(m)}</td><td>{_fmt(a, '.3f')}</td>"
+                       f"<td>{_fmt(ev['weights'].get(m), '.2f')}</td></tr>" for m, a in ev["auc"].items())
         parts.append(f"<h2>Labelled examples ({ev['n_labelled']}, {ev['n_contaminated']} contaminated)</h2>"
                      f"<table><tr><th>method</th><th>AUC</th><th>weight</th></tr>{rows}</table>")
         fl = ev.get("flags")

@@ -47,8 +47,8 @@ import numpy as np
 
 from ..atomic import save_npy, write_json
 from ..errors import CompatibilityError, InputError, SibscanError
+from ..progress import bar as progress_bar
 from .corpus import CorpusLike, CorpusReader
-from .progress import Progress
 from .shardlayout import DEFAULT_LAYOUT, layout_for_format, layout_named
 from .tasks import hash_batch, merge_range, range_bounds, tag_path
 
@@ -313,7 +313,7 @@ class _LocalTasks:
 def _map(tasks, batches, n: int, runs_dir: Path, progress: bool) -> _BuildStats:
     stats = _BuildStats()
     results: Dict[int, str] = {}
-    with Progress("index: documents hashed", enabled=progress, unit="docs") as bar:
+    with progress_bar(None, "index: documents hashed", "docs", enabled=progress) as bar:
         for i, n_docs, (hashes, tags, n_words, n_ngrams) in tasks.map_batches(batches, n):
             f = runs_dir / f"run-{i:05d}.npy"
             save_npy(tag_path(f), tags)
@@ -331,7 +331,7 @@ def _map(tasks, batches, n: int, runs_dir: Path, progress: bool) -> _BuildStats:
 def _reduce(tasks, run_paths: List[str], edges, path: Path, shard_layout, progress: bool) -> List[dict]:
     ranges = [(int(edges[j]), int(edges[j + 1])) for j in range(len(edges) - 1)]
     shards: Dict[int, dict] = {}
-    with Progress("index: shards merged", total=len(ranges), enabled=progress, unit="shards") as bar:
+    with progress_bar(len(ranges), "index: shards merged", "shards", enabled=progress) as bar:
         for j, (table, tags) in tasks.reduce_ranges(run_paths, ranges):
             shards[j] = shard_layout.write(path, j, ranges[j][0], ranges[j][1], table, tags)
             bar.update()

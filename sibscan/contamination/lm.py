@@ -214,8 +214,8 @@ class CausalLM:
         ids = self.encode(prefix)
         x = torch.tensor([ids], device=self.device)
         with torch.inference_mode():
-            out = self.model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=int(max_new_tokens),
-                                      do_sample=False, pad_token_id=self._pad)
+            out = self.model.generate(input_ids=x, attention_mask=torch.ones_like(x),
+                                      max_new_tokens=int(max_new_tokens), do_sample=False, pad_token_id=self._pad)
         return self.tokenizer.decode(out[0, len(ids):], skip_special_tokens=True)
 
 
@@ -275,6 +275,7 @@ def load_causal_lm(name: str = DEFAULT_MODEL, device: str = "auto", batch_size: 
             model = transformers.AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except (OSError, ValueError) as exc:  # a missing folder or an invalid hub name
         raise SibscanError(f"cannot load model {name!r} from local files ({str(exc).splitlines()[0]}); sibscan "
-                           "never downloads weights: give a .gguf file, a save_pretrained folder, or 'smollm2'") from None
+                           "never downloads weights: give a .gguf file, a save_pretrained folder, "
+                           "or 'smollm2'") from None
     label = f"{name}" if gguf_file is None else f"{gguf_file}"
     return CausalLM(model, tok, label, device=device, batch_size=batch_size, max_tokens=max_tokens)

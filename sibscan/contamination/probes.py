@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Callable, Dict, Sequence
 
 from ..errors import SibscanError
+from ..progress import bar as progress_bar
 from .guided import DEFAULT_PREFIX_FRACTION, guided_score
 from .minkprob import DEFAULT_K, min_k_scores
-from .progress import Progress
 from .resultcache import ResultCache
 
 __all__ = ["score_logprobs", "score_guided"]
@@ -39,13 +39,14 @@ def score_logprobs(ids: Sequence[str], texts: Sequence[str], scorer, cache: Resu
     todo = [i for i in range(len(ids)) if cache.get(ids[i], texts[i]) is None]
     batched = not hasattr(scorer, "url")  # a local model takes a list of texts
     done = len(ids) - len(todo)
-    with Progress("min-k%++: examples scored", total=len(ids), enabled=progress, unit="examples") as bar:
+    with progress_bar(len(ids), "min-k%++: examples scored", "examples", enabled=progress) as bar:
         bar.update(done)
         try:
             step = chunk if batched else 1
             for a in range(0, len(todo), step):
                 part = todo[a:a + step]
-                stats = scorer.token_stats([texts[i] for i in part]) if batched else [scorer.token_stats(texts[part[0]])]
+                stats = (scorer.token_stats([texts[i] for i in part]) if batched
+                         else [scorer.token_stats(texts[part[0]])])
                 for i, (lp, mu, sd) in zip(part, stats):
                     res = min_k_scores(lp, mu, sd, k=k)
                     res["min_k_pp_support"] = support
@@ -67,7 +68,7 @@ def score_guided(ids: Sequence[str], texts: Sequence[str], completer, cache: Res
     """
     complete: Callable[[str, int], str] = getattr(completer, "complete", completer)
     done = 0
-    with Progress("guided: examples continued", total=len(ids), enabled=progress, unit="examples") as bar:
+    with progress_bar(len(ids), "guided: examples continued", "examples", enabled=progress) as bar:
         try:
             for i in range(len(ids)):
                 if cache.get(ids[i], texts[i]) is None:

@@ -3,7 +3,8 @@ the index files are identical (tested byte for byte).
 
 Map: the driver streams the corpus and sends each batch of documents to a task (at most two
 batches per CPU in flight, so the driver's memory stays bounded); the task returns the batch's
-sorted distinct hashes with their position tags and the driver writes the run.  Reduce: one task per hash range reads the
+sorted distinct hashes with their position tags and the driver writes the run.  Reduce: one task per hash range reads
+the
 runs from the index folder (on a cluster: a shared filesystem at the same path) and returns the
 shard.
 """

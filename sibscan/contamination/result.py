@@ -128,8 +128,8 @@ class ContaminationResult:
                            f"{self.config.run_floor} words (the floors: no --control texts)")
                 continue
             well = "well estimated" if th.is_well_estimated else f"NOT well estimated: {th.n_needed} needed"
-            out.append(f"source {name}: flagged at overlap > {th.threshold:.3f} or a run of > {th.run_threshold} words, "
-                       f"the {th.percentile:g}th percentile of {th.n_controls} control texts ({well})")
+            out.append(f"source {name}: flagged at overlap > {th.threshold:.3f} or a run of > {th.run_threshold} "
+                       f"words, the {th.percentile:g}th percentile of {th.n_controls} control texts ({well})")
         return out
 
     def _evaluation_lines(self) -> List[str]:
@@ -138,7 +138,8 @@ class ContaminationResult:
         if not d:
             return []
         auc = ", ".join(f"{m} {'n/a' if a is None else format(a, '.3f')}" for m, a in d["auc"].items())
-        out = [f"labelled examples: {d['n_labelled']} ({d['n_contaminated']} contaminated); AUC: {auc or 'no method ran'}"]
+        out = [f"labelled examples: {d['n_labelled']} ({d['n_contaminated']} contaminated); AUC: "
+               f"{auc or 'no method ran'}"]
         fl = d.get("flags")
         left = d.get("n_without_verdict", 0)
         unscored = f"; {left} labelled example(s) without a verdict (shorter than n words) left out" if left else ""
@@ -151,8 +152,9 @@ class ContaminationResult:
                 f"{unscored}")
         if "prevalence" in fl:
             prec = fl.get("precision_at_prevalence")
-            line += (f"; at prevalence {fl['prevalence']:.1%}: precision {'n/a' if prec is None else format(prec, '.3f')}, "
-                     f"expected review queue {fl['review_queue_size']:.1f} of {len(self.examples.ids)}")
+            line += (f"; at prevalence {fl['prevalence']:.1%}: precision "
+                     f"{'n/a' if prec is None else format(prec, '.3f')}, expected review queue "
+                     f"{fl['review_queue_size']:.1f} of {len(self.examples.ids)}")
         out.append(line)
         return out
 
@@ -189,6 +191,6 @@ class ContaminationResult:
         for name, idx in self.indexes.items():
             bad = idx.manifest["skipped"]
             if bad:
-                lines.append(f"source {name}: {len(bad)} corpus file(s)/line(s) skipped, first {bad[0]['path']} at byte "
-                             f"{bad[0]['offset']}: {bad[0]['reason']} (all in --json)")
+                lines.append(f"source {name}: {len(bad)} corpus file(s)/line(s) skipped, first {bad[0]['path']} at "
+                             f"byte {bad[0]['offset']}: {bad[0]['reason']} (all in --json)")
         return "\n".join(lines)

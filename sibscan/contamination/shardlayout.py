@@ -75,7 +75,8 @@ class BucketedShards(ShardLayout):
 
     def _open(self, folder, shard):
         counts = np.load(folder / shard["buckets"])
-        return counts, np.load(folder / shard["file"], mmap_mode="r"), bucket_span(int(shard["lo"]), int(shard["hi"]))[0]
+        return counts, np.load(folder / shard["file"],
+                               mmap_mode="r"), bucket_span(int(shard["lo"]), int(shard["hi"]))[0]
 
     def lookup(self, folder, shard, queries):
         counts, packed, first = self._open(folder, shard)

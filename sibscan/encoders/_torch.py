@@ -24,7 +24,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ..device import resolve_device
-from ..errors import InputError, SibscanError, require
+from ..errors import SibscanError, require
 from .base import Encoder
 
 __all__ = ["TorchEncoder", "TextTorchEncoder", "file_sha256", "short_hash"]

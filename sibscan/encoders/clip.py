@@ -47,7 +47,8 @@ _OPTIONS = ("model", "pretrained", "checkpoint", "random_init", "seed", "runtime
 _LOADED: Dict[Tuple[str, str], Tuple[Any, Any, str]] = {}
 
 
-def _weights_key(model: str, pretrained: Optional[str], checkpoint: Optional[str], random_init: bool, seed: int) -> Tuple[str, Optional[str]]:
+def _weights_key(model: str, pretrained: Optional[str], checkpoint: Optional[str], random_init: bool,
+                 seed: int) -> Tuple[str, Optional[str]]:
     """Decide which weights to load: ``("tag", TAG)``, ``("checkpoint", PATH)`` or ``("random", None)``."""
     if checkpoint is not None and pretrained is not None and str(pretrained).lower() not in _RANDOM:
         raise SibscanError("pass either --pretrained TAG or --checkpoint FILE for clip, not both")
@@ -174,7 +175,8 @@ class _ClipBase:
         seed = int(options.pop("seed", 0))
         common = {k: options.pop(k) for k in _COMMON if k in options}
         runtime = options.pop("runtime", None) if self.tower == "image" else None
-        reject_options(self.name, options, _OPTIONS if self.tower == "image" else tuple(k for k in _OPTIONS if k != "runtime"))
+        reject_options(self.name, options,
+                       _OPTIONS if self.tower == "image" else tuple(k for k in _OPTIONS if k != "runtime"))
         super().__init__(**common)  # type: ignore[misc]
         self._runtime = runtime
         import open_clip

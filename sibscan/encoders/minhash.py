@@ -83,8 +83,8 @@ class MinHashEncoder(Encoder):
         self.batch_size = int(batch_size)
         self.dim = self.num_perm * (1 << self.bits)
         self.identity = (
-            f"minhash/v{PREPROCESSING_VERSION} num_perm={self.num_perm} bits={self.bits} shingle={self.shingle}{self.n} "
-            f"seed={self.seed} scheme=affine64 norm=nfkc-casefold-ws"
+            f"minhash/v{PREPROCESSING_VERSION} num_perm={self.num_perm} bits={self.bits} "
+            f"shingle={self.shingle}{self.n} seed={self.seed} scheme=affine64 norm=nfkc-casefold-ws"
         )
 
     def signatures(self, batch: Sequence[str]) -> np.ndarray:

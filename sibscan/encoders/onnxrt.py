@@ -153,7 +153,8 @@ class OnnxImageModel:
                                   input_names=["pixels"], output_names=["embedding"],
                                   dynamic_axes={"pixels": {0: "batch"}, "embedding": {0: "batch"}})
         except Exception as exc:  # the exporter raises many types
-            raise SibscanError(f"could not export {encoder.name} to ONNX ({_first(exc)}); use runtime='torch'") from None
+            raise SibscanError(f"could not export {encoder.name} to ONNX ({_first(exc)}); "
+                               "use runtime='torch'") from None
         finally:
             torch.backends.mha.set_fastpath_enabled(fastpath)
         return buf.getvalue()

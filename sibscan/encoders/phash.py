@@ -57,5 +57,6 @@ class PHashEncoder(Encoder):
         return phash_bits(gray, self.hash_size)
 
     def encode(self, batch: Sequence[str]) -> np.ndarray:
-        """Embed the images at the paths ``batch`` (length n): ndarray of shape (n, dim), float32, entries ±1/sqrt(dim)."""
+        """Embed the images at the paths ``batch`` (length n): ndarray of shape (n, dim), float32, entries
+        ±1/sqrt(dim)."""
         return bits_to_vectors(self.bits(batch))

@@ -60,7 +60,8 @@ def shrink_images(
 
     from ..imageio import decode_images
 
-    method = {"box": Image.Resampling.BOX, "lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR}[resample]
+    method = {"box": Image.Resampling.BOX, "lanczos": Image.Resampling.LANCZOS,
+              "bilinear": Image.Resampling.BILINEAR}[resample]
 
     def shrink(im, _path):
         if not color:
@@ -100,7 +101,8 @@ class PixelsEncoder(Encoder):
         self.workers = workers
         self.dim = self.size * self.size * (3 if self.color else 1)
         self.identity = (
-            f"pixels/v{PREPROCESSING_VERSION} size={self.size} {'rgb' if self.color else 'gray'} resample=box norm=mean-std"
+            f"pixels/v{PREPROCESSING_VERSION} size={self.size} {'rgb' if self.color else 'gray'} resample=box "
+            "norm=mean-std"
         )
 
     @classmethod

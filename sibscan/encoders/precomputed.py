@@ -25,14 +25,16 @@ def _read(features: Any, what: str) -> np.ndarray:
         try:
             arr = np.load(features, allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:
-            raise InputError(f"cannot read {what} ({exc}); expected an .npy array of shape (n, dim)", path=features) from None
+            raise InputError(f"cannot read {what} ({exc}); expected an .npy array of shape (n, dim)",
+                             path=features) from None
     else:
         if hasattr(features, "detach"):  # a torch tensor, wherever it lives
             features = features.detach().float().cpu()
         arr = np.asarray(features)
     where = str(features) if isinstance(features, (str, os.PathLike)) else None  # the message names `what` itself
     if arr.ndim != 2 or arr.dtype.kind not in "biuf" or arr.shape[1] == 0:
-        raise InputError(f"{what} must be a numeric array of shape (n, dim), got dtype {arr.dtype} and shape {arr.shape}",
+        raise InputError(f"{what} must be a numeric array of shape (n, dim), got dtype {arr.dtype} and shape "
+                         f"{arr.shape}",
                          path=where)
     bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
     if len(bad):
@@ -62,11 +64,12 @@ class PrecomputedEncoder(Encoder):
     def __init__(self, train: Any, test: Any, *, identity: str, modality: str):
         if not identity or not str(identity).strip():
             raise SibscanError("precomputed features need the identity of the model that made them (features_id=...)")
-        self.features: Dict[str, np.ndarray] = {"train": _read(train, "train_features"), "test": _read(test, "test_features")}
+        self.features: Dict[str, np.ndarray] = {"train": _read(train, "train_features"),
+                                                "test": _read(test, "test_features")}
         dims = {s: f.shape[1] for s, f in self.features.items()}
         if dims["train"] != dims["test"]:
-            raise InputError(f"train_features have {dims['train']} columns but test_features {dims['test']}; both must come "
-                             "from one model", path="test_features")
+            raise InputError(f"train_features have {dims['train']} columns but test_features {dims['test']}; both must "
+                             "come from one model", path="test_features")
         self.dim = int(dims["train"])
         self.identity = str(identity).strip()
         self.modality = modality

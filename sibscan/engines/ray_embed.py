@@ -69,7 +69,8 @@ def ray_block_encoder(
     remote = ray.remote(_encode_on_worker)
     factory_ref = ray.put(factory)
 
-    def encode_blocks(blocks: Iterable[Tuple[np.ndarray, Any]], batch_size: Optional[int]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+    def encode_blocks(blocks: Iterable[Tuple[np.ndarray, Any]],
+                      batch_size: Optional[int]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         pending: Dict[Any, np.ndarray] = {}
         source = iter(blocks)
         exhausted = False

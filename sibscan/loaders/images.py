@@ -70,7 +70,8 @@ def _scan_folder(root: Path) -> Tuple[List[Path], List[str], Optional[List[str]]
             if p.is_symlink():
                 skipped.append(Skipped(where=str(p), reason="symbolic link to a folder, not followed"))
             elif p.suffix.lower() in IMAGE_EXTENSIONS:
-                skipped.append(Skipped(where=str(p), reason="a folder named like an image, not an image file (images inside it are scanned)"))
+                skipped.append(Skipped(where=str(p), reason="a folder named like an image, not an image file "
+                                                            "(images inside it are scanned)"))
         for name in names:
             p = base / name
             if p.suffix.lower() not in IMAGE_EXTENSIONS:
@@ -141,7 +142,6 @@ def _scan_listing(path: Path, label, id_field, group, path_field):
                 path=path,
             )
     raw = column(columns, names, path_field, "path", path)
-    n = len(raw)
     ids = id_column(columns, names, id_field, path, lines)
     if label is None:  # a column named like a label is one, as in a table (--label names another)
         label = label_field(names, (path_field, id_field, group))
@@ -200,7 +200,8 @@ def load_images(
         groups, lines = None, []
         if not files:
             first = f"; left out: {walk_skipped[0].where}: {walk_skipped[0].reason}" if walk_skipped else ""
-            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively){first}", path=src)
+            raise InputError(f"no images found (looked for {', '.join(IMAGE_EXTENSIONS)}, recursively){first}",
+                             path=src)
     elif src.is_file():
         if src.suffix.lower() not in LISTING_EXTENSIONS:
             raise InputError(

@@ -309,7 +309,8 @@ def _kind_of_values(values: Any) -> str:
         return "image"
     if isinstance(first, str):
         return "text"
-    if isinstance(first, (int, float, bool, np.number)) and all(isinstance(v, (int, float, bool, np.number)) for v in seq):
+    number = (int, float, bool, np.number)
+    if isinstance(first, number) and all(isinstance(v, number) for v in seq):
         return "numeric"
     if isinstance(first, (list, tuple, np.ndarray)) and np.asarray(first).dtype.kind in "biuf":
         return "vector"
@@ -353,7 +354,9 @@ def _hf_columns(ds: Any) -> _Columns:
             return "numeric"
         if t == "Value":
             d = str(getattr(f, "dtype", ""))
-            return "text" if d in ("string", "large_string") else "numeric" if d.startswith(("int", "uint", "float", "bool")) else "other"
+            if d in ("string", "large_string"):
+                return "text"
+            return "numeric" if d.startswith(("int", "uint", "float", "bool")) else "other"
         if t in ("List", "Sequence", "LargeList", "Array2D", "Array3D"):
             return "vector"
         return "other"

@@ -67,7 +67,8 @@ def load_text(
         raise InputError("chunk_stride needs chunk_words (--chunk-words N)", path=path)
     if suffix == ".txt":
         if any(f is not None for f in (text_field, label, id, group)):
-            raise InputError("a .txt file has no columns; use JSONL/CSV/Parquet for text/label/id/group fields", path=path)
+            raise InputError("a .txt file has no columns; use JSONL/CSV/Parquet for text/label/id/group fields",
+                             path=path)
         lines = decode_utf8(path.read_bytes(), path).split("\n")
         if lines and lines[-1] == "":
             lines.pop()

@@ -27,7 +27,8 @@ def audit_sections(scan_path: str | Path) -> Dict[str, dict]:
         try:
             sec = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise SibscanError(f"{path}: cannot read ({exc}); re-run the audit that wrote it or delete the file") from None
+            raise SibscanError(f"{path}: cannot read ({exc}); "
+                               "re-run the audit that wrote it or delete the file") from None
         if not isinstance(sec, dict) or any(k not in sec for k in _KEYS):
             raise SibscanError(f"{path}: an audit section needs {', '.join(_KEYS)}; re-run the audit that wrote it")
         out[path.stem] = {k: sec[k] for k in _KEYS}

@@ -63,7 +63,8 @@ def _correct(test, predictions, correct) -> Optional[np.ndarray]:
     arr = correct(test) if callable(correct) else correct
     arr = np.asarray(arr)
     if arr.shape != (len(test),):
-        raise InputError(f"correct has shape {arr.shape}; expected ({len(test)},), one entry per test item in scan order", path="correct")
+        raise InputError(f"correct has shape {arr.shape}; expected ({len(test)},), one entry per test item in scan "
+                         "order", path="correct")
     if arr.dtype != bool:
         if not np.isin(arr, [0, 1]).all():
             raise InputError("correct must be booleans (or 0/1) per test item", path="correct")
@@ -117,14 +118,16 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
     """
     if isinstance(scan_dir, Verdict):
         if cutoff is not None or calibration is not None or force:
-            raise TypeError("build_report: a Verdict carries its cutoff; give cutoff=, calibration=, force= to Verdict.open")
+            raise TypeError("build_report: a Verdict carries its cutoff; give cutoff=, calibration=, force= to "
+                            "Verdict.open")
         verdict = scan_dir
     else:
         verdict = None
     scan = verdict.scan if verdict is not None else ScanDir(scan_dir)
     manifest = scan.manifest()
     if manifest.get("status", "complete") != "complete":
-        warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers what it holds")
+        warnings.warn(f"the scan in {scan.path} is not complete (status {manifest.get('status')!r}); the report covers "
+                      "what it holds")
     if verdict is None:  # the cutoff, and the hand labels behind it that decide the pairs they answer
         verdict = Verdict.open(scan.path, cutoff=cutoff, calibration=calibration, force=force)
     at, labels = verdict.cutoff, verdict.labels
@@ -193,7 +196,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
         tr_vals, tr_cnt = np.unique(train.groups, return_counts=True)
         tr_count = dict(zip(tr_vals.tolist(), tr_cnt.tolist()))
         shared = {"available": True, **rate_record(shared_mask), "n_sources_shared": int(len(vals)),
-                  "top": [{"source": str(vals[i]), "n_test": int(cnt[i]), "n_train": int(tr_count[vals[i]])} for i in order]}
+                  "top": [{"source": str(vals[i]), "n_test": int(cnt[i]), "n_train": int(tr_count[vals[i]])}
+                          for i in order]}
 
     # accuracy
     corr = _correct(test, predictions, correct)
@@ -213,7 +217,8 @@ def build_report(scan_dir, *, predictions=None, correct: CorrectArg = None, cuto
 
     # pairs: the closest near pairs first, exact twins after them (they need no eye, and an exact twin
     # scores 1: listed first, they filled the closest pairs and pushed out the near pairs worth looking at)
-    order = np.lexsort((-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf), np.asarray(top_tt["exact"], bool)))
+    order = np.lexsort((-np.nan_to_num(top_tt["score"].astype(np.float64), nan=-np.inf),
+                        np.asarray(top_tt["exact"], bool)))
     closest = pair_records(order[:n_pairs], top_tt, test, train, labels)
     near_cut = None
     if c is not None:

@@ -5,7 +5,8 @@ The report's JSON lists pairs by what they are (``closest_pairs``: the highest s
 one list: an exact twin scores 1, so it is among the closest pairs *and* just above a cutoff near 1.
 Shown as they are, the galleries repeated the same exact twins (the text demo's page was 9,000 px
 for 170 test items).  :func:`galleries` shows each pair once, near pairs only: those at the cutoff
-first (they decide the rate), then the closest pairs not shown there; exact twins (which need no eye: their content is byte-for-byte the same) come last,
+first (they decide the rate), then the closest pairs not shown there; exact twins (which need no eye: their content is
+byte-for-byte the same) come last,
 as a count and a short list of ids (:func:`exact_twins`).
 """
 from __future__ import annotations

@@ -80,8 +80,10 @@ def sibling_rate_record(head: dict) -> dict:
         return {"kind": kind, "count": head["flagged"]["count"], "n": head["n"], "rate": head["estimate"],
                 "interval": [head["lo"], head["hi"]], "state": head["state"]}
     fl = head["flagged"]
-    return {"kind": f"exact or near at cutoff {fmt_score(head['cutoff'])}, {head.get('cutoff_source')}", "count": fl["count"],
-            "n": fl["n"], "rate": fl["rate"], "interval": wilson_interval(fl["count"], fl["n"]), "state": head.get("cutoff_source")}
+    return {"kind": f"exact or near at cutoff {fmt_score(head['cutoff'])}, {head.get('cutoff_source')}",
+            "count": fl["count"],
+            "n": fl["n"], "rate": fl["rate"], "interval": wilson_interval(fl["count"], fl["n"]),
+            "state": head.get("cutoff_source")}
 
 
 def sibling_cell(sib: Optional[dict]) -> str:
@@ -115,7 +117,8 @@ def honest_reporting(reporting: dict, limitations: List[str], heading: str = "##
     lines = [f"{heading} Honest reporting", ""]
     metrics = reporting.get("metrics") or {}
     seeds = reporting.get("seeds") or {}
-    seed_text = str(seeds.get("n_runs") or 0) + (f" ({', '.join(map(str, seeds['values']))})" if seeds.get("values") else "")
+    seed_text = str(seeds.get("n_runs") or 0) + (f" ({', '.join(map(str, seeds['values']))})" if seeds.get("values")
+                                                 else "")
     val = reporting.get("validation_split", "not stated")
     sib = sibling_cell(reporting.get("sibling_rate"))
     lines += ["| metric | ours (mean ± std) | seeds | published (source) | validation split | sibling rate |",

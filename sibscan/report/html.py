@@ -27,7 +27,7 @@ from ..errors import SibscanError
 from ..fmt import plural, score as fmt_score
 from ..kernels.textalign import word_diff
 from .gallery import exact_twins, galleries
-from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, headline, notes, pct
+from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, notes, pct, sentence_with_accuracy
 from .plots import svg_histogram, svg_sweep
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
@@ -38,7 +38,8 @@ CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-th{background:#f4f4f4}.card{border:1px solid #ddd;padding:6px}.gallery{display:grid;gap:8px;grid-template-columns:repeat(auto-fill,minmax(var(--card),1fr))}
+th{background:#f4f4f4}.card{border:1px solid #ddd;padding:6px}
+.gallery{display:grid;gap:8px;grid-template-columns:repeat(auto-fill,minmax(var(--card),1fr))}
 .pair{display:flex;gap:12px}.card .what{font-size:12px;margin-bottom:4px;color:#333}
 .side{flex:1;min-width:0;overflow-wrap:anywhere}.meta{color:#555;font-size:12px}mark{background:#ffe08a}
 .twins{columns:3 16em;font-size:12px;color:#444}
@@ -61,7 +62,8 @@ def _sparkline(values: np.ndarray, w: int = 220, h: int = 50) -> str:
     ys = (h - 4) - (v - lo) / ((hi - lo) or 1) * (h - 8)
     xs = np.linspace(2, w - 2, v.size)
     pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs, ys))
-    return f'<svg class="spark" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg"><polyline points="{pts}" fill="none" stroke="#333"/></svg>'
+    return (f'<svg class="spark" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">'
+            f'<polyline points="{pts}" fill="none" stroke="#333"/></svg>')
 
 
 def _thumb(path: str, size: int = 160, shown: Callable[[str], str] = str) -> str:
@@ -130,12 +132,14 @@ def _pairs_html(pairs: Sequence[dict], test, train, shown: Callable[[str], str] 
         return "<p><i>none</i></p>"
     out = []
     for p, (a, b) in zip(pairs, _content_cells(pairs, test, train, shown=shown)):
-        flag = "exact twin" if p["exact"] else f"score {fmt_score(p['score'])}" if p["score"] is not None else "no score"
+        flag = ("exact twin" if p["exact"] else f"score {fmt_score(p['score'])}" if p["score"] is not None
+                else "no score")
         lab = "" if p["label_match"] is None else (" · labels agree" if p["label_match"] else " · <b>labels differ</b>")
         det = f" · {_e(p['detail'])}" if p.get("detail") else ""
         det += f" · <b>labelled {p['hand_label']} {_e(by)}</b>" if p.get("hand_label") else ""
         out.append(
-            f'<div class="card"><div class="what">{flag}{det}{lab}</div><div class="pair"><div class="side"><div class="meta">test '
+            f'<div class="card"><div class="what">{flag}{det}{lab}</div>'
+            f'<div class="pair"><div class="side"><div class="meta">test '
             f'{_e(p["test_id"])}{"" if p["test_label"] is None else " [" + _e(p["test_label"]) + "]"}</div>{a}</div>'
             f'<div class="side"><div class="meta">train {_e(p["train_id"])}'
             f'{"" if p["train_label"] is None else " [" + _e(p["train_label"]) + "]"}</div>{b}</div></div></div>')
@@ -148,7 +152,8 @@ def _galleries_html(report: dict, test, train, shown: Callable[[str], str], by: 
     a count and a short list."""
     body = []
     for g in galleries(report):
-        body.append(f"<h2>{_e(g.title)}</h2><p class='meta'>{_e(g.about)}.</p>" + _pairs_html(g.pairs, test, train, shown, by))
+        body.append(f"<h2>{_e(g.title)}</h2><p class='meta'>{_e(g.about)}.</p>"
+                    + _pairs_html(g.pairs, test, train, shown, by))
     tw = exact_twins(report)
     body.append("<h2>Exact twins</h2>")
     if not tw.count:
@@ -157,7 +162,8 @@ def _galleries_html(report: dict, test, train, shown: Callable[[str], str], by: 
         more = f"; the first {len(tw.listed)}" if len(tw.listed) < tw.count else ""
         body.append(f"<p>{plural(tw.count, 'test item')} {'has' if tw.count == 1 else 'have'} a byte-for-byte copy in "
                     f"train (same content fingerprint), not shown as pictures: their two sides are the same{more}:</p>"
-                    "<ul class='twins'>" + "".join(f"<li>test {_e(a)} = train {_e(b)}</li>" for a, b in tw.listed) + "</ul>")
+                    "<ul class='twins'>"
+                    + "".join(f"<li>test {_e(a)} = train {_e(b)}</li>" for a, b in tw.listed) + "</ul>")
     return "".join(body)
 
 
@@ -211,31 +217,37 @@ def render_html(report: dict, test=None, train=None, *, absolute_paths: bool = F
     shown = _path_shower(report, test, train, absolute_paths)
     cut, scan = report["cutoff"], report["scan"]
     c, interval = cut.get("value"), cut.get("interval")
-    body = [f"<h1>sibscan report</h1><p class='headline'>{_e(headline(report))}.</p>"]
+    body = [f"<h1>sibscan report</h1><p class='headline'>{_e(sentence_with_accuracy(report))}.</p>"]
     for line in notes(report):
         cls = " class='warn'" if line.startswith(("Warning", "Note")) else ""
         body.append(f"<p{cls}>{_e(line)}</p>")
     body.append("<h2>Exact twins and near copies</h2>" + _table(*direction_rows(report)))
-    body.append("<h2>Similarity of each test item's nearest training item</h2>" + svg_histogram(report["histogram"], c, interval))
-    body.append("<h2>Sweep over the cutoff</h2>" + svg_sweep(report["sweep"], c, interval, focus=report["histogram"].get("focus")))
+    body.append("<h2>Similarity of each test item's nearest training item</h2>"
+                + svg_histogram(report["histogram"], c, interval))
+    body.append("<h2>Sweep over the cutoff</h2>"
+                + svg_sweep(report["sweep"], c, interval, focus=report["histogram"].get("focus")))
     if report.get("accuracy"):
         body.append("<h2>Accuracy</h2>" + _table(*accuracy_rows(report)))
     if report.get("per_class"):
         body.append("<h2>Per class</h2>" + _table(*class_rows(report)))
     ss = report["shared_sources"]
     if ss.get("available"):
-        body.append("<h2>Shared sources</h2>" + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
-                    f"source that also occurs in train.</p>" + _table(["source", "test items", "train items"],
-                                                                      [[t["source"], t["n_test"], t["n_train"]] for t in ss["top"]]))
+        body.append("<h2>Shared sources</h2>"
+                    + f"<p>{ss['count']} of {ss['n']} test items ({pct(ss['rate'])}) come from a "
+                    f"source that also occurs in train.</p>"
+                    + _table(["source", "test items", "train items"],
+                             [[t["source"], t["n_test"], t["n_train"]] for t in ss["top"]]))
     body.append(_galleries_html(report, test, train, shown, labeller.by(report["headline"].get("labeller"))))
     lc = report["label_conflicts"]
     listed = "" if len(lc["groups"]) >= lc["n_groups"] else f" The {len(lc['groups'])} largest are listed."
     groups_line = f" {html.escape(group_sentence(lc))}" if lc.get("linkage") else ""
-    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items.{listed}{groups_line}</p>")
+    body.append(f"<h2>Label conflicts</h2><p>{lc['n_groups']} sibling group(s), {lc['n_items']} items."
+                f"{listed}{groups_line}</p>")
     if lc["groups"]:
         body.append(_table(["group", "size", "exact", "labels", "members"],
                            [[g["group"], g["size"], g["exact"], ", ".join(g["labels"]),
-                             "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])] for g in lc["groups"]]))
+                             "; ".join(f"{m['split']}:{m['id']}={m['label']}" for m in g["members"])]
+                            for g in lc["groups"]]))
     body.extend(sec["html"] for sec in report.get("audits", {}).values())  # sections left by audits
     body.append(f"<h2>Manifest</h2><pre>{_e(json.dumps(_public(report['manifest'], shown), indent=2))}</pre>")
     title = f"sibscan report — {_e(scan['modality'])}, {plural(scan['n_test'], 'test item')}"

@@ -17,8 +17,8 @@ from typing import Callable, List, Optional
 from ..fmt import pct, pp, span
 from ..verdict.cutoffrule import supported
 
-__all__ = ["render_markdown", "headline", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct", "pp",
-           "accuracy_parts", "md_text"]
+__all__ = ["render_markdown", "sentence_with_accuracy", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct",
+           "pp", "accuracy_parts", "md_text"]
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|])")
 
@@ -63,14 +63,17 @@ def accuracy_parts(split: Optional[dict]) -> dict:
             "rest": _part(split.get("rest")), "difference": diff}
 
 
-def headline(report: dict) -> str:
-    """The one sentence: accuracy, the sibling rate (``report["headline"]``), accuracy on the rest."""
+def sentence_with_accuracy(report: dict) -> str:
+    """The report's opening sentence: the headline's sentence (``report["headline"]["text"]``), with the
+    accuracy on every test item before it and on the items not flagged after it when the report has
+    predictions (else the headline's sentence alone)."""
     text = report["headline"]["text"]
     acc = accuracy_parts((report.get("accuracy") or {}).get("siblings"))
     if acc:
         a_all, n_all, _ = acc["all"]
         a_rest, n_rest, _ = acc["rest"]
-        return f"accuracy {pct(a_all)} (n={n_all:,}); {text}; accuracy on the test items not flagged: {pct(a_rest)} (n={n_rest:,})"
+        return (f"accuracy {pct(a_all)} (n={n_all:,}); {text}; "
+                f"accuracy on the test items not flagged: {pct(a_rest)} (n={n_rest:,})")
     return text
 
 
@@ -123,7 +126,8 @@ def accuracy_rows(report: dict) -> tuple:
     (flagged minus rest) on its own row."""
     acc = report.get("accuracy") or {}
     rows = []
-    for name, key in (("flagged rows", "siblings"), ("exact twins", "exact_twins"), ("shared sources", "shared_sources")):
+    for name, key in (("flagged rows", "siblings"), ("exact twins", "exact_twins"),
+                      ("shared sources", "shared_sources")):
         p = accuracy_parts(acc.get(key))
         if not p:
             continue
@@ -140,7 +144,8 @@ def accuracy_rows(report: dict) -> tuple:
 def class_rows(report: dict) -> tuple:
     """(header, rows) per test label: exact twins, near copies, the share flagged."""
     rows = [[c["label"], f"{c['n_test']:,}", c["exact"], NOT_ASSESSED if c["near"] is None else c["near"],
-             NOT_ASSESSED if c["rate"] is None else pct(c["rate"]), c["conflict_groups"]] for c in report.get("per_class") or []]
+             NOT_ASSESSED if c["rate"] is None else pct(c["rate"]), c["conflict_groups"]]
+            for c in report.get("per_class") or []]
     return ["class", "test items", "exact twins", "near copies", "flagged", "conflict groups"], rows
 
 
@@ -157,7 +162,8 @@ def group_sentence(lc: dict) -> str:
     if big is None:
         text += "no group holds more than one item."
     else:
-        text += (f"the largest, {big['group']}, holds {big['size']} items ({big['n_train']} train, {big['n_test']} test; "
+        text += (f"the largest, {big['group']}, holds {big['size']} items "
+                 f"({big['n_train']} train, {big['n_test']} test; "
                  f"labels {', '.join(big['labels']) or 'none'}): {big['reason']}.")
     if lc["linkage"] == "complete":
         text += (f" {lc['pairs_between_groups']} sibling pair(s) at the cutoff were left between groups (their items "
@@ -170,7 +176,7 @@ def render_markdown(report: dict) -> str:
     scan = report["scan"]
     enc = (scan.get("encoder") or {}).get("identity", "?")
     ver = (scan.get("verifier") or {}) or {}
-    lines = ["### Sibling scan", "", headline(report) + ".", ""]
+    lines = ["### Sibling scan", "", sentence_with_accuracy(report) + ".", ""]
     lines += notes(report, data=md_text)
     lines.append(f"sibscan report (schema {report['schema_version']}), {scan['modality']} items, "
                  f"{scan['n_train']:,} train / {scan['n_test']:,} test, encoder {_code(enc)}"
@@ -181,7 +187,8 @@ def render_markdown(report: dict) -> str:
     if report.get("per_class"):
         lines += ["", *_table(*class_rows(report))]
     lc = report["label_conflicts"]
-    lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) carry more than one label."]
+    lines += ["", f"Label conflicts: {lc['n_groups']} sibling group(s) ({lc['n_items']} items) "
+                  "carry more than one label."]
     if lc.get("linkage"):
         lines.append(group_sentence(lc))
     ss = report["shared_sources"]

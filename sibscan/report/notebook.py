@@ -9,7 +9,7 @@ import html
 
 from ..fmt import plural
 from .html import _pairs_html
-from .markdown import headline
+from .markdown import sentence_with_accuracy
 from .plots import svg_histogram
 
 __all__ = ["render_notebook"]
@@ -31,9 +31,10 @@ def render_notebook(report: dict, test=None, train=None, n_pairs: int = 6) -> st
     enc = (scan.get("encoder") or {}).get("identity", "?")
     pairs = report["closest_pairs"][:n_pairs]
     return (f'<div class="sibscan-view"><style>{_CSS}</style>'
-            f'<div class="sibscan-headline">{html.escape(headline(report))}.</div>'
+            f'<div class="sibscan-headline">{html.escape(sentence_with_accuracy(report))}.</div>'
             f'<div class="meta">{html.escape(scan["modality"])} items, {scan["n_train"]:,} train / {scan["n_test"]:,} '
-            f'test, encoder <code>{html.escape(str(enc))}</code>; {plural(len(report.get("flagged", [])), "test item")} flagged '
+            f'test, encoder <code>{html.escape(str(enc))}</code>; '
+            f'{plural(len(report.get("flagged", [])), "test item")} flagged '
             f'(<code>.to_pandas()</code> lists every test item)</div>'
             f'<h4>Best score of each test item against train</h4>'
             f'{svg_histogram(report["histogram"], cut.get("value"), cut.get("interval"))}'

@@ -84,8 +84,8 @@ def _frame(ax: _XAxis, y1: float, xlabel: str, ylabel: str, legend: Sequence[tup
     for i, t in enumerate(ticks):
         x = ax(t)
         anchor = "start" if x - LEFT < 14 else "end" if W - RIGHT - x < 14 else "middle"
-        parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#444"/>'
-                     f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="{anchor}">{_e(_tick_text(t))}</text>')
+        parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#444"/><text '
+                     f'class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="{anchor}">{_e(_tick_text(t))}</text>')
     for t in np.linspace(0, y1, 3):
         parts.append(f'<text class="tick" x="{LEFT - 5}" y="{sy(t) + 4:.1f}" text-anchor="end">{t:.2g}</text>')
     parts.append(f'<text x="{(LEFT + W - RIGHT) / 2:.1f}" y="{H - 6}" text-anchor="middle">{_e(xlabel)}</text>')
@@ -104,24 +104,24 @@ def _cutoff(ax: _XAxis, cutoff: Optional[float], interval) -> List[str]:
     parts = []
     if interval and None not in interval:
         a, b = ax(interval[0]), ax(interval[1])
-        parts.append(f'<rect class="interval" x="{a:.1f}" y="{TOP}" width="{max(b - a, 1):.1f}" height="{H - BOTTOM - TOP}" '
-                     f'fill="#2a2" opacity="0.12"><title>cutoff interval {_e(fmt_score(interval[0]))} to '
-                     f'{_e(fmt_score(interval[1]))}</title></rect>')
+        parts.append(f'<rect class="interval" x="{a:.1f}" y="{TOP}" width="{max(b - a, 1):.1f}" '
+                     f'height="{H - BOTTOM - TOP}" fill="#2a2" opacity="0.12"><title>cutoff interval '
+                     f'{_e(fmt_score(interval[0]))} to {_e(fmt_score(interval[1]))}</title></rect>')
     if cutoff is not None:
         x = ax(cutoff)
         label = f"cutoff {fmt_score(cutoff)}"
         room_right = W - RIGHT - x > 7 * len(label) + 6
         tx, anchor = (x + 4, "start") if room_right else (x - 4, "end")
         parts.append(f'<line class="cutoff" x1="{x:.1f}" y1="{TOP - 4}" x2="{x:.1f}" y2="{H - BOTTOM}" stroke="#080" '
-                     f'stroke-width="2"><title>{_e(label)}</title></line>'
-                     f'<text class="cutoff-label" x="{tx:.1f}" y="{TOP - 8}" text-anchor="{anchor}" fill="#080">{_e(label)}</text>')
+                     f'stroke-width="2"><title>{_e(label)}</title></line><text class="cutoff-label" x="{tx:.1f}" '
+                     f'y="{TOP - 8}" text-anchor="{anchor}" fill="#080">{_e(label)}</text>')
     return parts
 
 
 def _svg(cls: str, parts: List[str], title: str) -> str:
     return (f'<svg class="plot {cls}" viewBox="0 0 {W} {H}" width="100%" preserveAspectRatio="xMinYMin meet" '
-            f'style="max-width:900px;height:auto" role="img" aria-label="{_e(title)}" xmlns="http://www.w3.org/2000/svg">'
-            f'<style>text{{font:11px sans-serif}}</style>{"".join(parts)}</svg>')
+            f'style="max-width:900px;height:auto" role="img" aria-label="{_e(title)}" '
+            f'xmlns="http://www.w3.org/2000/svg"><style>text{{font:11px sans-serif}}</style>{"".join(parts)}</svg>')
 
 
 def svg_histogram(hist: dict, cutoff: Optional[float], interval=None) -> str:
@@ -137,18 +137,21 @@ def svg_histogram(hist: dict, cutoff: Optional[float], interval=None) -> str:
     if base is not None and base[in_focus].size:
         tops.append(float(base[in_focus].max()))  # the baseline's peak may sit in the compressed body: clipped
     y1 = (max(tops) or 1.0) * 1.08
-    legend = [("#6a9fd4", "test items' best score")] + ([("#d46a6a", "random-pair baseline")] if base is not None else [])
+    legend = [("#6a9fd4", "test items' best score")] + ([("#d46a6a", "random-pair baseline")] if base is not None
+                                                        else [])
     parts, sy = _frame(ax, y1, "best score against train (each test item's nearest training item)", "density", legend)
     for lo, hi, d, n in zip(edges[:-1], edges[1:], dens, counts):
         if d > 0:
             x0, x1 = ax(lo), ax(hi)
-            parts.append(f'<rect x="{x0:.1f}" y="{sy(d):.1f}" width="{max(x1 - x0 - 1, 1):.1f}" height="{sy(0) - sy(d):.1f}" '
-                         f'fill="#6a9fd4"><title>{_e(fmt_score(lo))} to {_e(fmt_score(hi))}: {int(n):,} test items</title></rect>')
+            parts.append(f'<rect x="{x0:.1f}" y="{sy(d):.1f}" width="{max(x1 - x0 - 1, 1):.1f}" '
+                         f'height="{sy(0) - sy(d):.1f}" fill="#6a9fd4"><title>{_e(fmt_score(lo))} to '
+                         f'{_e(fmt_score(hi))}: {int(n):,} test items</title></rect>')
     if base is not None:
         pts = " ".join(f"{ax(x):.1f},{sy(y):.1f}" for x, y in zip(centres, base))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="#d46a6a" stroke-width="2" class="baseline"/>')
         parts.extend(f'<circle class="point" cx="{ax(x):.1f}" cy="{sy(y):.1f}" r="4" fill="#d46a6a" fill-opacity="0">'
-                     f'<title>random pairs near {_e(fmt_score(x))}: density {y:.3g}</title></circle>' for x, y in zip(centres, base))
+                     f'<title>random pairs near {_e(fmt_score(x))}: density {y:.3g}</title></circle>'
+                     for x, y in zip(centres, base))
     parts += _cutoff(ax, cutoff, interval)
     return _svg("histogram", parts, "histogram of best scores")
 
@@ -163,7 +166,8 @@ def svg_sweep(sw: dict, cutoff: Optional[float], interval=None, focus: Optional[
         y1 = max(y1, float(np.nanmax(gap)))
     y1 = min(y1 * 1.08, 1.0)  # rates and accuracy gaps are fractions
     ax = _XAxis(x[0], x[-1], focus)
-    legend = [("#1f5fa8", "sibling rate")] + ([("#c27400", "|accuracy gap|, sibling rows vs the rest")] if gap is not None else [])
+    legend = [("#1f5fa8", "sibling rate")] + ([("#c27400", "|accuracy gap|, sibling rows vs the rest")]
+                                              if gap is not None else [])
     parts, sy = _frame(ax, y1, "cutoff", "sibling rate / accuracy gap", legend)
     parts += _cutoff(ax, None, interval)
 
@@ -172,7 +176,8 @@ def svg_sweep(sw: dict, cutoff: Optional[float], interval=None, focus: Optional[
         pts = " ".join(f"{ax(a):.1f},{sy(b):.1f}" for a, b in zip(x[ok], y[ok]))
         out = [f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" class="{cls}"/>']
         out += [f'<circle class="point" cx="{ax(a):.1f}" cy="{sy(b):.1f}" r="4" fill="{colour}" fill-opacity="0">'
-                f'<title>cutoff {_e(fmt_score(a))}: {what} {100 * b:.1f} %</title></circle>' for a, b in zip(x[ok], y[ok])]
+                f'<title>cutoff {_e(fmt_score(a))}: {what} {100 * b:.1f} %</title></circle>'
+                for a, b in zip(x[ok], y[ok])]
         return out
 
     parts += line(rate, "#1f5fa8", "rate", "sibling rate")

@@ -61,6 +61,7 @@ def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[s
         from .html import render_html
 
         scan = ScanDir(scan_dir)
-        written["html"] = write_text(folder / "report.html", render_html(report, scan.items("test"), scan.items("train"),
+        written["html"] = write_text(folder / "report.html",
+                                     render_html(report, scan.items("test"), scan.items("train"),
                                                                             absolute_paths=absolute_paths))
     return written

@@ -23,12 +23,12 @@ from .summary import summarise, write_summary
 from .verdict import RULE, RULE_2STD, does_not_matter, summarise_runs
 from .writers import write_pair, write_series
 
-__all__ = sorted([
+__all__ = [
     "ArchiveConfig", "ArchiveDataset", "AugmentedPair", "ClassifierSpec", "DEFAULT_CLASSIFIER", "Normalisation",
     "REGISTRY", "RULE", "RULE_2STD", "SeriesPair", "TemporalResult", "aeon_classifier_names", "attach_to_scan",
     "augment_pair", "check_znormalised", "choose_normalisation", "classifier_spec", "discover", "does_not_matter",
-    "list_classifiers", "load_series", "make_classifier", "normalise", "pad_length", "pad_series",
-    "permutation_test", "permute_time", "read_scan_temporal", "report_section", "result_text", "run_archive",
-    "run_unit", "section_html", "section_markdown", "series_pair", "stratified_resplit", "summarise",
-    "summarise_runs", "time_permutation", "verdict_phrase", "write_pair", "write_series",
-])
+    "list_classifiers", "load_series", "make_classifier", "normalise", "pad_length", "pad_series", "permutation_test",
+    "permute_time", "read_scan_temporal", "report_section", "result_text", "run_archive", "run_unit", "section_html",
+    "section_markdown", "series_pair", "stratified_resplit", "summarise", "summarise_runs", "time_permutation",
+    "verdict_phrase", "write_pair", "write_series", "write_summary",
+]

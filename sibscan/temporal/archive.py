@@ -22,9 +22,9 @@ import numpy as np
 
 from ..atomic import write_json
 from ..errors import SibscanError
+from ..progress import bar as progress_bar
 from .classifiers import ClassifierSpec, classifier_spec
 from .normalise import NORMALISATIONS, apply_normalisation, choose_normalisation, normalise
-from .progress import Progress
 from .resplit import check_resplits, permute_time, time_permutation
 from ..options import ENGINES
 
@@ -177,7 +177,8 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
     except _Err as exc:
         return {"dataset": dataset.name, "run": run, "skipped": str(exc)}
     if config.augment:
-        decision = {"applied": "znorm", "reason": "UCR Augmented compares z-normalised series with their padded versions"}
+        decision = {"applied": "znorm",
+                    "reason": "UCR Augmented compares z-normalised series with their padded versions"}
         x_train, x_test = normalise(data.X_train, "znorm"), normalise(data.X_test, "znorm")
     else:
         chosen = choose_normalisation(data.X_train, data.X_test, enabled=config.normalise, method=config.normalisation)
@@ -269,7 +270,7 @@ def run_archive(root: str | Path, out_dir: str | Path, config: ArchiveConfig, *,
     if len(todo) < len(found) * config.runs:
         log.info("resuming: %d of %d units already done in %s", len(found) * config.runs - len(todo),
                  len(found) * config.runs, out_dir)
-    with Progress(len(todo), f"temporal archive ({config.mode})", enabled=progress) as bar:
+    with progress_bar(len(todo), f"temporal archive ({config.mode})", "fit", enabled=progress) as bar:
         for record in _execute(todo, config, engine, address, num_cpus):
             write_json(_unit_path(out_dir, record["dataset"], record["run"]), record)
             bar.update(1, f"{record['dataset']} run {record['run']}" + (" skipped" if "skipped" in record else ""))

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ..progress import bar as progress_bar
 from .classifiers import DEFAULT_CLASSIFIER, ClassifierSpec, as_input, check_length, describe, make_classifier
 from .normalise import Normalisation, apply_normalisation, choose_normalisation
-from .progress import Progress
 from .resplit import check_resplits, permute_time, stratified_resplit, time_permutation
 from .series import SeriesPair
 from .verdict import RULE, RULE_2STD, summarise_runs
@@ -179,7 +179,7 @@ def permutation_test(data: SeriesPair, classifier: Any = DEFAULT_CLASSIFIER, *,
     detail: List[Dict[str, Any]] = []
     fit_seconds = 0.0
     est_params = None if isinstance(classifier, ClassifierSpec) else params
-    with Progress(2 * runs, f"temporal {data.name} [{spec.name}]", enabled=progress) as bar:
+    with progress_bar(2 * runs, f"temporal {data.name} [{spec.name}]", "fit", enabled=progress) as bar:
         for r in range(runs):
             xtr, ytr, xte, yte, split = run_split(prepared, r, seed)
             perm = time_permutation(prepared.length, seed + r)

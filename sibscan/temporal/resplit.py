@@ -104,7 +104,8 @@ def check_resplits(y_train: np.ndarray, y_test: np.ndarray, runs: int, where: st
     if len(y_test) == 0 or len(y_train) == 0:
         raise SibscanError(f"{prefix}the {'test' if len(y_test) == 0 else 'train'} split is empty")
     if len(np.unique(y_train)) < 2:
-        raise SibscanError(f"{prefix}the train split has {len(np.unique(y_train))} class; a classifier needs two or more")
+        raise SibscanError(f"{prefix}the train split has {len(np.unique(y_train))} class; a classifier needs two or "
+                           "more")
     if runs > 1:
         distinct = count_resplits(y_train, y_test, cap=runs)
         if distinct < runs:

@@ -31,7 +31,8 @@ def verdict_phrase(rec: Dict[str, Any]) -> str:
 
 
 def _why(rec: Dict[str, Any]) -> str:
-    mo, so, mp, sp = (rec[k] for k in ("acc_original_mean", "acc_original_std", "acc_permuted_mean", "acc_permuted_std"))
+    mo, so, mp, sp = (rec[k]
+                      for k in ("acc_original_mean", "acc_original_std", "acc_permuted_mean", "acc_permuted_std"))
     if mp >= mo:
         return f"permuted {mp:.3f} >= original {mo:.3f}"
     rel = "<=" if mo - mp <= so + sp else ">"
@@ -110,11 +111,14 @@ def archive_markdown(s: Dict[str, Any]) -> str:
         out += [f"Rule: {s['rule']}; {s['rule_2std']}.", "", "| classifier | time does not matter (1 std) | (2 std) |",
                 "|---|---|---|"]
         for clf, sh in s["shares"].items():
-            out.append(f"| {clf} | {_share(sh['does_not_matter'], sh['n'])} | {_share(sh['does_not_matter_2std'], sh['n'])} |")
-        out += ["", "| dataset | classifier | original | permuted | verdict | normalisation |", "|---|---|---|---|---|---|"]
+            out.append(f"| {clf} | {_share(sh['does_not_matter'], sh['n'])} | "
+                       f"{_share(sh['does_not_matter_2std'], sh['n'])} |")
+        out += ["", "| dataset | classifier | original | permuted | verdict | normalisation |",
+                "|---|---|---|---|---|---|"]
         for r in s["datasets"]:
-            out.append(f"| {r['dataset']} | {r['classifier']} | {_acc(r['acc_original_mean'], r['acc_original_std'])} | "
-                       f"{_acc(r['acc_permuted_mean'], r['acc_permuted_std'])} | {verdict_phrase(r)} | {r['normalisation']} |")
+            out.append(f"| {r['dataset']} | {r['classifier']} | {_acc(r['acc_original_mean'], r['acc_original_std'])} "
+                       f"| {_acc(r['acc_permuted_mean'], r['acc_permuted_std'])} | {verdict_phrase(r)} | "
+                       f"{r['normalisation']} |")
     else:
         levels = s["levels"]
         out += ["One-sided Wilcoxon signed-rank p-value of the drop (augmented < original), across datasets:", "",
@@ -125,7 +129,8 @@ def archive_markdown(s: Dict[str, Any]) -> str:
         out += ["", "Mean rank per padding level (1 = most accurate):", "",
                 "| classifier | " + " | ".join(s["variants"]) + " |", "|---" * (len(s["variants"]) + 1) + "|"]
         for clf, ranks in s["mean_rank"].items():
-            out.append(f"| {clf} | " + " | ".join(f"{ranks[v]:.2f}" if v in ranks else "–" for v in s["variants"]) + " |")
+            out.append(f"| {clf} | " + " | ".join(f"{ranks[v]:.2f}" if v in ranks else "–"
+                                                  for v in s["variants"]) + " |")
     if s["skipped"]:
         out += ["", "Skipped:", ""] + [f"- {x['dataset']}: {x['reason']}" for x in s["skipped"]]
     if s["incomplete"]:
@@ -154,7 +159,8 @@ def archive_html(s: Dict[str, Any]) -> str:
     else:
         xs = [0.0] + [float(v[3:]) for v in s["levels"]]
         series = {clf: [ranks.get(v) for v in s["variants"]] for clf, ranks in s["mean_rank"].items()}
-        body.append("<h2>Mean rank vs padding</h2>" + svg_lines(xs, series, "padding (fraction of length)", "mean rank"))
+        body.append("<h2>Mean rank vs padding</h2>"
+                    + svg_lines(xs, series, "padding (fraction of length)", "mean rank"))
         body.append("<table><tr><th>classifier</th>" + "".join(f"<th>{e(v)} p</th>" for v in s["levels"]) + "</tr>")
         for clf, tests in s["wilcoxon"].items():
             body.append(f"<tr><td>{e(clf)}</td>" + "".join(

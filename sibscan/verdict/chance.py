@@ -51,7 +51,8 @@ def pairs_described(baseline: dict) -> str:
     return f"a random sample of {n:,} of {_big(int(total))} pairs"
 
 
-def chance_sentence(expected: Optional[float], found: Optional[int], *, extrapolated: bool, baseline: Optional[dict]) -> Optional[str]:
+def chance_sentence(expected: Optional[float], found: Optional[int], *, extrapolated: bool,
+                    baseline: Optional[dict]) -> Optional[str]:
     """The expected chance siblings at a cutoff against those found, or None where there is no count
     (no cutoff, no baseline, no count of the train items searched).
 
@@ -64,7 +65,8 @@ def chance_sentence(expected: Optional[float], found: Optional[int], *, extrapol
     pairs = f", {pairs_described(baseline)}" if baseline and "n_pairs" in baseline else ""
     beyond = ", extrapolated beyond every random pair scored" if extrapolated else ""
     found_s = "" if found is None else f" (found: {int(found):,})"
-    return f"expected chance siblings at this cutoff (random-pair baseline{pairs}{beyond}): {fmt.count(expected)}{found_s}"
+    return (f"expected chance siblings at this cutoff (random-pair baseline{pairs}{beyond}): "
+            f"{fmt.count(expected)}{found_s}")
 
 
 def chance_note(baseline: Optional[dict], best: np.ndarray) -> Optional[str]:

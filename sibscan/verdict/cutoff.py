@@ -75,8 +75,8 @@ class Cutoff:
             return cls(None, "none", {"score": rec.get("score")})
         kind = rec.get("source") or "uncalibrated"
         return cls(float(rec["value"]), "uncalibrated" if kind == "user" else kind,
-                   {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status", "forced",
-                                            "mismatches", "rule", "definition", "labeller")})
+                   {k: rec.get(k) for k in ("score", "interval", "calibration", "n_labels", "estimates", "status",
+                                            "forced", "mismatches", "rule", "definition", "labeller")})
 
 
 def score_kind(manifest: dict) -> str:
@@ -151,12 +151,14 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     if own is not None and own.cutoff is not None and not foreign:
         return _from_calibration(own, manifest, force)
     recorded = Cutoff.from_record(manifest.get("cutoff"))
-    evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest), "forced": bool(force)}
+    evidence = {**recorded.evidence, "score": recorded.evidence.get("score") or score_kind(manifest),
+                "forced": bool(force)}
     used = "no cutoff is used" if recorded.value is None else "the scan's recorded cutoff is used"
     if unreadable is not None:
         evidence["note"] = f"{unreadable.rstrip('.')} — so {used} (or delete it, or pass --cutoff X)"
     if own is not None:
-        evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}" if not foreign else
+        evidence["note"] = (f"the calibration in {own.path} gives no cutoff ({own.status}), so {used}"
+                            if not foreign else
                             f"the calibration in {own.path} was made with another {'; '.join(foreign)}, so {used} "
                             f"(report and check refuse it until then): recalibrate with 'sibscan calibrate "
                             f"{Path(scan_dir)}', or pass --calibration {own.path} --force to apply it")

@@ -124,8 +124,8 @@ def headline(cutoff: Cutoff, scores: TestScores, *, baseline: Optional[dict] = N
             triple = [rate.get("lo"), rate.get("estimate"), rate.get("hi")] if rate else est.get("sibling_rate")
             lo, mid, hi = triple if triple else (None, None, None)
             # the fit's verdict decides whether its labels support the cutoff; the rate is the estimator's either way
-            h.update(state="calibrated" if supported(ev.get("status")) else "needs_labels", estimate=finite_or_none(mid),
-                     lo=finite_or_none(lo), hi=finite_or_none(hi), n_labels=n_labels,
+            h.update(state="calibrated" if supported(ev.get("status")) else "needs_labels",
+                     estimate=finite_or_none(mid), lo=finite_or_none(lo), hi=finite_or_none(hi), n_labels=n_labels,
                      cutoff_rule=_rule_phrase(ev.get("rule"), h["labeller"]))
             h["narrow_enough"] = narrow_enough(h["estimate"], h["lo"], h["hi"])
         else:
@@ -151,7 +151,8 @@ def no_interval_reason(h: dict) -> str:
     """Why a ``baseline_only`` headline has no interval, in words, from the cutoff's kind: with hand answers
     deciding pairs of this scan (``n_answers``) the reason is the cutoff, not a lack of labels."""
     if not h.get("n_answers"):  # answers read but none about a pair the table holds: say that, not "none"
-        return "no hand label answers a pair of this table" if h.get("n_answers_read") else "no hand labels of this data"
+        return ("no hand label answers a pair of this table" if h.get("n_answers_read")
+                else "no hand labels of this data")
     if h.get("cutoff_source") != "calibrated":
         return "the cutoff in use is not calibrated"
     if (h.get("cutoff_rule") or "").startswith("calibrated for another"):
@@ -179,7 +180,7 @@ def sentence(h: dict) -> str:
     labels = f"{h['n_labels']:,} {labeller.noun(h.get('labeller'))}"
     flagged = f"flagged at {at}, {h['cutoff_rule']}: {fl['count']:,} ({fmt.pct(fl['rate'])}){said}"
     if h["state"] == "needs_labels":
-        return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, estimated from {labels}, which do not "
-                f"support the cutoff yet: {h['status']}; {flagged}, provisional until more pairs are labelled "
+        return (f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, estimated from {labels}, which do "
+                f"not support the cutoff yet: {h['status']}; {flagged}, provisional until more pairs are labelled "
                 "('sibscan calibrate SCAN_DIR')")
     return f"sibling rate {fmt.pct(h['estimate'])} ({iv}) of {n:,} test items, calibrated with {labels}; {flagged}"

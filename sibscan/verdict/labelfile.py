@@ -35,9 +35,11 @@ def read_label_file(path: Path) -> List[dict]:
         for row, rec in json_objects(fh, path, hint="; each line is one JSON label record"):
             missing = [k for k in _REQUIRED if k not in rec]
             if missing:
-                raise InputError(f"label record lacks {', '.join(missing)}; see 'sibscan calibrate --help' for the form", path=path, row=row)
+                raise InputError(f"label record lacks {', '.join(missing)}; "
+                                 "see 'sibscan calibrate --help' for the form", path=path, row=row)
             if rec["label"] not in ALL_LABELS:
-                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(ALL_LABELS)}", path=path, row=row)
+                raise InputError(f"unknown label {rec['label']!r}; use one of: {', '.join(ALL_LABELS)}", path=path,
+                                 row=row)
             rec["_row"] = row
             records.append(rec)
     return records

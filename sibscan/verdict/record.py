@@ -19,8 +19,8 @@ from sibscan.atomic import write_json
 from sibscan.verdict.cutoffrule import supported
 from sibscan.errors import CompatibilityError, SibscanError
 
-__all__ = ["Calibration", "load_calibration", "calibration_in", "write_calibration", "resolve", "CALIBRATIONS_DIR", "CUTOFF_FILE",
-           "LABELS_FILE"]
+__all__ = ["Calibration", "load_calibration", "calibration_in", "write_calibration", "resolve", "CALIBRATIONS_DIR",
+           "CUTOFF_FILE", "LABELS_FILE"]
 
 def _kept_calibrations() -> Path:
     """The folder of the calibrations kept in the repository: the ``sibscan.calibration`` package's own
@@ -123,7 +123,8 @@ class Calibration:
             msg = f"calibration {where} was made with another {'; '.join(bad)}"
             if not force:
                 raise CompatibilityError(
-                    f"{msg}; recalibrate this scan with 'sibscan calibrate SCAN_DIR', or pass --force to apply it anyway"
+                    f"{msg}; recalibrate this scan with 'sibscan calibrate SCAN_DIR', or pass --force to apply it "
+                    "anyway"
                 )
             warnings.warn(msg + "; applied anyway (--force)", stacklevel=2)
         return bad
@@ -152,7 +153,8 @@ def load_calibration(path: str | Path) -> Calibration:
     path = Path(path)
     file = path if path.is_file() else path / CUTOFF_FILE
     if not file.exists():
-        raise SibscanError(f"{path} holds no calibration ({CUTOFF_FILE} missing); run 'sibscan calibrate SCAN_DIR' first")
+        raise SibscanError(f"{path} holds no calibration ({CUTOFF_FILE} missing); run 'sibscan calibrate SCAN_DIR' "
+                           "first")
     try:
         with open(file, encoding="utf-8") as fh:
             d = json.load(fh)
@@ -172,8 +174,8 @@ def load_calibration(path: str | Path) -> Calibration:
         interval=tuple(interval) if interval is not None else None,
         score=d["score"], encoder_identity=d["encoder_identity"], verifier_identity=d.get("verifier_identity"),
         dataset_fingerprint=d["dataset_fingerprint"], n_labels=d.get("n_labels", {}), estimates=d.get("estimates", {}),
-        baseline=d.get("baseline", {}), status=d.get("status", "ok"), advice=d.get("advice", []), rule=d.get("rule", ""),
-        path=file.parent, extra={k: v for k, v in d.items() if k not in _FIELDS},
+        baseline=d.get("baseline", {}), status=d.get("status", "ok"), advice=d.get("advice", []),
+        rule=d.get("rule", ""), path=file.parent, extra={k: v for k, v in d.items() if k not in _FIELDS},
     )
 
 

@@ -89,7 +89,8 @@ class TestScores:
             nb, lab = self.nb, self.nb_label
         elif self.rows is not None and self.labels is not None:
             nb = self.rows
-            lab = self.row_label if self.row_label is not None else self.labels.lookup(nb["query_id"], nb["neighbour_id"])
+            lab = (self.row_label if self.row_label is not None
+                   else self.labels.lookup(nb["query_id"], nb["neighbour_id"]))
         else:
             return 0
         hit = np.flatnonzero(np.asarray(lab) != NONE)

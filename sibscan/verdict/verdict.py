@@ -179,7 +179,8 @@ class Verdict:
 
     @cached_property
     def headline(self) -> dict:
-        """The headline object: what every output states as the sibling rate (:func:`sibscan.verdict.headline.headline`)."""
+        """The headline object: what every output states as the sibling rate
+        (:func:`sibscan.verdict.headline.headline`)."""
         return headline(self.cutoff, self.scores, baseline=self.baseline,
                         n_train=train_items_searched(self.manifest, self.path), definition=self.definition)
 

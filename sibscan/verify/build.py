@@ -14,7 +14,8 @@ __all__ = ["build_verifier"]
 log = logging.getLogger("sibscan.verify")
 
 
-def build_verifier(options: VerifyOptions, modality: str, device: str = "auto", progress: bool = True) -> Optional[Verifier]:
+def build_verifier(options: VerifyOptions, modality: str, device: str = "auto",
+                   progress: bool = True) -> Optional[Verifier]:
     """The verifier for ``modality`` items, or None (``--no-verify``, none exists, or the default cannot run).
 
     An explicit ``--verify`` whose verifier cannot run is an error naming the extra to install;

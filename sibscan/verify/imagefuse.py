@@ -79,7 +79,8 @@ class ImageFuseVerifier(ImageMatchVerifier):
     """
 
     name = "imagefuse"
-    description = "imagematch's search, scored by a logistic fusion of patch and global agreement, crop scale, rotation and mirror"
+    description = ("imagematch's search, scored by a logistic fusion of patch and global agreement, crop scale, "
+                   "rotation and mirror")
 
     def __init__(self, **options):
         options.setdefault("size_power", SIZE_POWER)
@@ -88,7 +89,8 @@ class ImageFuseVerifier(ImageMatchVerifier):
         # each variant's scale, rotation magnitude and mirror, looked up by the variant the search found
         self._variant_inputs = np.array([(v.scale, abs(v.angle), float(v.flip)) for v in self.variants], np.float64)
         self.identity = (f"imagefuse-v4({self.identity},"
-                         f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")  # exact: a refit is another identity
+                         # exact: a refit is another identity
+                         f"coef={','.join(repr(float(c)) for c in (*COEF, INTERCEPT))})")
 
     def measure(self, images, match):
         """The patch agreement and :data:`sibscan.kernels.alignmatch.ALIGNMENT_FEATURES` (m, 3), from one

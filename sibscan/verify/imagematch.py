@@ -118,7 +118,8 @@ class ImageMatchVerifier(ImageCorrVerifier):
         if not 1 <= int(grid) <= self.size // 8:
             raise SibscanError(f"imagematch grid must lie in [1, {self.size // 8}] at size {self.size}, got {grid}")
         if coarse and not 8 <= int(coarse) < self.size:
-            raise SibscanError(f"imagematch coarse must be 0 or lie in [8, {self.size - 1}] at size {self.size}, got {coarse}")
+            raise SibscanError(f"imagematch coarse must be 0 or lie in [8, {self.size - 1}] at size {self.size}, got "
+                               f"{coarse}")
         if int(keep) < 1:
             raise SibscanError(f"imagematch keep must be at least 1, got {keep}")
         self.scales, self.angles, self.grid = scales, angles, int(grid)
@@ -191,9 +192,11 @@ class ImageMatchVerifier(ImageCorrVerifier):
                 scores[rows] = out
                 for j, row in enumerate(rows):
                     v = self.variants[int(res.variant[j])]
-                    details[row] = (f"{describe_match(v, int(res.y[j]), int(res.x[j]), queries.split, database.split)}; "
-                                    f"global {res.score[j]:.2f}, patches {local[j]:.2f}"
-                                    if res.score[j] > 0 else "no structure to match")
+                    if res.score[j] > 0:
+                        where = describe_match(v, int(res.y[j]), int(res.x[j]), queries.split, database.split)
+                        details[row] = f"{where}; global {res.score[j]:.2f}, patches {local[j]:.2f}"
+                    else:
+                        details[row] = "no structure to match"
                 bar.update(len(rows))
         return VerifyResult(scores=np.empty(0, np.float32) if scores is None else scores, details=details)
 

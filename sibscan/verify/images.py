@@ -130,7 +130,8 @@ class ImageCorrVerifier(Verifier):
         if int(size) < 16:
             raise SibscanError(f"imagecorr size must be at least 16 pixels, got {size}")
         if not 0 <= int(max_shift) < int(size) // 4:
-            raise SibscanError(f"imagecorr max_shift must be between 0 and {int(size) // 4 - 1} at size {size}, got {max_shift}")
+            raise SibscanError(f"imagecorr max_shift must be between 0 and {int(size) // 4 - 1} at size {size}, got "
+                               f"{max_shift}")
         scales = tuple(sorted({float(s) for s in scales} | {1.0}, reverse=True))
         if any(not 0.5 <= s <= 1.0 for s in scales):
             raise SibscanError(f"imagecorr scales must lie in [0.5, 1], got {list(scales)}")

@@ -28,7 +28,8 @@ frequency** of every word ``shingle``-gram (8 words by default) is counted over 
 query split and the database split together (each split tokenised once, its words as 63-bit hashes
 of their bytes, and counted once when first needed — never when the splits hold fewer texts than
 the threshold — cached on the verifier per Items object; 64-bit rolling hashes, each document's
-distinct shingles, ``np.unique`` over the concatenation; documents of a split with identical word sequences count once, so a train
+distinct shingles, ``np.unique`` over the concatenation; documents of a split with identical word sequences count once,
+so a train
 set holding the same text three times does not hide copies of it).  A shingle found in at least::
 
     boilerplate_df = max(3, ceil(0.002 * (n_query_split + n_database_split)))   (0: masking off)
@@ -127,7 +128,8 @@ class TextAlignVerifier(Verifier):
         if int(shingle) < 1:
             raise SibscanError(f"textalign needs shingle >= 1 words, got {shingle}")
         if boilerplate_df is not None and (int(boilerplate_df) < 0 or int(boilerplate_df) == 1):
-            raise SibscanError(f"textalign boilerplate_df must be 0 (no masking) or >= 2 documents, got {boilerplate_df}")
+            raise SibscanError("textalign boilerplate_df must be 0 (no masking) or >= 2 documents, got "
+                               f"{boilerplate_df}")
         self.full_run = int(full_run)
         self.min_run = int(min_run)
         self.shingle = int(shingle)
@@ -155,7 +157,8 @@ class TextAlignVerifier(Verifier):
             return hit
         step = 8192  # texts tokenised per batch (one vectorised pass each; the bar moves per batch)
         parts: List[Tuple[np.ndarray, np.ndarray]] = []
-        with progress_bar(n, f"textalign: tokenise {items.split}", "text", enabled=self.progress, transient=True) as bar:
+        with progress_bar(n, f"textalign: tokenise {items.split}", "text", enabled=self.progress,
+                          transient=True) as bar:
             for t0 in range(0, n, step):
                 parts.append(batch_token_ids(items.texts[t0:t0 + step]))
                 bar.update(min(step, n - t0))

@@ -1,4 +1,5 @@
-"""Helpers for the reliability suite (imported by its tests as ``rel_helpers``): small data written by the tests, the CLI run as a user runs it.
+"""Helpers for the reliability suite (imported by its tests as ``rel_helpers``): small data written by the tests, the
+CLI run as a user runs it.
 
 Every test here is one case of issue 13 (a silent wrong answer, a traceback or hang, memory that
 grew with the data, the labelling server, the outputs): it builds its own tiny input, and checks

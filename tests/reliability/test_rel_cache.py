@@ -56,7 +56,8 @@ def test_shard_corrupted_in_place_is_refused_with_the_files_to_delete(tables):
 
 def test_truncated_or_garbled_cache_files_are_refused(tmp_path):
     enc = get_encoder("raw", dim=4)
-    items = Items("train", "table", ids=[str(i) for i in range(10)], values=np.random.default_rng(0).normal(size=(10, 4)))
+    items = Items("train", "table", ids=[str(i) for i in range(10)],
+                  values=np.random.default_rng(0).normal(size=(10, 4)))
     embed(items, enc, cache_dir=tmp_path, progress=False)
     cache = EmbeddingCache(tmp_path, enc)
     emb = next(cache.path.glob("*.emb.npy"))

@@ -77,7 +77,8 @@ def test_lookup_answers_what_the_whole_index_answers(tmp_path, small_buckets):
     np.testing.assert_array_equal(np.concatenate(list(found.new_rows(7))), np.sort(missing[first]))
     assert [len(b) for b in found.new_rows(7)][:-1] == [7] * (-(-len(first) // 7) - 1)
     assert found.n_missing == len(missing) and found.n_new == len(first)
-    np.testing.assert_array_equal(answers["at"][missing], [missing[(keys[missing] == keys[i]).all(1)][0] for i in missing])
+    np.testing.assert_array_equal(answers["at"][missing],
+                                  [missing[(keys[missing] == keys[i]).all(1)][0] for i in missing])
 
 
 def test_embed_through_buckets_gives_the_rows_the_whole_index_gives(tmp_path, small_buckets):
@@ -136,7 +137,8 @@ def test_no_streamed_part_holds_more_train_rows_than_the_block_size(n, block, mo
     monkeypatch.setattr(candidates, "_fold_tail", lambda blocks: fold(blocks, small=5))  # a tail under 5 rows folds
     rng = np.random.default_rng(n)
     emb = {s: l2_normalise(rng.normal(size=(m, 4)).astype(np.float32)) for s, m in (("train", n), ("test", 6))}
-    splits = {s: Items(s, "table", ids=np.arange(len(e)).astype(str), values=e.astype(np.float64)) for s, e in emb.items()}
+    splits = {s: Items(s, "table", ids=np.arange(len(e)).astype(str), values=e.astype(np.float64))
+              for s, e in emb.items()}
     fps = {s: rng.integers(0, 2**63, size=(len(e), 2), dtype=np.uint64) for s, e in emb.items()}
     options = SearchOptions(backend="numpy")
     parts = list(candidates.reverse_blocks(emb, splits, fps, options, None, progress=False, block_rows=block))

@@ -14,7 +14,7 @@ from rel_helpers import assert_one_line_error, cli
 from sibscan.calibration import LabelSession, LabelStore, calibrate
 from sibscan.calibration.flow import _identity
 from sibscan.calibration.sampling import Draw, Population
-from sibscan.calibration.synthetic import planted_scan
+from planted_scan import planted_scan
 from sibscan.calibration.web import LabelServer
 from sibscan.errors import SibscanError
 from sibscan.store.scandir import ScanDir

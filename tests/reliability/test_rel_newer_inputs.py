@@ -14,7 +14,7 @@ import pytest
 
 from rel_helpers import FAST, assert_one_line_error, cli, write_table
 import sibscan
-from sibscan.errors import InputError, SibscanError
+from sibscan.errors import InputError
 
 
 def _scan_dir(tmp_path, labels=True):

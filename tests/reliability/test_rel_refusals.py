@@ -51,10 +51,12 @@ def test_report_check_split_calibrate_refuse_bad_numbers_before_writing(tables):
 def test_file_valued_or_unwritable_out_is_refused_up_front(tables, monkeypatch):
     assert_one_line_error(_scan(tables, tables / "train.csv"), "--out", "is a file")
     assert_one_line_error(_scan(tables, tables / "train.csv" / "sub"), "--out", "is a file")
-    assert_one_line_error(_scan(tables, tables / "scan", "--cache-dir", tables / "train.csv"), "--cache-dir", "is a file")
+    assert_one_line_error(_scan(tables, tables / "scan", "--cache-dir", tables / "train.csv"), "--cache-dir",
+                          "is a file")
     assert not (tables / "scan").exists()
     real = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(tables / "ro") else real(p, mode, **kw))
+    monkeypatch.setattr(os, "access",
+                        lambda p, mode, **kw: False if str(p) == str(tables / "ro") else real(p, mode, **kw))
     (tables / "ro").mkdir()
     assert_one_line_error(_scan(tables, tables / "ro" / "scan"), "--out", "cannot write into", "permission denied")
     assert not (tables / "ro" / "scan").exists()
@@ -67,7 +69,8 @@ def test_unreadable_input_is_refused_in_one_line(tables, monkeypatch):
     else:  # root reads anything: fail the open as it fails for a user
         real = os.open
         monkeypatch.setattr(os, "open", lambda p, flags, *a, **kw: (_ for _ in ()).throw(
-            PermissionError(errno.EACCES, "Permission denied", str(p))) if str(p) == str(path) else real(p, flags, *a, **kw))
+            PermissionError(errno.EACCES, "Permission denied", str(p))) if str(p) == str(path)
+            else real(p, flags, *a, **kw))
     try:
         assert_one_line_error(_scan(tables, tables / "scan"), str(path), "cannot read", "Permission denied")
     finally:

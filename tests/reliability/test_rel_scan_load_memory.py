@@ -93,7 +93,8 @@ def test_scan_of_a_chunk_loaded_csv_equals_the_scan_of_the_same_rows_from_python
     (tmp_path / "test.csv").write_text("id,c0,c1,c2,c3,c4\n" + "".join(
         ",".join([f"t{i}", *(repr(float(v)) for v in row)]) + "\n" for i, row in enumerate(test_values)))
     monkeypatch.setattr(tables_module, "_CHUNK_ROWS", 3)
-    result = cli("scan", "--train", csv, "--test", tmp_path / "test.csv", "--id", "id", "--out", tmp_path / "csv", *FAST)
+    result = cli("scan", "--train", csv, "--test", tmp_path / "test.csv", "--id", "id", "--out",
+                 tmp_path / "csv", *FAST)
     assert result.exit_code == 0, result.output
     test = tables_module.load_table(tmp_path / "test.csv", "test", id="id")
     scan(whole, test, out=tmp_path / "py", encoder="raw", verify=False, baseline_pairs=500, progress=False)

@@ -212,7 +212,8 @@ def test_streamed_reverse_direction_equals_the_whole_table_search_and_verificati
     te[:3] = tr[[4, 20, 36]]  # copies, one of them in the tail
     splits = {"train": Items("train", "table", ids=[f"r{i}" for i in range(n_train)], values=tr),
               "test": Items("test", "table", ids=[f"t{i}" for i in range(n_test)], values=te)}
-    emb = {s: (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32) for s, v in (("train", tr), ("test", te))}
+    emb = {s: (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+           for s, v in (("train", tr), ("test", te))}
     fps = {s: fingerprint(splits[s]) for s in splits}
     options = SearchOptions(directions=("train-test",), k_reverse=3)
     if verify:

@@ -5,8 +5,9 @@
   through.
 * :func:`calibrate` — draw nearest-neighbour pairs (adaptively, where the rate's interval shrinks
   most), let a person label them (web page or terminal) under a written definition of "same", fit
-  the cutoff at the lowest score from which P(same)'s 95 % lower bound per run of answers reaches 0.5, estimate the sibling rate (:func:`sibscan.verdict.rate.estimate_rate`),
-  precision and recall, and write ``cutoff.json`` beside the append-only ``labels.jsonl``.
+  the cutoff at the lowest score from which P(same)'s 95 % lower bound per run of answers reaches 0.5,
+  estimate the sibling rate (:func:`sibscan.verdict.rate.estimate_rate`), precision and recall, and
+  write ``cutoff.json`` beside the append-only ``labels.jsonl``.
 * :func:`controls_of` — the labeller's answers on the control pairs of a calibration (known "same" and
   known "different" pairs mixed into the draw) as :class:`sibscan.stats.ControlAnswers`.
 * :func:`load_calibration`, :func:`resolve` — read a calibration back (by path, or by the name of a
@@ -19,6 +20,8 @@ import importlib
 # public name -> submodule that defines it.  Imported lazily: the record and the baseline sit low in
 # the layers (the cutoff policy and the scan read them), the labelling flow high (it reads a whole
 # scan); importing sibscan.verdict.record must not pull the flow in (docs/architecture.md).
+# Measured (``python -X importtime``, 2 cores, issue 33): importing every module behind ``__all__``
+# adds 110-240 ms to ``import sibscan.calibration`` (22 ms once sibscan.verdict is imported).
 _API = {
     "Calibration": "sibscan.verdict.record",
     "DEFINITIONS": "flow",

@@ -129,8 +129,8 @@ class Unlabelled:
         k = min(n, found)
         where = fmt.span(new_lo, new_hi)
         if k < n:
-            phrase = (f"label the {fmt.plural(k, 'unlabelled pair')} left scoring {where} ({self.exhausted(new_hi, widen)} "
-                      f"then; about {n} would help)")
+            phrase = (f"label the {fmt.plural(k, 'unlabelled pair')} left scoring {where} "
+                      f"({self.exhausted(new_hi, widen)} then; about {n} would help)")
         elif (new_lo, new_hi) != (lo, hi) and lo < hi:  # a range that was one score: no words for what it held
             phrase = (f"label about {n} more pairs scoring {where} ({fmt.span(lo, hi)} holds only "
                       f"{fmt.plural(have, 'unlabelled pair')})")

@@ -29,8 +29,10 @@ from sibscan import fmt
 from sibscan.errors import SibscanError
 from sibscan.store.shards import ShardedEmbeddings
 
-__all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline", "expected_chance_siblings",
-           "extrapolated", "left_out_neighbours", "neighbour_pair_keys", "pair_keys", "scan_baseline", "tail_probability", "verified_budget"]
+__all__ = ["ALL_PAIRS_MAX", "ALL_VERIFIED_MAX", "MIN_VERIFIED", "QUANTILES", "baseline_warning", "compute_baseline",
+           "expected_chance_siblings",
+           "extrapolated", "left_out_neighbours", "neighbour_pair_keys", "pair_keys", "scan_baseline",
+           "tail_probability", "verified_budget"]
 
 QUANTILES = ("0.5", "0.9", "0.99", "0.999", "0.9999")
 _CHUNK = 16384
@@ -217,7 +219,8 @@ def compute_baseline(
     """
     n_train, n_test = len(train_emb), len(test_emb)
     if n_train == 0 or n_test == 0:
-        raise SibscanError(f"the random-pair baseline needs both splits non-empty (train {n_train}, test {n_test} items)")
+        raise SibscanError(f"the random-pair baseline needs both splits non-empty (train {n_train}, test {n_test} "
+                           "items)")
     if n_pairs < 2:
         raise SibscanError(f"the random-pair baseline needs at least 2 pairs, got n_pairs={n_pairs}")
     total = n_test * n_train
@@ -396,7 +399,8 @@ def tail_probability(baseline: dict, cutoff: float | np.ndarray) -> np.ndarray |
     tail = baseline.get("tail") or {}
     missing = {"threshold", "p_threshold", "scale", "body_x", "body_p"} - set(tail)
     if missing:
-        raise SibscanError(f"baseline has no usable tail (missing {', '.join(sorted(missing))}); re-run 'sibscan scan' to recompute it")
+        raise SibscanError(f"baseline has no usable tail (missing {', '.join(sorted(missing))}); re-run 'sibscan scan' "
+                           "to recompute it")
     c = np.asarray(cutoff, dtype=np.float64)
     u, p_u, scale = float(tail["threshold"]), float(tail["p_threshold"]), float(tail["scale"])
     body = np.interp(c, np.asarray(tail["body_x"]), np.asarray(tail["body_p"]), left=1.0, right=p_u)
@@ -453,7 +457,8 @@ def baseline_warning(baseline: Optional[dict], cutoff: Optional[float]) -> Optio
         share = "more than 1 in 100" if cutoff < q99 else "more than 1 in 1000"
         return (
             f"cutoff {fmt.score(cutoff)} is below the random-pair baseline's 99.9th percentile ({fmt.score(q999)}): "
-            f"{share} unrelated pairs score above it, so it flags unrelated items; calibrate it with 'sibscan calibrate'"
+            f"{share} unrelated pairs score above it, so it flags unrelated items; calibrate it with 'sibscan "
+            "calibrate'"
         )
     return None
 

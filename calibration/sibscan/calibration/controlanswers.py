@@ -45,8 +45,8 @@ def check_share(share) -> float:
     except (TypeError, ValueError):
         value = math.nan
     if not 0.0 <= value <= _MAX_SHARE:  # NaN fails too
-        raise SibscanError(f"controls is the share of control pairs among the pairs shown, from 0 (none) to {_MAX_SHARE:g}; "
-                           f"got {share!r} (default {DEFAULT_SHARE:g}: one in ten)")
+        raise SibscanError("controls is the share of control pairs among the pairs shown, from 0 (none) to "
+                           f"{_MAX_SHARE:g}; got {share!r} (default {DEFAULT_SHARE:g}: one in ten)")
     return value
 
 
@@ -76,7 +76,8 @@ class Control:
 class ControlStore:
     """``controls.jsonl``: the labeller's answers on control pairs, appended, never rewritten."""
 
-    def __init__(self, path: Path, identity: Identity, *, definition: Optional[str] = None, labeller: Optional[str] = None):
+    def __init__(self, path: Path, identity: Identity, *, definition: Optional[str] = None,
+                 labeller: Optional[str] = None):
         self.path = Path(path)
         self.identity = identity
         self.definition = definition
@@ -91,7 +92,8 @@ class ControlStore:
                     self.records.append(rec)
 
     def current(self) -> Dict[str, dict]:
-        """Each control's effective record (its latest answer; an undo withdraws it), in the order of the latest answers."""
+        """Each control's effective record (its latest answer; an undo withdraws it), in the order of the latest
+        answers."""
         cur: Dict[str, dict] = {}
         for rec in self.records:
             cur.pop(rec["control_id"], None)
@@ -142,7 +144,8 @@ def read_controls(calibration_dir) -> Dict[str, object]:
         d = json.loads(path.read_text(encoding="utf-8"))
         controls = [Control.from_dict(c) for c in d["controls"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise SibscanError(f"{path} is not a record of control pairs ({exc}); delete it (new controls are made)") from None
+        raise SibscanError(f"{path} is not a record of control pairs ({exc}); "
+                           "delete it (new controls are made)") from None
     return {"identity": {k: d.get(k) for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity")},
             "controls": controls}
 

@@ -43,7 +43,8 @@ def copy_text(text: str, rng: np.random.Generator) -> Tuple[str, str]:
             parts[k] = parts[k] + " "
         else:
             last = at[-1]
-            parts[last] = parts[last][:-1] if parts[last][-1:] in ".!?;," and len(parts[last]) > 1 else parts[last] + "."
+            word = parts[last]
+            parts[last] = word[:-1] if word[-1:] in ".!?;," and len(word) > 1 else word + "."
         edits.append(str(kind))
     out = "".join(parts)
     if out == text:  # an empty text, or edits that cancel: a trailing full stop is still a light edit
@@ -79,4 +80,5 @@ def copy_image(src: str | Path, dst: Path, rng: np.random.Generator) -> str:
     tmp = dst.with_suffix(".tmp.png")
     out.save(tmp, format="PNG")
     tmp.replace(dst)
-    return f"image: cropped {', '.join(f'{c:.0%}' for c in crop)} (left, top, right, bottom), resized back, brightness x{bright:.2f}"
+    return (f"image: cropped {', '.join(f'{c:.0%}' for c in crop)} (left, top, right, bottom), resized back, "
+            f"brightness x{bright:.2f}")

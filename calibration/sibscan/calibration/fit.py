@@ -9,7 +9,8 @@ at or below it.  The cutoff (:data:`RULE`) is the lowest score at which that low
 precision, the lowest cutoff at which the flagged nearest-neighbour pairs' mean lower-bound ``P``
 reaches the target.  The confidence (:data:`CONFIDENCE`) holds for each run of answers, not for
 the cutoff as a whole: in simulations (``python -m benchmarks.cutoff_rule_sim``) the first
-flagged labelled pair had a true ``P(same) < 0.5`` in 6-16 % of draws (the point estimate: 40-59 %).  Both need a run of answers that is mostly "same": with none 'different' among
+flagged labelled pair had a true ``P(same) < 0.5`` in 6-16 % of draws (the point estimate: 40-59 %).  Both need a run
+of answers that is mostly "same": with none 'different' among
 them, at least :func:`min_same_run` (3 at 95 %).  The point estimate alone put the cutoff under
 pairs a person had answered "different" (a pooled block of three "same" and one "different" is
 ``P = 0.75``; two and two is ``P = 0.5``, which flagged).  Design weights are not needed: the draw
@@ -29,13 +30,14 @@ from typing import List, Optional
 import numpy as np
 
 from sibscan import fmt
-from sibscan.verdict.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule  # the rule names live below everything reading them
+# the rule names live below everything reading them
+from sibscan.verdict.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
 from .advice import Ask, Unlabelled
 
-__all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult", "fit",
-           "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
+__all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff",
+           "bootstrap_cutoff", "FitResult", "fit", "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
 
 #: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read, and how
 #: the texts name it: one constant below everything that prints it (:data:`sibscan.stats.CUTOFF_CONFIDENCE`)
@@ -182,13 +184,15 @@ def fit_curve(scores: np.ndarray, same: np.ndarray) -> Curve:
     block = np.concatenate([[0], np.cumsum(p[1:] != p[:-1])]) if len(p) else np.zeros(0, np.int64)
     kb = np.rint(np.bincount(block, weights=k)).astype(np.int64)
     nb = np.rint(np.bincount(block, weights=w)).astype(np.int64)
-    bound = np.array([same_lower_bound(int(a), int(b), CONFIDENCE) for a, b in zip(kb, nb)])  # one cache key with min_same_run
+    # one cache key with min_same_run
+    bound = np.array([same_lower_bound(int(a), int(b), CONFIDENCE) for a, b in zip(kb, nb)])
     # P does not fall as the score rises: a block's bound holds above it too
     lower = np.maximum.accumulate(bound[block]) if len(p) else np.zeros(0)
     return Curve(x=x, p=p, lower=lower)
 
 
-def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None, target_precision: Optional[float] = None) -> Optional[float]:
+def find_cutoff(curve: Curve, pop_scores: Optional[np.ndarray] = None,
+                target_precision: Optional[float] = None) -> Optional[float]:
     """The cutoff of one fitted curve by its lower bound, or None when the labels cannot support one.
 
     Without ``target_precision``: the midpoint between the last labelled score whose lower bound is
@@ -270,7 +274,8 @@ class FitResult:
     asks: List[Ask] = field(default_factory=list)
 
 
-def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: float, target_precision: Optional[float] = None,
+def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: float,
+        target_precision: Optional[float] = None,
         min_per_side: int = 3, min_flip_share: float = 0.8, n_boot: int = 300, seed: int = 0,
         unlabelled: Optional[np.ndarray] = None) -> FitResult:
     """Fit the cutoff and say whether the labels can support it, and what would help.
@@ -300,12 +305,14 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
     n_same, n_diff = int(same.sum()), int((~same).sum())
     if n_same + n_diff == 0:
         return FitResult(None, None, rule, "no labels yet",
-                         [f"label pairs (sibscan calibrate --ui web or --ui terminal); the candidate range starts at {fmt.score(lo)}"])
+                         ["label pairs (sibscan calibrate --ui web or --ui terminal); the candidate range starts at "
+                          f"{fmt.score(lo)}"])
     open_ = Unlabelled(unlabelled) if unlabelled is not None else Unlabelled.from_population(pop_scores, scores)
     asks: List[Ask] = []
 
     def ask(n: int, a: float, b: float, widen: str = "down") -> Optional[str]:
-        """The words of advice to label about ``n`` pairs scoring ``a`` to ``b`` that the scan holds (None: none left)."""
+        """The words of advice to label about ``n`` pairs scoring ``a`` to ``b`` that the scan holds (None: none
+        left)."""
         got = open_.ask(n, a, b, widen)
         if got is None:
             return None
@@ -330,8 +337,8 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
             more = ask(2 * (min_per_side - n_same) + 5, top_diff, 1.0)
             advice.append(found + (f"{more} to find more; if the scan holds no more siblings there, no cutoff can be "
                                    "fitted (the sibling rate is still estimated from the labels)" if more else
-                                   f"{open_.exhausted(1.0, 'down')} already, so the scan holds no more to find: no cutoff "
-                                   "can be fitted (the sibling rate is still estimated from the labels)"))
+                                   f"{open_.exhausted(1.0, 'down')} already, so the scan holds no more to find: no "
+                                   "cutoff can be fitted (the sibling rate is still estimated from the labels)"))
     if n_diff < min_per_side:
         problems.append(f"too few 'different' labels ({n_diff}; need at least {min_per_side})")
         more = ask(2 * (min_per_side - n_diff) + 5, min(lo, low_same), low_same)
@@ -345,7 +352,8 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
             problems.append(f"no flip observed: every labelled pair up to score {fmt.score(top_diff)} was 'different'")
             more = ask(2 * max(min_per_side - n_same, 1) + 5, top_diff, 1.0)
             advice.append(f"{more} (if the scan has none, no siblings were found above chance)" if more else
-                          f"{open_.exhausted(1.0, 'down')} already and none was 'same': no siblings were found above chance")
+                          f"{open_.exhausted(1.0, 'down')} already and none was 'same': no siblings were found above "
+                          "chance")
         elif curve.lower[0] >= 0.5:
             # the lowest run of answers already bounds P(same) at 0.5 or more: the flip lies below every
             # labelled score, so only answers below the lowest one can place it (more above never can)
@@ -360,35 +368,37 @@ def fit(scores: np.ndarray, same: np.ndarray, pop_scores: np.ndarray, *, lo: flo
                               else f"{open_.exhausted(x0, 'down')} already: the flip lies below every pair the scan "
                                    "scores, so no cutoff can be placed")
         elif target_precision is not None and (curve.lower >= 0.5).any():
-            problems.append(f"not enough labels: no cutoff reaches precision {target_precision:g} by the {BOUND} (with no "
-                            f"'different' answer among them, {min_same_run(target_precision)} 'same' answers above the cutoff "
-                            "are needed)")
+            problems.append(f"not enough labels: no cutoff reaches precision {target_precision:g} by the {BOUND} (with "
+                            f"no 'different' answer among them, {min_same_run(target_precision)} 'same' answers above "
+                            "the cutoff are needed)")
             left = open_.count(low_same, 1.0)
-            advice.append(f"label more of the {fmt.plural(left, 'unlabelled pair')} scoring above {fmt.score(low_same)}, or "
-                          "lower --target-precision" if left else
-                          f"every pair scoring above {fmt.score(low_same)} is labelled already: lower --target-precision")
+            advice.append(f"label more of the {fmt.plural(left, 'unlabelled pair')} scoring above "
+                          f"{fmt.score(low_same)}, or lower --target-precision" if left else
+                          f"every pair scoring above {fmt.score(low_same)} is labelled already: lower "
+                          "--target-precision")
         else:
             need = min_same_run(max(0.5, target_precision or 0.5))
             # the run of answers with the highest P(same): more answers there tighten its bound
             a, b, k, m = _run_at(curve, scores, same, curve.p[-1])
             problems.append(f"not enough labels: no score from which P(same)'s {BOUND} reaches "
-                            f"{0.5 if target_precision is None else target_precision:g} (that needs a run of at least {need} "
-                            f"'same' answers with few 'different' among them; the run with the highest P(same), scoring "
-                            f"{fmt.span(a, b)}, holds {k} 'same' of {m} answers)")
+                            f"{0.5 if target_precision is None else target_precision:g} (that needs a run of at least "
+                            f"{need} 'same' answers with few 'different' among them; the run with the highest P(same), "
+                            f"scoring {fmt.span(a, b)}, holds {k} 'same' of {m} answers)")
             if n_same >= min_per_side:  # with fewer, the advice above says where to look
                 # from the highest 'different' up, or from the run's start when that 'different' is inside it
-                advice.append(ask(10, min(a, top_diff), 1.0) or f"{open_.exhausted(1.0, 'down')} already: the scores do "
-                              "not separate 'same' from 'different' well enough for the rule")
+                advice.append(ask(10, min(a, top_diff), 1.0) or f"{open_.exhausted(1.0, 'down')} already: the scores "
+                              "do not separate 'same' from 'different' well enough for the rule")
     # the one verdict on whether the labels support the cutoff (sibscan.verdict.cutoffrule.supported reads it)
     status = "; ".join(problems) if problems else SUPPORTED
     if cutoff is None:
         return FitResult(None, None, rule, status, advice, curve, asks=asks)
     interval, flip_share = bootstrap_cutoff(scores, same, pop_scores, target_precision, n_boot=n_boot, seed=seed)
     if not problems and flip_share < min_flip_share:
-        status = (f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples, under the {min_flip_share:.0%} "
-                  "it needs (the answers flip too seldom)")
+        status = (f"the rule finds a cutoff in only {flip_share:.0%} of bootstrap resamples, under the "
+                  f"{min_flip_share:.0%} it needs (the answers flip too seldom)")
         if interval is not None:  # around the cutoff's interval, where the answers would firm it up
             advice.append(ask(10, *interval, widen="both") or f"{open_.exhausted(1.0, 'both')} already: more answers "
-                          "cannot firm the cutoff up, as the scores do not separate 'same' from 'different' well enough "
-                          "here (a verifier that does, 'sibscan scan --verifier', or a cutoff given by hand, --cutoff X, would)")
+                          "cannot firm the cutoff up, as the scores do not separate 'same' from 'different' well "
+                          "enough here (a verifier that does, 'sibscan scan --verifier', or a cutoff given by hand, "
+                          "--cutoff X, would)")
     return FitResult(cutoff, interval, rule, status, advice, curve, flip_share, asks)

@@ -23,8 +23,8 @@ from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.store.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
 
-from .baseline import (baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours, neighbour_pair_keys,
-                       scan_baseline)
+from .baseline import (baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours,
+                       neighbour_pair_keys, scan_baseline)
 from .controlanswers import ANSWERS_FILE, DEFAULT_SHARE, ControlStore, check_share, controls_of, read_controls
 from .controls import ControlPlan, cosine, estimate_with_controls, interleave
 from .fit import POINT_RULE, fit, same_rule
@@ -94,8 +94,8 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
         baseline = None
     if baseline is not None:
         if baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
-            raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the scan "
-                                     f"with {identity.encoder_identity!r}; re-run 'sibscan scan' to recompute it")
+            raise CompatibilityError(f"{sd.baseline_path} was made with encoder {baseline['encoder_identity']!r}, the "
+                                     f"scan with {identity.encoder_identity!r}; re-run 'sibscan scan' to recompute it")
         return baseline
     verifier = _verifier_of(manifest) if identity.verifier_identity is not None else None
     as_scan = verifier is not None or identity.verifier_identity is None
@@ -157,8 +157,11 @@ def _draw(cal_dir: Path, pop: Population, lo: float, first: int, seed: int, iden
         if draw.identity.get("dataset_fingerprint") is None or \
                 {k: draw.identity.get(k) for k in identity.to_dict()} != identity.to_dict():
             if not force:
-                raise CompatibilityError(f"{path} was drawn from another scan ({Identity(**{k: draw.identity.get(k) for k in identity.to_dict()}).mismatch(identity.to_dict())}); "
-                                         "calibrate into a new --out directory (and bring the labels with --labels), or pass --force")
+                drawn_from = Identity(**{k: draw.identity.get(k) for k in identity.to_dict()})
+                raise CompatibilityError(f"{path} was drawn from another scan "
+                                         f"({drawn_from.mismatch(identity.to_dict())}); "
+                                         "calibrate into a new --out directory (and bring the labels with --labels), "
+                                         "or pass --force")
     else:
         draw = make_draw(pop, lo, max(first, 1) if not len(labelled_rows) else max(first - len(labelled_rows), 1),
                          seed=seed, identity={**identity.to_dict(), "definition": definition})
@@ -280,7 +283,8 @@ def calibrate(
     if n_pairs < 1:
         raise SibscanError(f"--n-pairs must be at least 1, got {n_pairs}")
     if definition is not None and not definition.strip():
-        raise SibscanError("--definition must say what 'same' means, e.g. 'the same photo after a crop or re-compression'")
+        raise SibscanError("--definition must say what 'same' means, e.g. 'the same photo after a crop or "
+                           "re-compression'")
     sd = ScanDir(scan_dir)
     manifest = sd.manifest()
     identity = _identity(manifest)
@@ -288,7 +292,8 @@ def calibrate(
     ts = test_scores(sd.path)
     pop = Population.from_neighbours(ts.nb, "verified" if manifest.get("verifier") else "similarity", exact=ts.exact)
     if len(pop) == 0:
-        raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both splits")
+        raise SibscanError(f"{sd.path} has no test->train neighbours to calibrate on; re-run 'sibscan scan' with both "
+                           "splits")
     drawn = Draw.definition_of(cal_dir / DRAW_FILE)
     default = default_definition(manifest.get("modality") or sd.items("test").modality)
     store = LabelStore(cal_dir / LABELS_FILE, identity, force=force)
@@ -296,10 +301,11 @@ def calibrate(
         imp = store.import_file(labels)
         index = pop.index_of()
         here = sum(1 for k in imp.pairs if k in index)
-        echo(f"imported {imp.added} new label records from {labels}: {here} of its {len(imp.pairs)} pairs are pairs this "
-             "scan scores (carried over)"
+        echo(f"imported {imp.added} new label records from {labels}: {here} of its {len(imp.pairs)} pairs are pairs "
+             "this scan scores (carried over)"
              + ("" if here == len(imp.pairs) else f"; {len(imp.pairs) - here} are not (kept in labels.jsonl, not used)")
-             + ("" if not imp.other_encoder else f"; {imp.other_encoder} records were made under another encoder or verifier"))
+             + ("" if not imp.other_encoder else f"; {imp.other_encoder} records were made under another encoder or "
+                                                 "verifier"))
     # after the import: the answers' definition travels with them
     before = _previous_fit(cal_dir)
     definition, source = _resolve_definition(definition.strip() if definition else None, before, store, drawn, default)
@@ -315,7 +321,8 @@ def calibrate(
     baseline = _baseline(sd, manifest, identity)
     lo = float(baseline["quantiles"]["0.99"])
     index = pop.index_of()
-    labelled = np.asarray(sorted({index[k] for k, r in store.current().items() if k in index and r["label"] != "skip"}), np.int64)
+    labelled = np.asarray(sorted({index[k] for k, r in store.current().items() if k in index and r["label"] != "skip"}),
+                          np.int64)
     first = n_pairs if ui == "none" else min(n_pairs, _SEED_PAIRS)
     draw = _draw(cal_dir, pop, lo, first, seed, identity, store, force, labelled, definition)
     splits = {s: sd.items(s) for s in ("train", "test")}
@@ -326,24 +333,26 @@ def calibrate(
         if current:
             rows = np.fromiter(current, np.int64)
             est = estimate_with_controls(ts.score, ts.exact, pop.query_index[rows],
-                                         np.array([current[r] == "same" for r in rows]), controls_of(cal_dir), fast=True)
+                                         np.array([current[r] == "same" for r in rows]), controls_of(cal_dir),
+                                         fast=True)
             p_same, curve_sd = est.p_same[pop.query_index], est.curve_sd[pop.query_index]
-        draw = extend_draw(draw, pop, n_pairs - len(draw.rows), labels_by_row=current or None, p_same=p_same, curve_sd=curve_sd)
+        draw = extend_draw(draw, pop, n_pairs - len(draw.rows), labels_by_row=current or None, p_same=p_same,
+                           curve_sd=curve_sd)
         draw.save(cal_dir / DRAW_FILE, pop)
     if ui == "none":
         interleave(plan, [], draw.rows, 0)  # the controls among the drawn pairs, listed in controls.json
     else:
         session = LabelSession(pop, draw, store, splits["test"], splits["train"], scores=(ts.score, ts.exact),
-                               target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop), definition=definition,
-                               controls=plan)
+                               target=n_pairs, on_extend=lambda d: d.save(cal_dir / DRAW_FILE, pop),
+                               definition=definition, controls=plan)
         st = session.state()
         pending = st["total"] - st["done"]
         if pending > 0 and session.next_pending() is not None:
-            fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a nearest "
-                     "train pair to label; exact twins need none)")
+            fewer = ("" if session.target >= n_pairs else f" (not {n_pairs}: only {session.most} test items have a "
+                     "nearest train pair to label; exact twins need none)")
             echo(f"{pending} of {st['total']} pairs to label{fewer}; 'same' means: {definition}")
-            echo("the score stays hidden until you answer; pairs come from every score stratum of the test set, "
-                 f"below the candidate range (scores under {fmt.score(draw.lo)}) included, to find siblings the range misses")
+            echo("the score stays hidden until you answer; pairs come from every score stratum of the test set, below "
+                 f"the candidate range (scores under {fmt.score(draw.lo)}) included, to find siblings the range misses")
             if ui == "web":
                 from .web import run_web
 
@@ -352,8 +361,8 @@ def calibrate(
                 from .terminal import run_terminal
 
                 run_terminal(session, stdin=stdin, stdout=stdout)
-    cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision, seed=seed,
-                          definition=definition, n_train=train_items_searched(manifest, sd.path),
+    cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision,
+                          seed=seed, definition=definition, n_train=train_items_searched(manifest, sd.path),
                           controls=controls_of(cal_dir))
     cal.extra["definition_source"] = source
     if before is not None and not same_rule(before.rule, cal.rule):
@@ -415,8 +424,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
     answered = np.fromiter({index[k] for k in store.current() if k in index}, np.int64)
     unlabelled = np.ones(len(pop), bool)
     unlabelled[answered] = False
-    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision, seed=seed,
-              unlabelled=pop.score[unlabelled & ~pop.exact])
+    res = fit(pop.score[rows_a], same_a, pop.score[~pop.exact], lo=draw.lo, target_precision=target_precision,
+              seed=seed, unlabelled=pop.score[unlabelled & ~pop.exact])
     n_test = len(ts)
     est = {"n_population": n_test, "precision": None, "recall": None, "flagged": None}
     advice: List[str] = list(res.advice)
@@ -435,8 +444,9 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
                                 controls=controls, trusted=trusted)
             est["width_forecast"] = fc
             buys = ", ".join(f"{f['labels'] - r.n_labels} more about {100 * f['width']:.1f} pp" for f in fc)
-            advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}, {100 * (r.hi - r.lo):.1f} pp wide) is wider "
-                          "than max(0.5 pp, 25 % of the estimate): label more pairs (--n-pairs) to narrow it"
+            advice.append(f"the rate's interval ({fmt.pct(r.lo)} to {fmt.pct(r.hi)}, {100 * (r.hi - r.lo):.1f} pp "
+                          "wide) is wider than max(0.5 pp, 25 % of the estimate): label more pairs (--n-pairs) to "
+                          "narrow it"
                           + (f"; simulated from these answers, the width after {buys}" if fc else ""))
         below = pop.score < draw.lo
         est["below_range"] = {"n": int((below & ~pop.exact).sum()), "labelled": int(below[rows_a].sum()),
@@ -450,7 +460,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         est["flagged"] = int(fl.flagged.sum())
         est["decided_by_labels"] = fl.decided()
         est["flagged_rate"] = est["flagged"] / n_test if n_test else None
-        est["expected_chance_siblings"] = expected_chance_siblings(baseline, res.cutoff, n_train, n_test) if n_train else None
+        est["expected_chance_siblings"] = (expected_chance_siblings(baseline, res.cutoff, n_train, n_test)
+                                           if n_train else None)
         est["chance_extrapolated"] = extrapolated(baseline, res.cutoff)
         warn = baseline_warning(baseline, res.cutoff)
         if warn:
@@ -461,7 +472,8 @@ def fit_calibration(pop: Population, draw: Draw, store: LabelStore, baseline: di
         verifier_identity=identity.verifier_identity, dataset_fingerprint=identity.dataset_fingerprint,
         n_labels=n_labels, estimates=est, baseline=summary, status=res.status, advice=advice, rule=res.rule,
         # who gave the answers the fit used: what every output calls them ("hand labels", "oracle labels")
-        extra={"labeller": labeller.of_records(used), "definition": definition, "definitions": {str(k): v for k, v in store.definitions().items()},
+        extra={"labeller": labeller.of_records(used), "definition": definition,
+               "definitions": {str(k): v for k, v in store.definitions().items()},
                "draw": {"lo": draw.lo, "edges": draw.edges.tolist(), "n_drawn": int(len(draw.rows)), "seed": draw.seed},
                "curve": {"x": res.curve.x.tolist(), "p": res.curve.p.tolist(), "lower": res.curve.lower.tolist()}
                if res.curve is not None else None,

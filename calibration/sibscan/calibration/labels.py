@@ -84,8 +84,8 @@ class LabelStore:
         The definition of "same" new answers are given under (recorded with each).
     """
 
-    def __init__(self, path: str | os.PathLike, identity: Identity, *, force: bool = False, labeller: Optional[str] = None,
-                 definition: Optional[str] = None):
+    def __init__(self, path: str | os.PathLike, identity: Identity, *, force: bool = False,
+                 labeller: Optional[str] = None, definition: Optional[str] = None):
         self.path = Path(path)
         self.identity = identity
         self.force = force
@@ -134,8 +134,9 @@ class LabelStore:
         rec = {
             **self.identity.to_dict(),
             "query_split": key[0], "query_id": key[1], "neighbour_split": key[2], "neighbour_id": key[3],
-            "score": float(score) if score is not None and math.isfinite(score) else None, "score_kind": score_kind, "label": label,
-            "definition": self.definition, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "labeller": self.labeller,
+            "score": float(score) if score is not None and math.isfinite(score) else None, "score_kind": score_kind,
+            "label": label, "definition": self.definition, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "labeller": self.labeller,
             "source": source,
         }
         append_jsonl(self.path, rec)
@@ -157,7 +158,8 @@ class LabelStore:
         Every record is validated first (a bad line names the file and row; a record made for
         other data is refused), then the new ones are appended with ``source = "import:<file
         name>"``; a record with a ``control_id`` answers a control pair, is not appended here and is
-        returned in ``Imported.controls``.  A record that repeats its pair's current answer is not appended again; a pair
+        returned in ``Imported.controls``.  A record that repeats its pair's current answer is not appended again; a
+        pair
         answered twice with different answers keeps both lines, and the later one counts.
 
         Returns

@@ -66,7 +66,8 @@ class Population:
     score_kind: str
 
     @staticmethod
-    def from_neighbours(nb: Neighbours, score_kind: Optional[str] = None, exact: Optional[np.ndarray] = None) -> "Population":
+    def from_neighbours(nb: Neighbours, score_kind: Optional[str] = None,
+                        exact: Optional[np.ndarray] = None) -> "Population":
         """The top-1 test->train pairs of ``nb``; ``exact`` (of shape (n_test,)) marks exact twins by
         fingerprint as well as the neighbours table's own ``exact`` flag."""
         top = nb.top1("test", "train")
@@ -131,8 +132,9 @@ class Draw:
         return {
             "seed": self.seed, "score_kind": self.score_kind, "lo": self.lo, "edges": self.edges.tolist(),
             **self.identity,
-            "strata": [{"lo": float(self.edges[i]), "hi": float(self.edges[i + 1]), "N": int(N_h[i]), "drawn": int(drawn[i]),
-                        "inclusion_probability": float(drawn[i] / N_h[i]) if N_h[i] else 0.0} for i in range(self.n_strata)],
+            "strata": [{"lo": float(self.edges[i]), "hi": float(self.edges[i + 1]), "N": int(N_h[i]),
+                        "drawn": int(drawn[i]), "inclusion_probability": float(drawn[i] / N_h[i]) if N_h[i] else 0.0}
+                       for i in range(self.n_strata)],
             "n_below": int((h < 0).sum()), "drawn_below": int((h[self.rows] < 0).sum()) if len(self.rows) else 0,
             "phases": self.phases,
             "pairs": [{"query_id": str(pop.query_id[r]), "neighbour_id": str(pop.neighbour_id[r]),
@@ -154,7 +156,8 @@ class Draw:
         return Draw(lo=float(d["lo"]), edges=np.asarray(d["edges"], dtype=np.float64),
                     rows=np.asarray([r for r in rows if r is not None], dtype=np.int64), seed=int(d["seed"]),
                     score_kind=d["score_kind"],
-                    identity={k: d.get(k) for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity", "definition")},
+                    identity={k: d.get(k)
+                              for k in ("dataset_fingerprint", "encoder_identity", "verifier_identity", "definition")},
                     phases=list(d.get("phases", [])))
 
     @staticmethod
@@ -284,7 +287,8 @@ def extend_draw(draw: Draw, pop: Population, n_more: int, labels_by_row: Optiona
 
     Each phase draws with its own seed (``seed``, phase number), so a re-run reproduces the draw.
     """
-    # the estimator's strata (one rule: sibscan.verdict.rate.score_strata), so every pair is a random draw from its stratum
+    # the estimator's strata (one rule: sibscan.verdict.rate.score_strata), so every pair is a random draw from its
+    # stratum
     ok = pop.drawable()
     hb = score_strata(pop.score)
     hb[~ok] = -1

@@ -292,7 +292,8 @@ class LabelSession:
 
     def _last_answer(self) -> Optional[int]:
         """The presented index of the latest current answer (pair or control), or None."""
-        at = {("pair", self.keys[x]) if kind == "pair" else ("control", x.id): i for i, (kind, x) in enumerate(self.seq)}
+        at = {("pair", self.keys[x]) if kind == "pair" else ("control", x.id): i
+              for i, (kind, x) in enumerate(self.seq)}
         found = []
         for store, tag in ((self.store, "pair"), (self.plan.store if self.plan is not None else None, "control")):
             if store is None:

@@ -31,7 +31,8 @@ def scan_headline(scan_dir, *, cutoff: Optional[float] = None, calibration=None,
 
 def headline_of(scan_dir: str | Path, cal: Calibration, *, force: bool = False) -> dict:
     """The headline a report of ``scan_dir`` states with this calibration: the cutoff resolved as
-    ``sibscan report`` resolves it (this calibration when it has a cutoff), then :func:`sibscan.verdict.headline.headline`."""
+    ``sibscan report`` resolves it (this calibration when it has a cutoff), then
+    :func:`sibscan.verdict.headline.headline`."""
     return scan_headline(scan_dir, calibration=cal if cal.cutoff is not None else None, force=force,
                          definition=(cal.extra or {}).get("definition"))
 
@@ -43,7 +44,8 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
         lines.append(head["text"])
     n, extra = cal.n_labels, cal.extra or {}
     unused = extra.get("n_labelled_outside_population") or 0
-    lines.append(f"{labeller.noun(extra.get('labeller'))}: {n.get('same', 0)} same, {n.get('different', 0)} different, {n.get('skip', 0)} skipped"
+    lines.append(f"{labeller.noun(extra.get('labeller'))}: {n.get('same', 0)} same, {n.get('different', 0)} different, "
+                 f"{n.get('skip', 0)} skipped"
                  + (f"; {unused} more in labels.jsonl not used (pairs this scan does not score)" if unused else "")
                  + (f"; {extra['n_labelled_not_needed']} about exact twins or unscored pairs, which need no answer"
                     if extra.get("n_labelled_not_needed") else "")
@@ -59,11 +61,12 @@ def describe(cal: Calibration, head: Optional[dict] = None) -> List[str]:
     if e.get("precision") is not None or e.get("recall") is not None:
         f3 = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
         said = labels_phrase(e.get("decided_by_labels"), labeller.by(extra.get("labeller")))
-        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model estimates, "
-                     f"by score), {e.get('flagged')} test items flagged" + (f" ({said})" if said else ""))
+        lines.append(f"at the cutoff: precision {f3(e.get('precision'))}, recall {f3(e.get('recall'))} (model "
+                     f"estimates, by score), {e.get('flagged')} test items flagged" + (f" ({said})" if said else ""))
     b = e.get("below_range")
     if b:
-        lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} pairs there)")
+        lines.append(f"below the candidate range: {b['same']} of {b['labelled']} labelled pairs were 'same' ({b['n']} "
+                     "pairs there)")
     chance = chance_sentence(e.get("expected_chance_siblings"), e.get("flagged"), baseline=cal.baseline,
                              extrapolated=bool(e.get("chance_extrapolated")))
     if chance:

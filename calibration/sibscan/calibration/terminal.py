@@ -64,7 +64,8 @@ def image_preview(left: str, right: str, width: int = 32, gap: int = 4) -> str:
         cells = []
         for img in (a, b):
             top, bot = img[y], img[y + 1] if y + 1 < rows else np.zeros_like(img[y])
-            cells.append("".join(f"\x1b[38;2;{t[0]};{t[1]};{t[2]}m\x1b[48;2;{u[0]};{u[1]};{u[2]}m▀" for t, u in zip(top, bot))
+            cells.append("".join(f"\x1b[38;2;{t[0]};{t[1]};{t[2]}m\x1b[48;2;{u[0]};{u[1]};{u[2]}m▀"
+                                 for t, u in zip(top, bot))
                          + "\x1b[0m")
         lines.append("  " + cells[0] + " " * gap + cells[1])
     return "\n".join(lines)
@@ -152,7 +153,8 @@ def _ask(session: LabelSession, stdin: TextIO, out: TextIO, tty: bool, url: Opti
             key = line.strip().lower()[:1]
             if key in _KEYS:
                 res = session.answer(i, _KEYS[key], source="terminal")
-                out.write(f"  -> {res['label']}" + ("" if res["score"] is None else f" (score {fmt.score(res['score'])})") + "\n")
+                out.write(f"  -> {res['label']}" + ("" if res["score"] is None
+                                                    else f" (score {fmt.score(res['score'])})") + "\n")
                 live = session.live()
                 if live is not None:
                     out.write(f"  {live['text']}\n")

@@ -45,8 +45,8 @@ log = logging.getLogger("sibscan.calibration.web")
 
 STATIC = Path(__file__).resolve().parent / "static"
 _MAX_SIDE = 640
-_CSP = ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+_CSP = ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src "
+        "'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 _MAX_BODY = 4096
 _TIMEOUT_S = 15  # a client that stops sending mid-request releases its thread after this
 _PAIR = re.compile(r"^/api/pair/(\d{1,9})$")

@@ -38,8 +38,8 @@ import numpy as np
 
 from .scalematch import FLAT_RMS, MatchVariant, ScaleMatch, _side, structure, template
 
-__all__ = ["ALIGNMENT_FEATURES", "aligned_measures", "aligned_signals", "alignment_features", "alignment_features_reference",
-           "patch_agreement", "patch_agreement_reference", "reference_signals"]
+__all__ = ["ALIGNMENT_FEATURES", "aligned_measures", "aligned_signals", "alignment_features",
+           "alignment_features_reference", "patch_agreement", "patch_agreement_reference", "reference_signals"]
 
 #: the columns :func:`alignment_features` returns, in order
 ALIGNMENT_FEATURES = ("patches8", "consistent", "energy_spread")
@@ -88,7 +88,8 @@ def _shifted_patch_ncc(t, w, reach: int):
     P = T // grid
     wc = w[:, 0].contiguous()
     s0, s1, s2 = wc.stride()
-    b = wc.as_strided((g, k, k, grid, grid, P, P), (s0, s1, s2, P * s1, P * s2, s1, s2)).reshape(g, k * k, grid * grid, P * P)
+    b = wc.as_strided((g, k, k, grid, grid, P, P),
+                      (s0, s1, s2, P * s1, P * s2, s1, s2)).reshape(g, k * k, grid * grid, P * P)
     r, both = _ncc_of(_centred(t, grid)[:, None], b - b.mean(-1, keepdim=True), P)
     return r, both[:, (k * k) // 2]
 
@@ -308,7 +309,8 @@ def aligned_signals(query, database, query_index, database_index, variants: Sequ
             ar = torch.arange(-margin, T + margin, device=device)
             ys = (torch.as_tensor(match.y[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
             xs = (torch.as_tensor(match.x[rows], dtype=torch.int64, device=device)[:, None] + ar).clamp(0, N - 1)
-            yield rows, t, o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None], xs[:, None, :]][:, None]
+            yield rows, t, o[torch.arange(len(rows), device=device)[:, None, None], 0, ys[:, :, None],
+                             xs[:, None, :]][:, None]
 
 
 def reference_signals(query_image: np.ndarray, database_image: np.ndarray, v: MatchVariant):

@@ -41,7 +41,8 @@ def bucket_span(lo: int, hi: int) -> Tuple[int, int]:
     return first, ((hi - 1) >> _LOW_BITS) - first + 1
 
 
-def bucket_pack(hashes: np.ndarray, tags: np.ndarray, first_bucket: int, n_buckets: int) -> Tuple[np.ndarray, np.ndarray]:
+def bucket_pack(hashes: np.ndarray, tags: np.ndarray, first_bucket: int,
+                n_buckets: int) -> Tuple[np.ndarray, np.ndarray]:
     """Pack sorted distinct hashes and their tags into the bucketed layout.
 
     Parameters

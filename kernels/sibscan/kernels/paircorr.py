@@ -80,7 +80,8 @@ def image_variants(flip: bool, scales: Sequence[float]) -> List[Tuple[bool, floa
 def _check_images(query, database, max_shift: int) -> None:
     if query.ndim != 4 or query.shape != database.shape:
         raise ValueError(
-            f"query and database must both have shape (m, C, H, W); got {tuple(query.shape)} and {tuple(database.shape)}"
+            f"query and database must both have shape (m, C, H, W); got {tuple(query.shape)} and "
+            f"{tuple(database.shape)}"
         )
     h, w = query.shape[-2:]
     if max_shift < 0 or 2 * max_shift >= min(h, w) - 1:

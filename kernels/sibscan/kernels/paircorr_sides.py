@@ -251,7 +251,8 @@ def _detail_ncc(qside: QuerySide, qp, dside: DatabaseSide, dp, arg, s: int, vari
     oy, ox = off // n, off % n
     out = torch.empty(len(qp), dtype=like.dtype, device=like.device)
     # each pair's window as positions in its flattened (H * W) cropped database image
-    cells = (torch.arange(h, device=like.device)[:, None] * W + torch.arange(w, device=like.device)).reshape(1, 1, h * w)
+    cells = (torch.arange(h, device=like.device)[:,
+                                                 None] * W + torch.arange(w, device=like.device)).reshape(1, 1, h * w)
     for vi in torch.unique(v).tolist():
         rows = torch.nonzero(v == vi).flatten()
         flipped, cq, cd = variants[vi]

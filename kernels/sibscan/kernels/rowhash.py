@@ -32,7 +32,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["row_fingerprints", "group_fingerprints", "fingerprint_order", "znormalise_rows", "round_rows", "safe_scale_rows", "splitmix64"]
+__all__ = ["row_fingerprints", "group_fingerprints", "fingerprint_order", "znormalise_rows", "round_rows",
+           "safe_scale_rows", "splitmix64"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)

@@ -23,7 +23,8 @@ def scale_match_reference(query: np.ndarray, database: np.ndarray, query_index, 
     query, database = np.asarray(query)[np.asarray(query_index)], np.asarray(database)[np.asarray(database_index)]
     m, N = query.shape[0], query.shape[-1]
     out = ScaleMatch(np.zeros(m, np.float32), np.zeros(m, np.int64), np.zeros(m, np.int32), np.zeros(m, np.int32))
-    imgs = {"query": torch.as_tensor(query, dtype=torch.float32), "database": torch.as_tensor(database, dtype=torch.float32)}
+    imgs = {"query": torch.as_tensor(query, dtype=torch.float32),
+            "database": torch.as_tensor(database, dtype=torch.float32)}
     sig = {k: structure(v).numpy()[:, 0].astype(np.float64) for k, v in imgs.items()}
     for i in range(m):
         top = -np.inf

@@ -25,8 +25,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["batch_token_ids", "boilerplate_mask", "lcs_length", "longest_common_run", "normalise_text", "shingle_document_frequency",
-           "shingle_hashes", "tokenize", "word_diff", "word_id_reference"]
+__all__ = ["batch_token_ids", "boilerplate_mask", "lcs_length", "longest_common_run", "normalise_text",
+           "shingle_document_frequency", "shingle_hashes", "tokenize", "word_diff", "word_id_reference"]
 
 _WORD = re.compile(r"\w+")
 _WS = re.compile(r"\s+")

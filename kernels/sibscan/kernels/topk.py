@@ -25,7 +25,8 @@ from typing import Callable, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["Blocks", "GROUP", "ResultHeap", "TILE_BYTES", "TILE_GROUPS_PER_K", "TILE_MIN_ROWS", "block_topk_numpy", "flatten_topk", "iter_array_blocks", "merge_topk",
+__all__ = ["Blocks", "GROUP", "ResultHeap", "TILE_BYTES", "TILE_GROUPS_PER_K", "TILE_MIN_ROWS", "block_topk_numpy",
+           "flatten_topk", "iter_array_blocks", "merge_topk",
            "order_ties", "rank_within_groups", "search_blocks_numpy", "tile_shape"]
 
 #: ``(start, block)`` pairs in increasing ``start`` order; a callable returns a fresh iterator.

@@ -16,7 +16,8 @@ from typing import Iterable, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["VIEW_CELLS", "VIEW_SCALES", "WINDOW_SCALES", "mirror", "window_boxes", "window_pair_scores", "window_topk", "window_vectors"]
+__all__ = ["VIEW_CELLS", "VIEW_SCALES", "WINDOW_SCALES", "mirror", "window_boxes", "window_pair_scores", "window_topk",
+           "window_vectors"]
 
 #: window sides as fractions of the image side, with the number of positions along each axis
 #: (136 windows).  Measured on ``benchmarks.quality --sets crops``: positions matter as much as scales
