@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, List, Optional
 
-from ..options import (CUTOFF_PANEL, LINKAGES, NORMALISATIONS, REPORT_FORMATS, SELECTION_MODES, SERIES_FORMATS,
+from ..options import (LINKAGES, NORMALISATIONS, REPORT_FORMATS, SELECTION_MODES, SERIES_FORMATS,
                        TASKS, UIS, opt)
 from ..items import MODALITIES
 from ..stats import CUTOFF_BOUND
