@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from ..errors import SibscanError
+from ..options import ENGINES
 from .controls import DEFAULT_PERCENTILE
 from .guided import DEFAULT_PREFIX_FRACTION
 from .index import DEFAULT_N, DEFAULT_SHARD_SIZE
@@ -68,7 +69,7 @@ class ContaminationConfig:
             (0.0 < self.prefix_fraction < 1.0, f"prefix_fraction is a fraction in (0, 1), got {self.prefix_fraction}"),
             (self.prevalence is None or 0.0 < self.prevalence < 1.0,
              f"prevalence is a fraction in (0, 1), got {self.prevalence}"),
-            (self.engine in ("local", "ray"), f"unknown engine {self.engine!r}; available: local, ray"),
+            (self.engine in ENGINES, f"unknown engine {self.engine!r}; available: {', '.join(ENGINES)}"),
         ]
         for ok, message in checks:
             if not ok:
