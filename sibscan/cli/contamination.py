@@ -16,7 +16,7 @@ HELP = (
     "Audit benchmark EXAMPLES (JSONL/CSV/Parquet with id and text) for contamination.\n\n"
     "With a corpus (--corpus, or named --source NAME=PATH for provenance): the share of each example's word "
     "n-grams found in it and the longest verbatim run, per source; --control NAME=PATH sets a source's threshold "
-    "from texts known to lie outside it. With --model (a local model, 'smollm2', or an OpenAI-compatible URL): "
+    "from texts known to lie outside it. With --lm (a local model, 'smollm2', or an OpenAI-compatible URL): "
     "Min-K%, Min-K%++ and perplexity. With --complete: guided prompting (continue the first half, LCS F1 with the "
     "second). --labels adds each method's AUC and weights. Prints a table; --json for machines, --html for a page "
     "with the longest run highlighted."
@@ -43,14 +43,14 @@ def _pairs(values: Optional[List[str]], option: str) -> Dict[str, str]:
 
 @user_errors
 @with_options((ContaminationOptions, {}), (SearchOptions, {"only": ("engine",)}),
-              (EncoderOptions, {"only": ("device",)}), spread=True)
+              (EncoderOptions, {"only": ("device", "batch_size")}), spread=True)
 def contamination(
     examples_arg: Optional[Path] = typer.Argument(None, metavar="EXAMPLES",
                                                   help="Benchmark examples: JSONL/CSV/TSV/Parquet with an id and a text column."),
     examples_opt=None, corpus=None, source=None, control=None, model=None, complete=None, labels=None, as_json=False,
     html=None, work=None, n=None, shard_size=None, engine="local", k=None, overlap_floor=None, run_floor=None,
     z_threshold=None, control_percentile=None, prefix_fraction=None, weight_by_auc=False, prevalence=None,
-    id_field="id", text_field="text", device="auto", batch_size=8, max_tokens=512, endpoint_model=None, timeout=60.0,
+    id_field="id", text_field="text", device="auto", batch_size=None, max_tokens=512, endpoint_model=None, timeout=60.0,
     limit=50,
 ) -> None:
     from ..atomic import dumps_json
@@ -83,7 +83,8 @@ def contamination(
             return CompletionsEndpoint(spec, model=endpoint_model, timeout=timeout)
         from ..contamination.lm import load_causal_lm
 
-        return load_causal_lm(spec, device=device, batch_size=batch_size, max_tokens=max_tokens)
+        sized = {} if batch_size is None else {"batch_size": batch_size}  # None: the model's own
+        return load_causal_lm(spec, device=device, max_tokens=max_tokens, **sized)
 
     scorer = probe(model)
     completer = scorer if complete is not None and complete == model else probe(complete)
