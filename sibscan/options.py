@@ -102,9 +102,9 @@ def check_value(group: type, name: str, value: Any) -> None:
     """Refuse ``value`` for field ``name`` of ``group`` when it breaks the field's declared constraint (a
     choice, a bound), with one line naming the flag: the one check of every option's constraint, run by
     :func:`check_fields` and by the command line before a command reads anything."""
-    if value is None:
-        return
     meta = group.__dataclass_fields__[name].metadata
+    if value is None or "flags" not in meta:  # a field that is no flag (a config's parsed value) declares none
+        return
     flag = flag_of(group, name)
     choices, low, high = meta.get("choices"), meta.get("minimum"), meta.get("maximum")
     if choices is not None and value not in choices:

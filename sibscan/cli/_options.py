@@ -77,11 +77,12 @@ def _parameter(group: type, field: dataclasses.Field, hint: Any, hidden: bool = 
 def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, exclude: Iterable[str] = (),
                       hidden: Iterable[str] = ()) -> List[inspect.Parameter]:
     """The group's fields as Typer option parameters (``only`` / ``exclude`` pick fields by name;
-    ``hidden`` ones still work but are left out of ``--help``)."""
+    ``hidden`` ones still work but are left out of ``--help``; a config's field that declares no flag, a
+    value the command line gives in another shape, is not one)."""
     hints = typing.get_type_hints(group)
     keep = None if only is None else set(only)
     return [p for f in dataclasses.fields(group) if (keep is None or f.name in keep) and f.name not in set(exclude)
-            for p in _parameter(group, f, hints[f.name], f.name in set(hidden))]
+            and "flags" in f.metadata for p in _parameter(group, f, hints[f.name], f.name in set(hidden))]
 
 
 def _take_old_names(values: Dict[str, Any], owners: Dict[str, type]) -> None:
