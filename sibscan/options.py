@@ -2,10 +2,15 @@
 
 Each field carries its CLI flag(s) and help text, so the command line is generated from these
 classes once (``sibscan.cli._options``); field names are the TOML keys of a config file and the
-keyword names of :class:`sibscan.config.ScanConfig`, unique across the groups.  ``check()`` refuses
-a bad value with one line naming the flag and the valid values; :meth:`ScanConfig.check` runs every
-group's check (and looks the encoder and verifier names up) before the scan reads or writes
-anything.  Every user-facing choice list is declared here and imported by the stage that acts on it.
+keyword names of :class:`sibscan.config.ScanConfig`, unique across the groups.  A field declares its
+constraint (``choices``, ``minimum``, ``maximum``); every group's ``check()`` runs :func:`check_fields`
+over them, then the rules between its fields, and returns the group (one line naming the flag and the
+valid values on a bad one); :meth:`ScanConfig.check` runs every group's check (and looks the encoder and
+verifier names up) before the scan reads or writes anything.  :class:`CutoffOptions` is the cutoff of
+the commands that read a finished scan; the other commands' flags are groups of the same kind in
+``sibscan.cli._flags``, and the command line checks every given value against its field's constraint
+before a command runs.  Every user-facing choice list is declared here and imported by the stage that
+acts on it.
 """
 from __future__ import annotations
 
@@ -148,7 +153,8 @@ class LoadOptions:
     decimals: int = opt(6, "--decimals", minimum=0, maximum=MAX_DECIMALS, help="Rounding of numeric rows for exact fingerprints.")
     znorm: bool = opt(False, "--znorm", help="z-normalise rows before exact hashing (catches rescaled copies).")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         if self.chunk_stride is not None and self.chunk_words is None:
             raise SibscanError("--chunk-stride needs --chunk-words N")
@@ -156,6 +162,7 @@ class LoadOptions:
             check_int(self.chunk_stride, "--chunk-stride", 1, self.chunk_words)
         if self.text_field is not None and self.path_field is not None:
             raise SibscanError("give either --text-field or --path-field, not both")
+        return self
 
     def load_kwargs(self, split: str) -> Dict[str, Any]:
         """Keyword arguments of :func:`sibscan.loaders.load` for one split (chunking is the scan's)."""
@@ -182,7 +189,8 @@ class EncoderOptions:
     test_features: Optional[str] = opt(None, "--test-features", help="Your own test embeddings, as --train-features (default: none).")
     features_id: Optional[str] = opt(None, "--features-id", help="The identity of the model that made --train-features/--test-features (e.g. 'clip-vit-b32-laion2b'): calibrations and indexes are tied to it (default: none).")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         check_device_name(self.device)
         given = [self.train_features is not None, self.test_features is not None]
@@ -200,6 +208,7 @@ class EncoderOptions:
                                    "embeddings replace the encoder; drop one")
         elif self.features_id is not None:
             raise SibscanError("--features-id names precomputed embeddings; give --train-features and --test-features too")
+        return self
 
     @property
     def precomputed(self) -> bool:
@@ -238,13 +247,15 @@ class SearchOptions:
                     value = ()
             object.__setattr__(self, name, value)
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         if self.extra_views and "none" in self.extra_views:
             raise SibscanError("--extra-views none stands alone (no extra views); drop the other names or 'none'")
         bad = [d for d in self.directions if d not in DIRECTIONS]
         if bad:
             raise SibscanError(f"unknown direction {bad[0]!r}; available: {', '.join(DIRECTIONS)}")
+        return self
 
     def k_of(self, direction: str) -> int:
         """Neighbours kept in ``direction``: ``k`` for test→train, ``k_reverse`` for the others."""
@@ -261,12 +272,14 @@ class VerifyOptions:
     verifier: Optional[str] = opt(None, "--verifier", help="Verifier name (default: by modality: images imagecorr, text textalign, tables lagcorr).")
     cascade: bool = opt(False, "--cascade", help="Images: verify only each test item's most promising candidates (windows score or embedding similarity near its best); the others are dropped.")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         if self.verify is False and self.verifier is not None:
             raise SibscanError(f"--verifier {self.verifier!r} and --no-verify contradict each other; drop one")
         if self.verify is False and self.cascade:
             raise SibscanError("--cascade and --no-verify contradict each other; drop one")
+        return self
 
 
 @dataclass(frozen=True)
@@ -279,8 +292,10 @@ class BaselineOptions:
     verified_baseline_pairs: int = opt(20_000, "--verified-baseline-pairs", minimum=2, help="At most this many of them when a verifier scores them (verification is per pair).")
     seed: int = opt(0, "--seed", minimum=0, help="Random seed of the baseline pairs.")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
+        return self
 
 
 def _cutoff() -> Any:
@@ -304,9 +319,11 @@ class CutoffOptions:
     calibration: Optional[str] = _calibration()
     force: bool = opt(False, "--force", toggle=False, help="Apply a calibration made for another dataset or encoder anyway.")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         check_cutoff_source(self.cutoff, self.calibration)
+        return self
 
 
 @dataclass(frozen=True)
@@ -321,9 +338,11 @@ class OutputOptions:
     force: bool = opt(False, "--force", toggle=False, help="Start over in OUT (labels under OUT/calibration are kept); also apply a calibration given with --calibration that was made for other data (OUT/calibration made for other data is passed over, with a note).")
     progress: bool = opt(True, "--progress", help="Progress on stderr: bars on a terminal, progress lines off one.")
 
-    def check(self) -> None:
+    def check(self):
+        """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         check_cutoff_source(self.cutoff, self.calibration)
+        return self
 
 
 #: the groups in the order of the flow; the attribute of each on a ScanConfig

@@ -100,7 +100,7 @@ def test_a_flag_has_one_help_and_type_in_every_command():
     (["split", "{missing}", "--out", "g.csv", "--cutoff", "-3"], "--cutoff is a similarity in [-1, 1], got -3"),
     (["check", "{missing}", "--max-exact", "5"], "--max-exact is a fraction in [0, 1] (0.01 = 1 %), got 5"),
     (["audit", "{missing}", "--targets", "{missing}", "--rtol", "-1"], "--rtol must be >= 0, got -1"),
-    (["contamination", "{missing}", "--n", "0"], "--n must be an integer >= 1, got 0"),
+    (["contamination", "{missing}", "--n", "0"], "n must be >= 1 words, got 0"),  # ContaminationConfig.check's
     (["augment", "{missing}", "{missing}", "--padding", "0.1", "--out", "o", "--sigma", "-1"], "--sigma must be >= 0, got -1"),
 ])
 def test_a_bad_value_is_refused_before_any_file_is_read(tmp_path, args, words):
@@ -123,7 +123,7 @@ def test_contamination_old_names_still_work_with_a_note(tmp_path, old, new, rest
         seen.update(k=self.k)
         raise SibscanError("stopped")
 
-    monkeypatch.setattr(cfg.ContaminationConfig, "validate", stop)
+    monkeypatch.setattr(cfg.ContaminationConfig, "check", stop)
     res = runner.invoke(app, ["contamination", str(tmp_path / "b.jsonl"), old, *rest])
     assert f"note: {old} is now {new} (the old name goes in the next release)" in res.output, res.output
     assert res.exit_code == 1 and "error: stopped" in res.output
@@ -160,3 +160,25 @@ def test_every_group_checks_its_declared_constraints_from_python():
             bad = f.metadata["minimum"] - 1
             with pytest.raises(SibscanError, match=re.escape(next(x for x in f.metadata["flags"] if x.startswith("--")))):
                 group(**{f.name: bad}).check()
+
+
+def test_every_config_class_checks_itself_the_same_way(tmp_path):
+    """``check()`` refuses a bad value with a SibscanError naming the option, and returns the config: the
+    scan's groups, CutoffOptions, ScanConfig, AuditConfig and ContaminationConfig alike (the audit's and the
+    contamination's were ``validate``, one returning None)."""
+    from pathlib import Path
+
+    from sibscan.audit import AuditConfig
+    from sibscan.config import ScanConfig
+    from sibscan.contamination.config import ContaminationConfig
+
+    good = [*(group() for group in GROUPS.values()), CutoffOptions(cutoff=0.5),
+            ScanConfig().merged({"train": str(tmp_path), "test": str(tmp_path), "out": str(tmp_path / "o")}),
+            AuditConfig(train=Path("t.csv")), ContaminationConfig()]
+    for config in good:
+        assert config.check() is config, type(config).__name__
+    bad = [(LoadOptions(decimals=-1), "--decimals"), (CutoffOptions(calibration="c", cutoff=0.5), "--cutoff"),
+           (AuditConfig(train=Path("t.csv"), rtol=-1.0), "--rtol"), (ContaminationConfig(engine="dask"), "engine")]
+    for config, name in bad:
+        with pytest.raises(SibscanError, match=re.escape(name)):
+            config.check()

@@ -201,8 +201,8 @@ class AugmentOptions:
 class ContaminationOptions:
     """``sibscan contamination``: corpora, model probes and thresholds (``--engine``, ``--device``, ``--batch-size``: the scan's).
 
-    The thresholds' defaults and ranges are :class:`sibscan.contamination.config.ContaminationConfig`'s,
-    which checks them again for the Python API."""
+    The thresholds' defaults and ranges are :class:`sibscan.contamination.config.ContaminationConfig`'s: its
+    ``check`` refuses a bad one before any file is read (the bounds here are the command line's own flags')."""
 
     PANEL = "Options"
 
@@ -216,11 +216,11 @@ class ContaminationOptions:
     as_json: bool = _json()
     html: Optional[Path] = opt(None, "--html", help="Also write an HTML report here.")
     work: Path = opt(Path(".sibscan-cache/contamination"), "--work", help="Folder for the n-gram indexes (reused while the corpus is unchanged) and the resumable model results.")
-    n: int = opt(13, "--n", minimum=1, help="Words per n-gram.")
-    shard_size: int = opt(1 << 22, "--shard-size", minimum=1, help="N-grams per index batch and shard (the unit of memory).")
+    n: int = opt(13, "--n", help="Words per n-gram.")
+    shard_size: int = opt(1 << 22, "--shard-size", help="N-grams per index batch and shard (the unit of memory).")
     k: float = opt(0.2, "--min-k", old=("--k",), help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++, in (0, 1].")
     overlap_floor: float = opt(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction.")
-    run_floor: int = opt(40, "--run-floor", minimum=1, help="Flag a verbatim run of this many words.")
+    run_floor: int = opt(40, "--run-floor", help="Flag a verbatim run of this many words.")
     z_threshold: float = opt(3.0, "--z-threshold", help="Flag a combined robust z-score at or above this.")
     control_percentile: float = opt(99.0, "--control-percentile", help="Percentile of the control texts' overlap taken as a source's threshold.")
     prefix_fraction: float = opt(0.5, "--prefix-fraction", help="Share of each example's words given as the guided-prompting prefix.")
@@ -240,7 +240,8 @@ _P, _C, _S, _D, _R = "Predictions", "Checks", "Model selection", "Splits", "Run 
 @dataclass(frozen=True)
 class AuditOptions:
     """``sibscan audit``: the flags of :class:`sibscan.audit.AuditConfig`, one to one (``--decimals``: the
-    scan's), and ``--verify-run``.  AuditConfig checks the values again for the Python API."""
+    scan's), and ``--verify-run``.  The ranges are AuditConfig's: its ``check`` refuses a bad value before any
+    file is read."""
 
     PANEL = "Options"
 
@@ -249,13 +250,13 @@ class AuditOptions:
     task: str = opt("auto", "--task", choices=TASKS, panel=_P, help="The kind of task (auto: from the targets).")
     label: Optional[str] = opt(None, "--label", panel=_P, help="Label column of data files (targets, --train, --val, --test-data; with --scan, --val is read as the scan read its files).")
     id_field: Optional[str] = opt(None, "--id", panel=_P, help="Id column (default: 'id', else the row position).")
-    init_steps: Optional[int] = opt(None, "--init-steps", minimum=1, panel=_C, help="Forecasts: leading steps given to the model; must be kept exactly and are left out of the metrics.")
-    rtol: float = opt(1e-5, "--rtol", minimum=0.0, panel=_C, help="not_targets: relative tolerance of allclose(predictions, targets).")
-    atol: float = opt(1e-8, "--atol", minimum=0.0, panel=_C, help="not_targets: absolute tolerance of allclose(predictions, targets).")
-    max_agreement: Optional[float] = opt(None, "--max-agreement", minimum=0.0, maximum=1.0, panel=_C, help="not_targets: largest plausible share of predictions equal to their targets (fraction; default: none, only all equal fails).")
-    val_accuracy: Optional[float] = opt(None, "--val-accuracy", minimum=0.0, maximum=1.0, panel=_C, help="not_targets: the model's validation accuracy; a share of predictions equal to their targets more than 5 points above it fails (default: none).")
-    perfect_tol: float = opt(1e-3, "--perfect-tol", minimum=0.0, panel=_C, help="near_perfect_share: a sample is near-perfect below this relative error.")
-    max_perfect_share: float = opt(0.01, "--max-perfect-share", minimum=0.0, maximum=1.0, panel=_C, help="near_perfect_share: largest allowed share of near-perfect samples (fraction).")
+    init_steps: Optional[int] = opt(None, "--init-steps", panel=_C, help="Forecasts: leading steps given to the model; must be kept exactly and are left out of the metrics.")
+    rtol: float = opt(1e-5, "--rtol", panel=_C, help="not_targets: relative tolerance of allclose(predictions, targets).")
+    atol: float = opt(1e-8, "--atol", panel=_C, help="not_targets: absolute tolerance of allclose(predictions, targets).")
+    max_agreement: Optional[float] = opt(None, "--max-agreement", panel=_C, help="not_targets: largest plausible share of predictions equal to their targets (fraction; default: none, only all equal fails).")
+    val_accuracy: Optional[float] = opt(None, "--val-accuracy", panel=_C, help="not_targets: the model's validation accuracy; a share of predictions equal to their targets more than 5 points above it fails (default: none).")
+    perfect_tol: float = opt(1e-3, "--perfect-tol", panel=_C, help="near_perfect_share: a sample is near-perfect below this relative error.")
+    max_perfect_share: float = opt(0.01, "--max-perfect-share", panel=_C, help="near_perfect_share: largest allowed share of near-perfect samples (fraction).")
     selection: Optional[Path] = opt(None, "--selection", panel=_S, help="CSV, one row per checkpoint: val_<metric> and test_<metric> columns.")
     reported: Optional[str] = opt(None, "--reported", panel=_S, help="The checkpoint whose test score was reported (or a 'reported' column).")
     metric: Optional[str] = opt(None, "--metric", panel=_S, help="Which metric of the selection CSV, when it holds several.")
@@ -264,7 +265,7 @@ class AuditOptions:
     val: Optional[Path] = opt(None, "--val", panel=_D, help="Validation split data (val_split: exists, and no twins of test items).")
     test_data: Optional[Path] = opt(None, "--test-data", panel=_D, help="Test split data, when --targets is not the data file itself.")
     scan: Optional[Path] = opt(None, "--scan", panel=_D, help="A finished scan: its test labels are the default targets, its sibling rate goes into the table, the audit is written to SCAN/audits/evaluation for 'sibscan report' and 'sibscan check --require'.")
-    max_val_overlap: float = opt(0.0, "--max-val-overlap", minimum=0.0, maximum=1.0, panel=_D, help="Largest allowed share of test items with a twin in validation.")
+    max_val_overlap: float = opt(0.0, "--max-val-overlap", panel=_D, help="Largest allowed share of test items with a twin in validation.")
     out: Optional[Path] = opt(None, "--out", "-o", panel=_R, help="Folder for manifest.json (the run record), audit.json and audit.md.")
     force: bool = opt(False, "--force", toggle=False, panel=_R, help="Start over in an --out folder that holds another run's record.")
     model_revision: Optional[str] = opt(None, "--model-revision", panel=_R, help="The model revision (commit, checkpoint hash) to record.")

@@ -64,7 +64,7 @@ def contamination(
     config = ContaminationConfig(n=n, shard_size=shard_size, k=k, overlap_floor=overlap_floor, run_floor=run_floor,
                                  z_threshold=z_threshold, control_percentile=control_percentile,
                                  prefix_fraction=prefix_fraction, weight_by_auc=weight_by_auc, prevalence=prevalence,
-                                 engine=engine).validate()
+                                 engine=engine).check()
     sources = _pairs(source, "--source")
     controls = _pairs(control, "--control")
     if weight_by_auc and labels is None:

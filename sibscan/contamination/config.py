@@ -58,7 +58,8 @@ class ContaminationConfig:
     prevalence: Optional[float] = None
     engine: str = "local"
 
-    def validate(self) -> "ContaminationConfig":
+    def check(self) -> "ContaminationConfig":
+        """Refuse a bad option before any file is read; returns the config (as every config's ``check``)."""
         checks = [
             (self.n >= 1, f"n must be >= 1 words, got {self.n}"),
             (self.shard_size >= 1, f"shard_size must be >= 1 n-grams, got {self.shard_size}"),
@@ -75,6 +76,8 @@ class ContaminationConfig:
             if not ok:
                 raise SibscanError(message)
         return self
+
+    validate = check  # its first name, still called by sibscan.contamination.audit
 
     def to_dict(self) -> dict:
         return asdict(self)
