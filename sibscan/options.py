@@ -33,7 +33,7 @@ __all__ = ["BACKENDS", "BaselineOptions", "CUTOFF_PANEL", "CutoffOptions", "DIRE
 BACKENDS = ("auto", "torch", "faiss", "numpy")
 #: "local", or "ray": the same search blocks (and embedding blocks) as Ray tasks, identical results
 ENGINES = ("local", "ray")
-#: candidate views that are not encoders (see sibscan.views), with the modality each serves
+#: candidate views that are not encoders (see sibscan.stages.views), with the modality each serves
 VIEWS = {"windows": "image"}
 #: (query split, neighbour split) of each search direction, by name
 DIRECTIONS = {
