@@ -47,6 +47,11 @@ def _panel(group: type, field: dataclasses.Field) -> str:
 _OLD = "__old"
 
 
+def _field_name(parameter_name: str) -> str:
+    """The field a generated parameter belongs to (its old name's parameter: the same field)."""
+    return parameter_name[:-len(_OLD)] if parameter_name.endswith(_OLD) else parameter_name
+
+
 def _parameter(group: type, field: dataclasses.Field, hint: Any, hidden: bool = False) -> List[inspect.Parameter]:
     """The field as a Typer option parameter, and one hidden parameter for its old names, if any."""
     meta = field.metadata
@@ -88,7 +93,7 @@ def option_parameters(group: type, *, only: Optional[Iterable[str]] = None, excl
 def _take_old_names(values: Dict[str, Any], owners: Dict[str, type]) -> None:
     """Move a value given under a flag's old name to the flag, with a note naming the new flag."""
     for name in [n for n in values if n.endswith(_OLD)]:
-        value, new = values.pop(name), name[:-len(_OLD)]
+        value, new = values.pop(name), _field_name(name)
         if value is None:
             continue
         meta = owners[new].__dataclass_fields__[new].metadata
@@ -148,7 +153,7 @@ def with_options(*groups: Tuple[type, Dict[str, Any]], spread: bool = False) -> 
     for group, pick in groups:
         for p in option_parameters(group, **pick):
             generated.append(p)
-            owners[p.name[:-len(_OLD)] if p.name.endswith(_OLD) else p.name] = group
+            owners[_field_name(p.name)] = group
 
     def decorate(fn: Callable) -> Callable:
         own = inspect.signature(fn)
@@ -172,7 +177,7 @@ def with_options(*groups: Tuple[type, Dict[str, Any]], spread: bool = False) -> 
         params = sorted(own_params + generated, key=lambda p: 1 + PANELS.index(_panel_of(p)) if _panel_of(p) else 0)
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
         command.registered_names = {p.name: REGISTERED[p.name] for p in generated if p.name in REGISTERED}
-        command.declared_options = {p.name: owners[p.name[:-len(_OLD)] if p.name.endswith(_OLD) else p.name] for p in generated}
+        command.declared_options = {p.name: owners[_field_name(p.name)] for p in generated}
         command.__signature__ = inspect.Signature(params)
         command.__annotations__ = {p.name: p.annotation for p in params}
         del command.__wrapped__  # Typer must read the generated signature, not fn's
