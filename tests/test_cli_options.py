@@ -182,3 +182,15 @@ def test_every_config_class_checks_itself_the_same_way(tmp_path):
     for config, name in bad:
         with pytest.raises(SibscanError, match=re.escape(name)):
             config.check()
+
+
+def test_contamination_thresholds_are_declared_once_on_their_config():
+    """Their defaults and help live on ContaminationConfig's fields; the command line is made from them (it
+    held a second copy of every default: 13, 1 << 22, 0.2, ...)."""
+    from sibscan.contamination.config import ContaminationConfig
+
+    declared = declared_options(dict(COMMANDS)[("contamination",)])
+    fields = {f.name for f in dataclasses.fields(ContaminationConfig) if "flags" in f.metadata}
+    assert fields >= {"n", "shard_size", "k", "overlap_floor", "run_floor", "prevalence"}
+    assert all(declared[name] is ContaminationConfig for name in fields)
+    assert declared["engine"].__name__ == "SearchOptions"  # one --engine, the scan's

@@ -199,10 +199,9 @@ class AugmentOptions:
 
 @dataclass(frozen=True)
 class ContaminationOptions:
-    """``sibscan contamination``: corpora, model probes and thresholds (``--engine``, ``--device``, ``--batch-size``: the scan's).
-
-    The thresholds' defaults and ranges are :class:`sibscan.contamination.config.ContaminationConfig`'s: its
-    ``check`` refuses a bad one before any file is read (the bounds here are the command line's own flags')."""
+    """``sibscan contamination``: corpora, model probes and where they run (``--engine``, ``--device``,
+    ``--batch-size``: the scan's); the thresholds are :class:`sibscan.contamination.config.ContaminationConfig`'s
+    fields, whose ``check`` refuses a bad one before any file is read."""
 
     PANEL = "Options"
 
@@ -216,16 +215,6 @@ class ContaminationOptions:
     as_json: bool = _json()
     html: Optional[Path] = opt(None, "--html", help="Also write an HTML report here.")
     work: Path = opt(Path(".sibscan-cache/contamination"), "--work", help="Folder for the n-gram indexes (reused while the corpus is unchanged) and the resumable model results.")
-    n: int = opt(13, "--n", help="Words per n-gram.")
-    shard_size: int = opt(1 << 22, "--shard-size", help="N-grams per index batch and shard (the unit of memory).")
-    k: float = opt(0.2, "--min-k", old=("--k",), help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++, in (0, 1].")
-    overlap_floor: float = opt(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction.")
-    run_floor: int = opt(40, "--run-floor", help="Flag a verbatim run of this many words.")
-    z_threshold: float = opt(3.0, "--z-threshold", help="Flag a combined robust z-score at or above this.")
-    control_percentile: float = opt(99.0, "--control-percentile", help="Percentile of the control texts' overlap taken as a source's threshold.")
-    prefix_fraction: float = opt(0.5, "--prefix-fraction", help="Share of each example's words given as the guided-prompting prefix.")
-    weight_by_auc: bool = opt(False, "--weight-by-auc", toggle=False, help="With --labels: weight the combined z by each method's max(0, 2 AUC - 1).")
-    prevalence: Optional[float] = opt(None, "--prevalence", help="Expected share of contaminated examples (a fraction): quote precision and review-queue size at it.")
     id_field: str = opt("id", "--id-field", help="Id column of EXAMPLES (and --labels).")
     text_field: str = opt("text", "--text-field", help="Text column of EXAMPLES and of JSONL/Parquet corpora and controls.")
     max_tokens: int = opt(512, "--max-tokens", minimum=2, help="Tokens of each example a local model scores.")

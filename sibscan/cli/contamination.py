@@ -6,6 +6,7 @@ from typing import Dict, List, Optional
 
 import typer
 
+from ..contamination.config import ContaminationConfig
 from ..options import EncoderOptions, SearchOptions
 from ..progress import is_quiet
 from ._common import user_errors
@@ -42,7 +43,7 @@ def _pairs(values: Optional[List[str]], option: str) -> Dict[str, str]:
 
 
 @user_errors
-@with_options((ContaminationOptions, {}), (SearchOptions, {"only": ("engine",)}),
+@with_options((ContaminationOptions, {}), (ContaminationConfig, {}), (SearchOptions, {"only": ("engine",)}),
               (EncoderOptions, {"only": ("device", "batch_size")}), spread=True)
 def contamination(
     examples_arg: Optional[Path] = typer.Argument(None, metavar="EXAMPLES",
@@ -56,7 +57,6 @@ def contamination(
     from ..atomic import dumps_json
     from ..errors import SibscanError
     from ..contamination.audit import UNNAMED, audit
-    from ..contamination.config import ContaminationConfig
     from ..contamination.examples import load_examples
 
     if (examples_arg is None) == (examples_opt is None):
