@@ -287,4 +287,5 @@ def test_help_shows_every_default():
     res = runner.invoke(app, ["audit", "--help"])
     assert res.exit_code == 0
     shown = re.findall(r"\[default: ([^\]]*)\]", res.stdout)
-    assert shown == ["auto", "1e-05", "1e-08", "0.001", "0.01", "auto", "6", "0.0"]
+    # --decimals is the scan's declaration (LoadOptions), shown in its Inputs panel after audit's own
+    assert shown == ["auto", "1e-05", "1e-08", "0.001", "0.01", "auto", "0.0", "6"]

@@ -56,11 +56,11 @@ def test_verify_passes_then_fails_when_an_input_changes(tmp_path, run_inputs):
     p, t = run_inputs
     out = tmp_path / "run"
     run_audit(AuditConfig(predictions=[p], targets=t, out=out))
-    res = runner.invoke(app, ["audit", "--verify", str(out)])
+    res = runner.invoke(app, ["audit", "--verify-run", str(out)])
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("OK: all 2 inputs match")
     p.write_text(p.read_text() + "30,1\n")
-    res = runner.invoke(app, ["audit", "--verify", str(out), "--json"])
+    res = runner.invoke(app, ["audit", "--verify-run", str(out), "--json"])
     assert res.exit_code == 1
     files = {f["role"]: f["status"] for f in json.loads(res.stdout)["files"]}
     assert files == {"predictions": "changed", "targets": "match"}
@@ -82,7 +82,7 @@ def test_folder_hash_sees_content_and_names(tmp_path):
 
 
 def test_verify_bad_folder(tmp_path):
-    res = runner.invoke(app, ["audit", "--verify", str(tmp_path)])
+    res = runner.invoke(app, ["audit", "--verify-run", str(tmp_path)])
     assert res.exit_code == 1 and "no manifest.json" in res.stderr and "Traceback" not in res.output
     (tmp_path / "manifest.json").write_text('{"sibscan_version": "0.1.0"}')
     with pytest.raises(SibscanError, match="has no run record"):

@@ -119,7 +119,7 @@ def test_scan_manifest_run_record_and_verify(scanned, tmp_path):
     assert [i["role"] for i in run["inputs"]] == ["train", "test"] and run["status"] == "complete"
     assert run["resumed"] is False and run["started"] and run["ended"] and run["environment"]["packages"]
     assert run["samples"]["test"] == {"attempted": 20, "loaded": 20, "skipped": 0}
-    res = runner.invoke(app, ["audit", "--verify", str(d / "scan")])
+    res = runner.invoke(app, ["audit", "--verify-run", str(d / "scan")])
     assert res.exit_code == 0 and res.stdout.startswith("OK: all 2 inputs match")
     # the same scan again resumes, and says so
     again = run_scan(ScanConfig(train=str(d / "train.tsv"), test=str(d / "test.tsv"), out=str(d / "scan"),
@@ -129,7 +129,7 @@ def test_scan_manifest_run_record_and_verify(scanned, tmp_path):
     shutil.copy(d / "test.tsv", tmp_path / "keep.tsv")
     (d / "test.tsv").write_text((d / "test.tsv").read_text() + (d / "test.tsv").read_text().splitlines(True)[0])
     try:
-        res = runner.invoke(app, ["audit", "--verify", str(d / "scan")])
+        res = runner.invoke(app, ["audit", "--verify-run", str(d / "scan")])
         assert res.exit_code == 1 and "test" in res.stdout and "changed" in res.stdout
     finally:
         shutil.copy(tmp_path / "keep.tsv", d / "test.tsv")

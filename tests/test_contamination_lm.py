@@ -245,7 +245,7 @@ def test_cli_model_complete_and_labels_from_a_saved_folder(tiny_lm, tmp_path):
                              for i in range(5)))
     labels = tmp_path / "labels.csv"
     labels.write_text("id,contaminated\ne0,1\ne1,0\ne2,0\n")
-    res = CliRunner().invoke(app, ["contamination", str(bench), "--model", str(folder), "--complete", str(folder),
+    res = CliRunner().invoke(app, ["contamination", str(bench), "--lm", str(folder), "--complete", str(folder),
                                    "--labels", str(labels), "--prevalence", "0.01", "--device", "cpu",
                                    "--work", str(tmp_path / "work"), "--quiet", "--json"])
     assert res.exit_code == 0, res.output
@@ -254,5 +254,5 @@ def test_cli_model_complete_and_labels_from_a_saved_folder(tiny_lm, tmp_path):
     assert e["min_k_pp_support"] == "full" and e["guided_recall"] is not None and e["overlap_fraction"] is None
     assert set(d["evaluation"]["auc"]) == {"min_k", "min_k_pp", "perplexity", "guided_f1"}
     assert d["evaluation"]["flags"]["prevalence"] == 0.01
-    res = CliRunner().invoke(app, ["contamination", str(bench), "--model", str(tmp_path / "nope"), "--quiet"])
+    res = CliRunner().invoke(app, ["contamination", str(bench), "--lm", str(tmp_path / "nope"), "--quiet"])
     assert res.exit_code == 1 and "never downloads weights" in res.output

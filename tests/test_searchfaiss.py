@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -138,17 +138,31 @@ def test_a_worker_error_reaches_the_caller(split, monkeypatch):
 def test_an_error_cancels_the_ranges_not_started(split, monkeypatch):
     import faiss
 
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sibscan.search import faissindex
+
     ran = []
+    cancelled = threading.Event()
+
+    class Pool(ThreadPoolExecutor):
+        def shutdown(self, wait=True, *, cancel_futures=False):
+            super().shutdown(wait=False, cancel_futures=cancel_futures)  # the ranges not started go first
+            cancelled.set()
+            super().shutdown(wait=wait)
 
     def first_fails(q, x, k, **kw):
         if not ran:
             ran.append("failed")
             raise MemoryError("no room for the score tile")
-        time.sleep(0.3)  # the other worker is busy while the caller sees the error
+        # the other workers stay busy until the caller has cancelled what had not started (however
+        # slowly a loaded machine lets the caller see the error)
+        cancelled.wait(10)
         ran.append(q.shape[0])
         return np.zeros((q.shape[0], k), np.float32), np.zeros((q.shape[0], k), np.int64)
 
     monkeypatch.setattr(faiss, "knn", first_fails)
+    monkeypatch.setattr(faissindex, "ThreadPoolExecutor", Pool)
     rng = np.random.default_rng(7)
     with pytest.raises(MemoryError):
         search(_unit(rng, 1000), _unit(rng, 100), 2, backend="faiss", progress=False)

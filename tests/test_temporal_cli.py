@@ -36,7 +36,7 @@ def test_json_contract(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--classifier", "minirockit"], "unknown classifier 'minirockit'; available: catch22, cif, dtw-1nn"),
-    (["--runs", "0"], "Invalid value for '--runs'"),
+    (["--runs", "0"], "--runs must be an integer >= 1, got 0"),  # the bound declared on its field
     (["--normalisation", "minmax"], "Invalid value for '--normalisation'"),  # a parser choice: lists demean, znorm
     (["--param", "n_kernels"], "--param takes KEY=VALUE"),
     (["--augment", "0.1"], "apply to --archive only"),

@@ -104,8 +104,9 @@ class AuditConfig:
     published: Dict[str, float] = field(default_factory=dict)
     published_source: Optional[str] = None
 
-    def validate(self) -> None:
-        """Refuse bad options before any file is read or written."""
+    def check(self) -> "AuditConfig":
+        """Refuse bad options before any file is read or written; returns the config (as every config's
+        ``check``: :class:`sibscan.config.ScanConfig`, the option groups, ContaminationConfig)."""
         if self.task not in TASKS:
             raise SibscanError(f"unknown --task {self.task!r}; available: {', '.join(TASKS)}")
         if self.mode not in MODES:
@@ -139,6 +140,7 @@ class AuditConfig:
             raise SibscanError("--published-source names where --published values come from; add --published "
                                "METRIC=VALUE")
         check_int(self.decimals, "--decimals", 0)
+        return self
 
     def parameters(self) -> dict:
         """The options that make the run what it is (the inputs themselves are hashed separately)."""
@@ -267,7 +269,7 @@ def run_audit(cfg: AuditConfig) -> AuditResult:
     from ..atomic import write_json, write_text
     from .markdown import render_audit_markdown
 
-    cfg.validate()
+    cfg.check()
     files = expand_runs(cfg.predictions) if cfg.predictions else []
     if cfg.seeds is not None and len(cfg.seeds) != len(files):
         raise SibscanError(f"--seeds lists {len(cfg.seeds)} seeds for {len(files)} prediction files; give one per file")

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..options import SERIES_FORMATS
-from ._common import choice, parse_float_list, user_errors
+from ..options import LoadOptions
+from ._common import parse_float_list, user_errors
+from ._flags import AugmentOptions
+from ._options import with_options
 
 HELP = (
     "Write the UCR Augmented version of a dataset (Zhang, Batista & Kanhere, PAKDD 2025): each series "
@@ -23,18 +24,11 @@ def register(app: typer.Typer) -> None:
 
 
 @user_errors
+@with_options((AugmentOptions, {}), (LoadOptions, {"only": ("label",)}), spread=True)
 def augment(
     train: Path = typer.Argument(..., help="Training split: UCR .tsv, .ts, .arff, CSV/TSV, .npy/.npz, Parquet."),
     test: Path = typer.Argument(..., help="Test split, same format and length as TRAIN."),
-    padding: str = typer.Option(..., "--padding", help="Total padding as a fraction of the length, e.g. 0.1; a comma list writes one dataset per level."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the augmented files."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the head lengths and the walks.", show_default=True),
-    sigma: float = typer.Option(0.01, "--sigma", min=0.0, help="Standard deviation of a walk step.", show_default=True),
-    fmt: choice(("auto", *SERIES_FORMATS)) = typer.Option("auto", "--format", help="File format (auto: .tsv when univariate with numeric labels, else .ts).", show_default=True),
-    no_znorm: bool = typer.Option(False, "--no-znorm", help="Pad the values as they are (the paper z-normalises first)."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column (headerless UCR .tsv: column 0, found by itself)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Dataset name in the output files (default: TRAIN's name without _TRAIN)."),
-    as_json: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    padding=None, out=None, seed=0, sigma=0.01, fmt="auto", no_znorm=False, label=None, name=None, as_json=False,
 ) -> None:
     from ..atomic import dumps_json, write_json
     from ..errors import SibscanError
@@ -45,8 +39,6 @@ def augment(
     levels = parse_float_list(padding, "--padding")
     if not levels:
         raise SibscanError("--padding needs a fraction, e.g. 0.1")
-    if fmt not in ("auto", "tsv", "ts"):
-        raise SibscanError(f"unknown --format {fmt!r}; available: auto, tsv, ts")
     for p in levels:
         pad_length(p, 1)  # range check before reading anything
     if out.exists() and not out.is_dir():

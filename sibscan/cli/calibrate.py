@@ -2,32 +2,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..options import UIS
-from ..stats import CUTOFF_BOUND
-from ._common import Command, choice, flag, user_errors
+from ._common import Command, user_errors
+from ._flags import CalibrateOptions
+from ._options import with_options
 
 
 def register(app: typer.Typer) -> None:
     @app.command("calibrate", cls=Command)
     @user_errors
+    @with_options((CalibrateOptions, {}), spread=True)
     def calibrate_cmd(
         scan_dir: Path = typer.Argument(..., help="A scan directory written by 'sibscan scan'."),
-        ui: choice(UIS) = typer.Option("web", "--ui", help="How to label: in a local web page, in the terminal, or none (fit from the labels there are)."),
-        labels: Optional[Path] = typer.Option(None, "--labels", help="Import labels made elsewhere before fitting: JSONL, one answer a line, with query_id, neighbour_id, label and the scan's dataset_fingerprint (the form is described above; default: none)."),
-        n_pairs: int = typer.Option(60, "--n-pairs", help="Nearest-neighbour pairs to label; raise it to extend an earlier draw."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the pair draw and the bootstrap."),
-        target_precision: Optional[float] = typer.Option(None, "--target-precision", help=f"Cutoff at the lowest score where the flagged pairs reach this precision by the {CUTOFF_BOUND} (default: the lowest score from which P(same) by its {CUTOFF_BOUND} is 0.5 or more)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Calibration directory (default: SCAN_DIR/calibration)."),
-        force: bool = flag("--force", help="Use labels made under another encoder, verifier or dataset anyway."),
-        port: int = typer.Option(0, "--port", help="Port of the labelling page (0 = a free one)."),
-        no_browser: bool = flag("--no-browser", help="Print the page's URL instead of opening a browser."),
-        definition: Optional[str] = typer.Option(None, "--definition", help="What 'same' means, shown on every labelling screen and stored with the labels (default: one per modality, e.g. 'the same photograph or picture, possibly resized, cropped, ...')."),
-        controls: float = typer.Option(0.1, "--controls", help="Share of control pairs among the pairs shown, 0 to 0.5 (0: none): pairs whose answer is known (an item against a lightly changed copy of itself or its exact twin; a random pair far below the candidate range), shuffled in and looking like any other, to measure the labeller's error; answers go to controls.jsonl, never to labels.jsonl."),
-        as_json: bool = flag("--json", help="Print the result as JSON: the 'headline' object (as in report.json) and the calibration."),
+        ui="web", labels=None, n_pairs=60, seed=0, target_precision=None, out=None, force=False, port=0,
+        no_browser=False, definition=None, controls=0.1, as_json=False,
     ) -> None:
         """Label a sample of nearest-neighbour pairs (same / different / skip), fit the cutoff and estimate the sibling rate.
 

@@ -2,30 +2,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..options import CUTOFF_PANEL
-from ._common import Command, flag, user_errors
+from ..options import CutoffOptions
+from ._common import Command, user_errors
+from ._flags import CheckOptions
+from ._options import with_options
 
 
 def register(app: typer.Typer) -> None:
     @app.command("check", cls=Command)
     @user_errors
+    @with_options((CheckOptions, {}), (CutoffOptions, {}), spread=True)
     def check(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        max_rate: Optional[float] = typer.Option(None, "--max-rate", help="Largest allowed share of test items with a training sibling (0.01 = 1 %; default: no limit)."),
-        max_exact: Optional[float] = typer.Option(None, "--max-exact", help="Largest allowed share of test items with an exact training twin (default: no limit)."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
-        require: Optional[str] = typer.Option(
-            None, "--require", show_default=False,
-            help="Audit checks that must have passed in the scan's recorded audit (sibscan audit --scan), "
-                 "comma-separated: nan-free, not-targets, init-window, near-perfect-share, denominator, val-split, "
-                 "selection (default: none)."),
-        as_json: bool = flag("--json", help="Print the result as JSON (with the report's 'headline' object)."),
+        max_rate=None, max_exact=None, cutoff=None, calibration=None, force=False, require=None, as_json=False,
     ) -> None:
         """Gate CI on a scan: exit 1 when a sibling rate is over its limit or a required audit check failed.
 
@@ -36,6 +28,8 @@ def register(app: typer.Typer) -> None:
         or gate on a cutoff given by hand (--cutoff X).
         """
         from ..check import check as run_check
+
+        CutoffOptions(cutoff, calibration, force).check()
 
         names = [n for n in (require or "").split(",") if n.strip()]
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,

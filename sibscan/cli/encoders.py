@@ -8,7 +8,9 @@ import typer
 
 from ..errors import SibscanError
 from ..items import MODALITIES
-from ._common import Command, choice, json_flag, user_errors
+from ._common import Command, user_errors
+from ._flags import EncodersOptions
+from ._options import with_options
 
 __all__ = ["encoder_rows", "register"]
 
@@ -71,10 +73,8 @@ def _table(rows: List[dict]) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("encoders", cls=Command)
     @user_errors
-    def encoders(
-        modality: Optional[choice(MODALITIES)] = typer.Option(None, "--modality", "-m", help="Only encoders of this modality (default: all)."),
-        as_json: bool = json_flag(),
-    ) -> None:
+    @with_options((EncodersOptions, {}), spread=True)
+    def encoders(modality=None, as_json=False) -> None:
         """List the encoders and whether each can run here.
 
         Columns: modality, dimension ("?" = depends on the data or the weights), whether it needs

@@ -5,8 +5,9 @@ from typing import Optional
 
 import typer
 
-from ..options import EncoderOptions, LoadOptions, OutputOptions
-from ._common import Command, Group, flag, json_flag, user_errors
+from ..options import EncoderOptions, LoadOptions
+from ._common import Command, Group, user_errors
+from ._flags import IndexAddOptions, IndexBuildOptions, JsonOption
 from ._options import with_options
 
 index_app = typer.Typer(
@@ -38,18 +39,17 @@ def _skipped_note(s: dict) -> str:
 
 @index_app.command("build", no_args_is_help=True, cls=Command)
 @user_errors
-@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": _NOT_FOR_INDEX}))
+@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (EncoderOptions, {"exclude": _NOT_FOR_INDEX}),
+              (IndexBuildOptions, {}))
 def build(
     train: str = typer.Argument(..., help="Train items (folder of images, text or table file)."),
-    out: str = typer.Option(..., "--out", "-o", help="Index directory to create.", rich_help_panel=OutputOptions.PANEL),
-    force: bool = flag("--force", help="Rebuild an existing index.", panel=OutputOptions.PANEL),
-    as_json: bool = json_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Build an index of TRAIN: items, exact fingerprints and embeddings."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
     given = {k: v for k, v in (options or {}).items() if v is not None}
+    out, force, as_json = given.pop("out"), given.pop("force", False), given.pop("as_json", False)
     common = {k: given.pop(k) for k in ("decimals", "znorm", "device", "batch_size", "encoder") if k in given}
     idx = TrainIndex.build(
         train, out, encoder_options={k: given.pop(k) for k in _MODEL_FLAGS if k in given}, load_options=given,
@@ -62,26 +62,27 @@ def build(
 
 @index_app.command("add", no_args_is_help=True, cls=Command)
 @user_errors
-@with_options((EncoderOptions, {"only": ("device", "batch_size")}))
+@with_options((EncoderOptions, {"only": ("device", "batch_size")}), (IndexAddOptions, {}))
 def add(
     index: str = typer.Argument(..., help="Index directory."),
     more: str = typer.Argument(..., help="More train items (same modality and columns)."),
-    id_: Optional[str] = typer.Option(None, "--id", "--id-field", help="Id column of MORE (default: the build's --id; without one, ids are MORE's name + row, e.g. new.csv:0, so they cannot collide)."),
-    as_json: bool = json_flag(),
     options: Optional[dict] = None,
 ) -> None:
     """Append MORE to the index, embedding only the new items."""
     from ..atomic import dumps_json
     from ..index import TrainIndex
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    id_, as_json = given.pop("id_", None), given.pop("as_json", False)
     idx = TrainIndex.open(index)
-    n = idx.add(more, id=id_, **{k: v for k, v in (options or {}).items() if v is not None})
+    n = idx.add(more, id=id_, **given)
     s = _summary(idx, index, added=n)
     typer.echo(dumps_json(s) if as_json else f"added {n:,} items; index {index} now holds {s['n_items']:,}" + _skipped_note(s))
 
 
 @index_app.command("info", cls=Command)
 @user_errors
-def info(index: str = typer.Argument(..., help="Index directory."), as_json: bool = json_flag(),) -> None:
+@with_options((JsonOption, {}), spread=True)
+def info(index: str = typer.Argument(..., help="Index directory."), as_json=False) -> None:
     """Print what an index holds (--json: its whole index.json)."""
     from ..atomic import dumps_json
     from ..index import TrainIndex

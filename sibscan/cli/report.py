@@ -2,34 +2,32 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..options import CUTOFF_PANEL, REPORT_FORMATS
-from ._common import Command, flag, json_flag, user_errors
+from ..options import CutoffOptions
+from ._common import Command, user_errors
+from ._flags import ReportOptions
+from ._options import with_options
 
 
 def register(app: typer.Typer) -> None:
     @app.command("report", cls=Command)
     @user_errors
+    @with_options((ReportOptions, {}), (CutoffOptions, {}), spread=True)
     def report(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        predictions: Optional[Path] = typer.Option(None, "--predictions", "-p", help="CSV/JSONL with id, prediction[, label] per test item: adds the accuracy split; the label column is the truth when the scan's test items have none (default: none, no accuracy)."),
-        format: str = typer.Option(",".join(REPORT_FORMATS), "--format", "-f", metavar=f"<{'|'.join(REPORT_FORMATS)}>,...", help="The report files to write, a comma list (csv: flagged.csv, every test item judged a sibling)."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report files (default: SCAN_DIR)."),
-        absolute_paths: bool = flag("--absolute-paths", help="Keep absolute data paths in report.html (default: relative to the input folders)."),
-        as_json: bool = json_flag(),
+        predictions=None, format=None, cutoff=None, calibration=None, force=False, out=None,  # noqa: A002
+        absolute_paths=False, as_json=False,
     ) -> None:
         """Write report.json, report.md, report.html and flagged.csv for a finished scan.
 
         Sibling rate (exact and near, both directions, per class), accuracy on sibling rows vs the
-        rest (with --predictions), the cutoff sweep, the closest pairs, the label conflicts, and every
-        test item judged a sibling with its partner and why (flagged.csv).
+        rest (with --predictions; its label column, if any, is the truth where the scan's test items
+        have none), the cutoff sweep, the closest pairs, the label conflicts, and every test item
+        judged a sibling with its partner and why (flagged.csv).
         """
+        CutoffOptions(cutoff, calibration, force).check()
         from ..atomic import dumps_json
         from ..report import build_report, sentence_with_accuracy, write_reports
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)

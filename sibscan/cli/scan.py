@@ -11,7 +11,8 @@ from ..errors import SibscanError
 from ..fmt import plural, score, scores
 from ..items import skipped_note
 from ..options import GROUPS
-from ._common import Command, json_flag, user_errors
+from ._common import Command, user_errors
+from ._flags import ScanCommandOptions
 from ._options import with_options
 
 
@@ -74,12 +75,10 @@ def data_arguments(train: Optional[str], test: Optional[str], options: dict) -> 
 def register(app: typer.Typer) -> None:
     @app.command("scan", no_args_is_help=True, cls=Command)
     @user_errors
-    @with_options(*((group, {"hidden": ("train", "test")}) for group in GROUPS.values()))
+    @with_options(*((group, {"hidden": ("train", "test")}) for group in GROUPS.values()), (ScanCommandOptions, {}))
     def scan(
         train_arg: Optional[str] = typer.Argument(None, metavar="TRAIN", help="Train items: a folder of images, or a text/table file (CSV, TSV, JSONL, TXT, Parquet, NPY, UCR .tsv, .ts, .arff). --train PATH works too.", show_default=False),
         test_arg: Optional[str] = typer.Argument(None, metavar="TEST", help="Test (evaluation) items, same kinds as TRAIN (--test PATH works too). With --index, the one argument is TEST.", show_default=False),
-        config: Optional[str] = typer.Option(None, "--config", help="TOML config file, or a preset name from configs/; flags override it (default: no file, the defaults shown here)."),
-        json_out: bool = json_flag(),
         options: Optional[dict] = None,
     ) -> None:
         """Scan a test set against its train set and write the scan directory OUT.
@@ -95,6 +94,7 @@ def register(app: typer.Typer) -> None:
         from ..progress import message
         from ..scan import run_scan
         options = dict(options or {})
+        config, json_out = options.pop("config"), options.pop("as_json")
         data_arguments(train_arg, test_arg, options)
         base = ScanConfig()
         if config is not None:

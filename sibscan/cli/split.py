@@ -2,29 +2,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..options import CUTOFF_PANEL, LINKAGES
-from ._common import Command, choice, flag, json_flag, user_errors
+from ..options import CutoffOptions
+from ._common import Command, user_errors
+from ._flags import SplitOptions
+from ._options import with_options
 
 
 def register(app: typer.Typer) -> None:
     @app.command("split", cls=Command)
     @user_errors
+    @with_options((SplitOptions, {}), (CutoffOptions, {}), spread=True)
     def split(
         scan_dir: Path = typer.Argument(..., help="Scan directory written by 'sibscan scan'."),
-        out: Path = typer.Option(..., "--out", "-o", help="CSV to write: split, id, label, source, group, group_size."),
-        resplit_dir: Optional[Path] = typer.Option(None, "--resplit", help="Also write a stratified group split here: train.csv, test.csv, resplit.json (default: none)."),
-        test_size: float = typer.Option(0.2, "--test-size", help="Share of items in the new test set."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the re-split."),
-        cutoff: Optional[float] = typer.Option(None, "--cutoff", rich_help_panel=CUTOFF_PANEL, help="Override the cutoff on the deciding score (default: the calibration's, else the scan's)."),
-        calibration: Optional[Path] = typer.Option(None, "--calibration", rich_help_panel=CUTOFF_PANEL, help="Calibration directory to take the cutoff from (default: SCAN_DIR/calibration once it holds a fitted cutoff)."),
-        force: bool = flag("--force", help="Apply a calibration made for another dataset/encoder anyway.", panel=CUTOFF_PANEL),
-        no_sources: bool = flag("--no-sources", help="Do not join items that share a group/source value."),
-        linkage: choice(LINKAGES) = typer.Option("complete", "--linkage", help="complete: a group holds only items that all pair with each other at the cutoff (one false positive cannot chain groups); single: connected components (no sibling pair can cross a re-split, but chains join)."),
-        as_json: bool = json_flag(),
+        out=None, resplit_dir=None, test_size=0.2, seed=0, cutoff=None, calibration=None, force=False,
+        no_sources=False, linkage="complete", as_json=False,
     ) -> None:
         """Group siblings for a leak-free split (and optionally re-split).
 
@@ -36,6 +30,7 @@ def register(app: typer.Typer) -> None:
         from ..groups import check_linkage
         from ..split import check_resplit, groups_and_headline, resplit, write_groups, write_resplit
 
+        CutoffOptions(cutoff, calibration, force).check()
         check_linkage(linkage)
         check_resplit(test_size, seed)  # checked with the others, before anything is read, --resplit or not
         groups, head = groups_and_headline(scan_dir, cutoff=cutoff, calibration=calibration, force=force,

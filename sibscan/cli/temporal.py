@@ -9,8 +9,10 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from ..options import ENGINES, NORMALISATIONS
-from ._common import choice, parse_float_list, user_errors
+from ..options import LoadOptions, OutputOptions, SearchOptions
+from ._common import parse_float_list, user_errors
+from ._flags import TemporalOptions
+from ._options import with_options
 
 HELP = (
     "Does a time-series benchmark test time? Score a classifier on the original series and on series whose time "
@@ -52,39 +54,23 @@ def _progress_logging(progress: bool) -> None:
 
 
 @user_errors
+@with_options((TemporalOptions, {}), (LoadOptions, {"only": ("label",)}), (OutputOptions, {"only": ("progress",)}),
+              (SearchOptions, {"only": ("engine", "address")}), spread=True)
 def temporal(
     train: Optional[Path] = typer.Argument(None, help="Training split: UCR .tsv, .ts, .arff, CSV/TSV, .npy/.npz, Parquet.", show_default=False),
     test: Optional[Path] = typer.Argument(None, help="Test split, same format and length as TRAIN.", show_default=False),
-    archive: Optional[Path] = typer.Option(None, "--archive", help="Folder of datasets (NAME/NAME_TRAIN.tsv + NAME_TEST.tsv, or .ts/.arff) instead of TRAIN TEST."),
-    datasets: Optional[str] = typer.Option(None, "--datasets", help="With --archive: comma-separated dataset names (default: all found)."),
-    classifier: str = typer.Option("minirocket", "--classifier", "-c", help="Short name (minirocket, catch22, rotation-forest, dtw-1nn, euclidean-1nn, weasel, cif, stc) or an aeon class name; a comma list with --archive.", show_default=True),
-    param: Optional[List[str]] = typer.Option(None, "--param", help="Classifier parameter KEY=VALUE (repeatable), e.g. n_kernels=1000."),
-    runs: int = typer.Option(5, "--runs", min=1, help="Runs: the given split, then stratified re-splits.", show_default=True),
-    seed: int = typer.Option(0, "--seed", help="Run r uses seed+r for its re-split, permutation and classifier.", show_default=True),
-    no_normalise: bool = typer.Option(False, "--no-normalise", help="Test the raw values even where the series are not z-normalised."),
-    normalisation: choice(NORMALISATIONS) = typer.Option("demean", "--normalisation", help="How to normalise series that are not z-normalised: demean (the paper's: each mean removed, one common scale) or znorm.", show_default=True),
-    augment: Optional[str] = typer.Option(None, "--augment", help="With --archive: padding levels (e.g. 0.1,0.2,0.3,0.4,0.5): compare original vs UCR Augmented instead."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column (headerless UCR .tsv: column 0, found by itself)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", min=1, help="Threads per classifier (where it takes n_jobs; default: the classifier's)."),
-    engine: choice(ENGINES) = typer.Option("local", "--engine", help="With --archive: local (one unit after another) or ray (one Ray task per dataset and run).", show_default=True),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: start Ray on this machine)."),
-    num_cpus: Optional[int] = typer.Option(None, "--num-cpus", min=1, help="CPUs for a local Ray."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="TRAIN TEST: write the JSON result here. --archive: results folder (needed; re-running resumes)."),
-    scan: Optional[Path] = typer.Option(None, "--scan", help="Attach the result to this scan (its TRAIN/TEST must be the scanned files): 'sibscan report' then shows it."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="A bar on a terminal, log lines otherwise.", show_default=True),
+    archive=None, datasets=None, classifier="minirocket", param=None, runs=5, seed=0, no_normalise=False,
+    normalisation="demean", augment=None, label=None, jobs=None, engine="local", address=None, num_cpus=None,
+    out=None, scan=None, as_json=False, progress=True,
 ) -> None:
     from ..atomic import dumps_json, write_json
     from ..errors import SibscanError
     from ..temporal.classifiers import classifier_spec
-    from ..temporal.normalise import NORMALISATIONS
 
     params = parse_params(param)
     names = [c.strip() for c in classifier.split(",") if c.strip()]
     if not names:
         raise SibscanError("--classifier needs a name, e.g. minirocket")
-    if normalisation not in NORMALISATIONS:
-        raise SibscanError(f"unknown --normalisation {normalisation!r}; available: {', '.join(NORMALISATIONS)}")
     levels = parse_float_list(augment, "--augment") or []
     specs = [classifier_spec(n, params) for n in names]  # unknown names fail before any data is read
     _progress_logging(progress)

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..items import MODALITIES
-from ._common import Command, choice, flag, parse_int_list, user_errors
+from ..options import LoadOptions
+from ._common import Command, parse_int_list, user_errors
+from ._flags import TwinsOptions
+from ._options import with_options
+
+#: the scan's load flags that twins reads with (--decimals is its own: it also takes a comma list, a sweep)
+_LOAD_FLAGS = ("label", "id", "znorm", "labels_train", "labels_test", "modality", "text_field", "path_field")
 
 HELP = (
     'Find exact copies ("twins") between TRAIN and TEST, in both directions.\n\n'
@@ -24,27 +28,13 @@ def register(app: typer.Typer) -> None:
 
 
 @user_errors
+@with_options((LoadOptions, {"only": _LOAD_FLAGS}), (TwinsOptions, {}), spread=True)
 def twins(
     train: Path = typer.Argument(..., help="Training split: CSV/TSV/UCR .tsv/.ts/.arff/.npy/.npz/Parquet (or text/images)."),
     test: Path = typer.Argument(..., help="Evaluation split, same format and columns as TRAIN."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label column name (default: a column named label, class, target or y, in tables, text records and image listings; headerless UCR .tsv: column 0)."),
-    id_: Optional[str] = typer.Option(None, "--id", help="Id column name (default: the row index)."),
-    decimals: str = typer.Option("6", "--decimals", help="Decimal places kept; a comma list (2,3,4,6,10) sweeps (full report at 6 if listed, else the finest)."),
-    znorm: bool = flag("--znorm", help="Z-normalise rows first (finds rescaled/shifted copies)."),
-    as_json: bool = flag("--json", help="Print the report as JSON (with the row indices)."),
-    predictions: Optional[Path] = typer.Option(
-        None, "--predictions", help="One prediction per test row, or a CSV/JSONL with id,prediction (default: none, no accuracy split)."),
-    max_rate: Optional[float] = typer.Option(
-        None, "--max-rate", help="Exit 1 if more than this share of test rows have a train twin (0.01 = 1 %; CI gate; default: no limit)."),
-    max_pct: Optional[float] = typer.Option(
-        None, "--max-pct", help="Deprecated: the same limit in percent; use --max-rate (default: no limit)."),
-    groups: Optional[Path] = typer.Option(
-        None, "--groups", help="Write split,index,id,group CSV: copies share a group, for a leak-free split (default: not written)."),
-    labels_train: Optional[Path] = typer.Option(None, "--labels-train", help="Labels of a .npy/.npz TRAIN (default: none, or the y array of an .npz)."),
-    labels_test: Optional[Path] = typer.Option(None, "--labels-test", help="Labels of a .npy/.npz TEST (default: none, or the y array of an .npz)."),
-    modality: Optional[choice(MODALITIES)] = typer.Option(None, "--modality", help="The kind of items (default: from the files)."),
-    text_field: Optional[str] = typer.Option(None, "--text-field", help="Text column of a CSV/JSONL/Parquet (default: text)."),
-    path_field: Optional[str] = typer.Option(None, "--path-field", help="Image-path column of a CSV/Parquet (default: the first of path, file, filename, image, image_path, filepath)."),
+    label=None, id=None, decimals="6", znorm=False, as_json=False, predictions=None,  # noqa: A002
+    max_rate=None, max_pct=None, groups=None, labels_train=None, labels_test=None, modality=None,
+    text_field=None, path_field=None,
 ) -> None:
     from ..atomic import dumps_json
     from ..errors import SibscanError
@@ -65,7 +55,7 @@ def twins(
             raise SibscanError("give --max-rate (a fraction), not also the deprecated --max-pct")
         max_rate = rate_from_pct(max_pct, "--max-pct")
     max_rate = check_fraction(max_rate, "--max-rate")
-    common = dict(modality=modality, label=label, id=id_, text_field=text_field, path_field=path_field)
+    common = dict(modality=modality, label=label, id=id, text_field=text_field, path_field=path_field)
     # train is fingerprinted while it is read (a CSV is never held whole); test keeps its rows, for
     # --predictions and the distinct-values statistic of its twin rows
     tr = load_prints(train, "train", decs, znorm, labels_path=labels_train, **common)

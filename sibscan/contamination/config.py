@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from ..errors import SibscanError
+from ..options import ENGINES, opt
 from .controls import DEFAULT_PERCENTILE
 from .guided import DEFAULT_PREFIX_FRACTION
 from .index import DEFAULT_N, DEFAULT_SHARD_SIZE
@@ -15,7 +16,8 @@ __all__ = ["ContaminationConfig"]
 
 @dataclass
 class ContaminationConfig:
-    """Options of :func:`sibscan.contamination.audit`.
+    """Options of :func:`sibscan.contamination.audit`; the fields with a flag are ``sibscan contamination``'s
+    flags (made from them, as the scan's option groups are), so each default and help is written once.
 
     Attributes
     ----------
@@ -45,19 +47,22 @@ class ContaminationConfig:
         Where the index tasks run.
     """
 
-    n: int = DEFAULT_N
-    shard_size: int = DEFAULT_SHARD_SIZE
-    k: float = DEFAULT_K
-    overlap_floor: float = 0.7
-    run_floor: int = 40
-    z_threshold: float = 3.0
-    control_percentile: float = DEFAULT_PERCENTILE
-    prefix_fraction: float = DEFAULT_PREFIX_FRACTION
-    weight_by_auc: bool = False
-    prevalence: Optional[float] = None
-    engine: str = "local"
+    PANEL = "Options"  # the help panel of its flags (sibscan contamination's, made from these fields)
 
-    def validate(self) -> "ContaminationConfig":
+    n: int = opt(DEFAULT_N, "--n", help="Words per n-gram.")
+    shard_size: int = opt(DEFAULT_SHARD_SIZE, "--shard-size", help="N-grams per index batch and shard (the unit of memory).")
+    k: float = opt(DEFAULT_K, "--min-k", old=("--k",), help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++, in (0, 1].")
+    overlap_floor: float = opt(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction.")
+    run_floor: int = opt(40, "--run-floor", help="Flag a verbatim run of this many words.")
+    z_threshold: float = opt(3.0, "--z-threshold", help="Flag a combined robust z-score at or above this.")
+    control_percentile: float = opt(DEFAULT_PERCENTILE, "--control-percentile", help="Percentile of the control texts' overlap taken as a source's threshold.")
+    prefix_fraction: float = opt(DEFAULT_PREFIX_FRACTION, "--prefix-fraction", help="Share of each example's words given as the guided-prompting prefix.")
+    weight_by_auc: bool = opt(False, "--weight-by-auc", toggle=False, help="With --labels: weight the combined z by each method's max(0, 2 AUC - 1).")
+    prevalence: Optional[float] = opt(None, "--prevalence", help="Expected share of contaminated examples (a fraction): quote precision and review-queue size at it.")
+    engine: str = "local"  # no flag of its own: the command line's is the scan's --engine (options.SearchOptions)
+
+    def check(self) -> "ContaminationConfig":
+        """Refuse a bad option before any file is read; returns the config (as every config's ``check``)."""
         checks = [
             (self.n >= 1, f"n must be >= 1 words, got {self.n}"),
             (self.shard_size >= 1, f"shard_size must be >= 1 n-grams, got {self.shard_size}"),
@@ -69,12 +74,14 @@ class ContaminationConfig:
             (0.0 < self.prefix_fraction < 1.0, f"prefix_fraction is a fraction in (0, 1), got {self.prefix_fraction}"),
             (self.prevalence is None or 0.0 < self.prevalence < 1.0,
              f"prevalence is a fraction in (0, 1), got {self.prevalence}"),
-            (self.engine in ("local", "ray"), f"unknown engine {self.engine!r}; available: local, ray"),
+            (self.engine in ENGINES, f"unknown engine {self.engine!r}; available: {', '.join(ENGINES)}"),
         ]
         for ok, message in checks:
             if not ok:
                 raise SibscanError(message)
         return self
+
+    validate = check  # its first name, still called by sibscan.contamination.audit
 
     def to_dict(self) -> dict:
         return asdict(self)
