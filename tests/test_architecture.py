@@ -55,6 +55,21 @@ def _target(name: str) -> str:
     return name
 
 
+
+def imported_names(node: ast.AST, package: str) -> List[str]:
+    """The absolute dotted names an import statement of a module in ``package`` imports (``[]`` for
+    any other node): ``import a.b`` -> ``a.b``; ``from ..x import y`` -> ``<parent>.x.y``."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        parent = package.split(".")
+        parent = parent[: len(parent) - node.level + 1]
+        base = ".".join(parent + ([base] if base else []))
+    return [f"{base}.{a.name}" for a in node.names]
+
 def imports(module: str, top_level_only: bool = False) -> Set[str]:
     """Our modules that ``module`` imports (anywhere in it, or only at module level)."""
     path = MODULES[module]
@@ -63,18 +78,7 @@ def imports(module: str, top_level_only: bool = False) -> Set[str]:
     nodes = tree.body if top_level_only else ast.walk(tree)
     found = set()
     for node in nodes:
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")
-                parent = parent[: len(parent) - node.level + 1]
-                base = ".".join(parent + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
-        found |= {_target(n) for n in names if n.split(".")[0] == "sibscan"}
+        found |= {_target(n) for n in imported_names(node, package) if n.split(".")[0] == "sibscan"}
     found.discard(module)
     return found
 
@@ -101,18 +105,7 @@ def private_imports(module: str, source: str) -> List[Tuple[str, str]]:
     package = _package_of(module)
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")
-                parent = parent[: len(parent) - node.level + 1]
-                base = ".".join(parent + ([base] if base else []))
-            names = [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
-        for name in names:
+        for name in imported_names(node, package):
             parts = name.split(".")
             if parts[0] != "sibscan":
                 continue
