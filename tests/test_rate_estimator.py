@@ -181,20 +181,21 @@ def test_the_width_forecast_narrows_with_more_answers_and_counts_them():
     from sibscan.calibration.forecast import forecast_width
 
     rng = np.random.default_rng(5)
-    score = np.r_[rng.uniform(0.0, 0.8, 1900), rng.uniform(0.9, 1.0, 100)]
-    truth = np.r_[np.zeros(1900, bool), np.ones(100, bool)]
+    score = np.r_[rng.uniform(0.0, 0.8, 560), rng.uniform(0.9, 1.0, 40)]
+    truth = np.r_[np.zeros(560, bool), np.ones(40, bool)]
     pop = _population(score)
     draw = make_draw(pop, 0.5, 60, seed=0)
     rows = draw.rows[:60]
     exact = np.zeros(len(score), bool)
     now = estimate_rate(score, exact, pop.query_index[rows], truth[rows], fast=True)
-    fc = forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 200, 200, 0))
+    fc = forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 200, 200, 0), reps=2, step=50)
     assert [f["labels"] for f in fc] == [110, 260]  # repeats and zero dropped
     assert now.hi - now.lo > fc[0]["width"] > fc[1]["width"] > 0, (now.hi - now.lo, fc)
     assert all(f["half_width"] == f["width"] / 2 for f in fc)
     assert len(draw.rows) == 60  # the calibration's draw is not changed
     # no room for 5,000 more: no forecast for it
-    assert [f["labels"] for f in forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 5000))] == [110]
+    assert [f["labels"] for f in forecast_width(pop, draw, rows, truth[rows], score, exact, more=(50, 5000), reps=1,
+                                                step=50)] == [110]
 
 
 def test_calibrate_says_what_more_labels_would_buy(tmp_path):
