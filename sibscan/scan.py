@@ -26,7 +26,6 @@ from .calibration.baseline import left_out_neighbours, scan_baseline
 from .verdict.labelfile import cutoff_and_labels
 from .verdict import Verdict
 from .verdict.pairdecision import SAME
-from .stages.candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .config import ScanConfig
 from .store.diskarray import NpyArray, NpyWriter, is_disk_array
 from .stages.embedding import cache_dir_of, embed_splits
@@ -39,8 +38,6 @@ from .items import Items, check_pair
 from .kernels.rowhash import fingerprint_membership
 from .loaders import load_split
 from .lock import DirLock
-from .store.neighbourfile import NeighboursWriter
-from .options import DIRECTIONS
 from .stages.pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
@@ -48,8 +45,8 @@ from .store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbour
 from .stages.resume import INPUTS_DIR, SPILL_PREFIX, begin_scan, refuse_foreign, refuse_other_options, spill_files
 from .store.spill import RowSpill
 from .verify import build_verifier
-from .verify.cascade import IMAGE_CASCADE
-from .stages.views import cascade_candidates, resolve_views, view_candidates, view_identities
+from .stages.table import REVERSE, build_neighbours
+from .stages.views import resolve_views, view_identities
 
 __all__ = ["ScanResult", "run_scan", "summarise"]
 
@@ -58,10 +55,7 @@ _STAGE_LINES = {"load": "load: reading both splits", "fingerprint": "fingerprint
                 "models": "models: building the encoder and verifier", "encode": "encode: embedding both splits", "search": "search: nearest neighbours",
                 "views": "views: candidates from the extra views",
                 "verify": "verify: re-scoring the candidates",
-                "reverse": "train → test: searched, verified and written a block of train rows at a time",
-                "baseline": "baseline: scoring random pairs"}  # "reverse" is a line only: its time goes to search and verify
-#: the direction streamed to disk block by block (k rows per train row: the one that grows with the train set)
-_REVERSE = ("train", "test")
+                "baseline": "baseline: scoring random pairs"}
 
 
 @dataclass
@@ -170,10 +164,10 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
 
     # the held table (nb) has every direction but train→test, which is on disk only
     if "search" in done and sd.neighbours_path.exists():
-        nb = sd.neighbours(skip=[_REVERSE])
+        nb = sd.neighbours(skip=[REVERSE])
     else:
         manifest[NEIGHBOURS_SOURCE_KEY] = neighbours_source(manifest)  # on disk with the table, compared on every read
-        nb = _neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
+        nb = build_neighbours(cfg, sd, embeddings, splits, fps, chunks, views, verifier, encoder.name,
                          clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
                          source=manifest[NEIGHBOURS_SOURCE_KEY])
         _mark(sd, manifest, "search")
@@ -196,12 +190,12 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     manifest["cutoff"] = cutoff
     timings["total"] = time.perf_counter() - t0
     manifest["timings"] = {k: round(v, 3) for k, v in timings.items()}
-    if (labels.label == SAME).any() and sd.neighbours_path.exists() and not nb.mask(*_REVERSE).any():
+    if (labels.label == SAME).any() and sd.neighbours_path.exists() and not nb.mask(*REVERSE).any():
         # a "same" pair found only from the train side flags its test item (testscores.direction_rows): the
         # held table lacks train->test rows, so read those of the test items answered "same", and only those
         # (the whole direction is what the held table leaves on disk to bound memory)
         same = labels.test_ids[labels.label == SAME]  # load_matching takes the distinct ids
-        nb = Neighbours.concat([nb, sd.neighbours_matching(*_REVERSE, "neighbour_id", same)])
+        nb = Neighbours.concat([nb, sd.neighbours_matching(*REVERSE, "neighbour_id", same)])
     verdict = Verdict.of_scan_being_written(sd, manifest, at, labels, neighbours=nb, baseline=baseline,
                                             train=(splits["train"], fps["train"]), test=(splits["test"], fps["test"]))
     summary = summarise(verdict)
@@ -214,64 +208,6 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
         for s, items in splits.items()}).to_dict()
     sd.write_manifest(manifest)
     return ScanResult(path=sd.path, manifest=manifest, summary=summary)
-
-
-def _neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],
-                chunks, views, verifier, view: str, clock, timings: Dict[str, float],
-                echo: Callable[[str], None], counts: Dict[str, int], source: str) -> Neighbours:
-    """Search ▸ views ▸ verify ▸ write the neighbours table; returns it without its train→test rows
-    when those were streamed (they are in the files only).
-
-    The train→test direction (``--k-reverse`` rows per train row) is searched, verified and appended to
-    the files a block of train rows at a time (:func:`~sibscan.stages.candidates.reverse_blocks`),
-    at the place the whole table would hold it, its time added to ``timings``' search and verify;
-    chunked texts (whose rows are documents made of chunks) are searched whole.  ``source``: the digest
-    of what the table is computed from, stored in it (:func:`sibscan.store.scandir.neighbours_source`).
-    """
-    search, device, progress = cfg.search, cfg.encoding.device, cfg.output.progress
-    # the cascade scores every direction's candidates together (views.cascade_candidates): a scan with it
-    # keeps the train→test rows in the held table
-    cascade = verifier is not None and cfg.verification.cascade
-    stream = "train-test" in search.directions and not chunks and not cascade
-    held = [d for d in search.directions if not (stream and DIRECTIONS[d] == _REVERSE)]
-    with clock("search"):
-        nb = neighbours_table(embeddings, splits, fps, search, device=device, progress=progress, chunks=chunks,
-                              echo=echo, view=view, directions=held)
-    if views:
-        with clock("views"):
-            nb = view_candidates(nb, views, embeddings, splits, fps, search, main_view=view, device=device,
-                                 cache_dir=cache_dir_of(cfg.encoding, sd.path), batch_size=cfg.encoding.batch_size,
-                                 progress=progress, echo=echo)
-    with clock("verify"):
-        if cascade:
-            n_candidates, nb = len(nb), cascade_candidates(nb, splits, IMAGE_CASCADE)
-            echo(f"cascade: {len(nb):,} of {n_candidates:,} candidate pairs go to {verifier.name}")
-        if verifier is not None:  # each pair once (stages.pairverify); train→test's new pairs a block at a time
-            echo(f"verifying the pairs of {len(nb):,} candidate rows{' and the train → test rows' * stream} with {verifier.name}")
-        nb = verify_neighbours(nb, verifier, splits, progress=progress, counts=counts)
-    with NeighboursWriter(sd.neighbours_path, sd.path / "neighbours.csv", source=source) as writer:
-        for pair in _table_order(search.directions, verifier is not None, bool(views)) if stream else [None]:
-            if pair != _REVERSE:
-                writer.append(nb if pair is None else nb.direction(*pair))
-                continue
-            echo(f"searching train → test (k={search.k_of('train-test')}), "
-                 f"{'verified and ' if verifier is not None else ''}written a block of train rows at a time")
-            with progress_stage(_STAGE_LINES["reverse"]):
-                for part in reverse_blocks(embeddings, splits, fps, search, verifier, device=device,
-                                           progress=progress, view=view, timings=timings, held=nb, counts=counts):
-                    writer.append(part)
-    return nb
-
-
-def _table_order(directions, reranked: bool, views: bool):
-    """The order of the directions' rows in the neighbours table: re-ranking (verification) sorts them
-    by "query>neighbour" split names; otherwise as searched, the views' join putting test→train first."""
-    pairs = [DIRECTIONS[d] for d in directions]
-    if reranked:
-        return sorted(pairs, key=lambda p: f"{p[0]}>{p[1]}")
-    if views:
-        return [p for p in pairs if p == ("test", "train")] + [p for p in pairs if p != ("test", "train")]
-    return pairs
 
 
 def _load_splits(cfg: ScanConfig, inputs: Path, spill: Optional[RowSpill]) -> Tuple[Optional[TrainIndex], Dict[str, Items]]:
