@@ -91,7 +91,7 @@ _DRAWS, _DRAWS_FAST = 20_000, 4_000
 #: shape ``a`` itself unknown, one of these with equal prior weight and weighed by all strata's answers:
 #: a set whose strata are mostly empty of siblings picks a small ``a`` (a narrow upper end at a 0.5 %
 #: rate), one whose siblings spread into the low strata (photos the verifier scores low) a larger one
-_SHARE_SHAPES = (0.1, 0.15, 0.25, 0.4)  # Beta(a, 1): its CDF is x ** a (no scipy in the core install)
+_SHARE_SHAPES = (0.1, 0.15, 0.25, 0.4)
 _THETA = 128  # grid points of each stratum's sibling share (uniform in theta, p = sin(theta)^2)
 #: the method as every record names it
 METHOD = ("stratified by top-1 score over the whole test set; per stratum a Jeffreys posterior of the share answered "

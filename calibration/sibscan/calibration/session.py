@@ -132,28 +132,27 @@ class LabelSession:
         done = self.answers()
         return next((i for i in range(len(self)) if i not in done), None)
 
-    def labelled(self) -> tuple:
+    def labelled(self, with_oracle: bool = False) -> tuple:
         """``(pop rows, same)`` of every current same/different answer about a pair of this population
-        (answers imported for pairs outside the draw count too; answers on controls never)."""
-        rows, same = [], []
+        (answers imported for pairs outside the draw count too; answers on controls never); with
+        ``with_oracle``, a third array: which answers are an oracle's (read as right, as the fit reads them)."""
+        rows, same, oracle = [], [], []
         for key, rec in self.store.current().items():
             r = self._index.get(key)
             if r is not None and rec["label"] in ("same", "different"):
                 rows.append(r)
                 same.append(rec["label"] == "same")
-        return np.asarray(rows, np.int64), np.asarray(same, bool)
+                oracle.append(labeller.kind(rec) == labeller.ORACLE)
+        out = (np.asarray(rows, np.int64), np.asarray(same, bool))
+        return (*out, np.asarray(oracle, bool)) if with_oracle else out
 
     def estimate(self, fast: bool = False):
         """The rate estimate from the answers so far (None without scores or answers)."""
-        rows, same = self.labelled()
+        rows, same, trusted = self.labelled(with_oracle=True)
         if self.scores is None or not len(rows):
             return None
         score, exact = self.scores
         controls = tally(self.plan.controls, self.plan.store.current()) if self.plan is not None else None
-        # an oracle's answers (imported from a planted truth) are read as right, as the fit reads them
-        oracle = {self._index[k] for k, rec in self.store.current().items()
-                  if k in self._index and labeller.kind(rec) == labeller.ORACLE}
-        trusted = np.fromiter((r in oracle for r in rows), bool, len(rows))
         return estimate_with_controls(score, exact, self.pop.query_index[rows], same, controls, fast=fast,
                                       trusted=trusted)
 
