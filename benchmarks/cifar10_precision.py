@@ -69,7 +69,7 @@ PLANTED = {
     "images (128 px): the same": {"R@P95": 0.822, "source": "benchmarks/results/image_scale_scan_views.json"},
     "planted crop sets crops / small32, imagecorr": {"R@P95": "0.06-0.35", "source": "docs/benchmarks.md, issue 14"},
     "planted crop sets crops / small32, imagefuse-v4 (not the default)": {
-        "R@P95": "0.88-0.99", "source": "benchmarks/results/quality_crops_14c*.json"},
+        "R@P95": "0.88-0.99", "source": "benchmarks/results/quality_crops_14c.json, every run"},
 }
 
 
