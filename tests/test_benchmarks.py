@@ -337,7 +337,9 @@ def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, bench
     assert cross > 0 and d["pairs_once"] == d["pairs_per_row"] - cross - test
     assert sum(d["scan_pairs_verified"].values()) == d["pairs_once"]  # the scan verified each pair once too
     assert d["orientation_gap"]["cross"]["pairs"] == cross and d["orientation_gap"]["cross"]["max"] > 0
-    assert (tmp_path / "pair_once_quick.json").exists()
+    # one file, a run per verifier and size (issue 31: --verifier imagefuse had a --name of its own)
+    assert json.loads((tmp_path / "pair_once_quick.json").read_text())["runs"]["imagecorr_60"]["pairs_once"] == \
+        d["pairs_once"]
 
 
 def test_photo_halves_are_disjoint_cover_every_photo_and_each_has_textured_and_featureless_cells(tmp_path):
@@ -781,7 +783,8 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
 
     monkeypatch.setenv("SIBSCAN_CACHE_DIR", str(tmp_path / "cache"))
     image_scale.main(["--quick", "--sets", "images-32px", "--sizes", "32", "--no-previous"])
-    data = json.loads((tmp_path / "image_scale_quick.json").read_text())
+    # one file, a run per sets, sizes and modes (issue 31: each had a --name of its own)
+    data = json.loads((tmp_path / "image_scale_quick.json").read_text())["runs"]["images-32px_32"]
     modes = data["sets"]["images-32px"]["modes"]
     assert set(modes) == {"32", "auto"}
     assert "size=32" in modes["32"]["identity"]
@@ -792,6 +795,19 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
     assert "scan" not in modes["32"]
     assert scan["views"]["source_in_candidates"] >= scan["encoder_only"]["source_in_candidates"]
     assert 0 <= scan["views"]["recall_at_p95"] <= 1 and scan["verify_seconds"] > 0
+
+
+def test_variants_of_one_command_refuse_a_results_file_of_another_form(tmp_path, capsys, bench_results):
+    # issue 31: pair_once --verifier imagefuse and image_scale's sizes wrote files of their own; now runs of one
+    # file, and a file of the old form is refused before the work (not overwritten after it)
+    import benchmarks.pair_once as pair_once
+    from benchmarks import image_scale
+
+    for module, name in ((pair_once, "pair_once_quick"), (image_scale, "image_scale_quick")):
+        _common.write_results(name, {"sets": {}})
+        with pytest.raises(SystemExit, match=f"{name}.json: not a file of runs by key"):
+            module.main(["--quick"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["image_scale_quick.json", "pair_once_quick.json"]
 
 
 def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
