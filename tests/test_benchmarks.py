@@ -637,7 +637,8 @@ def test_memory_quick_writes_results(tmp_path, bench_results):
     assert more["traced_beyond_fixed_MB"] > 0
     traced = payload["scan"]["traced_growth_largest_over_smallest"]
     assert payload["scan"]["traced_met"] is (None if traced is None else traced <= 1.2)
-    assert (tmp_path / "memory.json").exists()
+    # one file, a run per choice of parts (issue 31: --parts scan --name memory_scan had a file of its own)
+    assert json.loads((tmp_path / "memory.json").read_text())["runs"]["twins+scan"]["complete"]
 
 
 # -- contamination: the planted language-model-corpus benchmark --------------------------------
@@ -798,16 +799,19 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
 
 
 def test_variants_of_one_command_refuse_a_results_file_of_another_form(tmp_path, capsys, bench_results):
-    # issue 31: pair_once --verifier imagefuse and image_scale's sizes wrote files of their own; now runs of one
+    # issue 31: pair_once --verifier imagefuse, image_scale's sizes and memory's parts wrote files of their own; now runs of one
     # file, and a file of the old form is refused before the work (not overwritten after it)
     import benchmarks.pair_once as pair_once
     from benchmarks import image_scale
 
-    for module, name in ((pair_once, "pair_once_quick"), (image_scale, "image_scale_quick")):
+    import benchmarks.memory as memory
+
+    for module, name in ((pair_once, "pair_once_quick"), (image_scale, "image_scale_quick"), (memory, "memory")):
         _common.write_results(name, {"sets": {}})
         with pytest.raises(SystemExit, match=f"{name}.json: not a file of runs by key"):
             module.main(["--quick"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["image_scale_quick.json", "pair_once_quick.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["image_scale_quick.json", "memory.json",
+                                                          "pair_once_quick.json"]
 
 
 def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
