@@ -799,8 +799,8 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
 
 
 def test_variants_of_one_command_refuse_a_results_file_of_another_form(tmp_path, capsys, bench_results):
-    # issue 31: pair_once --verifier imagefuse, image_scale's sizes and memory's parts wrote files of their own; now runs of one
-    # file, and a file of the old form is refused before the work (not overwritten after it)
+    # issue 31: pair_once --verifier imagefuse, image_scale's sizes and memory's parts wrote files of their own;
+    # now runs of one file, and a file of the old form is refused before the work (not overwritten after it)
     import benchmarks.pair_once as pair_once
     from benchmarks import image_scale
 
