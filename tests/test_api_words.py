@@ -101,6 +101,10 @@ def _no_cutoff_calibration(scan) -> str:
     ("cutoff and calibration", lambda d, s: sibscan.scan(*d, cutoff=0.9, calibration="x"),
      ["give cutoff= or calibration=, not both"]),
     ("unknown backend", lambda d, s: sibscan.scan(*d, backend="gpu"), ["unknown backend='gpu'; available"]),
+    ("unknown direction", lambda d, s: sibscan.scan(*d, directions="test-train,sideways"),
+     ["unknown direction 'sideways' in directions=; available: "]),
+    ("none among extra views", lambda d, s: sibscan.scan(*d, extra_views="none,pixels"),
+     ["extra_views='none' stands alone"]),
     ("verifier without verifying", lambda d, s: sibscan.scan(*d, verifier="lagcorr", verify=False),
      ["verifier='lagcorr' and verify=False contradict"]),
     ("no test split", lambda d, s: sibscan.scan(d[0]), ["pass test="]),
@@ -125,6 +129,20 @@ def test_api_errors_name_the_keyword_and_the_method(data, done, case, call, word
     for w in words:
         assert w in text, (case, text)
     assert "--" not in text and "SCAN_DIR" not in text and "'sibscan " not in text, (case, text)
+
+
+def test_a_flag_with_its_value_becomes_a_keyword_with_its_value(data, tmp_path):
+    """A value after a flag is quoted at the source, so it joins its keyword: ``device='cuda'``, not
+    ``device= cuda`` (the value left behind a bare ``device=``)."""
+    from sibscan.device import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is visible: device='cuda' runs here")
+    with pytest.raises(sibscan.SibscanError) as err:
+        sibscan.scan(*data, out=tmp_path / "s", device="cuda", progress=False, **FAST)
+    text = str(err.value)
+    assert text.startswith("device='cuda' ") and "use device='cpu' or 'auto'" in text, text
+    assert "= " not in text and "--" not in text, text
 
 
 def test_the_command_line_keeps_its_flags(data, tmp_path):
