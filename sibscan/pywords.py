@@ -21,7 +21,12 @@ from typing import Callable, Collection, Dict, Iterable, Mapping, Optional, Tupl
 
 from .errors import SibscanError
 
-__all__ = ["did_you_mean", "flag_keywords", "python_words", "reword", "unknown_keyword"]
+__all__ = ["SYNONYMS", "did_you_mean", "flag_keywords", "python_words", "reword", "unknown_keyword"]
+
+#: words used elsewhere for our keywords, so that a near miss of them suggests ours (where the call takes it)
+SYNONYMS = {"threshold": "cutoff", "similarity_threshold": "cutoff", "top_k": "k", "n_neighbors": "k",
+            "n_neighbours": "k", "verbose": "progress", "embeddings_train": "train_features",
+            "embeddings_test": "test_features", "model_name": "encoder"}
 
 #: ``'sibscan CMD …'`` commands that a Python user runs as a call: the call, and what "command" becomes
 _CALLS = {"scan": "sibscan.scan", "calibrate": "scan.calibrate", "report": "scan.report"}
@@ -136,16 +141,35 @@ def _keywords_of(functions: Iterable[Callable]) -> Tuple[set, set]:
     return names, bools
 
 
+def _call_name(fn: Callable) -> str:
+    """How a user calls ``fn``: ``Scan.report``, ``Scan`` for a constructor, ``sibscan.scan``."""
+    name = fn.__qualname__
+    if name.endswith(".__init__"):
+        return name[: -len(".__init__")]
+    return name if "." in name else f"sibscan.{name}"
+
+
 def python_words(*also: Callable[[], Callable]) -> Callable:
-    """Decorate an API function: a :class:`SibscanError` leaving it is reworded by :func:`reword`.
+    """Decorate an API function: a :class:`SibscanError` leaving it is reworded by :func:`reword`, and an
+    unknown keyword is refused before the call with the closest valid one (:func:`unknown_keyword`).
 
     ``also`` are zero-argument callables returning the functions the decorated one passes keywords
     on to (``lambda: sibscan.calibration.calibrate``), imported only when an error needs them.  The
-    exception keeps its type, traceback and attributes; only its message changes.
+    exception keeps its type, traceback and attributes; only its message changes.  A function taking
+    ``**options`` checks their names itself (against what it passes them on to).
     """
     def wrap(fn: Callable) -> Callable:
+        params = inspect.signature(fn).parameters.values()
+        named = None if any(p.kind is p.VAR_KEYWORD for p in params) else \
+            {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
         @functools.wraps(fn)
         def inner(*args, **kwargs):
+            if named is not None:
+                unknown = sorted(set(kwargs) - named)
+                if unknown:  # Python's own TypeError would name neither the closest keyword nor the valid ones
+                    valid = [n for n in named if not n.startswith("_") and n != "self"]
+                    raise unknown_keyword(_call_name(fn), unknown[0], valid, SYNONYMS)
             try:
                 return fn(*args, **kwargs)
             except SibscanError as exc:
@@ -165,7 +189,8 @@ def did_you_mean(name: str, valid: Iterable[str], synonyms: Optional[Mapping[str
     """
     choices = {v: v for v in valid}
     for word, ours in (synonyms or {}).items():
-        choices.setdefault(word, ours)
+        if ours in choices:  # a synonym of a keyword this call does not take suggests nothing
+            choices.setdefault(word, ours)
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.75)
     if not close:
         return ""
@@ -179,5 +204,6 @@ def unknown_keyword(function: str, name: str, valid: Iterable[str],
     """Python's own TypeError for an unexpected keyword, with the closest valid one and the list."""
     valid = sorted(valid)
     hint = did_you_mean(name, valid, synonyms)
+    takes = f"valid: {', '.join(valid)}" if valid else "it takes no keyword arguments"
     return TypeError(f"{function}() got an unexpected keyword argument {name!r}{'; ' + hint if hint else ''} "
-                     f"(valid: {', '.join(valid)})")
+                     f"({takes})")

@@ -185,6 +185,31 @@ def test_an_unknown_keyword_is_a_type_error_with_the_closest_valid_one(data, don
         done.calibrate("none", npairs=3)
 
 
+def test_every_scan_method_suggests_the_keyword_it_takes(done):
+    """Not only sibscan.scan and Scan.calibrate: scan.report(threshold=) is the likeliest slip of all (Python's
+    own TypeError named neither 'cutoff' nor the valid keywords); a synonym of a keyword the method does not
+    take suggests nothing."""
+    with pytest.raises(TypeError, match=r"^Scan.report\(\) got an unexpected keyword argument 'threshold'; did you "
+                                        r"mean 'cutoff' \(sibscan's word for 'threshold'\)\? \(valid: calibration, "
+                                        r"correct, cutoff, force, predictions\)$"):
+        done.report(threshold=0.9)
+    with pytest.raises(TypeError, match=r"^Scan.report\(\) got an unexpected keyword argument 'prediction'; "
+                                        r"did you mean 'predictions'\?"):
+        done.report(prediction="p.csv")
+    with pytest.raises(TypeError, match=r"^Scan.write_reports\(\) got an unexpected keyword argument 'fromats'; "
+                                        r"did you mean 'formats'\? \(valid: formats, out\)$"):
+        done.write_reports(fromats=["md"])
+    with pytest.raises(TypeError, match=r"^Scan.write_reports\(\) got an unexpected keyword argument 'threshold' "
+                                        r"\(valid: formats, out\)$"):
+        done.write_reports(threshold=0.9)
+    with pytest.raises(TypeError, match=r"^Scan\(\) got an unexpected keyword argument 'pth'; did you mean 'path'\?"):
+        sibscan.Scan(done.path, pth="x")
+    with pytest.raises(TypeError, match=r"^Scan.to_pandas\(\) got an unexpected keyword argument 'columns' "
+                                        r"\(it takes no keyword arguments\)$"):
+        done.to_pandas(columns=["test_id"])
+    assert done.report(cutoff=0.99)["headline"]["cutoff"] == pytest.approx(0.99)  # the keywords it takes still work
+
+
 def test_wide_float_arrays_are_said_to_be_read_as_table_rows(tmp_path):
     train, test = _walks(3, 12, 64), _walks(4, 5, 64)
     with pytest.warns(UserWarning) as record:
