@@ -63,7 +63,8 @@ def flag_keywords() -> Dict[str, str]:
     return {f"--{flag}": name for flag, name in _scan_options()[0].items()}
 
 
-def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = ()) -> str:
+def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (), *,
+           scan_options: bool = True) -> str:
     """``text`` with CLI flags and commands in Python words.
 
     Parameters
@@ -73,6 +74,9 @@ def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (
     keywords, bools : collection of str
         The keywords (and which of them are bools) of the called method besides the scan options:
         a flag ``--n-pairs`` becomes ``n_pairs=`` only where ``n_pairs`` is among them.
+    scan_options : bool
+        Whether every scan option's flag becomes its keyword (the called function takes them all, as
+        :func:`sibscan.scan` does); False: only ``keywords`` (``sibscan.find_twins``' ``decimals=``).
 
     Returns
     -------
@@ -82,7 +86,7 @@ def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (
         SCAN_DIR'`` → ``scan.calibrate()``, ``'sibscan report SCAN_DIR --predictions FILE'`` →
         ``scan.report(predictions=FILE)``.
     """
-    scan_flags, scan_bools = _scan_options()
+    scan_flags, scan_bools = _scan_options() if scan_options else ({}, frozenset())
     bools = set(scan_bools) | set(bools)
 
     def keyword(flag: str) -> Optional[Tuple[str, bool]]:
@@ -149,14 +153,15 @@ def _call_name(fn: Callable) -> str:
     return name if "." in name else f"sibscan.{name}"
 
 
-def python_words(*also: Callable[[], Callable]) -> Callable:
+def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Callable:
     """Decorate an API function: a :class:`SibscanError` leaving it is reworded by :func:`reword`, and an
     unknown keyword is refused before the call with the closest valid one (:func:`unknown_keyword`).
 
     ``also`` are zero-argument callables returning the functions the decorated one passes keywords
     on to (``lambda: sibscan.calibration.calibrate``), imported only when an error needs them.  The
     exception keeps its type, traceback and attributes; only its message changes.  A function taking
-    ``**options`` checks their names itself (against what it passes them on to).
+    ``**options`` checks their names itself (against what it passes them on to).  ``scan_options``: as
+    :func:`reword`'s (False for a function that does not take the scan's options as keywords).
     """
     def wrap(fn: Callable) -> Callable:
         params = inspect.signature(fn).parameters.values()
@@ -175,7 +180,7 @@ def python_words(*also: Callable[[], Callable]) -> Callable:
             except SibscanError as exc:
                 if exc.args and isinstance(exc.args[0], str):
                     keywords, bools = _keywords_of([fn, *(get() for get in also)])
-                    exc.args = (reword(exc.args[0], keywords, bools), *exc.args[1:])
+                    exc.args = (reword(exc.args[0], keywords, bools, scan_options=scan_options), *exc.args[1:])
                 raise
         return inner
     return wrap

@@ -210,6 +210,34 @@ def test_every_scan_method_suggests_the_keyword_it_takes(done):
     assert done.report(cutoff=0.99)["headline"]["cutoff"] == pytest.approx(0.99)  # the keywords it takes still work
 
 
+def test_the_other_public_functions_speak_python_too(data, done, tmp_path):
+    """sibscan.find_twins, build_report, resolve_device … serve the command line too; reached as sibscan.NAME
+    their refusals name that function's keywords, and an unknown keyword suggests one of them."""
+    from sibscan.twins import find_twins  # where the CLI gets it: its words stay the CLI's
+
+    with pytest.raises(sibscan.SibscanError, match=r"^decimals= must be an integer in 0\.\.20, got -1"):
+        sibscan.find_twins(*data, decimals=-1)
+    with pytest.raises(sibscan.SibscanError, match=r"^--decimals must be an integer in 0\.\.20, got -1"):
+        find_twins(*data, decimals=-1)
+    with pytest.raises(TypeError, match=r"^sibscan.find_twins\(\) got an unexpected keyword argument 'decimal'; "
+                                        r"did you mean 'decimals'\?"):
+        sibscan.find_twins(*data, decimal=3)
+    with pytest.raises(sibscan.SibscanError, match=r"^cutoff= is a similarity in \[-1, 1\], got 3"):
+        sibscan.build_report(done.path, cutoff=3)
+    with pytest.raises(TypeError, match=r"^sibscan.build_report\(\) got an unexpected keyword argument 'threshold'; "
+                                        r"did you mean 'cutoff'"):
+        sibscan.build_report(done.path, threshold=0.9)
+    with pytest.raises(sibscan.SibscanError) as err:
+        sibscan.build_report(tmp_path / "nothing")
+    assert "run sibscan.scan() first" in str(err.value) and "'sibscan " not in str(err.value), str(err.value)
+    assert sibscan.build_report(done.path)["headline"] == done.rate  # the function itself, unchanged
+    # a scan option's flag becomes a keyword only for a function that takes it
+    from sibscan.pywords import reword
+
+    assert reword("--label y and --decimals 3", keywords={"decimals"}, scan_options=False) == \
+        "--label y and decimals=3"
+
+
 def test_wide_float_arrays_are_said_to_be_read_as_table_rows(tmp_path):
     train, test = _walks(3, 12, 64), _walks(4, 5, 64)
     with pytest.warns(UserWarning) as record:
