@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
-from .errors import SibscanError, require
+from .errors import SibscanError, require, user_stacklevel
 from .progress import message, quiet as quiet_progress
 from .pywords import SYNONYMS, python_words, unknown_keyword
 
@@ -132,8 +132,9 @@ def _warn_if_embeddings(train: Any, test: Any) -> None:
         f"sibscan.scan: train/test are float arrays of width {max(widths)}: read as table rows (each row "
         "z-normalised, compared by Pearson correlation; encoder 'znorm'). If they are embeddings from your own "
         "model, pass them as train_features= and test_features= (with features_id=, the model's name) instead; "
-        # the caller of sibscan.scan (past python_words)
-        "pass modality='table' to keep the table reading without this warning.", UserWarning, stacklevel=4)
+        # the caller of sibscan.scan
+        "pass modality='table' to keep the table reading without this warning.", UserWarning,
+        stacklevel=user_stacklevel(3))
 
 
 class Scan:

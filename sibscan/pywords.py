@@ -169,7 +169,7 @@ def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Ca
             {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
 
         @functools.wraps(fn)
-        def inner(*args, **kwargs):
+        def _python_words_call(*args, **kwargs):  # its name marks the frame for errors.user_stacklevel
             if named is not None:
                 unknown = sorted(set(kwargs) - named)
                 if unknown:  # Python's own TypeError would name neither the closest keyword nor the valid ones
@@ -182,7 +182,7 @@ def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Ca
                     keywords, bools = _keywords_of([fn, *(get() for get in also)])
                     exc.args = (reword(exc.args[0], keywords, bools, scan_options=scan_options), *exc.args[1:])
                 raise
-        return inner
+        return _python_words_call
     return wrap
 
 

@@ -238,6 +238,19 @@ def test_the_other_public_functions_speak_python_too(data, done, tmp_path):
         "--label y and decimals=3"
 
 
+def test_a_warning_for_the_user_points_at_the_users_line_through_the_wrapper(data):
+    """The python_words wrapper is one more frame: a warning meant for the caller's line (the deprecated
+    max_pct=) points there whether the function is reached as sibscan.NAME (wrapped) or from its module."""
+    from sibscan.twins import assert_no_twins
+
+    train = data[0]
+    test = train[10:14] + 100.0  # shifted: no twins, so only the warning
+    for fn in (sibscan.assert_no_twins, assert_no_twins):
+        with pytest.warns(FutureWarning, match="max_pct is deprecated") as record:
+            fn(train, test, max_pct=1)
+        assert [w.filename for w in record] == [__file__], (fn, [w.filename for w in record])
+
+
 def test_wide_float_arrays_are_said_to_be_read_as_table_rows(tmp_path):
     train, test = _walks(3, 12, 64), _walks(4, 5, 64)
     with pytest.warns(UserWarning) as record:
