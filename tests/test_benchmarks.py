@@ -324,7 +324,7 @@ def test_verify_share_refuses_cuda_without_a_gpu(tmp_path, capsys, bench_results
         pytest.skip("a CUDA GPU is visible: --device cuda runs here")
     with pytest.raises(SystemExit):  # the scan's own refusal, before any image is written
         bench.main(["--quick", "--device", "cuda"])
-    assert "--device cuda was asked for but" in capsys.readouterr().err
+    assert "--device 'cuda' was asked for but" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
 
