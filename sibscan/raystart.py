@@ -31,7 +31,8 @@ def ray_session(address: Optional[str] = None, num_cpus: Optional[int] = None, *
     Raises
     ------
     SibscanError
-        Ray is not installed (names the extra), or the cluster at ``address`` cannot be reached.
+        Ray is not installed (names the extra), ``address`` is not an address, or the cluster at it
+        cannot be reached.
     """
     ray = require("ray", "ray", purpose)
     if not ray.is_initialized():
@@ -41,4 +42,7 @@ def ray_session(address: Optional[str] = None, num_cpus: Optional[int] = None, *
         except ConnectionError as exc:
             raise SibscanError(f"cannot reach the Ray cluster at {address!r} ({exc}); "
                                "check `ray status`, or leave out the address to run on a local Ray") from None
+        except ValueError as exc:  # Ray's "Invalid address format: x", raised before it tries to connect
+            raise SibscanError(f"--address {address!r} is not a Ray address ({exc}); give HOST:PORT, "
+                               "ray://HOST:PORT or auto, or leave it out to run on a local Ray") from None
     return ray

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -241,3 +243,21 @@ def test_ray_session_names_an_unreachable_cluster(monkeypatch):
     started = types.SimpleNamespace(is_initialized=lambda: True, init=refuse)
     monkeypatch.setattr(raystart, "require", lambda *a: started)
     assert raystart.ray_session("10.0.0.9:6379") is started  # a running session is joined, not restarted
+
+
+def test_ray_session_names_an_address_that_is_none(tmp_path):
+    """``--address x`` reached the user as Ray's own traceback (ValueError: Invalid address format: x); it
+    is one line naming the option and the forms an address takes, from the scan's command line too."""
+    pytest.importorskip("ray")
+    import sibscan.raystart as raystart
+    from sibscan.errors import SibscanError
+
+    with pytest.raises(SibscanError, match=r"--address 'x' is not a Ray address .*HOST:PORT"):
+        raystart.ray_session("x")
+    train, test = tmp_path / "a.csv", tmp_path / "b.csv"
+    for path in (train, test):
+        path.write_text("f1,f2,f3\n" + "\n".join(f"{i},{i * 2},{i % 3}" for i in range(12)) + "\n")
+    r = subprocess.run([sys.executable, "-m", "sibscan", "scan", str(train), str(test), "--out", str(tmp_path / "s"),
+                        "--engine", "ray", "--address", "x"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "--address 'x' is not a Ray address" in r.stderr
