@@ -143,7 +143,7 @@ def test_an_error_cancels_the_ranges_not_started(split, monkeypatch):
     from sibscan.search import faissindex
 
     ran = []
-    cancelled = threading.Event()
+    cancelled, first = threading.Event(), threading.Lock()
 
     class Pool(ThreadPoolExecutor):
         def shutdown(self, wait=True, *, cancel_futures=False):
@@ -152,8 +152,11 @@ def test_an_error_cancels_the_ranges_not_started(split, monkeypatch):
             super().shutdown(wait=wait)
 
     def first_fails(q, x, k, **kw):
-        if not ran:
-            ran.append("failed")
+        with first:  # one range fails: two workers could both see an empty list and both fail
+            fails = not ran
+            if fails:
+                ran.append("failed")
+        if fails:
             raise MemoryError("no room for the score tile")
         # the other workers stay busy until the caller has cancelled what had not started (however
         # slowly a loaded machine lets the caller see the error)
