@@ -41,7 +41,8 @@ from .lock import DirLock
 from .stages.pairverify import PAIRING
 from .progress import stage as progress_stage, task as progress_task
 from .runrecord import RECORD_KEY
-from .store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source, train_items_searched
+from .store.scandir import (EMBEDDINGS_KEY, NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source,
+                            train_items_searched)
 from .stages.resume import INPUTS_DIR, SPILL_PREFIX, begin_scan, refuse_foreign, refuse_other_options, spill_files
 from .store.spill import RowSpill
 from .verify import build_verifier
@@ -160,6 +161,8 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
             # an index keeps its own; a train set embedded straight into the scan directory is there already
             if not (split == "train" and (index is not None or is_disk_array(emb))):
                 sd.write_embeddings(split, emb)
+        # what each file written here holds, compared on every read (ScanDir.embeddings): another scan's is refused
+        manifest[EMBEDDINGS_KEY] = sd.embeddings_digests(s for s in embeddings if not (s == "train" and index is not None))
     _mark(sd, manifest, "encode")
 
     # the held table (nb) has every direction but train→test, which is on disk only

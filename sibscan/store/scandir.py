@@ -54,8 +54,11 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
     view_identities: {view: identity}; pairing: sibscan.stages.pairverify.PAIRING or null (a resume compares both),
     neighbours_source (hex): what neighbours.npz was computed from (:func:`neighbours_source`), stored in the
-        table too; every reader compares the two (:meth:`ScanDir.checked_neighbours_path`), so a table
-        copied from another scan is refused (absent in scans made before it was recorded),
+        table too, and as baseline.json's ``source`` (the baseline is computed from the same); every reader
+        compares them (:meth:`ScanDir.checked_neighbours_path`, :meth:`ScanDir.baseline`), so a table copied
+        from another scan is refused (absent in scans made before it was recorded),
+    embeddings_digest: {split: hex} of the embeddings/<split>.npy the scan wrote (:func:`embeddings_digest`),
+        compared by :meth:`ScanDir.embeddings` (absent in scans made before it was recorded),
     pairs_verified: {"test>train", "test>test", "train>test": pairs handed to the verifier, each under
         the first of these directions holding it},
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
@@ -88,11 +91,17 @@ from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks, table_
 from ..rowids import RowNumberIds
 from .scanfiles import DELETE_RERUN, READ_ERRORS, RERUN, corrupt
 
-__all__ = ["NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "load_items", "neighbours_source",
-           "save_items", "train_items_searched"]
+__all__ = ["EMBEDDINGS_KEY", "NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "embeddings_digest",
+           "load_items", "neighbours_source", "save_items", "train_items_searched"]
 
 #: the manifest key recording what the neighbours table was computed from (:func:`neighbours_source`)
 NEIGHBOURS_SOURCE_KEY = "neighbours_source"
+#: the manifest key recording the digest of each embeddings file the scan wrote (:func:`embeddings_digest`)
+EMBEDDINGS_KEY = "embeddings_digest"
+#: baseline.json's key holding the manifest's NEIGHBOURS_SOURCE_KEY of the scan that computed it
+_BASELINE_SOURCE = "source"
+#: rows of an embeddings file that its digest reads (evenly spaced, the first and last among them)
+_DIGEST_ROWS = 64
 #: what computes a scan folder's neighbours table again
 _FORCE = "re-run the 'sibscan scan' command with --force to compute it again (labels under calibration/ are kept)"
 
@@ -115,6 +124,25 @@ def neighbours_source(manifest: dict) -> str:
     record["parameters"] = {k: v for k, v in (manifest.get("parameters") or {}).items() if k not in _WHERE_ROWS}
     text = json.dumps(record, sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def embeddings_digest(emb: np.ndarray) -> str:
+    """A digest of an embeddings array: its shape, dtype and :data:`_DIGEST_ROWS` evenly spaced rows.
+
+    Enough to tell a scan's embeddings from another scan's (other items, encoder or row order change the
+    shape or the rows read), and read in a few milliseconds whatever the file's size, as the file is
+    memory-mapped; recorded in the manifest when the scan writes them and compared on every read.
+
+    Parameters
+    ----------
+    emb : ndarray of shape (n, dim)
+    """
+    n = len(emb)
+    rows = np.unique(np.linspace(0, n - 1, num=min(n, _DIGEST_ROWS)).round().astype(np.int64))
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-embeddings/1|{tuple(emb.shape)}|{emb.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(emb[rows]).tobytes())
+    return h.hexdigest()
 
 
 def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
@@ -266,6 +294,20 @@ class ScanDir:
         save_items(self.path, items, fingerprints)
 
     def embeddings(self, split: str, mmap: bool = True) -> np.ndarray:
+        """``embeddings/<split>.npy``, once it is known to be the one this scan wrote (its digest is the
+        manifest's :data:`EMBEDDINGS_KEY`; a manifest recording none, made before it was recorded, has
+        nothing to compare with)."""
+        emb = self._load_embeddings(split, mmap)
+        recorded = self.manifest().get(EMBEDDINGS_KEY) if self.exists() else None
+        if recorded is not None and (not isinstance(recorded, dict) or recorded.get(split) != embeddings_digest(emb)):
+            raise self._foreign(self.embeddings_path(split), RERUN)
+        return emb
+
+    def embeddings_digests(self, splits: Iterable[str]) -> dict:
+        """``{split: digest}`` of the embeddings files just written, for the manifest's :data:`EMBEDDINGS_KEY`."""
+        return {split: embeddings_digest(self._load_embeddings(split, mmap=True)) for split in splits}
+
+    def _load_embeddings(self, split: str, mmap: bool) -> np.ndarray:
         p = self.embeddings_path(split)
         if not p.exists():
             raise SibscanError(f"{p} is missing; re-run 'sibscan scan' on {self.path}")
@@ -293,9 +335,13 @@ class ScanDir:
             raise SibscanError(f"{path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
         recorded = self._recorded_source()
         if recorded is not None and table_source(path) != recorded:
-            raise SibscanError(f"{path} was not computed by the scan in {self.path} (it records another source than "
-                               f"{self.manifest_path.name}: copied from another scan?); {_FORCE}")
+            raise self._foreign(path, _FORCE)
         return path
+
+    def _foreign(self, path: Path, fix: str) -> SibscanError:
+        """The refusal of a file in this folder that another scan computed (its digest is not the manifest's)."""
+        return SibscanError(f"{path} was not computed by the scan in {self.path} (its digest is not the one "
+                            f"{self.manifest_path.name} records: copied from another scan?); {fix}")
 
     def _recorded_source(self) -> Optional[str]:
         """The manifest's :data:`NEIGHBOURS_SOURCE_KEY` (None without a manifest: a table made by hand)."""
@@ -357,10 +403,15 @@ class ScanDir:
         bad = [k for k in ("0.99", "0.999") if not isinstance(q, dict) or not _number(q.get(k))]
         if bad:
             raise corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), DELETE_RERUN)
+        recorded = self._recorded_source()
+        # another scan's baseline (other items, encoder or options) would state its chance siblings as this one's
+        if recorded is not None and baseline.get(_BASELINE_SOURCE) != recorded:
+            raise self._foreign(self.baseline_path, DELETE_RERUN)
         return baseline
 
     def write_baseline(self, baseline: dict) -> None:
-        write_json(self.baseline_path, baseline)
+        """Write baseline.json, stamped with the source its manifest records, if any (compared by :meth:`baseline`)."""
+        write_json(self.baseline_path, {**baseline, _BASELINE_SOURCE: self._recorded_source()})
 
 
 def _number(x) -> bool:

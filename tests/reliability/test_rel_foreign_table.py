@@ -14,6 +14,7 @@ import pytest
 
 import sibscan
 from rel_helpers import FAST, assert_one_line_error, cli, write_table
+from sibscan.store.scandir import ScanDir
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +72,72 @@ def test_force_recomputes_a_foreign_table(scans, mixed):
     result = cli("scan", scans / "train.csv", scans / "test.csv", "--out", mixed, "--force", *FAST)
     assert result.exit_code == 0, result.output
     assert cli("report", mixed, "--cutoff", "0.99").exit_code == 0
+
+
+def test_a_resumed_scan_refuses_a_foreign_table(scans, mixed):
+    """Resume is the one reader that would otherwise keep the table and rewrite the manifest around it."""
+    result = cli("scan", scans / "train.csv", scans / "test.csv", "--out", mixed, *FAST)
+    assert_one_line_error(result, "neighbours.npz", "another scan", "--force")
+
+
+# The other tables of a scan folder, behind the same door (ScanDir): baseline.json and embeddings/*.npy.
+# Before, a baseline.json copied from another scan (other train rows) was read as the scan's own, so the
+# expected chance siblings of every output were that scan's (0.151 where the demo's own gave < 0.01),
+# and a copied embeddings file gave calibrate's control pairs from other items' similarities (an
+# IndexError when its rows were fewer).
+
+@pytest.fixture
+def foreign_baseline(scans, tmp_path):
+    scan = tmp_path / "scan"
+    shutil.copytree(scans / "own", scan)
+    own = json.loads((scan / "baseline.json").read_text())
+    other = json.loads((scans / "other" / "baseline.json").read_text())
+    assert own["quantiles"] != other["quantiles"]  # a wrong answer if it were read
+    shutil.copy(scans / "other" / "baseline.json", scan / "baseline.json")
+    return scan
+
+
+@pytest.mark.parametrize("command", [
+    ("report", "{scan}", "--cutoff", "0.99"),
+    ("calibrate", "{scan}", "--ui", "none", "--out", "{tmp}/cal"),
+    ("scan", "{train}", "{test}", "--out", "{scan}", *FAST),
+])
+def test_foreign_baseline_is_refused_by_every_reader(scans, foreign_baseline, tmp_path, command):
+    args = (str(a).format(scan=foreign_baseline, tmp=tmp_path, train=scans / "train.csv", test=scans / "test.csv")
+            for a in command)
+    assert_one_line_error(cli(*args), "baseline.json", "another scan", "delete it")
+
+
+def test_foreign_baseline_is_refused_by_the_python_api(foreign_baseline):
+    with pytest.raises(sibscan.SibscanError, match="baseline.json.*another scan"):
+        sibscan.Scan(foreign_baseline).report(cutoff=0.99)
+
+
+def test_a_deleted_foreign_baseline_is_computed_again_as_the_scans_own(scans, foreign_baseline):
+    own = json.loads((scans / "own" / "baseline.json").read_text())
+    (foreign_baseline / "baseline.json").unlink()
+    result = cli("scan", scans / "train.csv", scans / "test.csv", "--out", foreign_baseline, *FAST)
+    assert result.exit_code == 0, result.output
+    assert json.loads((foreign_baseline / "baseline.json").read_text()) == own
+
+
+def test_foreign_embeddings_are_refused_and_a_rerun_rewrites_them(scans, tmp_path):
+    scan = tmp_path / "scan"
+    shutil.copytree(scans / "own", scan)
+    shutil.copy(scans / "other" / "embeddings" / "train.npy", scan / "embeddings" / "train.npy")
+    result = cli("calibrate", scan, "--ui", "none", "--out", tmp_path / "cal")
+    assert_one_line_error(result, "embeddings/train.npy", "another scan", "re-run the same 'sibscan scan'")
+    again = cli("scan", scans / "train.csv", scans / "test.csv", "--out", scan, *FAST)
+    assert again.exit_code == 0 and "resuming" in again.output, again.output
+    assert cli("calibrate", scan, "--ui", "none", "--out", tmp_path / "cal").exit_code == 0
+
+
+def test_embeddings_of_the_same_shape_in_another_order_are_refused(scans, tmp_path):
+    """Same rows, dim and dtype: only the digest's rows tell them apart (the controls' similarities would move)."""
+    scan = tmp_path / "scan"
+    shutil.copytree(scans / "own", scan)
+    emb = np.load(scan / "embeddings" / "train.npy")
+    np.save(scan / "embeddings" / "train.npy", emb[::-1])
+    with pytest.raises(sibscan.SibscanError, match="train.npy was not computed by the scan"):
+        ScanDir(scan).embeddings("train")
+    assert ScanDir(scan).embeddings("test").shape[0] == 10  # the file left as written still reads
