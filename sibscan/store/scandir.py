@@ -4,7 +4,8 @@ Layout (every file written atomically)::
 
     DIR/manifest.json          version, inputs' fingerprints, encoder/verifier identity, parameters,
                                timings, skipped items, status ("running" | "complete")
-    DIR/items/<split>.npz      ids, labels, groups, fingerprint (n, 2) uint64, values (tables)
+    DIR/items/<split>.npz      ids, labels, groups, fingerprint (n, 2) uint64, values (tables),
+                               items_fingerprint (the manifest's, compared on every read)
     DIR/items/<split>.jsonl    texts (text) or paths (images), one JSON string per line
     DIR/embeddings/<split>.npy float16/float32 (n, dim), rows aligned with the items
     DIR/neighbours.npz         the neighbours table (columns below); neighbours.csv for people
@@ -102,6 +103,8 @@ EMBEDDINGS_KEY = "embeddings_digest"
 _BASELINE_SOURCE = "source"
 #: rows of an embeddings file that its digest reads (evenly spaced, the first and last among them)
 _DIGEST_ROWS = 64
+#: the member of items/<split>.npz holding the split's items_fingerprint, as the manifest records it
+_ITEMS_ROWS = "items_fingerprint"
 #: what computes a scan folder's neighbours table again
 _FORCE = "re-run the 'sibscan scan' command with --force to compute it again (labels under calibration/ are kept)"
 
@@ -145,8 +148,10 @@ def embeddings_digest(emb: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
-    """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``."""
+def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None,
+               rows: Optional[str] = None) -> None:
+    """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``; ``rows``: the
+    split's ``items_fingerprint`` as the manifest records it, stored with them (compared by :func:`load_items`)."""
     d = Path(directory) / "items"
     arrays = {"ids": items.ids if isinstance(items.ids, RowNumberIds) else items.ids.astype(str)}  # written a block at a time
     if items.labels is not None:
@@ -168,6 +173,8 @@ def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray]
         "skipped": [s.to_dict() for s in items.skipped],
     }
     arrays["meta"] = np.array(json.dumps(meta))
+    if rows is not None:
+        arrays[_ITEMS_ROWS] = np.array(rows)
     save_npz(d / f"{items.split}.npz", **arrays)
     content = items.texts if items.modality == "text" else items.paths if items.modality == "image" else None
     if content is not None:
@@ -186,6 +193,7 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
             arrays = {k: z[k] for k in z.files}
     except READ_ERRORS as exc:
         raise corrupt(path, exc, RERUN) from None
+    _refuse_foreign_items(Path(directory), path, split, len(arrays["ids"]), arrays.get(_ITEMS_ROWS))
     texts = paths = None
     if meta["modality"] in ("text", "image"):
         lines = d / f"{split}.jsonl"
@@ -215,6 +223,21 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
     )
     return items, arrays.get("fingerprint")
+
+
+def _refuse_foreign_items(directory: Path, path: Path, split: str, n: int, rows: Optional[np.ndarray]) -> None:
+    """Refuse a scan folder's ``items/<split>.npz`` that is not the one its manifest describes (copied
+    from another scan): another number of items than ``inputs.<split>.n_items``, or another
+    ``items_fingerprint`` stored with them.  Files written before the fingerprint was stored are checked
+    by their count only; a folder without a manifest (an index's) has nothing to compare with."""
+    sd = ScanDir(directory)
+    if not sd.exists():
+        return
+    recorded = (sd.manifest().get("inputs") or {}).get(split) or {}
+    other_count = recorded.get("n_items") not in (None, n)
+    other_rows = rows is not None and recorded.get("items_fingerprint") not in (None, str(rows))
+    if other_count or other_rows:
+        raise sd._foreign(path, RERUN)
 
 
 def train_items_searched(manifest: dict, directory=None) -> Optional[int]:
@@ -291,7 +314,9 @@ class ScanDir:
         return load_items(self.path, split)[1]
 
     def write_items(self, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
-        save_items(self.path, items, fingerprints)
+        """Write a split's items, stored with the ``items_fingerprint`` the manifest records for them."""
+        recorded = ((self.manifest().get("inputs") or {}).get(items.split) or {}) if self.exists() else {}
+        save_items(self.path, items, fingerprints, rows=recorded.get("items_fingerprint"))
 
     def embeddings(self, split: str, mmap: bool = True) -> np.ndarray:
         """``embeddings/<split>.npy``, once it is known to be the one this scan wrote (its digest is the
@@ -340,7 +365,7 @@ class ScanDir:
 
     def _foreign(self, path: Path, fix: str) -> SibscanError:
         """The refusal of a file in this folder that another scan computed (its digest is not the manifest's)."""
-        return SibscanError(f"{path} was not computed by the scan in {self.path} (its digest is not the one "
+        return SibscanError(f"{path} was not computed by the scan in {self.path} (it does not match what "
                             f"{self.manifest_path.name} records: copied from another scan?); {fix}")
 
     def _recorded_source(self) -> Optional[str]:
