@@ -5,7 +5,7 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from sibscan.atomic import dumps_json, write_bytes, write_json
 
@@ -56,10 +56,67 @@ def write_results(name: str, payload: Dict[str, object], *, compact: bool = Fals
     written, non-finite numpy float16/32 as null, a non-finite Python float (np.float64 is one) refused (strict JSON).
     """
     payload = {"benchmark": name, "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **payload}
-    folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
     if compact:
-        return write_compact(folder / f"{name}.json.gz", payload)
-    return write_json(folder / f"{name}.json", payload)
+        return write_compact(results_path(name, compact=True), payload)
+    return write_json(results_path(name), payload)
+
+
+def comma_list(kind: Callable[[str], object], allowed: Optional[Sequence[str]] = None) -> Callable[[str], list]:
+    """An argparse type: a comma list of ``kind`` values (one at least, none twice; ``allowed``: the valid
+    ones).  The seeds, photo splits and sizes one command runs, each a run of one results file (:func:`write_run`)."""
+    import argparse
+
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("give at least one value")
+        bad = [t for t in items if allowed is not None and t not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(bad)}; available: {', '.join(allowed)}")
+        try:
+            values = [kind(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a comma list of {kind.__name__} values") from None
+        if len(set(values)) < len(values):
+            raise argparse.ArgumentTypeError(f"{text!r} names a value twice")
+        return values
+    return parse
+
+
+#: the key under which one results file holds the runs of one benchmark (its seeds, photo splits, sizes,
+#: configurations, each named by a key): one file per benchmark, each run replacing only its own key
+RUNS = "runs"
+
+
+def results_path(name: str, *, compact: bool = False) -> Path:
+    """Where :func:`write_results` writes ``name`` (``$SIBSCAN_BENCH_RESULTS`` or ``benchmarks/results/``)."""
+    folder = Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS
+    return folder / f"{name}.json{'.gz' if compact else ''}"
+
+
+def keyed_runs(name: str, *, compact: bool = False) -> Dict[str, Dict[str, object]]:
+    """The runs ``name``'s results file holds, by key (none yet: empty).  A file of another form is refused
+    (it would be overwritten): call this before a long run, so the refusal comes before the work."""
+    path = results_path(name, compact=compact)
+    if not path.is_file():
+        return {}
+    runs = read_results(path).get(RUNS)
+    if not isinstance(runs, dict):
+        raise SystemExit(f"{path}: not a file of runs by key ('{RUNS}'); move it away or give another --name")
+    return dict(runs)
+
+
+def write_run(name: str, key: str, run: Dict[str, object], *, compact: bool = False,
+              **fields: object) -> Path:
+    """Write one run of a benchmark into its one results file, under ``runs[key]``, keeping the file's
+    other runs (another seed, size or configuration of the same command; :func:`keyed_runs`).
+
+    The run is stamped with its own ``created`` and ``machine``; ``fields`` go beside ``runs`` (what
+    every run shares).  Through :func:`write_results`: ``compact``, the one serialiser.
+    """
+    runs = keyed_runs(name, compact=compact)
+    runs[key] = {"created": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), **run}
+    return write_results(name, {**fields, RUNS: runs}, compact=compact)
 
 
 def write_compact(path: Path, payload: Dict[str, object]) -> Path:

@@ -54,7 +54,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks._common import RESULTS, write_results
+from benchmarks._common import keyed_runs, write_run
 
 NAME = "cifar10"
 #: where the lead keeps the shared copy of the metadata (used when ``--meta`` and ``--data`` lack it)
@@ -215,6 +215,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         raise SystemExit(f"cifar10: {data} has no train/ and test/ folders; unpack cifar10_jpg.tar.gz there")
     if not 0.0 < args.fraction <= 1.0:
         raise SystemExit(f"cifar10: --fraction must be in (0, 1], got {args.fraction}")
+    keyed_runs(args.name)  # a results file of another form is refused before the scan, not after it
     meta = _find_meta(args.meta, data)
     index, pairs = read_meta(meta)
     key = args.key or ("full" if args.fraction == 1.0 else f"f{args.fraction:g}")
@@ -235,11 +236,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
               "load_1min_end": load1, "uptime_start": up0, "uptime_end": up1, **measure(out, index, pairs, keep)}
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
-    previous_path = (Path(os.environ["SIBSCAN_BENCH_RESULTS"]) if os.environ.get("SIBSCAN_BENCH_RESULTS") else RESULTS) / f"{args.name}.json"
-    runs = json.loads(previous_path.read_text()).get("runs", {}) if previous_path.is_file() else {}
-    runs[key] = result
-    path = write_results(args.name, {"sampling": "class-stratified evenly spaced by original index, plus every "
-                                     "ciFAIR-listed image (see benchmarks/cifar10.py)", "runs": runs})
+    path = write_run(args.name, key, result, sampling="class-stratified evenly spaced by original index, plus "
+                     "every ciFAIR-listed image (see benchmarks/cifar10.py)")
     t = result["timings"]
     print(f"{key}: {result['n_train']:,} train + {result['n_test']:,} test, {wall:.1f} s wall "
           f"(load {load0} → {load1}); stages: " + ", ".join(f"{k} {v:.1f}" for k, v in t.items()))

@@ -65,11 +65,12 @@ PER_MONTAGE, UPSCALE = 16, 4
 # scan's verified score (quoted, not re-run: docs/benchmarks.md)
 PLANTED = {
     "images-32px: default scan (effnet top 10 + windows, pixels top 5), imagecorr": {
-        "R@P95": 0.822, "source": "benchmarks/results/image_scale_scan_views.json (imagecorr-v2; v3 scores equal)"},
-    "images (128 px): the same": {"R@P95": 0.822, "source": "benchmarks/results/image_scale_scan_views.json"},
+        "R@P95": 0.822,
+        "source": "benchmarks/results/image_scale.json, run scan_views (imagecorr-v2; v3 scores equal)"},
+    "images (128 px): the same": {"R@P95": 0.822, "source": "benchmarks/results/image_scale.json, run scan_views"},
     "planted crop sets crops / small32, imagecorr": {"R@P95": "0.06-0.35", "source": "docs/benchmarks.md, issue 14"},
     "planted crop sets crops / small32, imagefuse-v4 (not the default)": {
-        "R@P95": "0.88-0.99", "source": "benchmarks/results/quality_crops_14c*.json"},
+        "R@P95": "0.88-0.99", "source": "benchmarks/results/quality_crops_14c.json, every run"},
 }
 
 

@@ -22,7 +22,9 @@ verifying.  At the ``auto`` size it also scores what the default scan does (:fun
 read from :mod:`sibscan.options` and :mod:`sibscan.stages.views`, so the row follows the defaults): the
 encoder's top ``--k`` joined with each default extra view's top ``--k-view``, verified by the
 default verifier (results key ``scan``; ``--no-scan-row`` leaves it out), with the seconds the views
-and that verification took.  Results: ``benchmarks/results/image_scale.json``.
+and that verification took.  Results: ``benchmarks/results/image_scale.json``, one run per sets, sizes
+and modes under ``runs`` (key ``--key``, default e.g. ``images-32px+images_auto_previous``), each run
+replacing only its own key (:func:`benchmarks._common.write_run`).
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from benchmarks._common import finite, print_table, write_results
+from benchmarks._common import finite, keyed_runs, print_table, write_run
 from benchmarks.planted import IMAGE_TRANSFORMS, PlantedSet, _image_transform, _truth, dedupe_pool, image_set
 from benchmarks.quality import VERIFIERS, PairScores, evaluate, union_candidates, view_candidates
 
@@ -306,6 +308,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--cascade", action="store_true", help="the scan row verifies only what the scan's --cascade keeps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="image_scale", help="results file stem")
+    ap.add_argument("--key", default=None, help="the run's key in the results file (default SETS_SIZES[_previous], "
+                                                "e.g. images+images-32px_32-48-64-96-128-224_previous)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -315,6 +319,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     sizes = ([int(s) for s in args.sizes.split(",") if s.strip()] if args.sizes is not None
              else list(QUICK_SIZES if args.quick else SIZES))
     modes = [str(s) for s in sizes] + ["auto"] + ([] if args.no_previous else ["previous"])
+    stem = args.name + ("_quick" if args.quick else "")
+    key = args.key or "+".join(wanted) + "_" + ("-".join(map(str, sizes)) or "auto") + \
+        ("" if args.no_previous else "_previous")
+    keyed_runs(stem)  # a file of another form is refused before the sets are made
     n_train, per, n_clean = SET_SIZES["quick" if args.quick else "default"]
     common = dict(k=args.k, n_labels=40 if args.quick else 60, n_verified_random=80 if args.quick else 500,
                   seed=args.seed, scan_row=not args.no_scan_row, scan_verifier=args.verifier, scan_cascade=args.cascade)
@@ -332,8 +340,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     payload = {"quick": args.quick, "sizes": sizes, "k": args.k, "seed": args.seed, "sets": results,
                "seconds": time.perf_counter() - t0, "load_average_before": load_before,
                "load_average_after": os.getloadavg()}
-    path = write_results(args.name + ("_quick" if args.quick else ""), finite(payload))
-    print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
+    path = write_run(stem, key, finite(payload))
+    print(f"\nwrote {path}, run {key} ({payload['seconds']:.0f} s)")
     return payload
 
 

@@ -28,7 +28,9 @@ against 500 test rows with fewer baseline pairs.
 scan's memory: about half the time; the RSS keys are then absent and ``rss`` says so).
 
 Run ``python -m benchmarks.memory [--quick] [--sizes 100,400] [--rows 50000,200000,800000]
-[--parts twins,scan] [--tracemalloc-only] [--name memory]``; results go to ``benchmarks/results/NAME.json``.
+[--parts twins,scan] [--tracemalloc-only] [--name memory]``; results go to ``benchmarks/results/NAME.json``,
+one run per choice of parts under ``runs`` (key ``twins+scan``, ``twins`` or ``scan``), each replacing only its
+own key (:func:`benchmarks._common.write_run`).
 """
 from __future__ import annotations
 
@@ -213,7 +215,7 @@ def scan_part(tmp: Path, rows: List[int], save: Callable[[Dict[str, object]], No
 
 
 def main(argv=None) -> Dict[str, object]:
-    from benchmarks._common import print_table, write_results
+    from benchmarks._common import keyed_runs, print_table, write_run
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -224,7 +226,7 @@ def main(argv=None) -> Dict[str, object]:
     ap.add_argument("--tracemalloc-only", action="store_true",
                     help="scan: only the tracemalloc runs, no peak-RSS runs (about half the time; for iterating)")
     ap.add_argument("--name", default=RESULTS_NAME,
-                    help="results file benchmarks/results/NAME.json (a run of one part can keep the other's file)")
+                    help="results file benchmarks/results/NAME.json, a run per --parts (key twins+scan, twins, scan)")
     args = ap.parse_args(argv)
     sizes = [2.0, 8.0] if args.quick else [float(s) for s in args.sizes.split(",")]
     rows = [2_000, 8_000] if args.quick else [int(s) for s in args.rows.split(",")]
@@ -232,12 +234,14 @@ def main(argv=None) -> Dict[str, object]:
     unknown = sorted(set(parts) - {"twins", "scan"})
     if unknown:
         ap.error(f"unknown part(s) {', '.join(unknown)}; available: twins, scan")
+    key = "+".join(parts)  # one file, a run per choice of parts (issue 31: --name memory_scan was a file of its own)
+    keyed_runs(args.name)  # a file of another form is refused before the first case
     payload: Dict[str, object] = {"quick": args.quick, "complete": False}
 
     def saver(name: str) -> Callable[[Dict[str, object]], None]:
         def save(part: Dict[str, object]) -> None:  # after every case: a long run stopped early keeps what it measured
             payload[name] = part
-            write_results(args.name, payload)
+            write_run(args.name, key, payload)
         return save
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -264,8 +268,8 @@ def main(argv=None) -> Dict[str, object]:
                          else f"not assessed (the smallest case is within {TRACED_NOISE_MB:g} MB of the fixed cost)"))
     payload["complete"] = True
     payload["load_average_1min_at_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    path = write_results(args.name, payload)
-    print(f"wrote {path}")
+    path = write_run(args.name, key, payload)
+    print(f"wrote {path}, run {key}")
     return payload
 
 

@@ -1,7 +1,7 @@
 """What verifying each pair once saves, and how far the two orientations of a pair score apart.
 
     python -m benchmarks.pair_once                                   # 3,000 train x 600 test, imagecorr
-    python -m benchmarks.pair_once --verifier imagefuse --images 1200 --name pair_once_imagefuse
+    python -m benchmarks.pair_once --verifier imagefuse              # run imagefuse_3600 of the same file
     python -m benchmarks.pair_once --quick                           # tiny, for the tests
 
 A scan's neighbours table holds a pair twice when (test i, train j) is both a test→train and a
@@ -17,7 +17,9 @@ measures from the table it writes:
   before one score per pair) against each pair once (the scan now), alternated ``--repeats`` times
   each in this process (verifier calls only: no search, no table).
 
-Results: ``benchmarks/results/pair_once.json`` (``--name``).
+Results: ``benchmarks/results/pair_once.json`` (``--name``), one run per verifier and size under ``runs``
+(key ``VERIFIER_IMAGES``, e.g. ``imagecorr_3600``), each run replacing only its own key
+(:func:`benchmarks._common.write_run`).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import keyed_runs, print_table, write_run
 
 _ORDER = (("test", "train"), ("test", "test"), ("train", "test"))
 
@@ -113,6 +115,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     n_images = args.images if args.images is not None else (60 if args.quick else 3600)
     if n_images < 12:
         ap.error(f"--images {n_images}: give at least 12 images")
+    name, key = args.name + ("_quick" if args.quick else ""), f"{args.verifier}_{n_images}"
+    keyed_runs(name)  # a file of another form is refused before the scan
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sibscan-pair-once-") as tmp:
         case = write_image32_case(Path(tmp) / "data", n_images, seed=args.seed)
@@ -150,8 +154,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                   payload["test_pairs_in_both_orders"], "pairs once": n_once,
                   "mean |gap| cross": gaps["cross"].get("mean", "-"), "max |gap| cross": gaps["cross"].get("max", "-"),
                   "CPU s per row": mean["per_row"], "CPU s once": mean["once"]}])
-    path = write_results(args.name + ("_quick" if args.quick else ""), payload)
-    print(f"wrote {path}")
+    path = write_run(name, key, payload)
+    print(f"wrote {path}, run {key}")
     return payload
 
 

@@ -4,6 +4,8 @@
     python -m benchmarks.quality --quick    # tiny, for the tests
     python -m benchmarks.quality --no-neural --sets images,text
     python -m benchmarks.quality --sets crops,small32 --photos heldout   # photographs imagefuse was not fitted on
+    python -m benchmarks.quality --sets crops,small32 --seed 0,2,3,4 --photos all,heldout --name quality_crops_14c
+                                            # eight runs: one NAME.json and one side file, runs by key
 
 For every planted set (:mod:`benchmarks.planted`: images, text, one per row dataset) and every
 encoder of its modality (the weight-free ones always; ``minilm`` and ``effnet`` when they load),
@@ -31,7 +33,9 @@ without and with verification (the top-``k`` candidates re-scored by the modalit
 Side by side on the same items, each at its fixed default: plain exact hashing (blake2b of the
 bytes), imagededup's PHash (Hamming distance <= 10), cleanlab Datalab's ``near_duplicate``
 (threshold 0.13 of the median NN distance, on the default encoder's embeddings), datasketch
-MinHashLSH (threshold 0.5, 128 permutations, word sets).  Results: ``benchmarks/results/quality.json``.
+MinHashLSH (threshold 0.5, 128 permutations, word sets).  Results: ``benchmarks/results/quality.json``,
+one run per seed and photo split under ``runs`` (:func:`benchmarks.quality_pairs.run_key`), each run
+replacing only its own key (:func:`benchmarks._common.write_run`).
 
 This module is the run; the candidates are made in :mod:`benchmarks.quality_candidates`, calibrated
 and scored in :mod:`benchmarks.quality_metrics`, the fixed-default methods run in
@@ -49,7 +53,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from benchmarks._common import finite, write_results
+from benchmarks._common import comma_list, finite, keyed_runs, write_run
 from benchmarks.planted import PlantedSet, check_difficulty, difficulty, image_set, row_sets, text_set
 from benchmarks.planted_crops import PHOTO_SPLIT, alignment_accuracy, crops_set, small_set
 from benchmarks.quality_baselines import cleanlab_near_duplicate, datasketch_lsh, exact_hashing, imagededup_phash
@@ -57,7 +61,7 @@ from benchmarks.quality_candidates import (_distinct_pairs, _fallback, cascade_c
                                            union_candidates, view_candidates)
 from benchmarks.quality_metrics import PREVALENCE, TARGET_PRECISION, calibrate, detection_metrics, per_transform
 from benchmarks.quality_pairs import (PAIRS_SUFFIX, POPULATION_KEY, flag_counts, flag_masks, next_pair, not_assessed,
-                                      population, recalibrate_file, split_pairs, take_labels, truth)
+                                      population, recalibrate_file, run_key, split_pairs, take_labels, truth)
 from benchmarks.quality_print import _print_candidates, _print_set
 
 log = logging.getLogger("benchmarks.quality")
@@ -329,15 +333,17 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                          "featureless negatives), small32 (the same at 32 x 32 px)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the set sizes (e.g. 0.5)")
     ap.add_argument("--k", type=int, default=5, help="candidates verified per test item")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", "--seeds", dest="seeds", type=comma_list(int), default=[0],
+                    help="seed, or a comma list of seeds: a run each in NAME.json, key seedN (default 0)")
     ap.add_argument("--name", default="quality", help="results file stem (benchmarks/results/NAME.json)")
     ap.add_argument("--k-view", type=int, default=5, help="candidates each extra view adds (as the scan's --k-view)")
     ap.add_argument("--candidates-only", action="store_true",
                     help="only the true source's recall among the candidates, per view and union (no verification)")
-    ap.add_argument("--photos", default="all", choices=("all", *PHOTO_SPLIT),
+    ap.add_argument("--photos", type=comma_list(str, ("all", *PHOTO_SPLIT)), default=["all"],
                     help="photographs the crops/small32 sets are cut from: all, or one half of "
                          "benchmarks.planted_crops.PHOTO_SPLIT (imagefuse is fitted on 'fit'; 'heldout' evaluates it "
-                         "on photographs it never saw, at smaller sizes)")
+                         "on photographs it never saw, at smaller sizes); a comma list runs each with every seed "
+                         "(key PHOTOS_seedN but for all)")
     ap.add_argument("--workdir", default=None, help="where the planted image files go (default: a temp folder)")
     ap.add_argument("--calibration-only", default=None, metavar="PAIRS_JSON",
                     help="no verification: simulate the calibration again on the scores a run saved in "
@@ -356,33 +362,53 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                                 size["labels"], write=args.write_back)
     if args.write_back:
         ap.error("--write-back goes with --calibration-only NAME_pairs.json.gz")
-    scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
     wanted = {s.strip() for s in args.sets.split(",") if s.strip()}
     bad = wanted - {"images", "text", "rows", "crops", "small32"}
     if bad:
         ap.error(f"unknown set(s) {', '.join(sorted(bad))}; available: images, text, rows, crops, small32")
+    # every seed of every photo split: a run each of one results file and one side file (issue 31: one
+    # file per benchmark), each written as it finishes, replacing only its own key
+    keyed_runs(args.name), keyed_runs(f"{args.name}_pairs", compact=True)  # refused before the work
+    done: Dict[str, dict] = {}
+    for photos in args.photos:
+        for seed in args.seeds:
+            key = run_key(seed, photos)
+            payload, pairs = _run(args, size, wanted, seed, photos)
+            path = write_run(args.name, key, payload)
+            if pairs["sets"]:
+                side = write_run(f"{args.name}_pairs", key, {"seed": seed, "photos": photos,
+                                                             "n_labels": size["labels"], **pairs}, compact=True)
+                print(f"wrote {side} (the scores the calibration saw, for --calibration-only)")
+            print(f"\nwrote {path}, run {key} ({payload['seconds']:.0f} s)")
+            done[key] = payload
+    return done
+
+
+def _run(args: argparse.Namespace, size: dict, wanted: set, seed: int, photos: str) -> Tuple[dict, dict]:
+    """One run of ``main``'s command at one seed and photo split: its results payload and its side file's sets."""
+    scale = lambda t: (max(20, int(t[0] * args.scale)), max(2, int(t[1] * args.scale)), max(10, int(t[2] * args.scale)))  # noqa: E731
     t0 = time.perf_counter()
     results: Dict[str, object] = {}
     common = dict(neural=not args.no_neural, k=args.k, n_labels=size["labels"],
                   n_verified_random=size["verified_pairs"],
-                  seed=args.seed, candidates_only=args.candidates_only, k_view=args.k_view)
+                  seed=seed, candidates_only=args.candidates_only, k_view=args.k_view)
     with tempfile.TemporaryDirectory(prefix="sibscan-quality-") as tmp:
         work = Path(args.workdir or tmp)
         sets: List[PlantedSet] = []
         if "images" in wanted:
             n_train, per, n_clean = scale(size["image"])
-            sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+            sets.append(image_set(work / "images", n_train=n_train, per_transform=per, n_clean=n_clean, seed=seed))
         for name, make in (("crops", crops_set), ("small32", small_set)):
             if name in wanted:
-                n_train, per, n_clean = scale(size[crop_size_key(args.photos)])
-                sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed,
-                                 photos=args.photos))
+                n_train, per, n_clean = scale(size[crop_size_key(photos)])
+                sets.append(make(work / name, n_train=n_train, per_transform=per, n_clean=n_clean, seed=seed,
+                                 photos=photos))
         if "text" in wanted:
             n_train, per, n_clean = scale(size["text"])
-            sets.append(text_set(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed))
+            sets.append(text_set(n_train=n_train, per_transform=per, n_clean=n_clean, seed=seed))
         if "rows" in wanted:
             n_train, per, n_clean = scale(size["table"])
-            sets += row_sets(n_train=n_train, per_transform=per, n_clean=n_clean, seed=args.seed, datasets=size["rows"])
+            sets += row_sets(n_train=n_train, per_transform=per, n_clean=n_clean, seed=seed, datasets=size["rows"])
         for ps in sets:
             results[ps.name] = run_set(ps, **common)
         pairs = split_pairs(results, {ps.name: truth(ps, _featureless(ps)) for ps in sets})
@@ -391,19 +417,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         print(f"\nimage encoder at equal precision (recall at precision >= {TARGET_PRECISION}): "
               + "; ".join(f"{m}: pixels {v['pixels']:.3f} vs effnet {v['effnet']:.3f} -> {v['winner']}"
                           for m, v in verdict.items()))
-    payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": args.seed,
-               "k": args.k, "k_view": args.k_view, "photos": args.photos,
+    payload = {"quick": args.quick, "candidates_only": args.candidates_only, "scale": args.scale, "seed": seed,
+               "k": args.k, "k_view": args.k_view, "photos": photos,
                "prevalence": PREVALENCE, "target_precision": TARGET_PRECISION, "n_labels": size["labels"],
                "sets": results, "image_encoder_verdict": verdict, "seconds": time.perf_counter() - t0,
                "load_average_1_5_15": list(os.getloadavg())}
-    path = write_results(args.name, finite(payload))
-    if pairs["sets"]:
-        side = write_results(f"{args.name}_pairs", {"results": path.name, "seed": args.seed, "photos": args.photos,
-                                                     "n_labels": size["labels"], **pairs},
-                             compact=True)
-        print(f"wrote {side} (the scores the calibration saw, for --calibration-only)")
-    print(f"\nwrote {path} ({payload['seconds']:.0f} s)")
-    return payload
+    return finite(payload), pairs
 
 
 if __name__ == "__main__":

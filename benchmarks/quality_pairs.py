@@ -8,7 +8,7 @@ truth, per encoder and mode each test item's best score, its nearest train item,
 "different"; runs since labels decide pairs) and the verified random pairs), so a change to the
 calibration can be measured on the same scores without verifying again::
 
-    python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_14c_seed2_pairs.json.gz
+    python -m benchmarks.quality --calibration-only benchmarks/results/quality_crops_14c_pairs.json.gz
 
 prints, per set and method, the cutoff, the hard negatives above it and flagged once the simulated
 labels decide the pairs they answer (:mod:`sibscan.verdict.pairdecision`), and the recall there, before (as
@@ -17,7 +17,9 @@ choose).  With ``--write-back`` it also rewrites ``NAME.json`` where no verifica
 method whose calibration now refuses a cutoff (its figures at the cutoff become None), and a method
 whose cutoff stayed (its figures at the cutoff after the labels; :func:`write_back`).  A side file
 written before next pairs were saved can be extended from a re-run with the same scores
-(:func:`add_next_pairs`).
+(:func:`add_next_pairs`).  ``NAME.json`` and its side file hold their runs (one per seed and photo
+split) under ``runs``, by the same key (:func:`run_key`; :func:`benchmarks._common.write_run`): every
+function here replays each run of the side file against the run of ``NAME.json`` under its key.
 """
 from __future__ import annotations
 
@@ -26,11 +28,11 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from benchmarks._common import finite, print_table, read_results, write_compact, write_results
+from benchmarks._common import RUNS, finite, print_table, read_results, write_compact, write_run
 
 __all__ = ["AT_CUTOFF", "NOT_ASSESSED", "PAIRS_SUFFIX", "POPULATION_KEY", "add_next_pairs", "calibration_only",
-           "flag_counts", "flag_masks", "next_pair", "not_assessed", "population", "recalibrate_file", "split_pairs",
-           "take_labels", "truth", "write_back"]
+           "flag_counts", "flag_masks", "next_pair", "not_assessed", "population", "recalibrate_file", "run_key",
+           "split_pairs", "take_labels", "truth", "write_back"]
 
 #: how a run's side file ends (``NAME`` + this; written compact, gzipped)
 PAIRS_SUFFIX = "_pairs.json.gz"
@@ -202,22 +204,58 @@ def _recorded_path(pairs_path: Path) -> Path:
     return pairs_path.with_name(pairs_path.name[: -len(PAIRS_SUFFIX)] + ".json")
 
 
+def run_key(seed: int, photos: str = "all") -> str:
+    """A quality run's key in its ``NAME.json`` and side file: ``seedN``, or ``PHOTOS_seedN`` for the crop
+    sets cut from one half of the photographs (``--photos``)."""
+    return f"seed{seed}" if photos == "all" else f"{photos}_seed{seed}"
+
+
+def _runs(path: Path, data: dict) -> Dict[str, dict]:
+    """A results or side file's runs by key; a file of another form is refused."""
+    runs = data.get(RUNS)
+    if not isinstance(runs, dict) or not runs:
+        raise SystemExit(f"{path}: no runs by key ('{RUNS}'); a benchmarks.quality run writes them")
+    return runs
+
+
+def _paired_runs(pairs_path: Path, side: dict, recorded: Optional[dict]) -> List[tuple]:
+    """Each run of the side file with ``NAME.json``'s under the same key (None without that file):
+    ``[(key, side run, recorded run)]``; a side run whose key ``NAME.json`` lacks is refused."""
+    sides = _runs(pairs_path, side)
+    if recorded is None:
+        return [(k, v, None) for k, v in sides.items()]
+    recs = _runs(_recorded_path(pairs_path), recorded)
+    missing = [k for k in sides if k not in recs]
+    if missing:
+        raise SystemExit(f"{_recorded_path(pairs_path).name} holds no run {', '.join(missing)} of "
+                         f"{pairs_path.name}; nothing done")
+    return [(k, v, recs[k]) for k, v in sides.items()]
+
+
 def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, methods: Optional[List[str]] = None, *,
-                     side: Optional[dict] = None, recorded: Optional[dict] = None) -> dict:
+                     key: Optional[str] = None, side: Optional[dict] = None, recorded: Optional[dict] = None) -> dict:
     """Simulate the calibration again on the scores in ``pairs_path`` (see the module docstring).
 
     The labels drawn are the run's: the side file's ``n_labels``, else (side files written before it
-    was recorded) ``NAME.json``'s, else ``n_labels``.  ``side``, ``recorded``: the side file and
+    was recorded) ``NAME.json``'s, else ``n_labels``.  ``key``: the run replayed (:func:`run_key`; may
+    be left out where the side file holds one).  ``side``, ``recorded``: that run of the side file and of
     ``NAME.json`` where the caller has read them already (read here otherwise).
     """
     from benchmarks.quality_metrics import calibrate
 
     pairs_path = Path(pairs_path)
     if side is None:
-        side = read_results(pairs_path)
+        runs = _runs(pairs_path, read_results(pairs_path))
+        if key is None and len(runs) > 1:
+            raise ValueError(f"{pairs_path} holds runs {', '.join(runs)}: pass key=, the one to replay")
+        key = key if key is not None else next(iter(runs))
+        if key not in runs:
+            raise ValueError(f"{pairs_path} holds no run {key!r}; it holds {', '.join(runs)}")
+        side = runs[key]
     if recorded is None:
         recorded_path = _recorded_path(pairs_path)
-        recorded = read_results(recorded_path) if recorded_path.exists() else None
+        if recorded_path.exists():
+            recorded = _runs(recorded_path, read_results(recorded_path)).get(key)
     for source, value in (("side file", side.get("n_labels")), ("NAME.json", (recorded or {}).get("n_labels")),
                           ("the sizes of this run's flags", n_labels)):
         if value is not None:
@@ -250,7 +288,8 @@ def calibration_only(pairs_path: Path, n_labels: Optional[int], seed: int, metho
             "sets": out}
 
 
-def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec: Optional[dict] = None) -> List[str]:
+def write_back(pairs_path: Path, outs: Dict[str, dict], *, side: Optional[dict] = None,
+               rec: Optional[dict] = None) -> List[str]:
     """Write into the run's ``NAME.json`` what :func:`calibration_only` found, where no verification is needed.
 
     * A method whose calibration now gives no cutoff: that calibration, and None for every figure at
@@ -260,10 +299,11 @@ def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec:
       needs the side file's next pairs (``score2``), and the figures by score alone must equal what the
       run recorded (before labels decided anything) or are refused.
 
-    A cutoff that moved needs a full run: refused, nothing written.  Returns the methods rewritten
-    (``"SET METHOD"``) and records them, with the command, in ``recalibrated`` / ``labels_decide``.
-    ``side``, ``rec``: the side file and ``NAME.json`` where the caller has read them already (``rec``
-    is rewritten in place).
+    A cutoff that moved, in any run, needs a full run: refused, nothing written.  Returns the methods
+    rewritten (``"KEY: SET METHOD"``) and records them, with the command, in their run's ``recalibrated``
+    / ``labels_decide``.  ``outs``: :func:`calibration_only`'s result for each run of the side file, by
+    key.  ``side``, ``rec``: the side file and ``NAME.json`` where the caller has read them already
+    (``rec`` is rewritten in place).
     """
     import time
 
@@ -278,49 +318,61 @@ def write_back(pairs_path: Path, out: dict, *, side: Optional[dict] = None, rec:
         rec = read_results(recorded_path)
     if side is None:
         side = read_results(pairs_path)
-    refused, moved, relabelled = [], [], []
-    for set_name, methods in out["sets"].items():
-        for method, r in methods.items():
-            b, now = r["before"], r["now"]
-            enc, mode = method.split("|", 1)
-            entry = rec["sets"][set_name]["encoders"][enc][mode]
-            if now["calibration"]["cutoff"] is None:
-                if b is None or b["cutoff"] is not None:  # refused already: written back before
-                    refused.append((set_name, method, entry, now["calibration"]))
-            elif b is None or b["cutoff"] is None or abs(b["cutoff"] - now["calibration"]["cutoff"]) > 1e-6:
-                moved.append(f"{set_name} {method} (cutoff)")
-            else:
-                why = _relabel(entry, side["sets"][set_name], method, now)
-                if why:
-                    moved.append(f"{set_name} {method} ({why})")
+    runs = _paired_runs(pairs_path, side, rec)
+    if sorted(outs) != sorted(k for k, _, _ in runs):
+        raise ValueError(f"write_back: results for runs {', '.join(outs)}, the side file holds "
+                         f"{', '.join(k for k, _, _ in runs)}")
+    plans, moved = [], []
+    for key, side_run, rec_run in runs:
+        o, tag = outs[key], f"{key}: "
+        refused, relabelled = [], []
+        for set_name, methods in o["sets"].items():
+            for method, r in methods.items():
+                b, now = r["before"], r["now"]
+                enc, mode = method.split("|", 1)
+                entry = rec_run["sets"][set_name]["encoders"][enc][mode]
+                if now["calibration"]["cutoff"] is None:
+                    if b is None or b["cutoff"] is not None:  # refused already: written back before
+                        refused.append((set_name, method, entry, now["calibration"]))
+                elif b is None or b["cutoff"] is None or abs(b["cutoff"] - now["calibration"]["cutoff"]) > 1e-6:
+                    moved.append(f"{tag}{set_name} {method} (cutoff)")
                 else:
-                    relabelled.append(f"{set_name} {method}")
+                    why = _relabel(entry, side_run["sets"][set_name], method, now)
+                    if why:
+                        moved.append(f"{tag}{set_name} {method} ({why})")
+                    else:
+                        relabelled.append(f"{set_name} {method}")
+        plans.append((tag, rec_run, refused, relabelled))
     if moved:
         raise SystemExit(f"--write-back: refused for {', '.join(moved)}; their figures need a full run "
                          f"(python -m benchmarks.quality ... --name {recorded_path.stem}); nothing written")
-    done = []
-    for set_name, method, entry, cal in refused:
-        entry["calibration"] = cal
-        not_assessed(entry)
-        done.append(f"{set_name} {method}")
     command = f"python -m benchmarks.quality --calibration-only {pairs_path.as_posix()} --write-back"
-    if done:
-        rec["recalibrated"] = {
-            "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "rule": RULE, "methods": done,
-            "note": "these methods' calibration gives no cutoff on the run's saved scores (a user gets none): "
-                    "their figures at the cutoff are None (not assessed); every other field is as the run wrote it"}
-    if relabelled:
-        rec["labels_decide"] = {
-            "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "methods": relabelled,
-            "note": "figures at the cutoff after the simulated labels decide the pairs they answer "
-                    "(sibscan.verdict.pairdecision: 'different' never flagged, 'same' always, an item "
-                    "falls back to its next pair): hard_negatives_flagged, featureless_flagged, metrics' "
-                    "figures at the cutoff and per_transform recall; by score alone in "
-                    "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what "
-                    "the run recorded). Cutoffs, AUC, R@P95 and every other field are as the run wrote them"}
-    if done or relabelled:
+    rewritten = []
+    for tag, rec_run, refused, relabelled in plans:
+        done = []
+        for set_name, method, entry, cal in refused:
+            entry["calibration"] = cal
+            not_assessed(entry)
+            done.append(f"{set_name} {method}")
+        if done:
+            rec_run["recalibrated"] = {
+                "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "rule": RULE, "methods": done,
+                "note": "these methods' calibration gives no cutoff on the run's saved scores (a user gets none): "
+                        "their figures at the cutoff are None (not assessed); every other field is as the run "
+                        "wrote it"}
+        if relabelled:
+            rec_run["labels_decide"] = {
+                "command": command, "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "methods": relabelled,
+                "note": "figures at the cutoff after the simulated labels decide the pairs they answer "
+                        "(sibscan.verdict.pairdecision: 'different' never flagged, 'same' always, an item "
+                        "falls back to its next pair): hard_negatives_flagged, featureless_flagged, metrics' "
+                        "figures at the cutoff and per_transform recall; by score alone in "
+                        "hard_negatives_above_cutoff, featureless_above_cutoff, above_cutoff (equal to what "
+                        "the run recorded). Cutoffs, AUC, R@P95 and every other field are as the run wrote them"}
+        rewritten += [tag + m for m in done + relabelled]
+    if rewritten:
         write_json(recorded_path, finite(rec))
-    return done + relabelled
+    return rewritten
 
 
 def _relabel(entry: dict, truth_: dict, method: str, now: dict) -> Optional[str]:
@@ -374,46 +426,61 @@ def add_next_pairs(pairs_path: Path, rerun_path: Path) -> int:
     The side file is otherwise kept as it was, with ``next_pairs`` naming the re-run.  Returns the
     methods extended."""
     side, rerun = read_results(Path(pairs_path)), read_results(Path(rerun_path))
+    sides, reruns = _runs(Path(pairs_path), side), _runs(Path(rerun_path), rerun)
+    missing = [k for k in sides if k not in reruns]
+    if missing:
+        raise SystemExit(f"{rerun_path}: no run {', '.join(missing)}; nothing written")
     n = 0
-    for set_name, s in side["sets"].items():
-        t = rerun["sets"][set_name]
-        if any(s[k] != t[k] for k in ("source", "hard", "featureless", "test_ids")):
-            raise SystemExit(f"{rerun_path}: set {set_name} is not the same planted set; nothing written")
-        for method, p in s["methods"].items():
-            q = t["methods"].get(method)
-            if q is None or any(p[k] != q[k] for k in ("score", "nb", "random_scores")):
-                raise SystemExit(f"{rerun_path}: {set_name} {method} scored differently; nothing written")
-            p["score2"], p["nb2"] = q["score2"], q["nb2"]
-            n += 1
-    side["next_pairs"] = {"from": Path(rerun_path).name, "created": rerun.get("created"),
-                          "note": "score2/nb2 (each item's best other candidate) from a re-run whose scores, nearest "
-                                  "pairs and random scores equal this file's in every method"}
+    for key, run in sides.items():
+        again = reruns[key]
+        for set_name, s in run["sets"].items():
+            t = again["sets"][set_name]
+            if any(s[k] != t[k] for k in ("source", "hard", "featureless", "test_ids")):
+                raise SystemExit(f"{rerun_path}: set {set_name} is not the same planted set; nothing written")
+            for method, p in s["methods"].items():
+                q = t["methods"].get(method)
+                if q is None or any(p[k] != q[k] for k in ("score", "nb", "random_scores")):
+                    raise SystemExit(f"{rerun_path}: {set_name} {method} scored differently; nothing written")
+                p["score2"], p["nb2"] = q["score2"], q["nb2"]
+                n += 1
+        run["next_pairs"] = {"from": Path(rerun_path).name, "created": again.get("created", rerun.get("created")),
+                             "note": "score2/nb2 (each item's best other candidate) from a re-run whose scores, "
+                                     "nearest pairs and random scores equal this file's in every method"}
     write_compact(Path(pairs_path), side)  # the one serialiser, as write_results
     return n
 
 
-def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write: bool = False) -> dict:
-    """``--calibration-only``: :func:`calibration_only` with the run's own seed and label count, a table, and
-    ``NAME_recalibrated.json`` (or ``name``) in the results folder; ``write``: also :func:`write_back`."""
-    side = read_results(Path(pairs_path))
-    recorded_path = _recorded_path(Path(pairs_path))
+def recalibrate_file(pairs_path: Path, name: Optional[str], n_labels: int, write: bool = False) -> Dict[str, dict]:
+    """``--calibration-only``: :func:`calibration_only` on every run of the side file, each with its own seed
+    and label count, a table, and ``NAME_recalibrated.json`` (or ``name``; a run per key) in the results
+    folder; ``write``: also :func:`write_back`.  Returns the results by key."""
+    pairs_path = Path(pairs_path)
+    side = read_results(pairs_path)
+    recorded_path = _recorded_path(pairs_path)
     recorded = read_results(recorded_path) if recorded_path.exists() else None
-    out = calibration_only(pairs_path, n_labels, int(side.get("seed", 0)), side=side, recorded=recorded)
+    runs = _paired_runs(pairs_path, side, recorded)
+    outs = {k: calibration_only(pairs_path, n_labels, int(s.get("seed", 0)), key=k, side=s, recorded=r)
+            for k, s, r in runs}
     rows = []
-    for set_name, methods in out["sets"].items():
-        for method, r in methods.items():
-            b, n = r["before"] or {}, r["now"]
-            rows.append({"set": set_name, "method": method, "cutoff before": b.get("cutoff", ""),
-                         "cutoff now": n["calibration"]["cutoff"], "hard before": b.get("hard_negatives_flagged", ""),
-                         "hard above cutoff": n["hard_negatives_above_cutoff"],
-                         "hard flagged": n["hard_negatives_flagged"],
-                         "recall before": b.get("recall", ""), "recall now": n["recall"],
-                         "next pair": n["next_pair"], "status": n["calibration"]["status"]})
+    for key, out in outs.items():
+        for set_name, methods in out["sets"].items():
+            for method, r in methods.items():
+                b, n = r["before"] or {}, r["now"]
+                rows.append({"run": key, "set": set_name, "method": method, "cutoff before": b.get("cutoff", ""),
+                             "cutoff now": n["calibration"]["cutoff"],
+                             "hard before": b.get("hard_negatives_flagged", ""),
+                             "hard above cutoff": n["hard_negatives_above_cutoff"],
+                             "hard flagged": n["hard_negatives_flagged"],
+                             "recall before": b.get("recall", ""), "recall now": n["recall"],
+                             "next pair": n["next_pair"], "status": n["calibration"]["status"]})
     print_table(rows)
-    path = write_results(name or Path(pairs_path).name[: -len(PAIRS_SUFFIX)] + "_recalibrated", finite(out))
-    print(f"\nwrote {path} (labels drawn: {out['n_labels']}, from {out['n_labels_from']})")
+    name = name or pairs_path.name[: -len(PAIRS_SUFFIX)] + "_recalibrated"
+    for key, out in outs.items():
+        path = write_run(name, key, finite(out))
+    drawn = sorted({f"{o['n_labels']}, from {o['n_labels_from']}" for o in outs.values()})
+    print(f"\nwrote {path} (labels drawn: {'; '.join(drawn)})")
     if write:
-        done = write_back(Path(pairs_path), out, side=side, rec=recorded)
-        print(f"rewrote {_recorded_path(Path(pairs_path)).name}: {len(done)} methods (without a cutoff: not assessed; "
+        done = write_back(pairs_path, outs, side=side, rec=recorded)
+        print(f"rewrote {recorded_path.name}: {len(done)} methods (without a cutoff: not assessed; "
               "with one: the figures at it after the labels)" + "".join(f"\n  {m}" for m in done))
-    return out
+    return outs

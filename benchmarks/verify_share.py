@@ -2,6 +2,7 @@
 
     python -m benchmarks.verify_share                    # 3,000 train x 600 test 32-px images
     python -m benchmarks.verify_share --quick            # tiny, for the tests
+    python -m benchmarks.verify_share --configs default,imagefuse --images 3600,14400   # two sizes, one file
     python -m benchmarks.verify_share --configs default --option k=5 --option k_view=3   # other scan options
     python -m benchmarks.verify_share --device cuda --configs default,imagefuse --name verify_share_cuda  # on a GPU
 
@@ -28,7 +29,9 @@ verified score, plus the baseline's verified random pairs), the pairs handed to 
 manifest's ``pairs_verified``: each pair once, see :mod:`sibscan.stages.pairverify`; a train→test pair counts
 only when no test→train row holds it), and the shares verify / (verify +
 encode) and (verify + baseline) / total.  Every scan embeds its own items (its own cache).
-Results: ``benchmarks/results/verify_share.json``.
+Results: ``benchmarks/results/verify_share.json``, one run per size and configurations under ``runs``
+(key ``CONFIGS_IMAGES``, e.g. ``default+imagefuse_3600``, or ``--key``), each run replacing only its own
+key (:func:`benchmarks._common.write_run`).
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import comma_list, keyed_runs, print_table, write_run
 
 #: scan options of each configuration
 CONFIGS: Dict[str, dict] = {
@@ -133,18 +136,19 @@ def _option(text: str) -> tuple:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
-    from benchmarks.scan_e2e import write_image32_case
-
     ap = argparse.ArgumentParser(prog="python -m benchmarks.verify_share", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    ap.add_argument("--images", type=int, default=None, help="images in all, five sixths "
-                                                             "train (default 3600; --quick 60)")
+    ap.add_argument("--images", type=comma_list(int), default=None,
+                    help="images in all, five sixths train (default 3600; --quick 60); a comma list runs "
+                         "each size, all in one NAME.json")
     ap.add_argument("--configs", type=_config_list, default="default,cascade",
                     help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                     help="where the scans embed, search and verify (default cpu; cuda: the GPU check)")
     ap.add_argument("--name", default="verify_share", help="results file stem (benchmarks/results/NAME.json)")
+    ap.add_argument("--key", default=None, help="the run's key in the results file, for one --images size "
+                                                "(default CONFIGS_IMAGES, e.g. default+cascade_3600)")
     ap.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                     help="a scan option for every configuration (repeatable), e.g. k=5")
     args = ap.parse_args(argv)
@@ -157,9 +161,12 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             resolve_device("cuda")
         except SibscanError as exc:
             ap.error(str(exc))
-    n_images = args.images if args.images is not None else (60 if args.quick else 3600)
-    if n_images < 12:
-        ap.error(f"--images {n_images}: give at least 12 images")
+    sizes = args.images if args.images is not None else [60 if args.quick else 3600]
+    small = [n for n in sizes if n < 12]
+    if small:
+        ap.error(f"--images {small[0]}: give at least 12 images")
+    if args.key is not None and len(sizes) > 1:
+        ap.error(f"--key names one run; --images gives {len(sizes)} sizes (leave --key out: one key a size)")
     extra = {"verified_baseline_pairs": 200, "baseline_pairs": 5000} if args.quick else {}
     from sibscan.config import OWNER
 
@@ -175,9 +182,23 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         ap.error(f"--option {', '.join(empty)}: give a value (null, NaN, infinities, blank text and empty lists "
                  "or mappings would reach the scan as no value)")
     extra.update(dict(args.option))
+    name = args.name + ("_quick" if args.quick else "")
+    keyed_runs(name)  # a file of another form is refused before any image is written
+    done: Dict[str, dict] = {}
+    for n_images in sizes:
+        key = args.key or "+".join(wanted) + f"_{n_images}" + "".join(f"_{k}={v}" for k, v in args.option)
+        done[key] = _run_size(args, n_images, wanted, extra, name, key)
+        print(f"wrote {write_run(name, key, done[key])}, run {key}")
+    return done
+
+
+def _run_size(args: argparse.Namespace, n_images: int, wanted: List[str], extra: dict, name: str, key: str) -> dict:
+    """Every configuration on the case of ``n_images``: this run's payload (written under ``key`` after every
+    configuration, so a stopped run keeps the finished ones)."""
+    from benchmarks.scan_e2e import write_image32_case
+
     results: List[dict] = []
     t0 = time.perf_counter()
-    name = args.name + ("_quick" if args.quick else "")
     with tempfile.TemporaryDirectory(prefix="sibscan-share-") as tmp:
         case = write_image32_case(Path(tmp) / "data", n_images, seed=args.seed)
         for config in wanted:
@@ -192,14 +213,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
                           else "not counted", "verify/(verify+encode)": f"{r['share_verify_of_verify_and_encode']:.0%}",
                           "(verify+baseline)/total": f"{r['share_verify_and_baseline_of_total']:.0%}",
                           "load": f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"}])
-            # written after every configuration, so a stopped run keeps the finished ones
-            write_results(name, {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device,
-                                 "results": results, "complete": False})
-    payload = {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device, "results": results,
-               "seconds": time.perf_counter() - t0, "complete": True}
-    path = write_results(name, payload)
-    print(f"wrote {path}")
-    return payload
+            write_run(name, key, {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device,
+                                  "results": results, "complete": False})
+    return {"quick": args.quick, "seed": args.seed, "images": n_images, "device": args.device, "results": results,
+            "seconds": time.perf_counter() - t0, "complete": True}
 
 
 if __name__ == "__main__":

@@ -66,6 +66,12 @@ def __getattr__(name: str):
     if module is None:
         raise AttributeError(f"module 'sibscan' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
+    if isinstance(value, types.FunctionType) and module != "sibscan.api":  # sibscan.api words its own
+        # The same functions serve the command line, whose messages name flags ('--decimals must be ...',
+        # "run 'sibscan scan' first"); reached as sibscan.NAME they are the Python API and name keywords.
+        from .pywords import python_words
+
+        value = python_words(scan_options=False)(value)
     globals()[name] = value
     return value
 

@@ -16,19 +16,15 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
 
-from .errors import SibscanError, require
+from .errors import SibscanError, require, user_stacklevel
 from .progress import message, quiet as quiet_progress
-from .pywords import python_words, unknown_keyword
+from .pywords import SYNONYMS, python_words, unknown_keyword
 
 __all__ = ["EMBEDDING_WIDTH", "Scan", "scan"]
 
 #: a float array at least this wide passed as ``train``/``test`` looks like embeddings: :func:`scan` says
 #: how it reads it (as table rows) and where embeddings go (``train_features=``)
 EMBEDDING_WIDTH = 64
-#: words used elsewhere for our options, so that a near miss of them suggests ours
-_SYNONYMS = {"threshold": "cutoff", "similarity_threshold": "cutoff", "top_k": "k", "n_neighbors": "k",
-             "n_neighbours": "k", "verbose": "progress", "embeddings_train": "train_features",
-             "embeddings_test": "test_features", "model_name": "encoder"}
 
 
 def _calibrate_function():
@@ -94,7 +90,7 @@ def scan(train: Any = None, test: Any = None, *, out: Optional[str | os.PathLike
 
     for name in options:
         if name not in OWNER:
-            raise unknown_keyword("sibscan.scan", name, [*OWNER, "quiet"], _SYNONYMS)
+            raise unknown_keyword("sibscan.scan", name, [*OWNER, "quiet"], SYNONYMS)
     progress = bool(progress) and not quiet
     if train_features is None and test_features is None and "modality" not in options and "encoder" not in options:
         _warn_if_embeddings(train, test)
@@ -136,8 +132,9 @@ def _warn_if_embeddings(train: Any, test: Any) -> None:
         f"sibscan.scan: train/test are float arrays of width {max(widths)}: read as table rows (each row "
         "z-normalised, compared by Pearson correlation; encoder 'znorm'). If they are embeddings from your own "
         "model, pass them as train_features= and test_features= (with features_id=, the model's name) instead; "
-        # the caller of sibscan.scan (past python_words)
-        "pass modality='table' to keep the table reading without this warning.", UserWarning, stacklevel=4)
+        # the caller of sibscan.scan
+        "pass modality='table' to keep the table reading without this warning.", UserWarning,
+        stacklevel=user_stacklevel(3))
 
 
 class Scan:
@@ -278,7 +275,7 @@ class Scan:
         valid = _keywords(calibrate) - {"scan_dir", "echo"}  # the two this method passes itself
         unknown = sorted(set(options) - valid)
         if unknown:
-            raise unknown_keyword("Scan.calibrate", unknown[0], valid)
+            raise unknown_keyword("Scan.calibrate", unknown[0], valid, SYNONYMS)
         self._report = None
         if labels is None or isinstance(labels, (str, os.PathLike)):
             return calibrate(self.path, labels=labels, ui=ui, echo=message, **options)

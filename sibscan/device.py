@@ -41,8 +41,8 @@ def resolve_device(device: str = "auto") -> str:
     try:
         import torch
     except ImportError:
-        raise SibscanError("--device cuda needs torch with CUDA; install it with: pip install 'sibscan[gpu]'")
+        raise SibscanError(f"--device {device!r} needs torch with CUDA; install it with: pip install 'sibscan[gpu]'")
     if not torch.cuda.is_available():
         reason = "torch was built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
-        raise SibscanError(f"--device cuda was asked for but {reason}; use --device cpu or auto")
+        raise SibscanError(f"--device {device!r} was asked for but {reason}; use --device 'cpu' or 'auto'")
     return device

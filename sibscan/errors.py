@@ -5,7 +5,28 @@ exits with code 1, never a traceback.  Anything else escaping is a bug in sibsca
 """
 from __future__ import annotations
 
-__all__ = ["SibscanError", "InputError", "CompatibilityError", "MissingDependencyError"]
+import sys
+
+__all__ = ["SibscanError", "InputError", "CompatibilityError", "MissingDependencyError", "user_stacklevel"]
+
+#: the frame of sibscan.pywords.python_words' wrapper around an API call (module, function name)
+_API_WRAPPER = ("sibscan.pywords", "_python_words_call")
+
+
+def user_stacklevel(level: int) -> int:
+    """``warnings.warn``'s ``stacklevel`` for a warning meant for the user's line, past the Python API's wrappers.
+
+    ``level`` counts as ``stacklevel`` does, from the function that calls ``warnings.warn`` (1: that
+    function, 2: its caller, …) with no wrapper between; each :func:`sibscan.pywords.python_words`
+    wrapper frame on the way adds one, so the warning points at the same line whether the function was
+    reached as ``sibscan.NAME`` / a ``Scan`` method (wrapped) or from its module (not).
+    """
+    frame, i, extra = sys._getframe(2), 2, 0  # frame i is stacklevel i of the function calling warn
+    while frame is not None and i <= level + extra:
+        if (frame.f_globals.get("__name__"), frame.f_code.co_name) == _API_WRAPPER:
+            extra += 1
+        frame, i = frame.f_back, i + 1
+    return level + extra
 
 
 class SibscanError(Exception):

@@ -251,10 +251,10 @@ class SearchOptions:
         """Refuse a bad value (check_fields, then the rules between fields); returns the group."""
         check_fields(self)
         if self.extra_views and "none" in self.extra_views:
-            raise SibscanError("--extra-views none stands alone (no extra views); drop the other names or 'none'")
+            raise SibscanError("--extra-views 'none' stands alone (no extra views); drop the other names or 'none'")
         bad = [d for d in self.directions if d not in DIRECTIONS]
         if bad:
-            raise SibscanError(f"unknown direction {bad[0]!r}; available: {', '.join(DIRECTIONS)}")
+            raise SibscanError(f"unknown direction {bad[0]!r} in --directions; available: {', '.join(DIRECTIONS)}")
         return self
 
     def k_of(self, direction: str) -> int:

@@ -19,9 +19,10 @@ import os
 import sys
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Callable, ContextManager, Dict, Iterator, List, Optional
 
-__all__ = ["INTERVAL_S", "Bar", "bar", "format_line", "is_quiet", "message", "quiet", "set_quiet", "stage", "task"]
+__all__ = ["INTERVAL_S", "Bar", "bar", "format_line", "is_quiet", "message", "quiet", "set_quiet", "stage", "task",
+           "timed_stages"]
 
 #: seconds between progress lines off a terminal (``SIBSCAN_PROGRESS_INTERVAL`` overrides it)
 INTERVAL_S = 30.0
@@ -109,6 +110,20 @@ def stage(name: str) -> Iterator[None]:
     if not is_quiet() and not _on_terminal():
         _write(f"sibscan: {name} …")
     yield
+
+
+def timed_stages(timings: Dict[str, float],
+                 lines: Optional[Dict[str, str]] = None) -> Callable[[str], ContextManager[None]]:
+    """The clock a run hands its stages: a context manager per stage that writes its :func:`stage` line
+    (``lines[name]``, else the name) and adds its seconds to ``timings[name]``."""
+    @contextlib.contextmanager
+    def timed(name: str):
+        t = time.perf_counter()
+        with stage((lines or {}).get(name, name)):
+            yield
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - t
+
+    return timed
 
 
 def _duration(seconds: float) -> str:

@@ -21,7 +21,12 @@ from typing import Callable, Collection, Dict, Iterable, Mapping, Optional, Tupl
 
 from .errors import SibscanError
 
-__all__ = ["did_you_mean", "flag_keywords", "python_words", "reword", "unknown_keyword"]
+__all__ = ["SYNONYMS", "did_you_mean", "flag_keywords", "python_words", "reword", "unknown_keyword"]
+
+#: words used elsewhere for our keywords, so that a near miss of them suggests ours (where the call takes it)
+SYNONYMS = {"threshold": "cutoff", "similarity_threshold": "cutoff", "top_k": "k", "n_neighbors": "k",
+            "n_neighbours": "k", "verbose": "progress", "embeddings_train": "train_features",
+            "embeddings_test": "test_features", "model_name": "encoder"}
 
 #: ``'sibscan CMD …'`` commands that a Python user runs as a call: the call, and what "command" becomes
 _CALLS = {"scan": "sibscan.scan", "calibrate": "scan.calibrate", "report": "scan.report"}
@@ -58,7 +63,8 @@ def flag_keywords() -> Dict[str, str]:
     return {f"--{flag}": name for flag, name in _scan_options()[0].items()}
 
 
-def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = ()) -> str:
+def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (), *,
+           scan_options: bool = True) -> str:
     """``text`` with CLI flags and commands in Python words.
 
     Parameters
@@ -68,6 +74,9 @@ def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (
     keywords, bools : collection of str
         The keywords (and which of them are bools) of the called method besides the scan options:
         a flag ``--n-pairs`` becomes ``n_pairs=`` only where ``n_pairs`` is among them.
+    scan_options : bool
+        Whether every scan option's flag becomes its keyword (the called function takes them all, as
+        :func:`sibscan.scan` does); False: only ``keywords`` (``sibscan.find_twins``' ``decimals=``).
 
     Returns
     -------
@@ -77,7 +86,7 @@ def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (
         SCAN_DIR'`` → ``scan.calibrate()``, ``'sibscan report SCAN_DIR --predictions FILE'`` →
         ``scan.report(predictions=FILE)``.
     """
-    scan_flags, scan_bools = _scan_options()
+    scan_flags, scan_bools = _scan_options() if scan_options else ({}, frozenset())
     bools = set(scan_bools) | set(bools)
 
     def keyword(flag: str) -> Optional[Tuple[str, bool]]:
@@ -136,24 +145,44 @@ def _keywords_of(functions: Iterable[Callable]) -> Tuple[set, set]:
     return names, bools
 
 
-def python_words(*also: Callable[[], Callable]) -> Callable:
-    """Decorate an API function: a :class:`SibscanError` leaving it is reworded by :func:`reword`.
+def _call_name(fn: Callable) -> str:
+    """How a user calls ``fn``: ``Scan.report``, ``Scan`` for a constructor, ``sibscan.scan``."""
+    name = fn.__qualname__
+    if name.endswith(".__init__"):
+        return name[: -len(".__init__")]
+    return name if "." in name else f"sibscan.{name}"
+
+
+def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Callable:
+    """Decorate an API function: a :class:`SibscanError` leaving it is reworded by :func:`reword`, and an
+    unknown keyword is refused before the call with the closest valid one (:func:`unknown_keyword`).
 
     ``also`` are zero-argument callables returning the functions the decorated one passes keywords
     on to (``lambda: sibscan.calibration.calibrate``), imported only when an error needs them.  The
-    exception keeps its type, traceback and attributes; only its message changes.
+    exception keeps its type, traceback and attributes; only its message changes.  A function taking
+    ``**options`` checks their names itself (against what it passes them on to).  ``scan_options``: as
+    :func:`reword`'s (False for a function that does not take the scan's options as keywords).
     """
     def wrap(fn: Callable) -> Callable:
+        params = inspect.signature(fn).parameters.values()
+        named = None if any(p.kind is p.VAR_KEYWORD for p in params) else \
+            {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
         @functools.wraps(fn)
-        def inner(*args, **kwargs):
+        def _python_words_call(*args, **kwargs):  # its name marks the frame for errors.user_stacklevel
+            if named is not None:
+                unknown = sorted(set(kwargs) - named)
+                if unknown:  # Python's own TypeError would name neither the closest keyword nor the valid ones
+                    valid = [n for n in named if not n.startswith("_") and n != "self"]
+                    raise unknown_keyword(_call_name(fn), unknown[0], valid, SYNONYMS)
             try:
                 return fn(*args, **kwargs)
             except SibscanError as exc:
                 if exc.args and isinstance(exc.args[0], str):
                     keywords, bools = _keywords_of([fn, *(get() for get in also)])
-                    exc.args = (reword(exc.args[0], keywords, bools), *exc.args[1:])
+                    exc.args = (reword(exc.args[0], keywords, bools, scan_options=scan_options), *exc.args[1:])
                 raise
-        return inner
+        return _python_words_call
     return wrap
 
 
@@ -165,7 +194,8 @@ def did_you_mean(name: str, valid: Iterable[str], synonyms: Optional[Mapping[str
     """
     choices = {v: v for v in valid}
     for word, ours in (synonyms or {}).items():
-        choices.setdefault(word, ours)
+        if ours in choices:  # a synonym of a keyword this call does not take suggests nothing
+            choices.setdefault(word, ours)
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.75)
     if not close:
         return ""
@@ -179,5 +209,6 @@ def unknown_keyword(function: str, name: str, valid: Iterable[str],
     """Python's own TypeError for an unexpected keyword, with the closest valid one and the list."""
     valid = sorted(valid)
     hint = did_you_mean(name, valid, synonyms)
+    takes = f"valid: {', '.join(valid)}" if valid else "it takes no keyword arguments"
     return TypeError(f"{function}() got an unexpected keyword argument {name!r}{'; ' + hint if hint else ''} "
-                     f"(valid: {', '.join(valid)})")
+                     f"({takes})")

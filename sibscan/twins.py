@@ -27,7 +27,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import SibscanError
+from .errors import SibscanError, user_stacklevel
 from .items import check_pair
 from .loaders import as_items
 from .loaders.prints import SplitPrints, load_prints, prints_from_items
@@ -345,7 +345,7 @@ def rate_from_pct(pct: float, name: str) -> float:
         raise SibscanError(f"{name} is a percentage between 0 and 100, got {pct!r}")
     replacement = "--max-rate" if name.startswith("--") else "max_rate"
     warnings.warn(f"{name} is deprecated: limits are fractions now; use {replacement} {pct / 100:g} instead of "
-                  f"{name} {pct:g}", FutureWarning, stacklevel=3)
+                  f"{name} {pct:g}", FutureWarning, stacklevel=user_stacklevel(3))
     return pct / 100.0
 
 

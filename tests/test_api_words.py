@@ -101,6 +101,10 @@ def _no_cutoff_calibration(scan) -> str:
     ("cutoff and calibration", lambda d, s: sibscan.scan(*d, cutoff=0.9, calibration="x"),
      ["give cutoff= or calibration=, not both"]),
     ("unknown backend", lambda d, s: sibscan.scan(*d, backend="gpu"), ["unknown backend='gpu'; available"]),
+    ("unknown direction", lambda d, s: sibscan.scan(*d, directions="test-train,sideways"),
+     ["unknown direction 'sideways' in directions=; available: "]),
+    ("none among extra views", lambda d, s: sibscan.scan(*d, extra_views="none,pixels"),
+     ["extra_views='none' stands alone"]),
     ("verifier without verifying", lambda d, s: sibscan.scan(*d, verifier="lagcorr", verify=False),
      ["verifier='lagcorr' and verify=False contradict"]),
     ("no test split", lambda d, s: sibscan.scan(d[0]), ["pass test="]),
@@ -125,6 +129,20 @@ def test_api_errors_name_the_keyword_and_the_method(data, done, case, call, word
     for w in words:
         assert w in text, (case, text)
     assert "--" not in text and "SCAN_DIR" not in text and "'sibscan " not in text, (case, text)
+
+
+def test_a_flag_with_its_value_becomes_a_keyword_with_its_value(data, tmp_path):
+    """A value after a flag is quoted at the source, so it joins its keyword: ``device='cuda'``, not
+    ``device= cuda`` (the value left behind a bare ``device=``)."""
+    from sibscan.device import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is visible: device='cuda' runs here")
+    with pytest.raises(sibscan.SibscanError) as err:
+        sibscan.scan(*data, out=tmp_path / "s", device="cuda", progress=False, **FAST)
+    text = str(err.value)
+    assert text.startswith("device='cuda' ") and "use device='cpu' or 'auto'" in text, text
+    assert "= " not in text and "--" not in text, text
 
 
 def test_the_command_line_keeps_its_flags(data, tmp_path):
@@ -165,6 +183,72 @@ def test_an_unknown_keyword_is_a_type_error_with_the_closest_valid_one(data, don
     with pytest.raises(TypeError, match=r"Scan.calibrate\(\) got an unexpected keyword argument 'npairs'; "
                                         r"did you mean 'n_pairs'\?"):
         done.calibrate("none", npairs=3)
+
+
+def test_every_scan_method_suggests_the_keyword_it_takes(done):
+    """Not only sibscan.scan and Scan.calibrate: scan.report(threshold=) is the likeliest slip of all (Python's
+    own TypeError named neither 'cutoff' nor the valid keywords); a synonym of a keyword the method does not
+    take suggests nothing."""
+    with pytest.raises(TypeError, match=r"^Scan.report\(\) got an unexpected keyword argument 'threshold'; did you "
+                                        r"mean 'cutoff' \(sibscan's word for 'threshold'\)\? \(valid: calibration, "
+                                        r"correct, cutoff, force, predictions\)$"):
+        done.report(threshold=0.9)
+    with pytest.raises(TypeError, match=r"^Scan.report\(\) got an unexpected keyword argument 'prediction'; "
+                                        r"did you mean 'predictions'\?"):
+        done.report(prediction="p.csv")
+    with pytest.raises(TypeError, match=r"^Scan.write_reports\(\) got an unexpected keyword argument 'fromats'; "
+                                        r"did you mean 'formats'\? \(valid: formats, out\)$"):
+        done.write_reports(fromats=["md"])
+    with pytest.raises(TypeError, match=r"^Scan.write_reports\(\) got an unexpected keyword argument 'threshold' "
+                                        r"\(valid: formats, out\)$"):
+        done.write_reports(threshold=0.9)
+    with pytest.raises(TypeError, match=r"^Scan\(\) got an unexpected keyword argument 'pth'; did you mean 'path'\?"):
+        sibscan.Scan(done.path, pth="x")
+    with pytest.raises(TypeError, match=r"^Scan.to_pandas\(\) got an unexpected keyword argument 'columns' "
+                                        r"\(it takes no keyword arguments\)$"):
+        done.to_pandas(columns=["test_id"])
+    assert done.report(cutoff=0.99)["headline"]["cutoff"] == pytest.approx(0.99)  # the keywords it takes still work
+
+
+def test_the_other_public_functions_speak_python_too(data, done, tmp_path):
+    """sibscan.find_twins, build_report, resolve_device … serve the command line too; reached as sibscan.NAME
+    their refusals name that function's keywords, and an unknown keyword suggests one of them."""
+    from sibscan.twins import find_twins  # where the CLI gets it: its words stay the CLI's
+
+    with pytest.raises(sibscan.SibscanError, match=r"^decimals= must be an integer in 0\.\.20, got -1"):
+        sibscan.find_twins(*data, decimals=-1)
+    with pytest.raises(sibscan.SibscanError, match=r"^--decimals must be an integer in 0\.\.20, got -1"):
+        find_twins(*data, decimals=-1)
+    with pytest.raises(TypeError, match=r"^sibscan.find_twins\(\) got an unexpected keyword argument 'decimal'; "
+                                        r"did you mean 'decimals'\?"):
+        sibscan.find_twins(*data, decimal=3)
+    with pytest.raises(sibscan.SibscanError, match=r"^cutoff= is a similarity in \[-1, 1\], got 3"):
+        sibscan.build_report(done.path, cutoff=3)
+    with pytest.raises(TypeError, match=r"^sibscan.build_report\(\) got an unexpected keyword argument 'threshold'; "
+                                        r"did you mean 'cutoff'"):
+        sibscan.build_report(done.path, threshold=0.9)
+    with pytest.raises(sibscan.SibscanError) as err:
+        sibscan.build_report(tmp_path / "nothing")
+    assert "run sibscan.scan() first" in str(err.value) and "'sibscan " not in str(err.value), str(err.value)
+    assert sibscan.build_report(done.path)["headline"] == done.rate  # the function itself, unchanged
+    # a scan option's flag becomes a keyword only for a function that takes it
+    from sibscan.pywords import reword
+
+    assert reword("--label y and --decimals 3", keywords={"decimals"}, scan_options=False) == \
+        "--label y and decimals=3"
+
+
+def test_a_warning_for_the_user_points_at_the_users_line_through_the_wrapper(data):
+    """The python_words wrapper is one more frame: a warning meant for the caller's line (the deprecated
+    max_pct=) points there whether the function is reached as sibscan.NAME (wrapped) or from its module."""
+    from sibscan.twins import assert_no_twins
+
+    train = data[0]
+    test = train[10:14] + 100.0  # shifted: no twins, so only the warning
+    for fn in (sibscan.assert_no_twins, assert_no_twins):
+        with pytest.warns(FutureWarning, match="max_pct is deprecated") as record:
+            fn(train, test, max_pct=1)
+        assert [w.filename for w in record] == [__file__], (fn, [w.filename for w in record])
 
 
 def test_wide_float_arrays_are_said_to_be_read_as_table_rows(tmp_path):

@@ -262,3 +262,47 @@ def test_the_lazy_package_facades_resolve_every_public_name():
         assert package.__all__ == sorted(package.__all__)
         for name in package.__all__:
             assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+
+
+#: the bounds of the walk of a scan (issue 33; tests/_walk.py says what each counts): the rooms (folders by
+#: stage) its code enters, its climbs back into a room already on the call stack, and the calls run_scan's
+#: module makes into the other rooms (one per stage, and the manifest's bookkeeping: it owned 48 before the
+#: stages' modules took their code)
+WALK_ROOMS, WALK_CLIMBS, RUN_SCAN_CALLS = 20, 20, 15
+
+
+def test_the_walk_of_a_scan_stays_within_its_rooms_and_run_scan_is_one_call_per_stage():
+    from tests._walk import walk
+
+    w = walk("sibscan.scan:run_scan")
+    assert len(w.rooms) <= WALK_ROOMS and len(w.climbs) <= WALK_CLIMBS, w.render()
+    assert len(w.calls_out) <= RUN_SCAN_CALLS, w.render()
+    # the stages, in the order run_scan calls them, each one call into its module of sibscan.stages
+    stages = [c.split(":")[1] for c in w.calls_out if c.startswith("sibscan.stages.")]
+    assert stages == ["refuse_foreign", "refuse_other_options", "scan_inputs", "build_models", "scan_manifest",
+                      "begin_scan", "embed_scan", "scan_neighbours", "baseline_of_scan", "scan_summary"], w.render()
+    # the doc's walk is this walk: its numbers and its rooms, in order
+    listed = DOC.read_text(encoding="utf-8").split("## The walk of a scan", 1)[1].split("\n## ", 1)[0]
+    said = re.search(r"Today: (\d+) rooms, (\d+) climbs back, (\d+) calls out, (\d+) modules", listed)
+    assert said and [int(n) for n in said.groups()] == [len(w.rooms), len(w.climbs), len(w.calls_out),
+                                                         len(w.modules)], w.render()
+    assert re.findall(r"^\s*\d+\. `(sibscan[\w.]*)`", listed, re.M) == w.rooms, w.render()
+
+
+def test_the_walk_follows_the_code_it_measures():
+    from tests._walk import walk
+
+    w = walk("sibscan.scan:run_scan")
+    # it goes through the stages into search, by module attributes, re-exports and annotated instances
+    assert {"sibscan.stages.table", "sibscan.stages.candidates", "sibscan.search.exact", "sibscan.kernels.topk",
+            "sibscan.verdict.verdict", "sibscan.store.scandir"} <= set(w.modules)
+    assert not set(w.modules) & set(w.left_out)
+    # a function handed down and called there is followed: search.exact's block check, called by kernels.topk,
+    # climbs back into search (the kernels cannot import it); the scan's clock is progress's, left out
+    assert ("sibscan.kernels.topk:search_blocks_numpy", "sibscan.search.exact:checked_blocks") in w.climbs
+    assert not any(callee.startswith("sibscan.scan:") for _, callee in w.climbs)
+    # with the foundation counted too, more climbs: the fingerprints' writer, in store, called under store.cache
+    everything = walk("sibscan.scan:run_scan", leaves=[])
+    assert ("sibscan.fingerprint:content_keys", "sibscan.store.diskarray:NpyWriter.__init__") in everything.climbs
+    # a room is a folder: the same walk counted by files enters every module as a room
+    assert walk("sibscan.scan:run_scan", room=lambda m: m).rooms == w.modules

@@ -142,7 +142,7 @@ def test_detection_metrics_reweight_to_one_percent_prevalence(sets):
 @pytest.mark.slow  # ~60 s: the three image verifiers on every view, the union view included
 def test_quality_quick_writes_results(tmp_path, bench_results):
     quality.main(["--quick", "--no-neural", "--sets", "images,text,rows"])
-    data = json.loads((tmp_path / "quality.json").read_text())
+    data = json.loads((tmp_path / "quality.json").read_text())["runs"]["seed0"]
     assert {"images", "text", "rows:digits-rows"} <= set(data["sets"])
     for name, s in data["sets"].items():
         assert s["difficulty"]["best_negative"] > s["difficulty"]["random_median"], name
@@ -184,7 +184,7 @@ def test_quality_quick_writes_results(tmp_path, bench_results):
 def test_quality_candidates_only_per_view_and_union(tmp_path, bench_results):
     quality.main(["--quick", "--no-neural", "--sets", "crops", "--candidates-only", "--k", "4", "--k-view", "3",
                   "--name", "views"])
-    cr = json.loads((tmp_path / "views.json").read_text())["sets"]["crops"]["candidate_recall"]
+    cr = json.loads((tmp_path / "views.json").read_text())["runs"]["seed0"]["sets"]["crops"]["candidate_recall"]
     assert (cr["k"], cr["k_view"]) == (4, 3) and set(cr["views"]) == {"pixels", "phash", "windows"}
     views, union = cr["views"], cr["unions"]["pixels+windows"]
     assert all(0.0 <= v["all"] <= 1.0 and v["candidates_per_item"] == 4 for v in views.values())
@@ -215,18 +215,19 @@ def test_add_next_pairs_writes_the_side_file_with_the_one_serialiser(tmp_path, b
 
     truth = {"source": [1, -1], "hard": [False, True], "featureless": [False, False], "test_ids": ["a", "b"]}
     method = {"score": [0.9, 0.2], "nb": [1, 0], "random_scores": [0.1, 0.3]}
-    side = _common.write_results("old_pairs", {"sets": {"s": {**truth, "methods": {"m": dict(method)}}}}, compact=True)
-    rerun = _common.write_results("new_pairs", {"sets": {"s": {**truth, "methods": {"m": {
+    side = _common.write_run("old_pairs", "seed0", {"sets": {"s": {**truth, "methods": {"m": dict(method)}}}},
+                             compact=True)
+    rerun = _common.write_run("new_pairs", "seed0", {"sets": {"s": {**truth, "methods": {"m": {
         **method, "score2": [0.4, None], "nb2": [2, -1]}}}}}, compact=True)
     assert add_next_pairs(side, rerun) == 1
-    back = _common.read_results(side)["sets"]["s"]["methods"]["m"]
+    back = _common.read_results(side)["runs"]["seed0"]["sets"]["s"]["methods"]["m"]
     assert back["score2"] == [0.4, None] and back["nb2"] == [2, -1] and back["score"] == [0.9, 0.2]
     # a re-run holding a bare NaN (json's default writes it) is refused at the write, as write_results refuses
     import gzip
     import json
     bad = tmp_path / "nan_pairs.json.gz"
-    bad.write_bytes(gzip.compress(json.dumps({"sets": {"s": {**truth, "methods": {"m": {
-        **method, "score2": [float("nan"), None], "nb2": [2, -1]}}}}}).encode()))
+    bad.write_bytes(gzip.compress(json.dumps({"runs": {"seed0": {"sets": {"s": {**truth, "methods": {"m": {
+        **method, "score2": [float("nan"), None], "nb2": [2, -1]}}}}}}}).encode()))
     before = side.read_bytes()
     with pytest.raises(ValueError, match="Out of range float"):
         add_next_pairs(side, bad)
@@ -247,7 +248,8 @@ def test_windows_speed_quick_writes_results(tmp_path, bench_results):
 def test_verify_share_quick_writes_results(tmp_path, bench_results):
     import benchmarks.verify_share as bench
 
-    payload = bench.main(["--quick", "--configs", "default,cascade"])
+    payload = bench.main(["--quick", "--configs", "default,cascade"])["default+cascade_60"]
+    assert json.loads((tmp_path / "verify_share_quick.json").read_text())["runs"]["default+cascade_60"]["complete"]
     rows = {r["config"]: r for r in payload["results"]}
     assert set(rows) == {"default", "cascade"} and payload["complete"]
     for r in rows.values():
@@ -290,6 +292,30 @@ def test_verify_share_options_are_scan_options(tmp_path, capsys, bench_results):
     assert not list(tmp_path.iterdir())
 
 
+def test_verify_share_sizes_are_runs_of_one_file(tmp_path, capsys, monkeypatch, bench_results):
+    # issue 31: each size was its own file (--images 14400 --name verify_share_s9_14400); now a run each
+    import benchmarks.verify_share as bench
+
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--images", "24,48", "--key", "x"])
+    assert "--key names one run; --images gives 2 sizes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--images", "24,8"])
+    assert "--images 8: give at least 12 images" in capsys.readouterr().err
+    _common.write_results("verify_share_quick", {"results": []})  # a file of another form: refused before any scan
+    with pytest.raises(SystemExit, match="verify_share_quick.json: not a file of runs by key"):
+        bench.main(["--quick"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verify_share_quick.json"]
+    sizes = []  # the scans themselves: test_verify_share_quick_writes_results
+    monkeypatch.setattr(bench, "_run_size", lambda args, n, wanted, extra, name, key:
+                        sizes.append((n, key)) or {"images": n})
+    (tmp_path / "verify_share_quick.json").unlink()
+    out = bench.main(["--quick", "--configs", "default", "--images", "24,48"])
+    assert sizes == [(24, "default_24"), (48, "default_48")] and list(out) == ["default_24", "default_48"]
+    runs = json.loads((tmp_path / "verify_share_quick.json").read_text())["runs"]
+    assert {k: r["images"] for k, r in runs.items()} == {"default_24": 24, "default_48": 48}
+
+
 def test_verify_share_refuses_cuda_without_a_gpu(tmp_path, capsys, bench_results):
     import benchmarks.verify_share as bench
     from sibscan.device import cuda_available
@@ -298,7 +324,7 @@ def test_verify_share_refuses_cuda_without_a_gpu(tmp_path, capsys, bench_results
         pytest.skip("a CUDA GPU is visible: --device cuda runs here")
     with pytest.raises(SystemExit):  # the scan's own refusal, before any image is written
         bench.main(["--quick", "--device", "cuda"])
-    assert "--device cuda was asked for but" in capsys.readouterr().err
+    assert "--device 'cuda' was asked for but" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
 
 
@@ -311,7 +337,9 @@ def test_pair_once_quick_counts_what_the_scan_hands_the_verifier(tmp_path, bench
     assert cross > 0 and d["pairs_once"] == d["pairs_per_row"] - cross - test
     assert sum(d["scan_pairs_verified"].values()) == d["pairs_once"]  # the scan verified each pair once too
     assert d["orientation_gap"]["cross"]["pairs"] == cross and d["orientation_gap"]["cross"]["max"] > 0
-    assert (tmp_path / "pair_once_quick.json").exists()
+    # one file, a run per verifier and size (issue 31: --verifier imagefuse had a --name of its own)
+    assert json.loads((tmp_path / "pair_once_quick.json").read_text())["runs"]["imagecorr_60"]["pairs_once"] == \
+        d["pairs_once"]
 
 
 def test_photo_halves_are_disjoint_cover_every_photo_and_each_has_textured_and_featureless_cells(tmp_path):
@@ -360,6 +388,62 @@ def test_quality_rejects_unknown_set(capsys):
     with pytest.raises(SystemExit):
         quality.main(["--quick", "--sets", "imags"])
     assert "unknown set(s) imags" in capsys.readouterr().err
+
+
+def test_write_run_keeps_the_other_runs_of_the_file(tmp_path, bench_results):
+    # issue 31: each seed or size of one benchmark went to a file of its own (NAME_seed2.json, ...)
+    _common.write_run("b", "seed0", {"x": 1})
+    _common.write_run("b", "seed2", {"x": 2}, shared="yes")
+    path = _common.write_run("b", "seed0", {"x": 3}, shared="yes")  # a run again replaces only its own key
+    data = json.loads(path.read_text())
+    assert path.name == "b.json" and {k: r["x"] for k, r in data["runs"].items()} == {"seed0": 3, "seed2": 2}
+    assert data["shared"] == "yes" and all({"created", "machine"} <= set(r) for r in data["runs"].values())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+    _common.write_results("single", {"sets": {}})  # a file of another form is not overwritten
+    with pytest.raises(SystemExit, match="single.json: not a file of runs by key"):
+        _common.write_run("single", "seed0", {"x": 1})
+
+
+def test_quality_seeds_go_to_one_file_and_replay_each_run(tmp_path, bench_results, capsys):
+    # issue 31: a run per seed wrote NAME_seedN.json + NAME_seedN_pairs.json.gz; now one file and one side file
+    quality.main(["--quick", "--no-neural", "--sets", "rows", "--seed", "0,1", "--name", "t"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json", "t_pairs.json.gz"]
+    runs = json.loads((tmp_path / "t.json").read_text())["runs"]
+    side = _common.read_results(tmp_path / "t_pairs.json.gz")["runs"]
+    assert list(runs) == list(side) == ["seed0", "seed1"] and [runs[k]["seed"] for k in runs] == [0, 1]
+    assert [side[k]["seed"] for k in side] == [0, 1] and all(r["photos"] == "all" for r in runs.values())
+    # the calibration replayed from the side file, each run against its own run of t.json: the cutoffs it recorded
+    out = quality.main(["--calibration-only", str(tmp_path / "t_pairs.json.gz")])
+    assert list(out) == ["seed0", "seed1"]
+    for key, o in out.items():
+        assert o["seed"] == runs[key]["seed"]
+        for set_name, methods in o["sets"].items():
+            for method, r in methods.items():
+                enc, mode = method.split("|", 1)
+                recorded = runs[key]["sets"][set_name]["encoders"][enc][mode]["calibration"]["cutoff"]
+                assert r["before"]["cutoff"] == recorded and r["now"]["calibration"]["cutoff"] == pytest.approx(
+                    recorded), (key, set_name, method)
+    recal = json.loads((tmp_path / "t_recalibrated.json").read_text())["runs"]
+    assert list(recal) == ["seed0", "seed1"]
+    # a run of the side file that t.json lacks is refused, by key
+    data = json.loads((tmp_path / "t.json").read_text())
+    del data["runs"]["seed1"]
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    with pytest.raises(SystemExit, match="t.json holds no run seed1 of t_pairs.json.gz"):
+        quality.main(["--calibration-only", str(tmp_path / "t_pairs.json.gz")])
+
+
+def test_quality_refuses_bad_seed_and_photo_lists_and_a_file_of_another_form(tmp_path, bench_results, capsys):
+    for args, says in ((["--seed", "1,x"], "'1,x': give a comma list of int values"),
+                       (["--seed", "2,2"], "'2,2' names a value twice"),
+                       (["--photos", "all,half"], "unknown half; available: all, fit, heldout")):
+        with pytest.raises(SystemExit):
+            quality.main(["--quick", "--sets", "rows", *args])
+        assert says in capsys.readouterr().err
+    _common.write_results("old", {"sets": {}})
+    with pytest.raises(SystemExit, match="old.json: not a file of runs by key"):  # before any set is made
+        quality.main(["--quick", "--no-neural", "--sets", "rows", "--name", "old"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
 
 
 def test_scan_e2e_quick_writes_results(tmp_path, bench_results):
@@ -553,7 +637,8 @@ def test_memory_quick_writes_results(tmp_path, bench_results):
     assert more["traced_beyond_fixed_MB"] > 0
     traced = payload["scan"]["traced_growth_largest_over_smallest"]
     assert payload["scan"]["traced_met"] is (None if traced is None else traced <= 1.2)
-    assert (tmp_path / "memory.json").exists()
+    # one file, a run per choice of parts (issue 31: --parts scan --name memory_scan had a file of its own)
+    assert json.loads((tmp_path / "memory.json").read_text())["runs"]["twins+scan"]["complete"]
 
 
 # -- contamination: the planted language-model-corpus benchmark --------------------------------
@@ -699,7 +784,8 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
 
     monkeypatch.setenv("SIBSCAN_CACHE_DIR", str(tmp_path / "cache"))
     image_scale.main(["--quick", "--sets", "images-32px", "--sizes", "32", "--no-previous"])
-    data = json.loads((tmp_path / "image_scale_quick.json").read_text())
+    # one file, a run per sets, sizes and modes (issue 31: each had a --name of its own)
+    data = json.loads((tmp_path / "image_scale_quick.json").read_text())["runs"]["images-32px_32"]
     modes = data["sets"]["images-32px"]["modes"]
     assert set(modes) == {"32", "auto"}
     assert "size=32" in modes["32"]["identity"]
@@ -710,6 +796,22 @@ def test_image_scale_quick_scores_each_mode(tmp_path, monkeypatch, bench_results
     assert "scan" not in modes["32"]
     assert scan["views"]["source_in_candidates"] >= scan["encoder_only"]["source_in_candidates"]
     assert 0 <= scan["views"]["recall_at_p95"] <= 1 and scan["verify_seconds"] > 0
+
+
+def test_variants_of_one_command_refuse_a_results_file_of_another_form(tmp_path, capsys, bench_results):
+    # issue 31: pair_once --verifier imagefuse, image_scale's sizes and memory's parts wrote files of their own;
+    # now runs of one file, and a file of the old form is refused before the work (not overwritten after it)
+    import benchmarks.pair_once as pair_once
+    from benchmarks import image_scale
+
+    import benchmarks.memory as memory
+
+    for module, name in ((pair_once, "pair_once_quick"), (image_scale, "image_scale_quick"), (memory, "memory")):
+        _common.write_results(name, {"sets": {}})
+        with pytest.raises(SystemExit, match=f"{name}.json: not a file of runs by key"):
+            module.main(["--quick"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["image_scale_quick.json", "memory.json",
+                                                          "pair_once_quick.json"]
 
 
 def test_image_scale_scan_row_follows_the_scan_defaults(sets, monkeypatch):
@@ -765,10 +867,10 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     truth = {"crops": {"source": source.tolist(), "hard": hard.tolist(), "featureless": [False] * 100}}
     side = quality_pairs.split_pairs(results, truth)
     assert quality_pairs.POPULATION_KEY not in evaluated and list(side["sets"]["crops"]["methods"]) == ["enc|verified:v"]
-    _common.write_results("run", {"sets": results})
-    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
-    assert pairs_path.name == "run_pairs.json.gz" and _common.read_results(pairs_path)["seed"] == 1  # gzipped
-    out = quality.main(["--calibration-only", str(pairs_path)])
+    _common.write_run("run", "seed1", {"sets": results})
+    pairs_path = _common.write_run("run_pairs", "seed1", {"seed": 1, **side}, compact=True)
+    assert pairs_path.name == "run_pairs.json.gz" and _common.read_results(pairs_path)["runs"]["seed1"]["seed"] == 1
+    out = quality.main(["--calibration-only", str(pairs_path)])["seed1"]
     r = out["sets"]["crops"]["enc|verified:v"]
     assert r["before"] == {"cutoff": 0.123, "hard_negatives_flagged": 7, "recall": 0.5}  # as recorded in run.json
     cal = quality.calibrate(score, np.arange(100), source >= 0,
@@ -781,7 +883,8 @@ def test_calibration_only_recalibrates_from_the_saved_scores(tmp_path, monkeypat
     labels = dict(zip(r["now"]["labels"]["rows"], r["now"]["labels"]["same"]))
     assert labels[45] is False and r["now"]["hard_negatives_flagged"] == 0 and r["now"]["next_pair"] == "unknown"
     assert r["now"]["recall"] == pytest.approx(((score >= cal["cutoff"]) & (source >= 0)).mean() / 0.4)
-    assert json.loads((tmp_path / "run_recalibrated.json").read_text())["sets"]["crops"]["enc|verified:v"]["now"]
+    assert json.loads((tmp_path / "run_recalibrated.json").read_text())["runs"]["seed1"]["sets"]["crops"][
+        "enc|verified:v"]["now"]
     assert "cutoff now" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         quality.main(["--calibration-only", str(tmp_path / "run.json")])
@@ -822,13 +925,13 @@ def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkey
     results = {"crops": {"encoders": {"enc": {"embedding": evaluated}}}}
     side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": (~same).tolist(),
                                                          "featureless": [False] * 100}})
-    _common.write_results("run", {"n_labels": 60, "sets": results})
-    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)  # no n_labels: NAME.json's
-    out = quality.main(["--calibration-only", str(pairs_path), "--write-back"])
+    _common.write_run("run", "seed1", {"n_labels": 60, "sets": results})
+    pairs_path = _common.write_run("run_pairs", "seed1", {"seed": 1, **side}, compact=True)  # no n_labels: NAME.json's
+    out = quality.main(["--calibration-only", str(pairs_path), "--write-back"])["seed1"]
     assert out["n_labels_from"] == "NAME.json"
     r = out["sets"]["crops"]["enc|embedding"]["now"]
     assert r["calibration"]["cutoff"] is None and r["hard_negatives_flagged"] is None and r["recall"] is None
-    entry = json.loads((tmp_path / "run.json").read_text())
+    entry = json.loads((tmp_path / "run.json").read_text())["runs"]["seed1"]
     rec = entry["recalibrated"]
     entry = entry["sets"]["crops"]["encoders"]["enc"]["embedding"]
     assert entry["calibration"]["cutoff"] is None and entry["calibration"]["status"].startswith("no cutoff (not assessed)")
@@ -838,6 +941,7 @@ def test_write_back_blanks_the_figures_of_a_refused_calibration(tmp_path, monkey
     assert entry["per_transform"]["crop"] == {"n": 40, "recall": None, "auc": 0.5, "precision_at_1pct": None}
     assert rec["methods"] == ["crops enc|embedding"] and "--write-back" in rec["command"]
     assert "rewrote run.json: 1 methods" in capsys.readouterr().out
+    assert list(json.loads((tmp_path / "run.json").read_text())["runs"]) == ["seed1"]
     with pytest.raises(SystemExit):
         quality.main(["--write-back"])
 
@@ -853,7 +957,7 @@ def test_calibration_only_draws_the_labels_of_the_run_it_replays(bench_results, 
     side = quality_pairs.split_pairs(results, {"crops": {"source": np.r_[np.arange(40), np.full(60, -1)].tolist(),
                                                          "hard": [False] * 100, "featureless": [False] * 100}})
     # a run made with 30 labels: the side file says so, whatever the flags of the replay say (60)
-    pairs_path = _common.write_results("run30_pairs", {"seed": 0, "n_labels": 30, **side}, compact=True)
+    pairs_path = _common.write_run("run30_pairs", "seed0", {"seed": 0, "n_labels": 30, **side}, compact=True)
     out = quality_pairs.calibration_only(pairs_path, 60, 0)
     assert out["n_labels"] == 30 and out["n_labels_from"] == "side file"
     assert out["sets"]["crops"]["enc|verified"]["now"]["calibration"]["labelled"] == 30
@@ -913,10 +1017,10 @@ def test_write_back_applies_the_labels_without_moving_the_cutoff(tmp_path, monke
     side = quality_pairs.split_pairs(results, {"crops": {"source": source.tolist(), "hard": hard.tolist(),
                                                          "featureless": [False] * 100,
                                                          "transform": ps.transform.tolist()}})
-    _common.write_results("run", {"n_labels": 60, "sets": json.loads(json.dumps(_common.finite(results)))})
-    pairs_path = _common.write_results("run_pairs", {"seed": 1, **side}, compact=True)
+    _common.write_run("run", "seed1", {"n_labels": 60, "sets": json.loads(json.dumps(_common.finite(results)))})
+    pairs_path = _common.write_run("run_pairs", "seed1", {"seed": 1, **side}, compact=True)
     quality.main(["--calibration-only", str(pairs_path), "--write-back"])
-    entry = json.loads((tmp_path / "run.json").read_text())
+    entry = json.loads((tmp_path / "run.json").read_text())["runs"]["seed1"]
     assert "labels_decide" in entry
     e = entry["sets"]["crops"]["encoders"]["enc"]["verified:v"]
     assert e["calibration"]["cutoff"] == cal["cutoff"]  # the cutoff does not move

@@ -100,7 +100,7 @@ def test_a_flag_has_one_help_and_type_in_every_command():
     (["split", "{missing}", "--out", "g.csv", "--cutoff", "-3"], "--cutoff is a similarity in [-1, 1], got -3"),
     (["check", "{missing}", "--max-exact", "5"], "--max-exact is a fraction in [0, 1] (0.01 = 1 %), got 5"),
     (["audit", "{missing}", "--targets", "{missing}", "--rtol", "-1"], "--rtol must be >= 0, got -1"),
-    (["contamination", "{missing}", "--n", "0"], "n must be >= 1 words, got 0"),  # ContaminationConfig.check's
+    (["contamination", "{missing}", "--n", "0"], "--n must be an integer >= 1, got 0"),  # ContaminationConfig.check's
     (["augment", "{missing}", "{missing}", "--padding", "0.1", "--out", "o", "--sigma", "-1"], "--sigma must be >= 0, got -1"),
 ])
 def test_a_bad_value_is_refused_before_any_file_is_read(tmp_path, args, words):
@@ -164,24 +164,33 @@ def test_every_group_checks_its_declared_constraints_from_python():
 
 def test_every_config_class_checks_itself_the_same_way(tmp_path):
     """``check()`` refuses a bad value with a SibscanError naming the option, and returns the config: the
-    scan's groups, CutoffOptions, ScanConfig, AuditConfig and ContaminationConfig alike (the audit's and the
-    contamination's were ``validate``, one returning None)."""
+    scan's groups, CutoffOptions, ScanConfig, AuditConfig, ContaminationConfig and ArchiveConfig alike (the
+    audit's and the contamination's were ``validate``, one returning None; the archive's refused in
+    ``__post_init__``, and a bound declared on a contamination field was checked by a second hand-written rule)."""
     from pathlib import Path
 
     from sibscan.audit import AuditConfig
     from sibscan.config import ScanConfig
     from sibscan.contamination.config import ContaminationConfig
+    from sibscan.temporal.archive import ArchiveConfig
+    from sibscan.temporal.classifiers import classifier_spec
 
     good = [*(group() for group in GROUPS.values()), CutoffOptions(cutoff=0.5),
             ScanConfig().merged({"train": str(tmp_path), "test": str(tmp_path), "out": str(tmp_path / "o")}),
-            AuditConfig(train=Path("t.csv")), ContaminationConfig()]
+            AuditConfig(train=Path("t.csv")), ContaminationConfig(),
+            ArchiveConfig(classifiers=(classifier_spec("euclidean-1nn"),))]
     for config in good:
         assert config.check() is config, type(config).__name__
     bad = [(LoadOptions(decimals=-1), "--decimals"), (CutoffOptions(calibration="c", cutoff=0.5), "--cutoff"),
-           (AuditConfig(train=Path("t.csv"), rtol=-1.0), "--rtol"), (ContaminationConfig(engine="dask"), "engine")]
+           (AuditConfig(train=Path("t.csv"), rtol=-1.0), "--rtol"), (ContaminationConfig(engine="dask"), "engine"),
+           (ArchiveConfig(classifiers=(classifier_spec("euclidean-1nn"),), runs=0), "--runs")]
+    bad += [(ContaminationConfig(**{f.name: f.metadata["minimum"] - 1}), f.metadata["flags"][0])
+            for f in dataclasses.fields(ContaminationConfig) if f.metadata.get("minimum") is not None]
+    assert len(bad) >= 8  # --n, --shard-size and --run-floor declare their minimum on the field
     for config, name in bad:
         with pytest.raises(SibscanError, match=re.escape(name)):
             config.check()
+    assert not hasattr(ContaminationConfig, "validate")  # one name for the one check
 
 
 def test_contamination_thresholds_are_declared_once_on_their_config():

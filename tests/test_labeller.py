@@ -79,3 +79,23 @@ def test_a_mix_of_oracle_and_hand_answers_says_both(tmp_path):
     calibrate(planted.path, ui="none", n_pairs=60, labels=labels)
     head = build_report(planted.path)["headline"]
     assert f"calibrated with {head['n_labels']} hand and oracle labels" in head["text"]
+
+
+def test_every_page_that_describes_the_kept_demo_calibration_says_oracle_labels():
+    """The kept demo-series calibration was made from the planted truth: a README or docs paragraph, or the
+    preset's comment, that speaks of it (names demo-series and a calibration) says "oracle"."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md")),
+             root / "configs" / "sibscan" / "configs" / "demo-series.toml"]
+    speaking = []
+    for page in pages:
+        for para in re.split(r"\n\s*\n", page.read_text(encoding="utf-8")):
+            # a calibration spoken of, not a folder or module path (OUT/calibration/, sibscan.calibration.flow)
+            if "demo-series" in para and re.search(r"(?<![/.\w])calibrat\w*(?![/.\w])", para, re.I):
+                speaking.append((page.relative_to(root), para))
+    assert len(speaking) >= 4, [str(p) for p, _ in speaking]  # README's audit demo, docs, the preset
+    silent = [f"{page}: {para[:200]}" for page, para in speaking if "oracle" not in para]
+    assert not silent, "\n\n".join(silent)

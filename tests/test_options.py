@@ -21,7 +21,8 @@ def data(tmp_path):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--directions", "test-train,sideways"], "unknown direction 'sideways'; available: test-train, train-test, test-test"),
+    (["--directions", "test-train,sideways"],
+     "unknown direction 'sideways' in --directions; available: test-train, train-test, test-test"),
     (["--k", "0"], "--k must be an integer >= 1, got 0"),
     (["--device", "tpu"], "unknown device 'tpu'; available: auto, cpu, cuda"),
     (["--encoder", "clp"], "unknown encoder 'clp'; available: "),

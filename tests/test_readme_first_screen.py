@@ -62,6 +62,14 @@ def test_the_first_screen_holds_install_scan_report_and_tests():
     assert (ROOT / "docs" / "img" / "report.png").stat().st_size < 300_000
 
 
+def test_the_readme_keeps_no_per_issue_history():
+    """Internals and history live in docs/ (docs/benchmarks.md has every measurement and when it changed):
+    the README describes today's behaviour, so no paragraph of it is about what an issue changed."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = [m.group(0) for m in re.finditer(r".{0,60}\bissue \d+.{0,60}", readme, flags=re.I)]
+    assert not found, found
+
+
 def test_the_shell_block_reader_sees_what_a_reader_would_type():
     text = "intro\n```bash\npip install x   # a comment\n# only a comment\n\nsibscan a \\\n  b\n```\n```python\nno()\n```\n"
     assert shell_blocks(text) == [["pip install x", "sibscan a    b"]]

@@ -336,7 +336,7 @@ def test_every_output_counts_chance_siblings_against_the_train_items_searched(tm
     from sibscan.calibration.summary import scan_headline
     from sibscan.verdict.cutoff import resolve_cutoff
     from sibscan.verdict.headline import headline
-    from sibscan.scan import summarise
+    from sibscan.stages.summary import summarise
     from sibscan.store.scandir import train_items_searched
     from sibscan.split import groups_and_headline
     from sibscan.verdict.testscores import test_scores

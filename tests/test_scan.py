@@ -202,13 +202,12 @@ def test_rescan_with_other_options_names_them_before_reading_data_or_building_mo
     assert runner.invoke(app, args).exit_code == 0
     import importlib
 
-    scan_mod = importlib.import_module("sibscan.scan")  # the module (sibscan.scan the attribute is the function)
-
     def never(*a, **k):
         raise AssertionError("read or built before the options were compared")
 
-    monkeypatch.setattr(scan_mod, "load_split", never)
-    monkeypatch.setattr(scan_mod, "build_encoder", never)
+    # where the load and models stages call them
+    monkeypatch.setattr(importlib.import_module("sibscan.stages.inputs"), "load_split", never)
+    monkeypatch.setattr(importlib.import_module("sibscan.stages.models"), "build_encoder", never)
     result = runner.invoke(app, [*args, "--k", "3", "--directions", "test-train"])
     assert result.exit_code == 1, result.output
     assert ("holds a scan with other options (--directions test-train (the scan there: test-train,train-test,test-test); "
@@ -442,10 +441,10 @@ def test_the_scan_builds_its_verifier_on_its_device_and_with_its_progress(plante
     pytest.importorskip("torch")
     import importlib
 
-    scan_module = importlib.import_module("sibscan.scan")  # the module (sibscan.scan is also a function's name)
+    models = importlib.import_module("sibscan.stages.models")  # the scan's models stage
     seen = []
-    real = scan_module.build_verifier
-    monkeypatch.setattr(scan_module, "build_verifier", lambda *a, **kw: seen.append((a[2:], kw)) or real(*a, **kw))
+    real = models.build_verifier
+    monkeypatch.setattr(models, "build_verifier", lambda *a, **kw: seen.append((a[2:], kw)) or real(*a, **kw))
     d = planted_tables
     _scan(["--train", str(d / "train.csv"), "--test", str(d / "test.csv"), "--label", "label",
            "--out", str(d / "scan"), "--device", "cpu"])

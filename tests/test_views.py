@@ -271,7 +271,7 @@ def test_views_default_and_validation(tmp_path):
     base = dict(train=str(tmp_path), test=str(tmp_path), out=str(tmp_path / "o"))
     with pytest.raises(SibscanError, match=r"unknown view 'windws' in --extra-views; available: none, windows, "):
         ScanConfig(**base, extra_views="windws").check()
-    with pytest.raises(SibscanError, match="--extra-views none stands alone"):
+    with pytest.raises(SibscanError, match="--extra-views 'none' stands alone"):
         ScanConfig(**base, extra_views="none,pixels").check()
     with pytest.raises(SibscanError, match="--extra-views cannot be combined with --chunk-words"):
         ScanConfig(**base, extra_views="ngram", chunk_words=50).check()

@@ -112,7 +112,7 @@ def audit(
     -------
     ContaminationResult
     """
-    config = (config or ContaminationConfig()).validate()
+    config = (config or ContaminationConfig()).check()
     ex: Examples = as_examples(examples)
     if corpus is not None and sources and UNNAMED in sources:
         raise SibscanError(f"a source is named {UNNAMED!r}, the name of the unnamed corpus; rename it")

@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from ..errors import SibscanError
-from ..options import ENGINES, opt
+from ..options import ENGINES, check_fields, opt
 from .controls import DEFAULT_PERCENTILE
 from .guided import DEFAULT_PREFIX_FRACTION
 from .index import DEFAULT_N, DEFAULT_SHARD_SIZE
@@ -49,11 +49,11 @@ class ContaminationConfig:
 
     PANEL = "Options"  # the help panel of its flags (sibscan contamination's, made from these fields)
 
-    n: int = opt(DEFAULT_N, "--n", help="Words per n-gram.")
-    shard_size: int = opt(DEFAULT_SHARD_SIZE, "--shard-size", help="N-grams per index batch and shard (the unit of memory).")
+    n: int = opt(DEFAULT_N, "--n", minimum=1, help="Words per n-gram.")
+    shard_size: int = opt(DEFAULT_SHARD_SIZE, "--shard-size", minimum=1, help="N-grams per index batch and shard (the unit of memory).")
     k: float = opt(DEFAULT_K, "--min-k", old=("--k",), help="Fraction of lowest-scoring tokens averaged by Min-K%/Min-K%++, in (0, 1].")
     overlap_floor: float = opt(0.7, "--overlap-floor", help="Flag an example whose overlap with a source without controls reaches this fraction.")
-    run_floor: int = opt(40, "--run-floor", help="Flag a verbatim run of this many words.")
+    run_floor: int = opt(40, "--run-floor", minimum=1, help="Flag a verbatim run of this many words.")
     z_threshold: float = opt(3.0, "--z-threshold", help="Flag a combined robust z-score at or above this.")
     control_percentile: float = opt(DEFAULT_PERCENTILE, "--control-percentile", help="Percentile of the control texts' overlap taken as a source's threshold.")
     prefix_fraction: float = opt(DEFAULT_PREFIX_FRACTION, "--prefix-fraction", help="Share of each example's words given as the guided-prompting prefix.")
@@ -62,13 +62,12 @@ class ContaminationConfig:
     engine: str = "local"  # no flag of its own: the command line's is the scan's --engine (options.SearchOptions)
 
     def check(self) -> "ContaminationConfig":
-        """Refuse a bad option before any file is read; returns the config (as every config's ``check``)."""
+        """Refuse a bad option before any file is read; returns the config (as every config's ``check``: the
+        declared bounds by :func:`~sibscan.options.check_fields`, then the open intervals a bound cannot say)."""
+        check_fields(self)
         checks = [
-            (self.n >= 1, f"n must be >= 1 words, got {self.n}"),
-            (self.shard_size >= 1, f"shard_size must be >= 1 n-grams, got {self.shard_size}"),
             (0.0 < self.k <= 1.0, f"k is a fraction in (0, 1], got {self.k}"),
             (0.0 < self.overlap_floor <= 1.0, f"overlap_floor is a fraction in (0, 1], got {self.overlap_floor}"),
-            (self.run_floor >= 1, f"run_floor must be >= 1 words, got {self.run_floor}"),
             (0.0 < self.control_percentile < 100.0, "control_percentile must be in (0, 100), got "
                                                     f"{self.control_percentile}"),
             (0.0 < self.prefix_fraction < 1.0, f"prefix_fraction is a fraction in (0, 1), got {self.prefix_fraction}"),
@@ -80,8 +79,6 @@ class ContaminationConfig:
             if not ok:
                 raise SibscanError(message)
         return self
-
-    validate = check  # its first name, still called by sibscan.contamination.audit
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..atomic import save_npy, write_json
 from ..errors import CompatibilityError, InputError, SibscanError
+from ..options import ENGINES
 from ..progress import bar as progress_bar
 from .corpus import CorpusLike, CorpusReader
 from .shardlayout import DEFAULT_LAYOUT, layout_for_format, layout_named
@@ -222,8 +223,8 @@ def build_index(corpus: CorpusLike, path, *, n: int = DEFAULT_N, shard_size: int
         raise SibscanError(f"n must be >= 1 words, got {n}")
     if int(shard_size) < 1:
         raise SibscanError(f"shard_size must be >= 1 n-grams, got {shard_size}")
-    if engine not in ("local", "ray"):
-        raise SibscanError(f"unknown engine {engine!r}; available: local, ray")
+    if engine not in ENGINES:
+        raise SibscanError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}")
     n, shard_size = int(n), int(shard_size)
     shard_layout = layout_named(layout)
     path = Path(path)

@@ -62,7 +62,7 @@ def _weights_key(model: str, pretrained: Optional[str], checkpoint: Optional[str
     if tag is None:
         raise SibscanError(
             f"clip model {model!r} needs weights: --pretrained TAG (needs internet once), "
-            "--checkpoint FILE (offline), or --pretrained none for random weights (tests only)"
+            "--checkpoint FILE (offline), or --pretrained 'none' for random weights (tests only)"
         )
     return "tag", str(tag)
 

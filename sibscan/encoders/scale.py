@@ -32,7 +32,7 @@ MULTIPLE = 16
 #: never below this many pixels: at 64 px EfficientNet's last map is 2 x 2 and flips and shifts of
 #: 32-px images left the candidates (verified recall at precision >= 0.95 on planted 32-px siblings
 #: 0.628 at 64 px, 0.767 at 96, 0.744 at 128, against 0.756 for the previous 224 path;
-#: ``benchmarks/results/image_scale_32px_sizes.json``, ``image_scale_auto_vs_previous.json``)
+#: ``benchmarks/results/image_scale.json``, runs ``32px_sizes`` and ``auto_vs_previous``)
 MINIMUM = 96
 #: images decoded to find the median when the loader did not record sizes
 SAMPLE = 64

@@ -257,7 +257,7 @@ def prepare_search(queries, database, k, *, backend: str, device: str, block_siz
     backend = resolve_backend(backend, device, (q.shape[0], n, d, k))
     dev = "cpu" if backend == "numpy" else resolve_device(device)
     if backend == "numpy" and device not in (None, "auto", "cpu"):
-        raise SibscanError("the numpy backend runs on the CPU only; use backend='torch' for --device cuda")
+        raise SibscanError("the numpy backend runs on the CPU only; use --backend 'torch' for --device 'cuda'")
     half = None
     if dev != "cpu" and backend == "torch":
         half = {"auto": "bf16", "fp32": None}.get(precision, precision)

@@ -21,10 +21,10 @@ from ..kernels.topk import flatten_topk, rank_within_groups
 from ..options import DIRECTIONS, SearchOptions
 from .pairverify import VerifiedPairs, verify_pairs
 from ..progress import bar as progress_bar, task
+from ..search.direction import search_direction
 from ..store.scandir import Neighbours
 
-__all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "search_direction", "table_from_search",
-           "verify_neighbours"]
+__all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "table_from_search", "verify_neighbours"]
 
 #: train rows per block of the streamed train→test direction (:func:`reverse_blocks`): a multiple of
 #: faiss's 4,096-query tile, so the blocks are searched in the tiles one whole search uses
@@ -75,31 +75,6 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
     out = Neighbours.concat(parts)
     out.columns["view"] = np.full(len(out), view, dtype=object)
     return out
-
-
-def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
-                     exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Top-k of each query row; queries or database may be :class:`~sibscan.store.shards.ShardedEmbeddings`."""
-    from ..search.exact import search
-    from ..store.shards import ShardedEmbeddings
-
-    k = min(k, len(d_emb) - (1 if exclude_self else 0))
-    if k <= 0:
-        return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
-    if isinstance(q_emb, ShardedEmbeddings):
-        # queries larger than memory (a big train index searched against the test set): block by block
-        parts = [search_direction(block, d_emb, k, options, device=device, progress=progress)
-                 for _, block in q_emb.iter_blocks(65536)]
-        if not parts:
-            return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    if options.engine == "ray":
-        from ..search.rayengine import search_ray
-
-        return search_ray(q_emb, d_emb, k, address=options.address, backend=options.backend,
-                          block_size=options.block_size, exclude_self=exclude_self, progress=progress)
-    return search(q_emb, d_emb, k, backend=options.backend, device=device, block_size=options.block_size,
-                  exclude_self=exclude_self, progress=progress)
 
 
 def table_from_search(

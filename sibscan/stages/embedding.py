@@ -1,4 +1,5 @@
-"""The encode stage of a scan: the embeddings of both splits.
+"""The encode stage of a scan: the embeddings of both splits, written into the scan directory
+(:func:`embed_scan`, the one call :func:`sibscan.scan.run_scan` makes for it).
 
 Through the embedding cache (only items it does not hold are embedded), chunk by chunk for long
 texts (``--chunk-words``), the train side from a train index when there is one, and with
@@ -12,7 +13,10 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from ..config import ScanConfig
 from ..store.cache import embed
+from ..store.diskarray import is_disk_array
+from ..store.scandir import EMBEDDINGS_KEY, ScanDir
 from .chunks import embed_chunked
 from ..encoders import encoder_kwargs, get_encoder
 from ..errors import InputError, SibscanError
@@ -20,7 +24,27 @@ from ..fingerprint import content_keys
 from ..items import Items
 from ..options import EncoderOptions, LoadOptions, SearchOptions
 
-__all__ = ["cache_dir_of", "check_rows", "embed_splits"]
+__all__ = ["cache_dir_of", "check_rows", "embed_scan", "embed_splits"]
+
+
+def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, index=None,
+               manifest: Optional[dict] = None,
+               ) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
+    """:func:`embed_splits` as the scan configures it, each split's embeddings written into ``sd``
+    (a large train set straight there, block by block) and the digest of each file written recorded in
+    ``manifest`` (:data:`~sibscan.store.scandir.EMBEDDINGS_KEY`: :meth:`ScanDir.embeddings` refuses another
+    scan's); returns what :func:`embed_splits` returns."""
+    embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
+                                      cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=cfg.output.progress,
+                                      index=index, train_out=sd.embeddings_path("train"))
+    for split, emb in embeddings.items():
+        # an index keeps its own; a train set embedded straight into the scan directory is there already
+        if not (split == "train" and (index is not None or is_disk_array(emb))):
+            sd.write_embeddings(split, emb)
+    if manifest is not None:
+        written = [s for s in embeddings if not (s == "train" and index is not None)]
+        manifest[EMBEDDINGS_KEY] = sd.embeddings_digests(written)
+    return embeddings, chunks
 
 
 def embed_splits(splits: Dict[str, Items], encoder, *, load: LoadOptions,

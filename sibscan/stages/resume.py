@@ -3,34 +3,42 @@ folder's scan, what ``force`` removes, the labels it must keep, and what a direc
 a scan writes into it.
 
 :func:`sibscan.scan.run_scan` calls :func:`refuse_foreign` and :func:`refuse_other_options` before
-anything is read or written, and :func:`begin_scan` once its manifest is known.
+anything is read or written, and :func:`begin_scan` once its manifest (:func:`scan_manifest`) is known.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
+from .._version import __version__
 from ..atomic import dumps_json
 from ..config import ScanConfig
 from ..errors import SibscanError
+from ..fingerprint import dataset_fingerprint, ids_fingerprint, items_fingerprint
 from ..items import Items
 from ..loaders.memory import is_path
 from ..lock import LOCK_NAME
 from ..options import GROUPS, OWNER, flag_of
 from ..runrecord import RECORD_KEY, RunRecord, begin_run
 from ..store.scandir import NEIGHBOURS_SOURCE_KEY, ScanDir
+from .models import Models
+from .pairverify import PAIRING
+from .views import view_identities
 
-__all__ = ["INPUTS_DIR", "SPILL_PREFIX", "begin_scan", "refuse_foreign", "refuse_other_options", "spill_files"]
+__all__ = ["INPUTS_DIR", "SPILL_PREFIX", "begin_scan", "refuse_foreign", "refuse_other_options", "scan_manifest",
+           "spill_files"]
 
 #: in-memory images of the Python API, stored as files named by their content hash (never removed by
 #: ``force``: a file there only ever holds the bytes its name says)
 INPUTS_DIR = "inputs"
 #: the name of the train values and fingerprints moved to disk while the scan runs (see
-#: :func:`sibscan.scan._train_to_disk`)
+#: :func:`sibscan.stages.inputs.scan_inputs`)
 SPILL_PREFIX = ".values-"
 #: files and folders a scan owns inside its directory (``force`` removes these and nothing else)
 _OWNED = ("manifest.json", "items", "embeddings", "neighbours.npz", "neighbours.csv", "baseline.json",
@@ -45,6 +53,41 @@ _RESUME_KEYS = {"dataset_fingerprint": "other data", "verifier": "another verifi
 #: resumed (what it holds may come from what this sibscan no longer makes, e.g. the windows view's
 #: old grid), and "other options" would send its owner looking for a flag they never changed
 _ADDED_LATER = {"view_identities": "which candidate views made its candidates", "parameters": "the options it was made with"}
+
+
+def scan_manifest(cfg: ScanConfig, splits: Dict[str, Items], fps: Dict[str, np.ndarray], models: Models) -> dict:
+    """The manifest of a scan as it starts ("running"): its inputs and their fingerprints, its models,
+    views and options; what a resumed scan must share with the folder's (:func:`begin_scan`)."""
+    dfp, rows, named = {}, {}, {}
+    for s, items in splits.items():  # a train set's fingerprints, on disk, are read a block at a time
+        dfp[s] = dataset_fingerprint(items, decimals=cfg.load.decimals, znorm=cfg.load.znorm, fp=fps[s])
+        rows[s], named[s] = items_fingerprint(items, fps[s]), ids_fingerprint(items, fps[s])
+    train, test = splits["train"], splits["test"]
+    encoder, verifier = models.encoder, models.verifier
+    return {
+        "sibscan_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "status": "running",
+        "modality": train.modality,
+        "inputs": {
+            "train": {"source": str(cfg.load.index or train.source), "fingerprint": dfp["train"],
+                      "items_fingerprint": rows["train"], "ids_fingerprint": named["train"], "n_items": len(train),
+                      "n_skipped": len(train.skipped), "index": cfg.load.index},
+            "test": {"source": str(test.source), "fingerprint": dfp["test"], "items_fingerprint": rows["test"],
+                     "ids_fingerprint": named["test"], "n_items": len(test), "n_skipped": len(test.skipped)},
+        },
+        "dataset_fingerprint": hashlib.blake2b(f"{dfp['train']}:{dfp['test']}".encode(), digest_size=16).hexdigest(),
+        # order-sensitive: the neighbours table points at rows by position, so only these rows resume
+        "items_fingerprint": hashlib.blake2b(f"{rows['train']}:{rows['test']}".encode(), digest_size=16).hexdigest(),
+        "encoder": {"name": encoder.name, "identity": encoder.identity, "dim": int(encoder.dim)},
+        "verifier": None if verifier is None else {"name": verifier.name, "identity": verifier.identity},
+        "parameters": cfg.parameters(),
+        "stages": [],
+        "skipped": {s: [k.to_dict() for k in items.skipped] for s, items in splits.items()},
+        "views": [encoder.name, *models.views],
+        "view_identities": view_identities(models.views),
+        "pairing": PAIRING if verifier is not None else None,  # which orientation a pair is verified in
+    }
 
 
 def begin_scan(sd: ScanDir, cfg: ScanConfig, manifest: dict, splits: Dict[str, Items], fps: Dict[str, np.ndarray],

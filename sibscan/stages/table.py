@@ -1,11 +1,13 @@
 """The neighbours table of a scan: search ▸ views ▸ verify ▸ written, one stage of :func:`sibscan.scan.run_scan`.
 
-:func:`build_neighbours` assembles and writes the table (the train→test direction streamed to the files a
-block of train rows at a time); :func:`table_order` is the order of the directions' rows in it.
+:func:`scan_neighbours` is the stage as :func:`sibscan.scan.run_scan` calls it: the table a resumed scan
+holds already, read back, or else :func:`build_neighbours`, which assembles and writes it (the train→test
+direction streamed to the files a block of train rows at a time); :func:`table_order` is the order of the
+directions' rows in it.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Collection, Dict, Tuple
 
 import numpy as np
 
@@ -14,18 +16,34 @@ from ..items import Items
 from ..options import DIRECTIONS
 from ..progress import stage as progress_stage
 from ..store.neighbourfile import NeighboursWriter
-from ..store.scandir import Neighbours, ScanDir
+from ..store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source
 from ..verify.cascade import IMAGE_CASCADE
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .embedding import cache_dir_of
+from .models import Models
 from .views import cascade_candidates, view_candidates
 
-__all__ = ["REVERSE", "REVERSE_LINE", "build_neighbours", "table_order"]
+__all__ = ["REVERSE", "REVERSE_LINE", "build_neighbours", "scan_neighbours", "table_order"]
 
 #: the direction streamed to disk block by block (k rows per train row: the one that grows with the train set)
 REVERSE = ("train", "test")
 #: its line in a log (its time goes to search and verify)
 REVERSE_LINE = "train → test: searched, verified and written a block of train rows at a time"
+
+
+def scan_neighbours(cfg: ScanConfig, sd: ScanDir, manifest: dict, done: Collection[str], embeddings,
+                    splits: Dict[str, Items], fps: Dict[str, np.ndarray], chunks, models: Models, clock,
+                    timings: Dict[str, float], echo: Callable[[str], None]) -> Tuple[Neighbours, bool]:
+    """The held table (every direction but train→test, which is on disk only) and whether it was built
+    now: a resumed scan whose ``search`` stage is ``done`` reads it back, else :func:`build_neighbours`
+    makes it, recording in ``manifest`` what it is computed from and the pairs verified."""
+    if "search" in done and sd.neighbours_path.exists():
+        return sd.neighbours(skip=[REVERSE]), False
+    manifest[NEIGHBOURS_SOURCE_KEY] = neighbours_source(manifest)  # on disk with the table, compared on every read
+    nb = build_neighbours(cfg, sd, embeddings, splits, fps, chunks, models.views, models.verifier, models.encoder.name,
+                          clock, timings, echo, manifest.setdefault("pairs_verified", {}),  # pairverify.verify_pairs
+                          source=manifest[NEIGHBOURS_SOURCE_KEY])
+    return nb, True
 
 
 def build_neighbours(cfg: ScanConfig, sd: ScanDir, embeddings, splits: Dict[str, Items], fps: Dict[str, np.ndarray],

@@ -118,7 +118,7 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
     if name == "windows":
         return _windows_topk(train, test, k, progress)
     from ..store.cache import embed
-    from .candidates import search_direction
+    from ..search.direction import search_direction
     from ..encoders import encoder_kwargs, get_encoder
     from ..fingerprint import content_keys
     from ..options import EncoderOptions

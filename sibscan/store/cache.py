@@ -339,7 +339,7 @@ def embed(
 
     if cache_dir is None:
         if encode_blocks is not None:
-            raise SibscanError("embedding elsewhere (encode_blocks, --engine ray) needs a cache directory")
+            raise SibscanError("embedding elsewhere (encode_blocks, --engine 'ray') needs a cache directory")
         with progress_bar(n, desc, "item", enabled=progress) as bar:
             blocks = (_check_dim(_encode_block(encoder, _content_rows(content, np.arange(s, min(s + block_size, n))),
                                                batch_size, bar), encoder, min(block_size, n - s))

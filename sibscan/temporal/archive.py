@@ -72,7 +72,9 @@ class ArchiveConfig:
     augment: Tuple[float, ...] = ()
     n_jobs: Optional[int] = None
 
-    def __post_init__(self) -> None:
+    def check(self) -> "ArchiveConfig":
+        """Refuse a bad option before any file is read; returns the config (as every config's ``check``:
+        :class:`sibscan.config.ScanConfig`, the option groups, AuditConfig, ContaminationConfig)."""
         if not self.classifiers:
             raise SibscanError("name at least one classifier")
         if self.runs < 1:
@@ -85,6 +87,7 @@ class ArchiveConfig:
         names = [c.name for c in self.classifiers]
         if len(set(names)) != len(names):
             raise SibscanError(f"a classifier is named twice: {', '.join(names)}")
+        return self
 
     @property
     def mode(self) -> str:
@@ -104,7 +107,7 @@ class ArchiveConfig:
     def build(classifiers: Sequence[str], params: Optional[Dict[str, Any]] = None, **kwargs) -> "ArchiveConfig":
         """From classifier names (``params`` go to every named classifier)."""
         specs = tuple(classifier_spec(name, params) for name in classifiers)
-        return ArchiveConfig(classifiers=specs, **kwargs)
+        return ArchiveConfig(classifiers=specs, **kwargs).check()
 
 
 def _pair_in(folder: Path, name: str) -> Optional[ArchiveDataset]:
@@ -261,6 +264,7 @@ def run_archive(root: str | Path, out_dir: str | Path, config: ArchiveConfig, *,
     """
     from .summary import summarise, write_summary
 
+    config.check()
     if engine not in ENGINES:
         raise SibscanError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}")
     found = discover(root, datasets)

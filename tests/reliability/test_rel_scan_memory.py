@@ -174,8 +174,8 @@ def test_a_failed_fingerprint_spill_removes_the_values_spill(tmp_path, monkeypat
     from sibscan import scan
     from sibscan.items import Items
 
-    scan_module = importlib.import_module("sibscan.scan")  # the package's `scan` is the function
-    real, calls = scan_module._to_disk, []
+    inputs = importlib.import_module("sibscan.stages.inputs")  # the load stage, which spills the train table
+    real, calls = inputs._to_disk, []
 
     def full_on_second(array, path, spilled):
         calls.append(path)
@@ -185,7 +185,7 @@ def test_a_failed_fingerprint_spill_removes_the_values_spill(tmp_path, monkeypat
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(array, path, spilled)
 
-    monkeypatch.setattr(scan_module, "_to_disk", full_on_second)
+    monkeypatch.setattr(inputs, "_to_disk", full_on_second)
     rng = np.random.default_rng(4)
     with pytest.raises(OSError, match="No space"):
         scan(Items.coerce(rng.normal(size=(30, 6)), "train"), rng.normal(size=(8, 6)), out=tmp_path / "s",

@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, TextIO
 import numpy as np
 
 from sibscan import fmt, labeller
-from sibscan.errors import CompatibilityError, SibscanError
+from sibscan.errors import CompatibilityError, SibscanError, user_stacklevel
 from sibscan.verdict.pairdecision import PairLabels
 from sibscan.verdict.headline import narrow_enough
 from sibscan.verdict.testscores import TestScores, test_scores
@@ -90,7 +90,7 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
     if baseline is not None and left_out_neighbours(baseline) and \
             (identity.verifier_identity is None or _verifier_of(manifest) is not None):
         warnings.warn(f"{sd.baseline_path} left out each item's nearest neighbours (an older sibscan), which "
-                      "undercounts chance siblings on small sets; computing it again", stacklevel=3)
+                      "undercounts chance siblings on small sets; computing it again", stacklevel=user_stacklevel(3))
         baseline = None
     if baseline is not None:
         if baseline.get("encoder_identity") not in ("", None, identity.encoder_identity):
@@ -101,7 +101,7 @@ def _baseline(sd: ScanDir, manifest: dict, identity: Identity) -> dict:
     as_scan = verifier is not None or identity.verifier_identity is None
     if not as_scan:
         warnings.warn(f"{sd.path} has no baseline.json; computing the embedding-similarity baseline "
-                      "(the verified baseline needs 'sibscan scan' to finish)", stacklevel=3)
+                      "(the verified baseline needs 'sibscan scan' to finish)", stacklevel=user_stacklevel(3))
     params = manifest.get("parameters") or {}
     splits = {s: sd.items(s) for s in ("train", "test")}
     doc_index = _doc_index(manifest, splits)
@@ -208,7 +208,7 @@ def _check_definition(store: LabelStore, definition: str, source: str, drawn: Op
         lines = [f"this calibration's (from {source}): {definition!r}"] + [f"{what}: {d!r}" for what, d in others]
         msg = ("the definition of 'same' differs (cutoff.json lists every definition answers were given under; the "
                "estimate mixes them):\n  " + "\n  ".join(lines))
-        warnings.warn(msg, stacklevel=3)
+        warnings.warn(msg, stacklevel=user_stacklevel(3))
 
 
 def calibrate(
