@@ -14,7 +14,7 @@ from typing import Any, Dict
 from .atomic import check_writable_dir
 from .configkeys import check_value, suggest
 from .errors import SibscanError
-from .options import GROUPS, OWNER
+from .options import GROUPS, OWNER, check_value as check_field
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -207,4 +207,8 @@ def _checked_options(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
             raise SibscanError(f"{path}: unknown option {section}{key!r}{suggest(name, hints)}; "
                                f"valid: {', '.join(sorted(hints))}")
         out[name] = check_value(value, hints[name], f"{path}: {section}{key}")
+        try:  # the field's declared choices and bounds, as its flag's (k = 0 is --k 0)
+            check_field(GROUPS[OWNER[name]], name, value)
+        except SibscanError as exc:
+            raise SibscanError(f"{path}: {section}{key} = {value!r}: {exc}") from None
     return out

@@ -83,7 +83,7 @@ def _scan_stages(cfg: ScanConfig, echo, sd: ScanDir, timings, clock, t0, index, 
     done, run = begin_scan(sd, cfg, manifest, splits, fps, echo)
 
     with clock("encode"):
-        embeddings, chunks = embed_scan(cfg, sd, splits, models.encoder, index)
+        embeddings, chunks = embed_scan(cfg, sd, splits, models.encoder, index, manifest)
     _mark(sd, manifest, "encode")
 
     nb, built = scan_neighbours(cfg, sd, manifest, done, embeddings, splits, fps, chunks, models, clock, timings, echo)

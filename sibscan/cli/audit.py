@@ -44,7 +44,22 @@ def _text(result) -> str:
             lines.append(f"  {mid:<{w}}  {format_value(m):<28} {m['formula']}")
             if m.get("note"):
                 lines.append(f"  {'':<{w}}  {m['note']}")
+        lines += _samples_notes(result)
     return "\n".join(lines)
+
+
+def _samples_notes(result) -> List[str]:
+    """Which predictions a metric is over (``Metric.samples``, as audit.md says it), on the terminal where it
+    matters: when a prediction is missing (denominator) or NaN (nan_free), the two are counted differently."""
+    from ..audit.metrics import METRICS
+
+    if all(c.passed for name, c in result.checks.items() if name in ("denominator", "nan_free")):
+        return []
+    by_rule = {}
+    for mid in result.metrics:
+        if METRICS[mid].samples:
+            by_rule.setdefault(METRICS[mid].samples, []).append(mid)
+    return [f"  {' and '.join(mids)} {'are' if len(mids) > 1 else 'is'} {rule}" for rule, mids in by_rule.items()]
 
 
 @user_errors

@@ -16,7 +16,7 @@ import numpy as np
 from ..config import ScanConfig
 from ..store.cache import embed
 from ..store.diskarray import is_disk_array
-from ..store.scandir import ScanDir
+from ..store.scandir import EMBEDDINGS_KEY, ScanDir
 from .chunks import embed_chunked
 from ..encoders import encoder_kwargs, get_encoder
 from ..errors import InputError, SibscanError
@@ -28,9 +28,12 @@ __all__ = ["cache_dir_of", "check_rows", "embed_scan", "embed_splits"]
 
 
 def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, index=None,
+               manifest: Optional[dict] = None,
                ) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
     """:func:`embed_splits` as the scan configures it, each split's embeddings written into ``sd``
-    (a large train set straight there, block by block); returns what :func:`embed_splits` returns."""
+    (a large train set straight there, block by block) and the digest of each file written recorded in
+    ``manifest`` (:data:`~sibscan.store.scandir.EMBEDDINGS_KEY`: :meth:`ScanDir.embeddings` refuses another
+    scan's); returns what :func:`embed_splits` returns."""
     embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
                                       cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=cfg.output.progress,
                                       index=index, train_out=sd.embeddings_path("train"))
@@ -38,6 +41,9 @@ def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, 
         # an index keeps its own; a train set embedded straight into the scan directory is there already
         if not (split == "train" and (index is not None or is_disk_array(emb))):
             sd.write_embeddings(split, emb)
+    if manifest is not None:
+        written = [s for s in embeddings if not (s == "train" and index is not None)]
+        manifest[EMBEDDINGS_KEY] = sd.embeddings_digests(written)
     return embeddings, chunks
 
 

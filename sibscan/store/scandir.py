@@ -4,7 +4,8 @@ Layout (every file written atomically)::
 
     DIR/manifest.json          version, inputs' fingerprints, encoder/verifier identity, parameters,
                                timings, skipped items, status ("running" | "complete")
-    DIR/items/<split>.npz      ids, labels, groups, fingerprint (n, 2) uint64, values (tables)
+    DIR/items/<split>.npz      ids, labels, groups, fingerprint (n, 2) uint64, values (tables),
+                               items_fingerprint (the manifest's, compared on every read)
     DIR/items/<split>.jsonl    texts (text) or paths (images), one JSON string per line
     DIR/embeddings/<split>.npy float16/float32 (n, dim), rows aligned with the items
     DIR/neighbours.npz         the neighbours table (columns below); neighbours.csv for people
@@ -54,8 +55,11 @@ manifest.json keys (written by :mod:`sibscan.scan`; later stages read them)::
     views: the views that proposed test→train candidates, the encoder first (["effnet", "windows"]),
     view_identities: {view: identity}; pairing: sibscan.stages.pairverify.PAIRING or null (a resume compares both),
     neighbours_source (hex): what neighbours.npz was computed from (:func:`neighbours_source`), stored in the
-        table too; every reader compares the two (:meth:`ScanDir.checked_neighbours_path`), so a table
-        copied from another scan is refused (absent in scans made before it was recorded),
+        table too, and as baseline.json's ``source`` (the baseline is computed from the same); every reader
+        compares them (:meth:`ScanDir.checked_neighbours_path`, :meth:`ScanDir.baseline`), so a table copied
+        from another scan is refused (absent in scans made before it was recorded),
+    embeddings_digest: {split: hex} of the embeddings/<split>.npy the scan wrote (:func:`embeddings_digest`),
+        compared by :meth:`ScanDir.embeddings` (absent in scans made before it was recorded),
     pairs_verified: {"test>train", "test>test", "train>test": pairs handed to the verifier, each under
         the first of these directions holding it},
     parameters: {k, decimals, znorm, backend, device, directions, verify_k, ...},
@@ -88,11 +92,19 @@ from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks, table_
 from ..rowids import RowNumberIds
 from .scanfiles import DELETE_RERUN, READ_ERRORS, RERUN, corrupt
 
-__all__ = ["NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "load_items", "neighbours_source",
-           "save_items", "train_items_searched"]
+__all__ = ["EMBEDDINGS_KEY", "NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "embeddings_digest",
+           "load_items", "neighbours_source", "save_items", "train_items_searched"]
 
 #: the manifest key recording what the neighbours table was computed from (:func:`neighbours_source`)
 NEIGHBOURS_SOURCE_KEY = "neighbours_source"
+#: the manifest key recording the digest of each embeddings file the scan wrote (:func:`embeddings_digest`)
+EMBEDDINGS_KEY = "embeddings_digest"
+#: baseline.json's key holding the manifest's NEIGHBOURS_SOURCE_KEY of the scan that computed it
+_BASELINE_SOURCE = "source"
+#: rows of an embeddings file that its digest reads (evenly spaced, the first and last among them)
+_DIGEST_ROWS = 64
+#: the member of items/<split>.npz holding the split's items_fingerprint, as the manifest records it
+_ITEMS_ROWS = "items_fingerprint"
 #: what computes a scan folder's neighbours table again
 _FORCE = "re-run the 'sibscan scan' command with --force to compute it again (labels under calibration/ are kept)"
 
@@ -117,8 +129,29 @@ def neighbours_source(manifest: dict) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
-    """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``."""
+def embeddings_digest(emb: np.ndarray) -> str:
+    """A digest of an embeddings array: its shape, dtype and :data:`_DIGEST_ROWS` evenly spaced rows.
+
+    Enough to tell a scan's embeddings from another scan's (other items, encoder or row order change the
+    shape or the rows read), and read in a few milliseconds whatever the file's size, as the file is
+    memory-mapped; recorded in the manifest when the scan writes them and compared on every read.
+
+    Parameters
+    ----------
+    emb : ndarray of shape (n, dim)
+    """
+    n = len(emb)
+    rows = np.unique(np.linspace(0, n - 1, num=min(n, _DIGEST_ROWS)).round().astype(np.int64))
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"sibscan-embeddings/1|{tuple(emb.shape)}|{emb.dtype.str}|".encode())
+    h.update(np.ascontiguousarray(emb[rows]).tobytes())
+    return h.hexdigest()
+
+
+def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray] = None,
+               rows: Optional[str] = None) -> None:
+    """Write ``items`` (and their (n, 2) uint64 fingerprints) under ``directory/items/``; ``rows``: the
+    split's ``items_fingerprint`` as the manifest records it, stored with them (compared by :func:`load_items`)."""
     d = Path(directory) / "items"
     arrays = {"ids": items.ids if isinstance(items.ids, RowNumberIds) else items.ids.astype(str)}  # written a block at a time
     if items.labels is not None:
@@ -140,6 +173,8 @@ def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray]
         "skipped": [s.to_dict() for s in items.skipped],
     }
     arrays["meta"] = np.array(json.dumps(meta))
+    if rows is not None:
+        arrays[_ITEMS_ROWS] = np.array(rows)
     save_npz(d / f"{items.split}.npz", **arrays)
     content = items.texts if items.modality == "text" else items.paths if items.modality == "image" else None
     if content is not None:
@@ -158,6 +193,7 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
             arrays = {k: z[k] for k in z.files}
     except READ_ERRORS as exc:
         raise corrupt(path, exc, RERUN) from None
+    _refuse_foreign_items(Path(directory), path, split, len(arrays["ids"]), arrays.get(_ITEMS_ROWS))
     texts = paths = None
     if meta["modality"] in ("text", "image"):
         lines = d / f"{split}.jsonl"
@@ -187,6 +223,21 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
         extra={k[len("extra__"):]: v for k, v in arrays.items() if k.startswith("extra__")},
     )
     return items, arrays.get("fingerprint")
+
+
+def _refuse_foreign_items(directory: Path, path: Path, split: str, n: int, rows: Optional[np.ndarray]) -> None:
+    """Refuse a scan folder's ``items/<split>.npz`` that is not the one its manifest describes (copied
+    from another scan): another number of items than ``inputs.<split>.n_items``, or another
+    ``items_fingerprint`` stored with them.  Files written before the fingerprint was stored are checked
+    by their count only; a folder without a manifest (an index's) has nothing to compare with."""
+    sd = ScanDir(directory)
+    if not sd.exists():
+        return
+    recorded = (sd.manifest().get("inputs") or {}).get(split) or {}
+    other_count = recorded.get("n_items") not in (None, n)
+    other_rows = rows is not None and recorded.get("items_fingerprint") not in (None, str(rows))
+    if other_count or other_rows:
+        raise sd._foreign(path, RERUN)
 
 
 def train_items_searched(manifest: dict, directory=None) -> Optional[int]:
@@ -263,9 +314,25 @@ class ScanDir:
         return load_items(self.path, split)[1]
 
     def write_items(self, items: Items, fingerprints: Optional[np.ndarray] = None) -> None:
-        save_items(self.path, items, fingerprints)
+        """Write a split's items, stored with the ``items_fingerprint`` the manifest records for them."""
+        recorded = ((self.manifest().get("inputs") or {}).get(items.split) or {}) if self.exists() else {}
+        save_items(self.path, items, fingerprints, rows=recorded.get("items_fingerprint"))
 
     def embeddings(self, split: str, mmap: bool = True) -> np.ndarray:
+        """``embeddings/<split>.npy``, once it is known to be the one this scan wrote (its digest is the
+        manifest's :data:`EMBEDDINGS_KEY`; a manifest recording none, made before it was recorded, has
+        nothing to compare with)."""
+        emb = self._load_embeddings(split, mmap)
+        recorded = self.manifest().get(EMBEDDINGS_KEY) if self.exists() else None
+        if recorded is not None and (not isinstance(recorded, dict) or recorded.get(split) != embeddings_digest(emb)):
+            raise self._foreign(self.embeddings_path(split), RERUN)
+        return emb
+
+    def embeddings_digests(self, splits: Iterable[str]) -> dict:
+        """``{split: digest}`` of the embeddings files just written, for the manifest's :data:`EMBEDDINGS_KEY`."""
+        return {split: embeddings_digest(self._load_embeddings(split, mmap=True)) for split in splits}
+
+    def _load_embeddings(self, split: str, mmap: bool) -> np.ndarray:
         p = self.embeddings_path(split)
         if not p.exists():
             raise SibscanError(f"{p} is missing; re-run 'sibscan scan' on {self.path}")
@@ -293,9 +360,13 @@ class ScanDir:
             raise SibscanError(f"{path} is missing; the scan in {self.path} did not finish — re-run 'sibscan scan' to resume")
         recorded = self._recorded_source()
         if recorded is not None and table_source(path) != recorded:
-            raise SibscanError(f"{path} was not computed by the scan in {self.path} (it records another source than "
-                               f"{self.manifest_path.name}: copied from another scan?); {_FORCE}")
+            raise self._foreign(path, _FORCE)
         return path
+
+    def _foreign(self, path: Path, fix: str) -> SibscanError:
+        """The refusal of a file in this folder that another scan computed (its digest is not the manifest's)."""
+        return SibscanError(f"{path} was not computed by the scan in {self.path} (it does not match what "
+                            f"{self.manifest_path.name} records: copied from another scan?); {fix}")
 
     def _recorded_source(self) -> Optional[str]:
         """The manifest's :data:`NEIGHBOURS_SOURCE_KEY` (None without a manifest: a table made by hand)."""
@@ -357,10 +428,15 @@ class ScanDir:
         bad = [k for k in ("0.99", "0.999") if not isinstance(q, dict) or not _number(q.get(k))]
         if bad:
             raise corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), DELETE_RERUN)
+        recorded = self._recorded_source()
+        # another scan's baseline (other items, encoder or options) would state its chance siblings as this one's
+        if recorded is not None and baseline.get(_BASELINE_SOURCE) != recorded:
+            raise self._foreign(self.baseline_path, DELETE_RERUN)
         return baseline
 
     def write_baseline(self, baseline: dict) -> None:
-        write_json(self.baseline_path, baseline)
+        """Write baseline.json, stamped with the source its manifest records, if any (compared by :meth:`baseline`)."""
+        write_json(self.baseline_path, {**baseline, _BASELINE_SOURCE: self._recorded_source()})
 
 
 def _number(x) -> bool:

@@ -131,3 +131,20 @@ def test_audit_md_says_which_predictions_accuracy_is_over_and_why(tmp_path):
     md = (tmp_path / "a" / "audit.md").read_text()
     assert "`accuracy` is over the test items with a prediction: a missing one" in md
     assert "a NaN or empty prediction is an answer, and a wrong one" in md
+
+
+def test_audit_terminal_says_which_predictions_accuracy_is_over_when_one_is_missing_or_nan(tmp_path):
+    """The rule audit.md states (metrics.SCORED_SAMPLES) printed under the terminal's metrics too, where a
+    missing or NaN prediction makes it matter; nothing when every prediction is there and a number."""
+    ids = [f"s{i}" for i in range(10)]
+    (tmp_path / "t.csv").write_text("id,target\n" + "".join(f"{i},{k % 2}\n" for k, i in enumerate(ids)))
+    preds = [str(k % 2) for k in range(10)]
+    preds[0] = "nan"
+    (tmp_path / "p.csv").write_text("id,prediction\n" + "".join(f"{i},{p}\n" for i, p in zip(ids, preds)))
+    (tmp_path / "ok.csv").write_text("id,prediction\n" + "".join(f"{i},{k % 2}\n" for k, i in enumerate(ids)))
+    nan = cli("audit", tmp_path / "p.csv", "--targets", tmp_path / "t.csv", "-q")
+    assert nan.exit_code == 1, nan.output
+    assert "accuracy and macro_f1 are over the test items with a prediction: a missing one" in nan.stdout
+    assert "a NaN or empty prediction is an answer, and a wrong one" in nan.stdout
+    ok = cli("audit", tmp_path / "ok.csv", "--targets", tmp_path / "t.csv", "-q", "--max-agreement", "1")
+    assert "over the test items with a prediction" not in ok.stdout, ok.stdout

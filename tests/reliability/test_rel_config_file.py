@@ -22,6 +22,10 @@ from sibscan.config import list_presets, load_config_file
     ('[scan]\ncutoff = "0.9"\n', ("cutoff", "a number")),
     ('[scan.search]\nk = 3\n', ("[scan.search]",)),
     ('[scans]\nk = 3\n', ("[scans]", "did you mean 'scan'")),
+    # a value outside the field's choices or bounds names the file and key too, not only the flag
+    ('[scan]\nk = 0\n', ("[scan] k = 0", "--k must be an integer >= 1")),
+    ('[scan]\nbackend = "foo"\n', ("[scan] backend = 'foo'", "available: auto")),
+    ('decimals = 30\n', ("decimals = 30", "0..20")),
 ])
 def test_bad_config_file_is_refused_naming_file_and_key(tables, text, needles):
     path = tables / "bad.toml"

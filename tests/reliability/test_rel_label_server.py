@@ -157,3 +157,13 @@ def test_a_body_that_is_not_a_json_object_is_answered_400(server, route, body):
     assert "must be a JSON object" in json.loads(data)["error"]
     assert _labels(server) == 0
     assert not server.done.is_set()
+
+
+@pytest.mark.parametrize("index", ["true", "false", '"1"', "1.0", "null"])
+def test_an_answer_whose_index_is_not_a_whole_number_is_answered_400_and_not_recorded(server, index):
+    """JSON true was taken as pair 1 (a bool is an int in Python) and its label recorded."""
+    body = ('{"index": %s, "label": "same"}' % index).encode()
+    status, _, data = _request(server, "POST", "/api/answer", body, {"Content-Type": "application/json"})
+    assert status == 400, data
+    assert "answer needs" in json.loads(data)["error"]
+    assert _labels(server) == 0

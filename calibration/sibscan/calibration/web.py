@@ -166,7 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             try:
                 if route == "/api/answer":
-                    if not isinstance(body.get("index"), int):
+                    index = body.get("index")
+                    if not isinstance(index, int) or isinstance(index, bool):  # JSON true is no pair number
                         return self._error(400, "answer needs {\"index\": int, \"label\": same|different|skip}")
                     res = session.answer(body["index"], str(body.get("label")), source="web")
                     state = session.state()
