@@ -430,6 +430,10 @@ class ScanDir:
             raise corrupt(self.baseline_path, ValueError(f"no {' or '.join(bad)} quantile"), DELETE_RERUN)
         recorded = self._recorded_source()
         # another scan's baseline (other items, encoder or options) would state its chance siblings as this one's
+        if recorded is not None and _BASELINE_SOURCE not in baseline:  # written before baselines were stamped
+            raise SibscanError(f"{self.baseline_path} does not say which scan computed it (written by an "
+                               f"sibscan from before baselines were stamped), so it cannot be checked against "
+                               f"{self.manifest_path.name}; {DELETE_RERUN}")
         if recorded is not None and baseline.get(_BASELINE_SOURCE) != recorded:
             raise self._foreign(self.baseline_path, DELETE_RERUN)
         return baseline

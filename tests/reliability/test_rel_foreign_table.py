@@ -123,6 +123,22 @@ def test_a_deleted_foreign_baseline_is_computed_again_as_the_scans_own(scans, fo
     assert json.loads((foreign_baseline / "baseline.json").read_text()) == own
 
 
+def test_an_unstamped_baseline_says_why_it_cannot_be_checked(scans, tmp_path):
+    """A baseline.json written before baselines carried their scan's stamp is not called "copied from another
+    scan": the line says it cannot be checked, and the re-run that recomputes it."""
+    scan = tmp_path / "scan"
+    shutil.copytree(scans / "own", scan)
+    baseline = json.loads((scan / "baseline.json").read_text())
+    del baseline["source"]
+    (scan / "baseline.json").write_text(json.dumps(baseline))
+    assert_one_line_error(cli("report", scan, "--cutoff", "0.99"), "baseline.json", "does not say which scan",
+                          "delete it")
+    (scan / "baseline.json").unlink()
+    result = cli("scan", scans / "train.csv", scans / "test.csv", "--out", scan, *FAST)
+    assert result.exit_code == 0, result.output
+    assert json.loads((scan / "baseline.json").read_text())["source"] is not None
+
+
 def test_foreign_embeddings_are_refused_and_a_rerun_rewrites_them(scans, tmp_path):
     scan = tmp_path / "scan"
     shutil.copytree(scans / "own", scan)
