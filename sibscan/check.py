@@ -19,6 +19,8 @@ from .loaders import as_items
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
+from .encoders import get_encoder
+from .kernels.rowhash import fingerprint_membership
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS", "NEEDS_LABELS_EXIT"]
 
@@ -271,7 +273,6 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
         ``{n_test, exact, near, rate}`` when the assertion holds.
     """
     from .fingerprint import fingerprint
-    from .kernels.rowhash import fingerprint_membership
 
     max_rate = check_fraction(max_rate, "max_rate")
     check_decimals(decimals, "decimals")
@@ -283,8 +284,6 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     best = np.full(len(te), np.nan, np.float32)
     arg = np.zeros(len(te), np.int64)
     if cutoff is not None:
-        from .encoders import get_encoder
-
         enc = get_encoder(encoder
                           or DEFAULT_ENCODERS[te.modality]) if encoder is None or isinstance(encoder, str) else encoder
         best, arg = _best_cosine(enc.encode(te.content), enc.encode(tr.content))

@@ -22,6 +22,9 @@ from ..options import DIRECTIONS, SearchOptions
 from .pairverify import VerifiedPairs, verify_pairs
 from ..progress import bar as progress_bar, task
 from ..store.scandir import Neighbours
+from ..search.exact import search, resolve_backend
+from ..search.rayengine import search_ray
+from ..store.shards import ShardedEmbeddings
 
 __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "search_direction", "table_from_search",
            "verify_neighbours"]
@@ -80,9 +83,6 @@ def neighbours_table(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items]
 def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: str = "auto", progress: bool = True,
                      exclude_self: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Top-k of each query row; queries or database may be :class:`~sibscan.store.shards.ShardedEmbeddings`."""
-    from ..search.exact import search
-    from ..store.shards import ShardedEmbeddings
-
     k = min(k, len(d_emb) - (1 if exclude_self else 0))
     if k <= 0:
         return np.zeros((len(q_emb), 0), np.float32), np.zeros((len(q_emb), 0), np.int64)
@@ -94,8 +94,6 @@ def search_direction(q_emb, d_emb, k: int, options: SearchOptions, *, device: st
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     if options.engine == "ray":
-        from ..search.rayengine import search_ray
-
         return search_ray(q_emb, d_emb, k, address=options.address, backend=options.backend,
                           block_size=options.block_size, exclude_self=exclude_self, progress=progress)
     return search(q_emb, d_emb, k, backend=options.backend, device=device, block_size=options.block_size,
@@ -190,7 +188,6 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     if options.backend == "auto" and options.engine != "ray" and n_train:
         # one backend for the whole direction, chosen for its whole shape (as one search would be),
         # not re-chosen per block, whose smaller shape could fall under the measured backend's threshold
-        from ..search.exact import resolve_backend
 
         test = embeddings["test"]
         options = dataclasses.replace(options, backend=resolve_backend(
