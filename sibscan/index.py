@@ -27,9 +27,11 @@ from ._version import __version__
 from .atomic import check_writable_dir, write_json
 from .encoders import build_encoder, encoder_kwargs, get_encoder
 from .errors import CompatibilityError, SibscanError
+from .fingerprint import content_keys, fingerprint
 from .items import Items
 from .loaders import load_split
 from .options import EncoderOptions, LoadOptions, make
+from .store.cache import embed
 from .store.scandir import load_items, save_items
 from .store.scanfiles import READ_ERRORS, corrupt
 from .store.shards import ShardedEmbeddings
@@ -147,9 +149,6 @@ class TrainIndex:
 
     def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool,
                 prefix: Optional[str] = None) -> None:
-        from .store.cache import embed
-        from .fingerprint import content_keys, fingerprint
-
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
             old, fp_old = load_items(self.path, "train")
