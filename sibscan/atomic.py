@@ -16,6 +16,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .errors import SibscanError
+
 __all__ = ["atomic_path", "write_bytes", "write_text", "write_json", "save_npy", "save_npz", "append_jsonl",
            "check_writable_dir", "new_file_mode"]
 
@@ -29,8 +31,6 @@ def check_writable_dir(path: str | os.PathLike, flag: str) -> Path:
     SibscanError
         Naming the option, the path and what to do.
     """
-    from .errors import SibscanError
-
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise SibscanError(f"{flag} {path} is a file, not a folder; give a folder (it is created when missing)")

@@ -19,6 +19,10 @@ from .loaders import as_items
 from .fmt import pct
 from .fmt import score as fmt_score
 from .stats import check_decimals, check_fraction
+from .store.scandir import ScanDir
+from .encoders import get_encoder
+from .fingerprint import fingerprint
+from .kernels.rowhash import fingerprint_membership
 
 __all__ = ["CheckResult", "check", "assert_no_siblings", "DEFAULT_ENCODERS", "NEEDS_LABELS_EXIT"]
 
@@ -95,7 +99,6 @@ def _pair_text(p: dict) -> str:
 def _required(scan_dir, names: List[str]):
     """Each required audit check's state, and the sentences for the failing ones."""
     from .report.honest import load_audit
-    from .store.scandir import ScanDir
 
     audit = load_audit(scan_dir, ScanDir(scan_dir).manifest().get("dataset_fingerprint"))
     states, problems = {}, []
@@ -155,7 +158,6 @@ def check(scan_dir, max_rate: Optional[float] = None, max_exact: Optional[float]
         No limit given, or the scan did not finish (its manifest's status is not "complete").
     """
     from .report.honest import check_name
-    from .store.scandir import ScanDir
 
     max_rate, max_exact = check_fraction(max_rate, "--max-rate"), check_fraction(max_exact, "--max-exact")
     names = [check_name(n) for n in require]
@@ -270,9 +272,6 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     dict
         ``{n_test, exact, near, rate}`` when the assertion holds.
     """
-    from .fingerprint import fingerprint
-    from .kernels.rowhash import fingerprint_membership
-
     max_rate = check_fraction(max_rate, "max_rate")
     check_decimals(decimals, "decimals")
     tr, te = as_items(train, "train"), as_items(test, "test")
@@ -283,8 +282,6 @@ def assert_no_siblings(train, test, *, max_rate: float = 0.0, encoder=None, cuto
     best = np.full(len(te), np.nan, np.float32)
     arg = np.zeros(len(te), np.int64)
     if cutoff is not None:
-        from .encoders import get_encoder
-
         enc = get_encoder(encoder
                           or DEFAULT_ENCODERS[te.modality]) if encoder is None or isinstance(encoder, str) else encoder
         best, arg = _best_cosine(enc.encode(te.content), enc.encode(tr.content))

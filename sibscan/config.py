@@ -14,7 +14,11 @@ from typing import Any, Dict
 from .atomic import check_writable_dir
 from .configkeys import check_value, suggest
 from .errors import SibscanError
-from .options import GROUPS, OWNER, check_value as check_field
+from .options import GROUPS, OWNER, VIEWS, check_value as check_field
+from . import configs  # the top-level configs/ folder, installed as sibscan.configs
+from .encoders import list_encoders
+from .encoders.build import check_image_size
+from .verify import verifier_class
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,13 +124,8 @@ class ScanConfig:
                                f"{'--index' if load.index is not None else '--chunk-words'}: your embeddings are one "
                                "row per item of the two splits")
         if self.encoding.encoder is not None:
-            from .encoders.build import check_image_size
-
             check_image_size(self.encoding.encoder, self.encoding.image_size)  # also: the name is registered
         if self.search.extra_views:
-            from .encoders import list_encoders
-            from .options import VIEWS
-
             names = [*VIEWS, *(c.name for c in list_encoders())]
             bad = [v for v in self.search.extra_views if v not in names]
             if bad:
@@ -135,8 +134,6 @@ class ScanConfig:
                 raise SibscanError("--extra-views cannot be combined with --chunk-words (views propose whole items); "
                                    "drop one")
         if self.verification.verifier is not None:
-            from .verify import verifier_class
-
             verifier_class(self.verification.verifier)
         if self.output.calibration is not None:
             from .verdict.record import resolve
@@ -146,8 +143,6 @@ class ScanConfig:
 
 
 def _presets_dir() -> Path:
-    from . import configs  # the top-level configs/ folder, installed as sibscan.configs
-
     return Path(configs.__file__).resolve().parent
 
 

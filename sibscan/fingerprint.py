@@ -24,6 +24,9 @@ from .imageio import DEPTH_KEY, decode_images
 from .items import Items
 from .rowids import id_blocks, lexicographic_order
 from .kernels.textalign import normalise_text
+from .kernels.rowhash import row_fingerprints
+from .store.diskarray import NpyWriter
+from .store.keybuckets import SORT_ROWS, sorted_blocks
 
 __all__ = ["content_keys", "dataset_fingerprint", "file_fingerprint", "fingerprint", "ids_fingerprint",
            "image_fingerprints", "items_fingerprint", "pixel_fingerprint", "raw_text_fingerprints", "text_fingerprints"]
@@ -45,8 +48,6 @@ def fingerprint(items: Items, decimals: int = 6, znorm: bool = False) -> np.ndar
     ndarray of shape (n, 2), uint64
     """
     if items.modality == "table":
-        from .kernels.rowhash import row_fingerprints
-
         return _table_blocks(items.values, lambda x: row_fingerprints(x, decimals=decimals, znorm=znorm))
     if items.modality == "text":
         return np.asarray(text_fingerprints(items.texts), dtype=np.uint64).reshape(len(items), 2)
@@ -77,12 +78,8 @@ def content_keys(items: Items, out=None) -> np.ndarray:
     ndarray of shape (n, 2), uint64
     """
     if items.modality == "table":
-        from .kernels.rowhash import row_fingerprints
-
         fn = functools.partial(row_fingerprints, decimals=None)
         if out is not None and not isinstance(items.values, np.ndarray):
-            from .store.diskarray import NpyWriter
-
             with NpyWriter(out, np.uint64, (2,)) as writer:  # a block of keys at a time, never all of them
                 for _, block in _row_blocks(items.values, fn):
                     writer.append(block)
@@ -141,7 +138,6 @@ def dataset_fingerprint(items: Items, decimals: int = 6, znorm: bool = False, fp
         params = f"{items.values.shape[1]}|{items.shape}|{decimals}|{znorm}"
     h.update(f"sibscan-dataset/1|{items.modality}|{params}|{len(fp)}|".encode())
     if hasattr(fp, "iter_blocks"):  # on disk (a scan's train set): sorted a bucket at a time, never whole
-        from .store.keybuckets import SORT_ROWS, sorted_blocks
 
         # in the system's temporary folder: one left in a scan directory by a kill -9 (the manifest is not
         # written yet) would make the next run refuse the directory as not a scan

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence, TypeVar, Union
 
 from .errors import InputError, require
+from .progress import bar
 
 __all__ = ["open_image", "decode_images", "DEPTH_KEY", "MAX_PIXELS", "IMAGE_EXTENSIONS"]
 
@@ -135,8 +136,6 @@ def decode_images(
     list of length n
         ``fn``'s result, or the :class:`InputError` that made the image unreadable.
     """
-    from .progress import bar
-
     def one(path):
         try:
             return fn(open_image(path), str(path))

@@ -25,13 +25,16 @@ import numpy as np
 
 from ._version import __version__
 from .atomic import check_writable_dir, write_json
-from .encoders import build_encoder, encoder_kwargs
+from .encoders import build_encoder, encoder_kwargs, get_encoder
 from .errors import CompatibilityError, SibscanError
+from .fingerprint import content_keys, fingerprint
 from .items import Items
 from .loaders import load_split
 from .options import EncoderOptions, LoadOptions, make
+from .store.cache import embed
 from .store.scandir import load_items, save_items
 from .store.scanfiles import READ_ERRORS, corrupt
+from .store.shards import ShardedEmbeddings
 
 __all__ = ["TrainIndex"]
 
@@ -146,9 +149,6 @@ class TrainIndex:
 
     def _append(self, new: Items, enc, *, batch_size: Optional[int], progress: bool,
                 prefix: Optional[str] = None) -> None:
-        from .store.cache import embed
-        from .fingerprint import content_keys, fingerprint
-
         fp_new = fingerprint(new, decimals=self.meta["decimals"], znorm=self.meta["znorm"])
         if self.meta["n_items"]:
             old, fp_old = load_items(self.path, "train")
@@ -160,7 +160,6 @@ class TrainIndex:
             items, fps = new, fp_new
         emb = embed(new, enc, cache_dir=self.path / "cache", fingerprints=content_keys(new), batch_size=batch_size,
                     progress=progress)
-        from .store.shards import ShardedEmbeddings
 
         shards = ShardedEmbeddings.create(self.path / "embeddings", int(enc.dim), dtype="float32", exist_ok=True)
         if shards.n != self.meta["n_items"]:
@@ -190,14 +189,10 @@ class TrainIndex:
 
     def embeddings(self):
         """The train embeddings, :class:`~sibscan.store.shards.ShardedEmbeddings` (n_items, dim) read by blocks."""
-        from .store.shards import ShardedEmbeddings
-
         return ShardedEmbeddings(self.path / "embeddings")
 
     def encoder(self, device: str = "auto"):
         """Rebuild the index's encoder and refuse if its identity changed (other weights/preprocessing)."""
-        from .encoders import get_encoder
-
         e = self.meta["encoder"]
         enc = get_encoder(e["name"], device=device, **e.get("options", {}))
         if enc.identity != e["identity"]:

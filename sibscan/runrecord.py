@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import SibscanError
+from ._version import __version__
 
 __all__ = ["RECORD_KEY", "RunRecord", "VerifyResult", "begin_run", "environment", "hash_path", "hash_inputs",
            "run_identity", "verify_run"]
@@ -119,8 +120,6 @@ def _packages(path_state: tuple) -> Tuple[Tuple[str, str], ...]:
 
 def environment() -> dict:
     """Python, platform, CPU, the installed packages and their versions, and the device."""
-    from ._version import __version__
-
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
             "platform": platform.platform(), "machine": platform.machine(), "cpu": _cpu_name(),
             "cpu_count": os.cpu_count(), "sibscan": __version__, "packages": dict(_packages(_path_state())),

@@ -32,6 +32,9 @@ from .items import check_pair
 from .loaders import as_items
 from .loaders.prints import SplitPrints, load_prints, prints_from_items
 from .stats import check_decimals, check_fraction, wilson_interval
+from .atomic import write_text
+from .kernels.rowhash import round_rows, group_fingerprints, znormalise_rows
+from .kernels.twincount import twin_counts, twin_membership
 
 __all__ = ["TwinReport", "ci_text", "find_twins", "decimals_sweep", "group_ids", "assert_no_twins",
            "format_twin_report", "rate_from_pct", "twin_violation", "write_groups_csv"]
@@ -132,8 +135,6 @@ def _distinct_per_row(values: np.ndarray, decimals: int, block: int = 8192) -> n
 
     ``block`` rows at a time: the rounded and sorted copies stay in the CPU cache (200,000 twin rows
     x 46 took 0.47 CPU-s as one piece, most of it faulting in the temporaries, 0.07 s in blocks)."""
-    from .kernels.rowhash import round_rows
-
     out = np.zeros(len(values), dtype=np.int64)
     for start in range(0, len(values), block):
         s = np.sort(round_rows(values[start:start + block], decimals), axis=1)  # NaNs sort last
@@ -164,8 +165,6 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
     -------
     TwinReport
     """
-    from .kernels.twincount import twin_counts
-
     train, test = _pair(train, test, [decimals], znorm)
     n1, n2 = len(train), len(test)
     labelled = train.has_labels and test.has_labels
@@ -183,8 +182,6 @@ def find_twins(train, test, decimals: int = 6, znorm: bool = False) -> TwinRepor
                                "load it with keep_items=True")
         rows = test.items.values[test_idx]
         if znorm:
-            from .kernels.rowhash import znormalise_rows
-
             rows = znormalise_rows(rows)
         median_distinct = float(np.median(_distinct_per_row(rows, decimals)))
 
@@ -232,8 +229,6 @@ def decimals_sweep(train, test, decimals: Sequence[int] = (2, 3, 4, 6, 10), znor
         (lists aligned with ``decimals``), ``verdict`` (``"flat"``, ``"climbing"`` or ``"none"``)
         and ``message``.
     """
-    from .kernels.twincount import twin_membership
-
     decs = sorted({int(d) for d in decimals})
     if not decs:
         raise SibscanError("decimals_sweep needs at least one precision")
@@ -271,8 +266,6 @@ def group_ids(train, test, decimals: int = 6, znorm: bool = False) -> Tuple[np.n
     test_groups : ndarray of shape (n_test,), int64
         Group numbers ``0 .. n_groups - 1``, numbered by first occurrence (train first).
     """
-    from .kernels.rowhash import group_fingerprints
-
     train, test = _pair(train, test, [decimals], znorm)
     group = group_fingerprints(np.concatenate([train.fps[int(decimals)], test.fps[int(decimals)]]))[0]
     return group[: len(train)], group[len(train):]
@@ -284,8 +277,6 @@ def write_groups_csv(path, train, test, groups: Tuple[np.ndarray, np.ndarray]) -
     ``train``, ``test``: Items or SplitPrints."""
     import csv
     import io
-
-    from .atomic import write_text
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -191,6 +191,202 @@ def test_the_private_import_check_tells_a_package_from_its_neighbours():
     # the shape the Ray engine had: sibscan.engines reaching into a module of the root package
     assert private_imports("sibscan.engines.ray_embed", "from ..scan import _load_splits\n") == [
         ("sibscan.scan._load_splits", "sibscan.scan")]
+
+
+#: Our own modules imported inside a function (module -> {imported module: reason}); every other import of one of
+#: our modules sits at the top of its module, where a reader sees what the module depends on.  A reason is a cycle
+#: (``cycle: A -> B -> A``), the layer rule of a package root (``layer: ...``: an ``__init__`` imports nothing above
+#: its lowest submodule at its top, test_a_package_init_imports_nothing_above_its_submodules) or a measured import-time cost: what moving that import to the module's top adds to an
+#: entry point that does not load the imported module today -- ``sibscan --help`` (every command's start-up, which
+#: must not grow) or, for a module behind the Python API's lazy root, ``import sibscan.X`` (kept lazy where that
+#: adds 10 ms or more).  Measured by ``python -m benchmarks.import_cost`` (the best of 9 fresh processes on the
+#: 2-core development machine, shared: medians vary up to 3x from run to run; "modules" counts every module added
+#: to sys.modules, numpy's 100-odd for ``sibscan.api``, which does not import numpy).  An entry whose import moved to
+#: the top, or whose entry point loads the module anyway (the laziness saves nothing), fails the tests below, so
+#: the list only shrinks.
+LAZY_IMPORTS_ALLOWED: Dict[str, Dict[str, str]] = {
+    "sibscan": {  # the root's lazy __getattr__ words sibscan.NAME's messages for Python (pywords: layer 14)
+        "sibscan.pywords": "layer: the package root imports nothing above its lowest submodule (layer 0)",
+    },
+    "sibscan.api": {
+        "sibscan.calibration": "import time: +134 ms, 176 modules, to `import sibscan.api`",
+        "sibscan.config": "import time: +79 ms, 131 modules, to `import sibscan.api`",
+        "sibscan.items": "import time: +44 ms, 98 modules, to `import sibscan.api`",
+        "sibscan.options": "import time: +53 ms, 101 modules, to `import sibscan.api`",
+        "sibscan.report": "import time: +111 ms, 153 modules, to `import sibscan.api`",
+        "sibscan.report.items": "import time: +110 ms, 153 modules, to `import sibscan.api`",
+        "sibscan.report.notebook": "import time: +118 ms, 154 modules, to `import sibscan.api`",
+        "sibscan.scan": "import time: +175 ms, 198 modules, to `import sibscan.api`",
+        "sibscan.store.scandir": "import time: +55 ms, 107 modules, to `import sibscan.api`",
+        "sibscan.verdict": "import time: +87 ms, 124 modules, to `import sibscan.api`",
+        "sibscan.verdict.labelfile": "import time: +90 ms, 124 modules, to `import sibscan.api`",
+    },
+    "sibscan.audit.run": {
+        "sibscan.audit.overlap": "import time: +14 ms, 10 modules, to `import sibscan.audit`",
+    },
+    "sibscan.audit.scanlink": {
+        "sibscan.scan": "import time: +52 ms, 43 modules, to `import sibscan.audit`",
+    },
+    "sibscan.check": {
+        "sibscan.report.honest": "import time: +31 ms, 25 modules, to `import sibscan.check`",
+        "sibscan.report.items": "import time: +32 ms, 25 modules, to `import sibscan.check`",
+        "sibscan.verdict": "import time: +11 ms, 10 modules, to `import sibscan.check`",
+    },
+    "sibscan.cli._options": {
+        "sibscan.encoders.base": "import time: +5 ms, 13 modules, to `sibscan --help`",
+        "sibscan.verify.base": "import time: +2 ms, 4 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.audit": {
+        "sibscan.audit": "import time: +48 ms, 49 modules, to `sibscan --help`",
+        "sibscan.audit.metrics": "import time: +45 ms, 49 modules, to `sibscan --help`",
+        "sibscan.audit.run": "import time: +46 ms, 49 modules, to `sibscan --help`",
+        "sibscan.report.honest": "import time: +22 ms, 21 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.augment": {
+        "sibscan.temporal.augment": "import time: +42 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.series": "import time: +41 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.writers": "import time: +40 ms, 39 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.calibrate": {
+        "sibscan.calibration": "import time: +41 ms, 38 modules, to `sibscan --help`",
+        "sibscan.calibration.summary": "import time: +10 ms, 9 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.check": {
+        "sibscan.check": "import time: +11 ms, 17 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.encoders": {
+        "sibscan.encoders": "import time: +5 ms, 13 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.index": {
+        "sibscan.index": "import time: +17 ms, 20 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.report": {
+        "sibscan.report": "import time: +22 ms, 21 modules, to `sibscan --help`",
+        "sibscan.report.markdown": "import time: +22 ms, 21 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.scan": {
+        "sibscan.config": "import time: +10 ms, 23 modules, to `sibscan --help`",
+        "sibscan.scan": "import time: +65 ms, 65 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.split": {
+        "sibscan.groups": "import time: +3 ms, 1 module, to `sibscan --help`",
+        "sibscan.split": "import time: +4 ms, 2 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.temporal": {
+        "sibscan.temporal.archive": "import time: +40 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.classifiers": "import time: +39 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.permutation": "import time: +39 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.scanlink": "import time: +40 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.section": "import time: +41 ms, 39 modules, to `sibscan --help`",
+        "sibscan.temporal.series": "import time: +41 ms, 39 modules, to `sibscan --help`",
+    },
+    "sibscan.cli.twins": {
+        "sibscan.loaders.prints": "import time: +13 ms, 15 modules, to `sibscan --help`",
+        "sibscan.predictions": "import time: +2 ms, 1 module, to `sibscan --help`",
+        "sibscan.twins": "import time: +18 ms, 17 modules, to `sibscan --help`",
+    },
+    "sibscan.config": {
+        "sibscan.loaders.memory": "import time: +20 ms, 14 modules, to `import sibscan.config`",
+        "sibscan.verdict.record": "import time: +23 ms, 19 modules, to `import sibscan.config`",
+    },
+    "sibscan.contamination.index": {
+        "sibscan.contamination.ray_build": "import time: +1 ms, 2 modules, to `sibscan --help`",
+    },
+    "sibscan.loaders": {
+        "sibscan.loaders.images": "import time: +7 ms, 11 modules, to `sibscan --help`",
+        "sibscan.loaders.memory": "import time: +12 ms, 13 modules, to `sibscan --help`",
+        "sibscan.loaders.tables": "import time: +5 ms, 4 modules, to `sibscan --help`",
+    },
+    "sibscan.pywords": {
+        "sibscan.options": "import time: +78 ms, 101 modules, to `import sibscan.api`",
+    },
+    "sibscan.verdict.headline": {
+        "sibscan.calibration.baseline": "import time: +4 ms, 3 modules, to `sibscan --help`",
+    },
+    "sibscan.verdict.testscores": {
+        "sibscan.kernels.rowhash": "import time: +3 ms, 7 modules, to `sibscan --help`",
+    },
+    "sibscan.verdict.verdict": {
+        "sibscan.calibration.baseline": "import time: +4 ms, 3 modules, to `sibscan --help`",
+        "sibscan.kernels.rowhash": "import time: +3 ms, 7 modules, to `sibscan --help`",
+        "sibscan.verdict.chance": "import time: +5 ms, 4 modules, to `sibscan --help`",
+    },
+}
+
+LAZY_REASON = re.compile(r"(cycle: sibscan[\w.]*( -> sibscan[\w.]*)+"
+                         r"|layer: the package root imports nothing above its lowest submodule \(layer (\d+)\)"
+                         r"|import time: \+\d+ ms, \d+ modules?, to `(sibscan --help|import (sibscan[\w.]*))`)")
+
+
+def function_level_imports(module: str, source: Optional[str] = None) -> Dict[str, List[str]]:
+    """``{our module: [the import statements, absolute]}`` that ``module`` (or its ``source``) imports inside a
+    function or method: ``from ..x import y`` in a def of ``sibscan.a.b`` -> ``{"sibscan.x": ["from sibscan.x
+    import y"]}``.  Imports at module level (``if`` blocks included) and of other packages are not listed."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8") if source is None else source)
+    package = _package_of(module)
+    found: Dict[str, List[str]] = {}
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    inner = {n for f in functions for body in f.body for n in ast.walk(body)
+             if isinstance(n, (ast.Import, ast.ImportFrom))}
+    for node in sorted(inner, key=lambda n: (n.lineno, n.col_offset)):
+        for name in imported_names(node, package):
+            target = _target(name)
+            if name.split(".")[0] != "sibscan" or target == module:
+                continue
+            base, _, last = name.rpartition(".")
+            statement = f"from {base} import {last}" if isinstance(node, ast.ImportFrom) else f"import {name}"
+            found.setdefault(target, []).append(statement)
+    return found
+
+
+def test_our_modules_are_imported_at_the_top_unless_listed_with_a_measured_reason():
+    found = {(m, t) for m in MODULES for t in function_level_imports(m)}
+    allowed = {(m, t) for m, targets in LAZY_IMPORTS_ALLOWED.items() for t in targets}
+    new = sorted(f"{m} imports {t} inside a function" for m, t in found - allowed)
+    assert not new, ("move these imports to the top of their module (or list them in LAZY_IMPORTS_ALLOWED with "
+                     "the cycle, or the import time measured by python -m benchmarks.import_cost):\n" + "\n".join(new))
+    stale = sorted(f"{m}: {t}" for m, t in allowed - found)
+    assert not stale, f"no longer imported inside a function, remove from LAZY_IMPORTS_ALLOWED: {stale}"
+    bad = [f"{m}: {t}: {r!r}" for m, targets in LAZY_IMPORTS_ALLOWED.items() for t, r in targets.items()
+           if not LAZY_REASON.fullmatch(r)]
+    assert not bad, "a reason is a cycle or a measured import time, in the words above:\n" + "\n".join(bad)
+    placed, _ = placement()  # a layer reason holds: the import would break test_a_package_init_imports_nothing_...
+    wrong = [f"{m}: {t}" for m, targets in LAZY_IMPORTS_ALLOWED.items() for t, r in targets.items()
+             if (layer := LAZY_REASON.fullmatch(r).group(3)) is not None
+             and not (MODULES[m].name == "__init__.py" and placed[t][0] > int(layer))]
+    assert not wrong, f"a layer reason that does not hold (not a package root, or the import is no higher): {wrong}"
+
+
+def test_each_import_kept_lazy_for_import_time_still_saves_it():
+    # the entry point a reason names must not load the module anyway (else the laziness saves nothing)
+    entry = {}
+    for m, targets in LAZY_IMPORTS_ALLOWED.items():
+        for t, reason in targets.items():
+            match = LAZY_REASON.fullmatch(reason)
+            if match and match.group(4):
+                entry.setdefault(match.group(5) or "sibscan.cli", []).append((m, t))  # sibscan --help: sibscan.cli
+    code = "import importlib, sys; importlib.import_module(sys.argv[1]); print(' '.join(sys.modules))"
+    runs = {e: subprocess.Popen([sys.executable, "-c", code, e], stdout=subprocess.PIPE, text=True) for e in entry}
+    loaded = {e: set(run.communicate()[0].split()) for e, run in runs.items()}
+    assert all(run.returncode == 0 for run in runs.values())
+    stale = [f"{m}: {t} (`{e}` loads it)" for e, pairs in sorted(entry.items()) for m, t in pairs if t in loaded[e]]
+    assert not stale, "move these imports to the top of their module:\n" + "\n".join(stale)
+
+
+def test_the_lazy_import_check_tells_a_function_from_the_module_top():
+    source = ("import numpy\n"
+              "from ..errors import SibscanError\n"               # module level: not listed
+              "if numpy:\n    from ..fmt import pct\n"           # module level too
+              "def f():\n    import torch\n"                     # another package's: not listed
+              "    from ..store.scandir import ScanDir, load_items\n"
+              "    from .. import fmt\n"                          # a module, imported from its package
+              "    from .candidates import search_direction\n"    # the module itself
+              "class C:\n    def m(self):\n        import sibscan.kernels.topk as topk\n")
+    assert function_level_imports("sibscan.stages.candidates", source) == {
+        "sibscan.store.scandir": ["from sibscan.store.scandir import ScanDir",
+                                  "from sibscan.store.scandir import load_items"],
+        "sibscan.fmt": ["from sibscan import fmt"],
+        "sibscan.kernels.topk": ["import sibscan.kernels.topk"]}
 
 
 def test_no_import_cycles():

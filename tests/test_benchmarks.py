@@ -715,6 +715,23 @@ def test_temporal_paper_rows_give_the_published_verdict_inputs():
     assert gp["time_matters"] is True
 
 
+# -- import cost: the numbers behind the imports kept inside a function ------------------------------
+
+
+def test_import_cost_measures_each_listed_import_after_the_entry_point_its_reason_names():
+    from benchmarks import import_cost
+    from test_architecture import LAZY_IMPORTS_ALLOWED, function_level_imports
+
+    rows = import_cost.lazy_for_import_time()
+    timed = [r for targets in LAZY_IMPORTS_ALLOWED.values() for r in targets.values() if r.startswith("import time")]
+    assert len(rows) == len(timed) > 50  # every import kept lazy for its import time, and only those
+    row = next(r for r in rows if (r["module"], r["imports"]) == ("sibscan.cli.scan", "sibscan.scan"))
+    assert row["entry"] == "sibscan.cli"  # `sibscan --help`
+    added = import_cost.added_by(row["entry"], function_level_imports("sibscan.cli.scan")["sibscan.scan"], runs=1)
+    assert added["modules"] > 10 and added["ms"] > 0  # the scan's stages, search, encoders...
+    assert import_cost.added_by("sibscan.cli", ["from sibscan.progress import message"], runs=1)["modules"] == 0
+
+
 # -- install size: what the README's CPU-only install saves ----------------------------------------
 
 

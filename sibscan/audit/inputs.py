@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ..predictions import PREDICTION_FIELDS, read_lines, read_records
 from ..options import TASKS
+from ..loaders import load
 
 __all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "as_column", "expand_runs", "first_non_number",
            "infer_task", "read_column"]
@@ -156,8 +157,6 @@ def _read_array(path: Path, role: str) -> Column:
 
 
 def _read_loaded(path: Path, label: Optional[str], id_field: Optional[str]) -> Column:
-    from ..loaders import load
-
     items = load(path, "test", label=label, id=id_field)
     if not items.has_labels:
         raise InputError("has no labels to use as targets; name the label column with --label, or give a "

@@ -17,14 +17,13 @@ from ..report.honest import sibling_cell
 from ..report.markdown import pct
 from ..twins import find_twins
 from .result import Check
+from ..loaders import load
 
 __all__ = ["val_split_check", "load_split_file"]
 
 
 def load_split_file(path: os.PathLike, name: str, **options) -> Items:
     """Load a split's data file with :func:`sibscan.loaders.load` and name it ``name`` (train/val/test)."""
-    from ..loaders import load
-
     items = load(path, "test" if name == "test" else "train", **options)
     items.split = name
     return items

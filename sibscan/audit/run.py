@@ -22,6 +22,9 @@ from .result import AuditResult, Check
 from .scanlink import VAL_SCAN_DIR, ScanLink, open_scan
 from .seeds import aggregate_runs, runs_warning
 from .selection import MODES, selection_check
+from .._version import __version__
+from ..atomic import write_json, write_text
+from .markdown import render_audit_markdown
 
 __all__ = ["AUDIT_FILES", "AuditConfig", "parse_published", "run_audit"]
 
@@ -266,9 +269,6 @@ def _previous_run(out: Path) -> Optional[dict]:
 
 def run_audit(cfg: AuditConfig) -> AuditResult:
     """Run an audit (module docstring). Raises :class:`~sibscan.errors.SibscanError` on bad input."""
-    from ..atomic import write_json, write_text
-    from .markdown import render_audit_markdown
-
     cfg.check()
     files = expand_runs(cfg.predictions) if cfg.predictions else []
     if cfg.seeds is not None and len(cfg.seeds) != len(files):
@@ -317,8 +317,6 @@ def run_audit(cfg: AuditConfig) -> AuditResult:
 
 
 def _manifest(record) -> dict:
-    from .._version import __version__
-
     return {"sibscan_version": __version__, "kind": "audit", "status": record.status, RECORD_KEY: record.to_dict()}
 
 

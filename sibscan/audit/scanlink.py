@@ -18,8 +18,11 @@ from typing import Optional
 from ..config import ScanConfig
 from ..errors import SibscanError
 from ..items import Items
-from ..report.honest import AUDIT_DIR
-from .inputs import Column
+from ..report.honest import AUDIT_DIR, sibling_rate_record
+from .inputs import Column, as_column
+from ..options import OutputOptions
+from ..store.scandir import ScanDir, load_items
+from ..verdict import Verdict
 
 __all__ = ["ScanLink", "open_scan", "VAL_SCAN_DIR"]
 
@@ -64,8 +67,6 @@ class ScanLink:
     def verdict(self):
         """The scan's sibling decision at the cutoff its report counts at (:class:`sibscan.verdict.Verdict`:
         the scan's own calibration when it has one, else the cutoff it recorded)."""
-        from ..verdict import Verdict
-
         return Verdict.open(self.path)
 
     def cutoff(self):
@@ -73,8 +74,6 @@ class ScanLink:
         return self.verdict.cutoff
 
     def test_items(self) -> Items:
-        from ..store.scandir import load_items
-
         return load_items(self.path, "test")[0]
 
     def targets(self) -> Column:
@@ -82,21 +81,17 @@ class ScanLink:
         test = self.test_items()
         if test.labels is None:
             raise SibscanError(f"the test items of the scan in {self.path} have no labels; pass --targets FILE")
-        from .inputs import as_column
 
         return as_column(self.path / "items" / "test.npz", test.labels, test.ids)
 
     def sibling_rate(self) -> dict:
         """The report's test→train sibling rate (:func:`sibscan.report.honest.sibling_rate_record`), read from
         the scan's :attr:`verdict` (no whole report is built for it)."""
-        from ..report.honest import sibling_rate_record
-
         return sibling_rate_record(self.verdict.headline)
 
     def val_test_siblings(self, val_source: Path, out: Path, force: bool = False) -> Optional[dict]:
         """Test items with a validation sibling (exact, or at the scan's cutoff) by a pairwise scan;
         None when the scan has no cutoff (near siblings cannot be judged)."""
-        from ..options import OutputOptions
         from ..scan import run_scan
 
         cut = self.cutoff()
@@ -121,8 +116,6 @@ class ScanLink:
 
 def open_scan(path) -> ScanLink:
     """A finished scan directory, or :class:`SibscanError` saying what to run first."""
-    from ..store.scandir import ScanDir
-
     sd = ScanDir(path)
     manifest = sd.manifest()
     if manifest.get("status") != "complete":

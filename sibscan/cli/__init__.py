@@ -8,6 +8,7 @@ import typer
 
 from ..progress import set_quiet
 from ._common import Group, setup_logging
+from .._version import __version__
 
 app = typer.Typer(
     name="sibscan",
@@ -30,8 +31,6 @@ COMMANDS = ("twins", "encoders", "scan", "calibrate", "report", "check", "split"
 
 def _version(value: bool) -> None:
     if value:
-        from .._version import __version__
-
         typer.echo(f"sibscan {__version__}")
         raise typer.Exit()
 

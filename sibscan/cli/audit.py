@@ -10,6 +10,9 @@ from ..options import LoadOptions
 from ._common import user_errors
 from ._flags import AuditOptions
 from ._options import with_options
+from ..atomic import dumps_json
+from ..errors import SibscanError
+from ..progress import message
 
 HELP = (
     "Audit an evaluation: are the predictions real, is every test item scored once, was the model chosen on "
@@ -74,11 +77,8 @@ def audit(
     out=None, force=False, model_revision=None, seeds=None, published=None, published_source=None, verify=None,
     as_json=False,
 ) -> None:
-    from ..atomic import dumps_json
     from ..audit import AuditConfig, run_audit, verify_run
     from ..audit.run import parse_published
-    from ..errors import SibscanError
-    from ..progress import message
     from ..report.honest import AUDIT_DIR
 
     files = list(predictions_args or []) + list(predictions or [])

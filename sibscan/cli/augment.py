@@ -9,6 +9,8 @@ from ..options import LoadOptions
 from ._common import parse_float_list, user_errors
 from ._flags import AugmentOptions
 from ._options import with_options
+from ..atomic import dumps_json, write_json
+from ..errors import SibscanError
 
 HELP = (
     "Write the UCR Augmented version of a dataset (Zhang, Batista & Kanhere, PAKDD 2025): each series "
@@ -30,8 +32,6 @@ def augment(
     test: Path = typer.Argument(..., help="Test split, same format and length as TRAIN."),
     padding=None, out=None, seed=0, sigma=0.01, fmt="auto", no_znorm=False, label=None, name=None, as_json=False,
 ) -> None:
-    from ..atomic import dumps_json, write_json
-    from ..errors import SibscanError
     from ..temporal.augment import augment_pair, output_paths, pad_length
     from ..temporal.series import load_series
     from ..temporal.writers import choose_format, write_pair

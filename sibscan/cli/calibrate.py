@@ -8,6 +8,8 @@ import typer
 from ._common import Command, user_errors
 from ._flags import CalibrateOptions
 from ._options import with_options
+from ..atomic import dumps_json
+from ..progress import message
 
 
 def register(app: typer.Typer) -> None:
@@ -37,7 +39,6 @@ def register(app: typer.Typer) -> None:
         """
         from sibscan.calibration import calibrate, describe
         from sibscan.calibration.summary import headline_of
-        from sibscan.progress import message
 
         cal = calibrate(
             scan_dir, calibration_dir=out, labels=labels, ui=ui, n_pairs=n_pairs, seed=seed,
@@ -46,8 +47,6 @@ def register(app: typer.Typer) -> None:
         )
         head = headline_of(scan_dir, cal, force=force)
         if as_json:
-            from ..atomic import dumps_json
-
             typer.echo(dumps_json({"headline": head, "calibration": {k: v for k, v in cal.to_dict().items()
                                                                       if k not in ("baseline", "curve", "draw")}}))
             return

@@ -9,6 +9,7 @@ from ..options import CutoffOptions
 from ._common import Command, user_errors
 from ._flags import CheckOptions
 from ._options import with_options
+from ..atomic import dumps_json
 
 
 def register(app: typer.Typer) -> None:
@@ -35,8 +36,6 @@ def register(app: typer.Typer) -> None:
         result = run_check(scan_dir, max_rate, max_exact, cutoff=cutoff, calibration=calibration, force=force,
                            require=names)
         if as_json:
-            from ..atomic import dumps_json
-
             typer.echo(dumps_json(result.to_dict()))
         else:
             typer.echo(result.message, err=not result.passed)

@@ -12,6 +12,14 @@ from ..progress import is_quiet
 from ._common import user_errors
 from ._flags import ContaminationOptions
 from ._options import with_options
+from ..atomic import dumps_json
+from ..contamination.audit import UNNAMED, audit
+from ..contamination.endpoint import CompletionsEndpoint
+from ..contamination.examples import load_examples
+from ..contamination.html import write_html
+from ..contamination.labels import load_labels
+from ..contamination.lm import load_causal_lm
+from ..errors import SibscanError
 
 HELP = (
     "Audit benchmark EXAMPLES (JSONL/CSV/Parquet with id and text) for contamination.\n\n"
@@ -29,8 +37,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _pairs(values: Optional[List[str]], option: str) -> Dict[str, str]:
-    from ..errors import SibscanError
-
     out: Dict[str, str] = {}
     for v in values or []:
         name, sep, path = v.partition("=")
@@ -54,11 +60,6 @@ def contamination(
     id_field="id", text_field="text", device="auto", batch_size=None, max_tokens=512, endpoint_model=None, timeout=60.0,
     limit=50,
 ) -> None:
-    from ..atomic import dumps_json
-    from ..errors import SibscanError
-    from ..contamination.audit import UNNAMED, audit
-    from ..contamination.examples import load_examples
-
     if (examples_arg is None) == (examples_opt is None):
         raise SibscanError("give the benchmark examples once: as EXAMPLES or as --examples FILE")
     config = ContaminationConfig(n=n, shard_size=shard_size, k=k, overlap_floor=overlap_floor, run_floor=run_floor,
@@ -78,10 +79,7 @@ def contamination(
         if spec is None:
             return None
         if spec.startswith(("http://", "https://")):
-            from ..contamination.endpoint import CompletionsEndpoint
-
             return CompletionsEndpoint(spec, model=endpoint_model, timeout=timeout)
-        from ..contamination.lm import load_causal_lm
 
         sized = {} if batch_size is None else {"batch_size": batch_size}  # None: the model's own
         return load_causal_lm(spec, device=device, max_tokens=max_tokens, **sized)
@@ -90,14 +88,10 @@ def contamination(
     completer = scorer if complete is not None and complete == model else probe(complete)
     label_arg = None
     if labels is not None:
-        from ..contamination.labels import load_labels
-
         label_arg = load_labels(labels, ex, id_field=id_field)
     result = audit(ex, corpus=str(corpus) if corpus else None, sources=sources or None, controls=controls or None,
                    model=scorer, complete=completer, labels=label_arg, config=config, work_dir=work,
                    text_field=text_field, device=device, progress=not is_quiet())
     if html is not None:
-        from ..contamination.html import write_html
-
         write_html(result, html)
     typer.echo(dumps_json(result.to_dict()) if as_json else result.table(limit=limit))

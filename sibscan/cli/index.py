@@ -9,6 +9,7 @@ from ..options import EncoderOptions, LoadOptions
 from ._common import Command, Group, user_errors
 from ._flags import IndexAddOptions, IndexBuildOptions, JsonOption
 from ._options import with_options
+from ..atomic import dumps_json
 
 index_app = typer.Typer(
     help="A reusable train index: embed a training set once, then scan new test sets against it with "
@@ -46,7 +47,6 @@ def build(
     options: Optional[dict] = None,
 ) -> None:
     """Build an index of TRAIN: items, exact fingerprints and embeddings."""
-    from ..atomic import dumps_json
     from ..index import TrainIndex
     given = {k: v for k, v in (options or {}).items() if v is not None}
     out, force, as_json = given.pop("out"), given.pop("force", False), given.pop("as_json", False)
@@ -69,7 +69,6 @@ def add(
     options: Optional[dict] = None,
 ) -> None:
     """Append MORE to the index, embedding only the new items."""
-    from ..atomic import dumps_json
     from ..index import TrainIndex
     given = {k: v for k, v in (options or {}).items() if v is not None}
     id_, as_json = given.pop("id_", None), given.pop("as_json", False)
@@ -84,7 +83,6 @@ def add(
 @with_options((JsonOption, {}), spread=True)
 def info(index: str = typer.Argument(..., help="Index directory."), as_json=False) -> None:
     """Print what an index holds (--json: its whole index.json)."""
-    from ..atomic import dumps_json
     from ..index import TrainIndex
     idx = TrainIndex.open(index)
     if as_json:

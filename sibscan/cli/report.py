@@ -9,6 +9,7 @@ from ..options import CutoffOptions
 from ._common import Command, user_errors
 from ._flags import ReportOptions
 from ._options import with_options
+from ..atomic import dumps_json
 
 
 def register(app: typer.Typer) -> None:
@@ -28,7 +29,6 @@ def register(app: typer.Typer) -> None:
         judged a sibling with its partner and why (flagged.csv).
         """
         CutoffOptions(cutoff, calibration, force).check()
-        from ..atomic import dumps_json
         from ..report import build_report, sentence_with_accuracy, write_reports
         rep = build_report(scan_dir, predictions=predictions, cutoff=cutoff, calibration=calibration, force=force)
         written = write_reports(scan_dir, format.split(","), out=out, report=rep, absolute_paths=absolute_paths)

@@ -14,6 +14,8 @@ from ..options import GROUPS
 from ._common import Command, user_errors
 from ._flags import ScanCommandOptions
 from ._options import with_options
+from ..atomic import dumps_json
+from ..progress import message
 
 
 def _fmt_summary(summary: dict, path: Path, skipped: Optional[dict] = None) -> str:
@@ -89,9 +91,7 @@ def register(app: typer.Typer) -> None:
 
         Example (no download needed): sibscan scan train.csv test.csv --out scan/
         """
-        from ..atomic import dumps_json
         from ..config import ScanConfig, load_config_file
-        from ..progress import message
         from ..scan import run_scan
         options = dict(options or {})
         config, json_out = options.pop("config"), options.pop("as_json")

@@ -9,6 +9,7 @@ from ..options import CutoffOptions
 from ._common import Command, user_errors
 from ._flags import SplitOptions
 from ._options import with_options
+from ..atomic import dumps_json
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +27,6 @@ def register(app: typer.Typer) -> None:
         only when every pair of its members pairs at the cutoff (--linkage complete), or as
         connected components (--linkage single). --resplit writes a stratified group split.
         """
-        from ..atomic import dumps_json
         from ..groups import check_linkage
         from ..split import check_resplit, groups_and_headline, resplit, write_groups, write_resplit
 

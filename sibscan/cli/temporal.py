@@ -13,6 +13,9 @@ from ..options import LoadOptions, OutputOptions, SearchOptions
 from ._common import parse_float_list, user_errors
 from ._flags import TemporalOptions
 from ._options import with_options
+from ..atomic import dumps_json, write_json
+from ..errors import SibscanError
+from ..loaders import load
 
 HELP = (
     "Does a time-series benchmark test time? Score a classifier on the original series and on series whose time "
@@ -33,8 +36,6 @@ def register(app: typer.Typer) -> None:
 
 def parse_params(items: Optional[List[str]]) -> Dict[str, Any]:
     """``["n_kernels=1000", "distance=dtw"]`` -> ``{"n_kernels": 1000, "distance": "dtw"}`` (JSON values, else strings)."""
-    from ..errors import SibscanError
-
     out: Dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -63,8 +64,6 @@ def temporal(
     normalisation="demean", augment=None, label=None, jobs=None, engine="local", address=None, num_cpus=None,
     out=None, scan=None, as_json=False, progress=True,
 ) -> None:
-    from ..atomic import dumps_json, write_json
-    from ..errors import SibscanError
     from ..temporal.classifiers import classifier_spec
 
     params = parse_params(param)
@@ -100,7 +99,6 @@ def temporal(
                            "(the augmentation's Wilcoxon test runs across datasets)")
     if len(specs) != 1:
         raise SibscanError("TRAIN TEST takes one --classifier; compare several with --archive")
-    from ..loaders import load
     from ..temporal.permutation import permutation_test
     from ..temporal.scanlink import attach_to_scan
     from ..temporal.section import result_text

@@ -9,6 +9,10 @@ from ..options import LoadOptions
 from ._common import Command, parse_int_list, user_errors
 from ._flags import TwinsOptions
 from ._options import with_options
+from ..atomic import dumps_json
+from ..errors import SibscanError
+from ..items import skipped_note
+from ..stats import check_decimals, check_fraction
 
 #: the scan's load flags that twins reads with (--decimals is its own: it also takes a comma list, a sweep)
 _LOAD_FLAGS = ("label", "id", "znorm", "labels_train", "labels_test", "modality", "text_field", "path_field")
@@ -36,12 +40,8 @@ def twins(
     max_rate=None, max_pct=None, groups=None, labels_train=None, labels_test=None, modality=None,
     text_field=None, path_field=None,
 ) -> None:
-    from ..atomic import dumps_json
-    from ..errors import SibscanError
-    from ..items import skipped_note
     from ..loaders.prints import load_prints
     from ..predictions import accuracy_split, correct_mask, read_predictions
-    from ..stats import check_decimals, check_fraction
     from ..twins import (ci_text, decimals_sweep, find_twins, format_twin_report, group_ids, rate_from_pct,
                          twin_violation, write_groups_csv)
 

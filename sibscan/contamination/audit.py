@@ -25,6 +25,8 @@ from .overlap import ExampleOverlap, overlap_with_sources
 from .probes import score_guided, score_logprobs
 from .result import ContaminationResult
 from .resultcache import ResultCache
+from .endpoint import CompletionsEndpoint
+from .lm import load_causal_lm
 
 __all__ = ["audit", "UNNAMED"]
 
@@ -58,10 +60,7 @@ def _resolve_probe(probe, device: str):
     if not isinstance(probe, str):
         return probe
     if probe.startswith(("http://", "https://")):
-        from .endpoint import CompletionsEndpoint
-
         return CompletionsEndpoint(probe)
-    from .lm import load_causal_lm
 
     return load_causal_lm(probe, device=device)
 

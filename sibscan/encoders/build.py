@@ -8,6 +8,8 @@ from ..errors import SibscanError
 from ..items import Items
 from ..options import EncoderOptions
 from .base import Encoder, encoder_class, get_encoder
+from .precomputed import PrecomputedEncoder
+from .scale import image_size_for
 
 __all__ = ["build_encoder", "check_encoder", "check_image_size", "default_encoder", "encoder_kwargs"]
 
@@ -42,8 +44,6 @@ def encoder_kwargs(options: EncoderOptions, items: Items, name: Optional[str] = 
         kwargs["dim"] = int(items.values.shape[1])
     name = name or options.encoder or default_encoder(items.modality)
     if items.modality == "image" and getattr(encoder_class(name), "scales_to_data", False):
-        from .scale import image_size_for
-
         kwargs["image_size"] = options.image_size or image_size_for(items, encoder_class(name).native_size)
     else:
         check_image_size(name, options.image_size)
@@ -79,8 +79,6 @@ def build_encoder(options: EncoderOptions, items: Items, name: Optional[str] = N
     as :func:`check_encoder` chose it), or the caller's own embeddings when the options carry
     ``train_features``/``test_features``."""
     if options.precomputed:
-        from .precomputed import PrecomputedEncoder
-
         return PrecomputedEncoder(options.train_features, options.test_features, identity=options.features_id,
                                   modality=items.modality)
     name = check_encoder(options, items, name)

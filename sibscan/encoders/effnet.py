@@ -32,6 +32,7 @@ from ..stats import check_int
 from ._torch import file_sha256, reject_options, short_hash
 from .base import register_encoder
 from .imagemodel import ImageTorchEncoder
+from ..imageio import open_image
 
 __all__ = ["EffNetEncoder", "bundled_weights_path", "map_lite0_state_dict", "load_effnet_lite0", "N_TENSORS"]
 
@@ -178,8 +179,6 @@ class EffNetEncoder(ImageTorchEncoder):
         """ImageNet logits of image files (timm's eval preprocessing, 224 px): ndarray of shape
         (len(paths), 1000), float32."""
         import torch
-
-        from ..imageio import open_image
 
         rows = []
         with torch.inference_mode():

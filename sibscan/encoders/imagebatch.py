@@ -18,6 +18,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..imageio import open_image
+
 __all__ = ["crop_geometry", "decode_into", "default_threads", "pixel_batches", "to_pixels"]
 
 
@@ -76,8 +78,6 @@ def to_pixels(image, size: int, out: Optional[np.ndarray] = None) -> np.ndarray:
 
 def decode_into(paths: Sequence[str], rows: Sequence[int], size: int, buf: np.ndarray, offset: int) -> None:
     """Decode ``paths[rows]`` into ``buf[rows - offset]`` (:class:`InputError` on an unreadable one)."""
-    from ..imageio import open_image
-
     for i in rows:
         to_pixels(open_image(paths[i]), size, buf[i - offset])
 

@@ -26,6 +26,8 @@ import numpy as np
 from ..errors import InputError, SibscanError
 from ._torch import TorchEncoder
 from .imagebatch import default_threads, pixel_batches
+from .gpubatch import cuda_pixel_batches
+from .onnxrt import OnnxImageModel, onnx_available
 
 __all__ = ["ImageTorchEncoder", "RUNTIMES"]
 
@@ -75,8 +77,6 @@ class ImageTorchEncoder(TorchEncoder):
     def cpu_model(self) -> Callable[[np.ndarray], np.ndarray]:
         """uint8 pixels (b, 3, H, W) -> raw embeddings (b, dim) float32, on the CPU runtime in use."""
         if self._cpu_model is None:
-            from .onnxrt import OnnxImageModel, onnx_available
-
             if self.runtime == "onnx" or (self.runtime == "auto" and onnx_available()):
                 try:
                     self._cpu_model, self.runtime_used = OnnxImageModel(self), "onnxruntime"
@@ -134,8 +134,6 @@ class ImageTorchEncoder(TorchEncoder):
 
     def _encode_cuda(self, batch: Sequence[str], size: int, bs: int, on_batch) -> np.ndarray:
         import torch
-
-        from .gpubatch import cuda_pixel_batches
 
         out = torch.empty((len(batch), self.dim), dtype=torch.float32, device=self.device)
         with torch.inference_mode():

@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..stats import check_int
 from .base import Encoder, cpu_device, l2_normalise, register_encoder
+from ..imageio import decode_images
 
 __all__ = ["PixelsEncoder", "shrink_images"]
 
@@ -57,8 +58,6 @@ def shrink_images(
         The first image that cannot be decoded.
     """
     from PIL import Image
-
-    from ..imageio import decode_images
 
     method = {"box": Image.Resampling.BOX, "lanczos": Image.Resampling.LANCZOS,
               "bilinear": Image.Resampling.BILINEAR}[resample]

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..items import Items
+from ..imageio import open_image
 
 __all__ = ["MAX_UPSCALE", "MINIMUM", "MULTIPLE", "SAMPLE", "choose_image_size", "median_short_side"]
 
@@ -48,7 +49,6 @@ def median_short_side(items: Items) -> Optional[float]:
     width, height = items.extra.get("width"), items.extra.get("height")
     if width is not None and height is not None and len(width) == len(items) and len(items):
         return float(np.median(np.minimum(np.asarray(width), np.asarray(height))))
-    from ..imageio import open_image
 
     paths = items.paths or []
     picks = np.unique(np.linspace(0, len(paths) - 1, num=min(SAMPLE, len(paths))).astype(int)) if paths else []

@@ -19,6 +19,7 @@ from typing import Optional
 from ..errors import InputError, SibscanError
 from ..items import MODALITIES, SPLITS, Items
 from ..options import LoadOptions
+from .text import load_text
 
 __all__ = ["as_items", "check_readable", "load", "load_split", "modality_of"]
 
@@ -129,8 +130,6 @@ def load(
 
         return load_table(path, split, label=label, id=id, group=group, labels_path=labels_path, sink=sink)
     if kind == "text":
-        from .text import load_text
-
         return load_text(path, split, text_field=text_field, label=label, id=id, group=group,
                          chunk_words=chunk_words, chunk_stride=chunk_stride)
     from .images import load_images

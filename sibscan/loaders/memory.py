@@ -41,6 +41,8 @@ from ..imageio import IMAGE_EXTENSIONS
 from ..items import Items, Skipped
 from ..progress import bar
 from .records import label_field
+from .images import image_items
+from .rows import build_table_items
 
 __all__ = ["describe", "from_memory", "is_path"]
 
@@ -163,8 +165,6 @@ class _Context:
         return self.checked(items)
 
     def image_paths(self, paths: List[Any], ids=None, labels=None, groups=None) -> Items:
-        from .images import image_items
-
         files = [None if p is None or str(p) == "" else Path(p).expanduser() for p in paths]
         ids = [str(i) for i in range(len(paths))] if ids is None else ids
         return self.checked(image_items(files, self.split, ids=ids, labels=labels, groups=groups, source=self.source))
@@ -422,7 +422,6 @@ def _from_columns(cols: _Columns, ctx: _Context, label, id_, group, text_field, 
                 parts.append(np.stack([np.asarray(v, dtype=np.float64).ravel() for v in values]))
             else:
                 parts.append(np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)[:, None])
-        from .rows import build_table_items
 
         items = build_table_items(Path(ctx.source), ctx.split, np.hstack(parts), labels=_arr(labels), ids=_arr(ids),
                                   groups=_arr(groups))

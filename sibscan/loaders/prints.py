@@ -23,6 +23,8 @@ from ..fingerprint import fingerprint
 from ..items import SPLITS, Items
 from . import check_readable, load, modality_of
 from .rows import TABLE_HINT
+from ..kernels.rowhash import row_fingerprints
+from .tables import delimited_blocks, line_bound
 
 __all__ = ["SplitPrints", "load_prints", "prints_from_items"]
 
@@ -112,9 +114,6 @@ def load_prints(source: str | os.PathLike, split: str, decimals: Sequence[int], 
 
 
 def _stream_delimited(path: Path, split: str, decimals: List[int], znorm: bool, label, id_) -> SplitPrints:
-    from ..kernels.rowhash import row_fingerprints
-    from .tables import delimited_blocks, line_bound
-
     fps: Dict[int, np.ndarray] = {}
     codes: Optional[np.ndarray] = None
     vocab: Dict[str, int] = {}

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import InputError
 from ..items import Items
 from ..rowids import RowNumberIds
+from ..store.diskarray import is_disk_array
 
 __all__ = ["MISSING_TOKENS", "TABLE_HINT", "build_table_items", "read_text_lines", "strings_to_float"]
 
@@ -69,8 +70,6 @@ def build_table_items(path: Path, split: str, values: np.ndarray, *, labels=None
                       shape: Optional[tuple] = None) -> Items:
     """Wrap loaded columns as table :class:`Items` (row index as id when ``ids`` is None); ``values``
     read from disk (:class:`~sibscan.store.diskarray.NpyArray`, float64) stay there."""
-    from ..store.diskarray import is_disk_array
-
     n = len(values)
     if n == 0:
         raise InputError("no data rows", path=path)

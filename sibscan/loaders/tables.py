@@ -32,6 +32,8 @@ from ..errors import InputError, require
 from ..items import Items
 from .records import label_field
 from .rows import MISSING_TOKENS, TABLE_HINT, build_table_items, read_text_lines, strings_to_float
+from .arff import load_arff
+from .ts_format import load_ts
 
 __all__ = ["DelimitedBlock", "TABLE_SUFFIXES", "delimited_blocks", "line_bound", "load_table"]
 
@@ -93,12 +95,8 @@ def load_table(
         return _load_delimited(path, split, "\t" if suffix == ".tsv" else ",", label, id, group,
                                _HeldRows(path) if sink is None else sink)
     if suffix == ".ts":
-        from .ts_format import load_ts
-
         return load_ts(path, split)
     if suffix == ".arff":
-        from .arff import load_arff
-
         return load_arff(path, split, label=label, id=id, group=group)
     if suffix in (".npy", ".npz"):
         return _load_numpy(path, split, labels_path)

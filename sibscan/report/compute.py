@@ -30,6 +30,7 @@ from .honest import SECTION, evaluation_section
 from .items import verdict_items
 from .sections import histogram, label_conflicts, pair_records, sweep
 from ..stats import finite_or_none, rate_record, wilson_interval
+from .. import predictions as pred_mod
 
 __all__ = ["build_report", "SCHEMA_VERSION"]
 
@@ -54,8 +55,6 @@ def _correct(test, predictions, correct) -> Optional[np.ndarray]:
     if predictions is not None and correct is not None:
         raise SibscanError("give predictions or correct, not both")
     if predictions is not None:
-        from .. import predictions as pred_mod
-
         preds, truth = pred_mod.read_predictions_and_truth(predictions, test)
         return np.asarray(pred_mod.correct_mask(preds, truth), bool)
     if correct is None:
@@ -73,8 +72,6 @@ def _correct(test, predictions, correct) -> Optional[np.ndarray]:
 
 
 def _accuracy(correct: np.ndarray, mask: np.ndarray) -> dict:
-    from .. import predictions as pred_mod
-
     return pred_mod.accuracy_split(correct, mask)
 
 

@@ -29,6 +29,7 @@ from ..kernels.textalign import word_diff
 from .gallery import exact_twins, galleries
 from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, notes, pct, sentence_with_accuracy
 from .plots import svg_histogram, svg_sweep
+from ..imageio import open_image
 
 __all__ = ["render_html", "svg_histogram", "svg_sweep"]
 
@@ -70,8 +71,6 @@ def _thumb(path: str, size: int = 160, shown: Callable[[str], str] = str) -> str
     """An image inline at about ``size`` px: larger ones shrunk (JPEG); smaller ones scaled up by a whole
     factor with nearest-neighbour sampling (PNG), so each source pixel stays a sharp block."""
     from PIL import Image
-
-    from ..imageio import open_image
 
     try:
         im = open_image(path)

@@ -19,6 +19,7 @@ from ..fmt import score as fmt_score
 from ..items import Items
 from ..verdict.pairdecision import DIFFERENT, SAME
 from ..stats import finite_or_none
+from ..verdict import Verdict
 
 __all__ = ["COLUMNS", "ItemTable", "flagged_csv", "item_table", "scan_items", "verdict_items"]
 
@@ -161,8 +162,6 @@ def _why(exact: bool, flagged: bool, off: bool, nearest_label: int, label: int, 
 def scan_items(scan_dir, *, cutoff: Optional[float] = None, calibration=None, force: bool = False) -> ItemTable:
     """The per-item table of a finished scan at the cutoff :func:`sibscan.verdict.cutoff.resolve_cutoff` picks
     (the one its report uses for the same arguments), with the labels that decide its pairs."""
-    from ..verdict import Verdict
-
     return verdict_items(Verdict.open(scan_dir, cutoff=cutoff, calibration=calibration, force=force))
 
 

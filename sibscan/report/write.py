@@ -9,6 +9,9 @@ from ..errors import SibscanError
 from ..store.scandir import ScanDir
 from .compute import build_report
 from ..options import REPORT_FORMATS as FORMATS
+from .html import render_html
+from .items import flagged_csv
+from .markdown import render_markdown
 
 __all__ = ["write_reports", "FORMATS"]
 
@@ -50,16 +53,10 @@ def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[s
     if "json" in formats:
         written["json"] = write_json(folder / "report.json", report)
     if "md" in formats:
-        from .markdown import render_markdown
-
         written["md"] = write_text(folder / "report.md", render_markdown(report))
     if "csv" in formats:
-        from .items import flagged_csv
-
         written["csv"] = write_text(folder / "flagged.csv", flagged_csv(report["flagged"]))
     if "html" in formats:
-        from .html import render_html
-
         scan = ScanDir(scan_dir)
         written["html"] = write_text(folder / "report.html",
                                      render_html(report, scan.items("test"), scan.items("train"),

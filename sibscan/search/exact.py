@@ -34,11 +34,16 @@ from typing import Callable, Iterable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ..device import check_device_name, resolve_device
+from ..device import check_device_name, resolve_device, cuda_available
 from ..errors import InputError, SibscanError, require
 from ..options import BACKENDS
 from ..stats import check_int
 from ..store.shards import ShardedEmbeddings
+from ..kernels.topk import search_blocks_numpy
+from ..kernels.topk_torch import search_blocks_torch
+from ..progress import bar
+from .faissindex import search_faiss, faiss_tile_bytes
+from .pick import cpu_backend, fallback_backend
 
 __all__ = ["SearchPlan", "brute_force_search", "checked_blocks", "drop_self", "n_bytes_faiss_tile", "plan_blocks",
            "prepare_search", "resolve_backend", "run_backend", "search", "search_bar"]
@@ -163,8 +168,6 @@ def plan_blocks(n_queries: int, n: int, dim: int, *, device: str = "cpu",
 
 
 def search_bar(total: int, enabled: bool):
-    from ..progress import bar
-
     return bar(total, "search", "row", enabled=enabled, scale=True)
 
 
@@ -286,15 +289,10 @@ def run_backend(q: np.ndarray, blocks, k: int, *, backend: str, device: str, hal
     """One resolved backend over one stream of blocks (also the body of a Ray task)."""
     on_block = on_block or (lambda rows: None)
     if backend == "numpy":
-        from ..kernels.topk import search_blocks_numpy
-
         return search_blocks_numpy(q, blocks, k, query_block=query_block, on_block=on_block)
     if backend == "torch":
-        from ..kernels.topk_torch import search_blocks_torch
-
         return search_blocks_torch(q, blocks, k, device=device, half=half, margin=margin,
                                    query_block=query_block, on_block=on_block)
-    from .faissindex import search_faiss
 
     return search_faiss(q, blocks, k, device, on_block)
 
@@ -308,8 +306,6 @@ def n_bytes_faiss_tile(m: int, d: int, k: int) -> int:
     """Bytes of faiss's own score tiles (a 4,096 x 1,024 float32 tile per ``faiss.knn`` call, one per
     range searched at the same time, :func:`sibscan.search.faissindex.faiss_tile_bytes`) plus the results
     (similarity and id per neighbour)."""
-    from .faissindex import faiss_tile_bytes
-
     return faiss_tile_bytes(m, d) + 12 * m * k
 
 
@@ -321,7 +317,6 @@ def resolve_backend(backend: str, device: str, shape: Optional[Tuple[int, int, i
         if device not in (None, "auto", "cpu") or (device in (None, "auto") and _cuda()):
             require("torch", "gpu", "searching on CUDA")
             return "torch"
-        from .pick import cpu_backend, fallback_backend
 
         if shape is None:
             return fallback_backend()
@@ -340,8 +335,6 @@ def _measured_run(q: np.ndarray, x: np.ndarray, k: int, backend: str):
 
 
 def _cuda() -> bool:
-    from ..device import cuda_available
-
     return importlib.util.find_spec("torch") is not None and cuda_available()
 
 

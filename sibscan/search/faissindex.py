@@ -24,6 +24,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..errors import SibscanError
+from ..kernels.topk import ResultHeap, order_ties
 
 __all__ = ["FAISS_TILE_BYTES", "SPLIT_MIN_ROWS", "faiss_tile_bytes", "knn_cpu", "search_faiss", "split_bounds", "split_workers"]
 
@@ -121,8 +122,6 @@ def search_faiss(q: np.ndarray, blocks, k: int, dev: str, on_block) -> Tuple[np.
     similarity; unsplit ``faiss.knn`` does the same): the similarities match the other backends, the
     ids of exactly tied rows may not."""
     import faiss
-
-    from ..kernels.topk import ResultHeap, order_ties
 
     use_gpu = dev != "cpu"
     if use_gpu and not hasattr(faiss, "StandardGpuResources"):

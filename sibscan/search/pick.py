@@ -35,6 +35,7 @@ import numpy as np
 
 from .._version import __version__
 from ..atomic import write_json
+from ..encoders.onnxrt import cache_root
 
 __all__ = ["MEASURE_ABOVE_FLOPS", "cpu_backend", "fallback_backend", "machine_key", "measure"]
 
@@ -191,8 +192,6 @@ def _fastest(times: Dict[str, list]) -> str:
 
 
 def _cache_file():
-    from ..encoders.onnxrt import cache_root
-
     return cache_root() / _FILE
 
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from ..raystart import ray_session
 from ..store.shards import ShardedEmbeddings
+from ..kernels.topk import merge_topk
+from .exact import checked_blocks, run_backend, drop_self, prepare_search, search_bar
 
 __all__ = ["search_ray"]
 
@@ -36,8 +38,6 @@ def _task_ranges(plan, tasks_hint: int) -> List[Tuple[int, int]]:
 
 def _search_range(queries: np.ndarray, database, start: int, stop: int, plan_fields: dict):
     """Body of one Ray task: the local kernel over rows ``start:stop``."""
-    from .exact import checked_blocks, run_backend
-
     if isinstance(database, str):
         database = ShardedEmbeddings(database)
     blocks = checked_blocks(database, plan_fields["block_rows"], start, stop)
@@ -72,9 +72,6 @@ def search_ray(queries, shards, k: int, *, address: Optional[str] = None, num_cp
     similarities : ndarray of shape (m, k) float32
     indices : ndarray of shape (m, k) int64
     """
-    from ..kernels.topk import merge_topk
-    from .exact import drop_self, prepare_search, search_bar
-
     plan = prepare_search(queries, shards, k, backend=backend, device="cpu", block_size=block_size,
                           exclude_self=exclude_self, memory_limit=memory_limit, precision="fp32")
     m = plan.queries.shape[0]

@@ -31,6 +31,8 @@ from typing import Iterator, Optional, Tuple
 import numpy as np
 
 from ..progress import bar
+from ..errors import require
+from ..kernels.windows import mirror, window_vectors
 
 __all__ = ["FLAT_MAX_PAIRS", "FLAT_MAX_VECTORS", "build_index", "image_topk", "join_directions", "windows_view_reference",
            "windows_view_search"]
@@ -51,16 +53,12 @@ NPROBE = 16
 
 def _whole_and_mirror(gray: np.ndarray, cells: int) -> np.ndarray:
     """Whole-image vectors, each followed by its mirror: shape (2 n, cells * cells), float32."""
-    from ..kernels.windows import mirror, window_vectors
-
     whole = window_vectors(gray, np.array([[0.0, 0.0, 1.0]]), cells)[:, 0]
     return np.stack([whole, mirror(whole, cells)], axis=1).reshape(2 * len(gray), -1)
 
 
 def _window_blocks(gray: np.ndarray, boxes: np.ndarray, cells: int) -> Iterator[np.ndarray]:
     """Window vectors of ``_ADD_BLOCK`` images at a time, flattened: (images x windows, cells * cells)."""
-    from ..kernels.windows import window_vectors
-
     for a in range(0, len(gray), _ADD_BLOCK):
         v = window_vectors(gray[a:a + _ADD_BLOCK], boxes, cells)
         yield v.reshape(-1, v.shape[2])
@@ -82,8 +80,6 @@ def build_index(gray: np.ndarray, boxes: np.ndarray, cells: int, *, kind: str = 
     n_queries : int
         Query rows the index will be searched with (for ``auto``).
     """
-    from ..errors import require
-
     faiss = require("faiss", "faiss", "the windows view's index")
     n_vectors, dim = len(gray) * len(boxes), cells * cells
     if kind == "auto":
@@ -237,8 +233,6 @@ def windows_view_reference(train: np.ndarray, test: np.ndarray, k: int, boxes: n
                            cells: int) -> Tuple[np.ndarray, np.ndarray]:
     """:func:`windows_view_search` by brute force: every pair's crop and wide score, each direction's
     top ``k`` by a stable sort, joined by :func:`join_directions`.  For small sets (tests)."""
-    from ..kernels.windows import window_vectors
-
     k = min(k, len(train))
     vt, vr = window_vectors(test, boxes, cells), window_vectors(train, boxes, cells)
     wt, wr = _whole_and_mirror(test, cells), _whole_and_mirror(train, cells)

@@ -23,6 +23,7 @@ from .pairverify import VerifiedPairs, verify_pairs
 from ..progress import bar as progress_bar, task
 from ..search.direction import search_direction
 from ..store.scandir import Neighbours
+from ..search.exact import resolve_backend
 
 __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "table_from_search", "verify_neighbours"]
 
@@ -165,7 +166,6 @@ def reverse_blocks(embeddings: Dict[str, np.ndarray], splits: Dict[str, Items], 
     if options.backend == "auto" and options.engine != "ray" and n_train:
         # one backend for the whole direction, chosen for its whole shape (as one search would be),
         # not re-chosen per block, whose smaller shape could fall under the measured backend's threshold
-        from ..search.exact import resolve_backend
 
         test = embeddings["test"]
         options = dataclasses.replace(options, backend=resolve_backend(

@@ -23,6 +23,8 @@ from ..errors import InputError, SibscanError
 from ..fingerprint import content_keys
 from ..items import Items
 from ..options import EncoderOptions, LoadOptions, SearchOptions
+from ..encoders.numeric import row_problem, series_lengths
+from ..engines.ray_embed import ray_block_encoder
 
 __all__ = ["cache_dir_of", "check_rows", "embed_scan", "embed_splits"]
 
@@ -108,8 +110,6 @@ def check_rows(items: Items, encoder, length: Optional[int] = None) -> Optional[
     checked in blocks before any embedding, against ``length`` (the row length of the split before,
     for encoders that need one length) — returned for the next split.
     """
-    from ..encoders.numeric import row_problem, series_lengths
-
     same_length = getattr(encoder, "same_length", None)
     if items.modality != "table" or same_length is None:
         return length
@@ -133,7 +133,6 @@ def _remote_encoder(encoder, encoding: EncoderOptions, search: SearchOptions, it
     """With ``--engine ray``: a function that embeds blocks as Ray tasks (None for the local engine)."""
     if search.engine != "ray":
         return None
-    from ..engines.ray_embed import ray_block_encoder
 
     kwargs = encoder_kwargs(encoding, items, encoder.name)
     if "image_size" in kwargs:  # the size the encoder was built with (from the train images), not this split's

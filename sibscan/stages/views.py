@@ -44,10 +44,17 @@ import numpy as np
 from ..errors import SibscanError
 from ..items import Items
 from ..kernels.topk import rank_within_groups
-from ..options import VIEWS, SearchOptions
+from ..options import VIEWS, SearchOptions, EncoderOptions
 from ..progress import task
 from ..store.scandir import Neighbours
 from ..verify.cascade import Cascade, cascade_keep
+from ..encoders import encoder_class, encoder_kwargs, get_encoder
+from ..encoders.pixels import shrink_images
+from ..fingerprint import content_keys
+from ..kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes, window_pair_scores, window_vectors
+from ..search.windows import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE, windows_view_search
+from ..store.cache import embed
+from ..search.direction import search_direction
 
 __all__ = ["add_view_candidates", "cascade_candidates", "default_views", "pair_window_scores", "pair_window_scores_gray", "resolve_views",
            "view_candidates", "view_identities", "view_topk", "windows_topk_gray"]
@@ -89,9 +96,6 @@ def view_identities(views: Sequence[str]) -> Dict[str, str]:
     view's grid and search are part of its answer (its grid changed once: 136 windows of 12 x 12 cells,
     then 293 of 8 x 8; v3 searches each direction through an index, :mod:`sibscan.search.windows`), so a
     scan made one way is not resumed another; an encoder view is named only."""
-    from ..kernels.windows import VIEW_CELLS, VIEW_SCALES
-    from ..search.windows import FLAT_MAX_PAIRS, FLAT_MAX_VECTORS, NPROBE
-
     grid = ",".join(f"{s:g}x{n}" for s, n in VIEW_SCALES)
     search = f"crop+wide,flat<={FLAT_MAX_VECTORS} windows and {FLAT_MAX_PAIRS} pairs,else IVF-SQ8 nprobe={NPROBE}"
     return {v: (f"windows-v3(cells={VIEW_CELLS},scales={grid},search={search})" if v == "windows" else v)
@@ -99,8 +103,6 @@ def view_identities(views: Sequence[str]) -> Dict[str, str]:
 
 
 def _encoder_modality(name: str) -> str:
-    from ..encoders import encoder_class
-
     return encoder_class(name).modality
 
 
@@ -117,11 +119,6 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
     train, test = splits["train"], splits["test"]
     if name == "windows":
         return _windows_topk(train, test, k, progress)
-    from ..store.cache import embed
-    from ..search.direction import search_direction
-    from ..encoders import encoder_kwargs, get_encoder
-    from ..fingerprint import content_keys
-    from ..options import EncoderOptions
 
     encoder = get_encoder(name, **encoder_kwargs(EncoderOptions(device=device), train, name))
     emb = {s: embed(items, encoder, cache_dir=cache_dir, fingerprints=content_keys(items), batch_size=batch_size,
@@ -132,8 +129,6 @@ def view_topk(name: str, splits: Dict[str, Items], k: int, options: SearchOption
 def _windows_topk(train: Items, test: Items, k: int, progress: bool) -> Tuple[np.ndarray, np.ndarray]:
     """The windows view's top-k: both splits decoded once to 64-px grey (4 KiB an image), then
     :func:`windows_topk_gray`."""
-    from ..encoders.pixels import shrink_images
-
     gray = {s: np.rint(shrink_images(items.paths, _WINDOW_SIDE, color=False)).astype(np.uint8)
             for s, items in (("train", train), ("test", test))}
     return windows_topk_gray(gray["train"], gray["test"], k, progress)
@@ -155,9 +150,6 @@ def windows_topk_gray(train: np.ndarray, test: np.ndarray, k: int, progress: boo
     sims : ndarray of shape (n_test, k), float32 (-inf where none)
     idx : ndarray of shape (n_test, k), int64 (-1 where none)
     """
-    from ..kernels.windows import VIEW_CELLS, VIEW_SCALES, window_boxes
-    from ..search.windows import windows_view_search
-
     return windows_view_search(train, test, k, window_boxes(VIEW_SCALES), VIEW_CELLS, progress=progress)
 
 
@@ -176,8 +168,6 @@ def pair_window_scores(queries: Items, query_index: np.ndarray, database: Items,
     -------
     ndarray of shape (m,), float32: :func:`sibscan.kernels.windows.window_pair_scores` of each pair
     """
-    from ..encoders.pixels import shrink_images
-
     qi, di = np.asarray(query_index, np.int64).ravel(), np.asarray(database_index, np.int64).ravel()
     uq, q_inv = np.unique(qi, return_inverse=True)
     ud, d_inv = np.unique(di, return_inverse=True)
@@ -199,8 +189,6 @@ def pair_window_scores_gray(queries: np.ndarray, query_index: np.ndarray, databa
     few test images, which were otherwise cut into windows again in each chunk (3,000 train x 3
     candidates among 300 test images: 1.5x less time for the same scores).
     """
-    from ..kernels.windows import window_boxes, window_pair_scores, window_vectors
-
     boxes = window_boxes()
     q_inv, d_inv = np.asarray(query_index, np.int64), np.asarray(database_index, np.int64)
     scores = np.empty(len(q_inv), np.float32)

@@ -49,6 +49,8 @@ from .diskarray import NpyArray, collect_rows, is_disk_array
 from ..errors import CompatibilityError, SibscanError
 from ..items import Items
 from ..kernels.rowhash import fingerprint_keys
+from ..fingerprint import content_keys
+from ..progress import bar as progress_bar
 
 __all__ = ["EmbeddingCache", "embed", "DTYPES"]
 
@@ -327,8 +329,6 @@ def embed(
         The cache holds vectors of another dimension or encoder identity; the message says to delete
         it or use another cache directory.
     """
-    from ..progress import bar as progress_bar
-
     if int(block_size) < 1:
         raise SibscanError(f"block size must be at least 1, got {block_size}")
     block_size = int(block_size)
@@ -347,8 +347,6 @@ def embed(
             return collect_rows(blocks, n, dim, out)
 
     if fingerprints is None:
-        from ..fingerprint import content_keys
-
         fingerprints = content_keys(items)
     if not is_disk_array(fingerprints):
         fingerprints = np.asarray(fingerprints, dtype=np.uint64)

@@ -18,6 +18,7 @@ from typing import Iterator, Optional, Tuple
 import numpy as np
 
 from ..errors import SibscanError
+from ..atomic import new_file_mode
 
 __all__ = ["NpyArray", "NpyStream", "NpyWriter", "collect_rows", "is_disk_array", "read_npy_header"]
 
@@ -204,8 +205,6 @@ class NpyWriter:
     """
 
     def __init__(self, path: str | os.PathLike, dtype, row_shape: Tuple[int, ...] = ()):
-        from ..atomic import new_file_mode
-
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
         self.row_shape = tuple(int(s) for s in row_shape)

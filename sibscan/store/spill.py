@@ -17,6 +17,7 @@ from typing import List, Optional
 import numpy as np
 
 from .diskarray import NpyArray, NpyWriter
+from ..kernels.rowhash import row_fingerprints
 
 __all__ = ["RowSpill"]
 
@@ -46,8 +47,6 @@ class RowSpill:
 
     def append(self, values: np.ndarray) -> None:
         """One chunk: ndarray of shape (m, d), float64."""
-        from ..kernels.rowhash import row_fingerprints
-
         if self._writers is None:
             self.spilled.extend(self.paths)
             self._writers = (NpyWriter(self.paths[0], np.float64, values.shape[1:]),

@@ -21,12 +21,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..atomic import write_json
-from ..errors import SibscanError
+from ..errors import SibscanError, SibscanError as _Err
 from ..progress import bar as progress_bar
-from .classifiers import ClassifierSpec, classifier_spec
+from .classifiers import ClassifierSpec, classifier_spec, check_length
 from .normalise import NORMALISATIONS, apply_normalisation, choose_normalisation, normalise
 from .resplit import check_resplits, permute_time, time_permutation
 from ..options import ENGINES
+from ..raystart import ray_session
+from .augment import pad_series
+from .permutation import fit_score, run_split
+from .series import SeriesPair, load_series
+from .summary import summarise, write_summary
 
 __all__ = ["ArchiveConfig", "ArchiveDataset", "discover", "run_archive", "run_unit"]
 
@@ -165,12 +170,6 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
         ``{dataset, run, split, normalisation, accuracy: {classifier: {variant: float}}, seconds}``,
         or ``{dataset, run, skipped: reason}`` when the dataset cannot be tested.
     """
-    from ..errors import SibscanError as _Err
-    from .augment import pad_series
-    from .classifiers import check_length
-    from .permutation import fit_score, run_split
-    from .series import SeriesPair, load_series
-
     t0 = time.perf_counter()
     try:
         data = load_series(dataset.train, dataset.test, name=dataset.name)
@@ -262,8 +261,6 @@ def run_archive(root: str | Path, out_dir: str | Path, config: ArchiveConfig, *,
     dict
         The summary (see :func:`sibscan.temporal.summary.summarise`).
     """
-    from .summary import summarise, write_summary
-
     config.check()
     if engine not in ENGINES:
         raise SibscanError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}")
@@ -290,7 +287,6 @@ def _execute(todo, config: ArchiveConfig, engine: str, address, num_cpus):
         for ds, r in todo:
             yield run_unit(ds, r, config)
         return
-    from ..raystart import ray_session
 
     ray = ray_session(address, num_cpus, purpose="the Ray engine")
     remote = ray.remote(run_unit)

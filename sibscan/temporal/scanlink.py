@@ -14,13 +14,15 @@ from typing import Any, Dict, Optional
 from ..atomic import write_json
 from ..errors import CompatibilityError, SibscanError
 from ..items import Items
+from ..fingerprint import dataset_fingerprint
+from ..report.audits import AUDITS_DIR
+from ..store.scandir import ScanDir
+from .section import report_section, section_html, section_markdown
 
 __all__ = ["attach_to_scan", "read_scan_temporal", "section_path"]
 
 
 def section_path(scan_dir: str | Path) -> Path:
-    from ..report.audits import AUDITS_DIR
-
     return Path(scan_dir) / AUDITS_DIR / "temporal.json"
 
 
@@ -34,9 +36,6 @@ def attach_to_scan(result: Dict[str, Any], scan_dir: str | Path, train: Items, t
     CompatibilityError
         The scan was made from other train or test data.
     """
-    from ..fingerprint import dataset_fingerprint
-    from ..store.scandir import ScanDir
-
     sd = ScanDir(scan_dir)
     if not sd.exists():
         raise SibscanError(f"{scan_dir}: not a scan directory (no manifest); run 'sibscan scan' first or drop --scan")
@@ -50,7 +49,6 @@ def attach_to_scan(result: Dict[str, Any], scan_dir: str | Path, train: Items, t
             raise CompatibilityError(
                 f"{items.source or items.split} is not the {items.split} split scanned in {scan_dir} "
                 f"(content fingerprint {got[:12]}… vs {str(want)[:12]}…); run the test on the scan's own files")
-    from .section import report_section, section_html, section_markdown
 
     sec = report_section(result)
     return write_json(section_path(sd.path), {"title": "Temporal information", "data": sec,

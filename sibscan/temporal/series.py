@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..items import Items, check_pair
+from ..loaders import load
 
 __all__ = ["SeriesPair", "load_series", "series_from_items", "series_pair"]
 
@@ -148,8 +149,6 @@ def load_series(train: str | os.PathLike, test: str | os.PathLike, *, label: Opt
     name : str, optional
         The dataset's name (default: the train file's stem without ``_TRAIN``).
     """
-    from ..loaders import load
-
     for path in (train, test):
         if Path(path).is_dir():
             raise SibscanError(f"{path} is a folder; give the TRAIN and TEST files (or --archive DIR for a "

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..atomic import write_json, write_text
 from .verdict import RULE, RULE_2STD, summarise_runs
+from .section import archive_html, archive_markdown
 
 __all__ = ["summarise", "write_summary"]
 
@@ -111,8 +112,6 @@ def _augment(complete, classifiers, variants) -> Dict[str, Any]:
 
 def write_summary(out_dir: str | Path, summary: Dict[str, Any]) -> Dict[str, Path]:
     """Write ``temporal.json``, ``temporal.md`` and ``temporal.html`` into ``out_dir``."""
-    from .section import archive_html, archive_markdown
-
     out_dir = Path(out_dir)
     return {"json": write_json(out_dir / "temporal.json", summary),
             "md": write_text(out_dir / "temporal.md", archive_markdown(summary)),

@@ -27,6 +27,7 @@ from typing import Optional
 
 from ..errors import SibscanError
 from ..stats import check_cutoff_source, finite_or_none
+from .record import calibration_in, load_calibration, resolve
 
 __all__ = ["KINDS", "Cutoff", "resolve_cutoff", "score_kind"]
 
@@ -130,8 +131,6 @@ def resolve_cutoff(manifest: dict, *, cutoff: Optional[float] = None, calibratio
     -------
     Cutoff
     """
-    from .record import calibration_in, load_calibration, resolve
-
     check_cutoff_source(cutoff, calibration)
     if cutoff is not None:
         return Cutoff(float(cutoff), "uncalibrated", {"score": score_kind(manifest), "forced": bool(force)})

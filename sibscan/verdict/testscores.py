@@ -19,6 +19,8 @@ from typing import Optional
 import numpy as np
 
 from .pairdecision import NONE, SAME, flag_items, pair_is_sibling, row_labels
+from ..store.neighbourtable import Neighbours
+from ..store.scandir import ScanDir, load_items
 
 __all__ = ["TestScores", "best_scores", "direction_rows", "duplicated_rows", "flagged_mask", "test_scores"]
 
@@ -140,8 +142,6 @@ def direction_rows(nb, label: np.ndarray, query_split: str, neighbour_split: str
     -------
     (Neighbours of r rows, ndarray of shape (r,) int8 labels, ndarray of shape (r,) bool added)
     """
-    from ..store.neighbourtable import Neighbours
-
     own = nb.mask(query_split, neighbour_split)
     rows, row_label = nb.select(own), np.asarray(label)[own]
     back = nb.mask(neighbour_split, query_split) & (np.asarray(label) == SAME)
@@ -187,7 +187,6 @@ def test_scores(scan_dir, fp_train: Optional[np.ndarray] = None, fp_test: Option
     """The test->train :class:`TestScores` of a scan directory (what is not given is read from it);
     ``labels`` (:class:`sibscan.verdict.pairdecision.PairLabels`) decide the pairs they answer."""
     from ..kernels.rowhash import fingerprint_membership
-    from ..store.scandir import ScanDir, load_items
 
     sd = ScanDir(scan_dir)
     if fp_train is None or fp_test is None:

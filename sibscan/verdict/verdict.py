@@ -17,7 +17,7 @@ import numpy as np
 
 from .labelfile import cutoff_and_labels
 from .cutoff import Cutoff
-from .headline import headline
+from .headline import headline, ESTIMATED
 from ..store.scandir import ScanDir, load_items, train_items_searched
 from .pairdecision import flag_items
 from .testscores import TestScores, best_scores, direction_rows, duplicated_rows, flagged_mask, test_scores
@@ -205,8 +205,6 @@ class Verdict:
     @property
     def estimated(self) -> bool:
         """Whether the headline states an estimated rate with an interval (calibrated, or needs_labels)."""
-        from .headline import ESTIMATED
-
         return self.headline["state"] in ESTIMATED
 
     @property

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.alignmatch import ALIGNMENT_FEATURES
+from ..kernels.alignmatch import ALIGNMENT_FEATURES, aligned_measures, alignment_features
 from .base import register_verifier
 from .imagematch import ImageMatchVerifier
 
@@ -95,16 +95,12 @@ class ImageFuseVerifier(ImageMatchVerifier):
     def measure(self, images, match):
         """The patch agreement and :data:`sibscan.kernels.alignmatch.ALIGNMENT_FEATURES` (m, 3), from one
         pass over the aligned structure signals (:func:`sibscan.kernels.alignmatch.aligned_measures`)."""
-        from ..kernels.alignmatch import aligned_measures
-
         return aligned_measures(*images, self.variants, match, grid=self.grid, device=self.device)
 
     def pair_features(self, local: np.ndarray, match, images, measured=None) -> np.ndarray:
         """The model's inputs of each pair, ndarray of shape (m, len(FEATURES)), float64; ``images`` and
         ``measured`` (the alignment features, measured on ``images`` when not given) as
         :meth:`sibscan.verify.imagematch.ImageMatchVerifier.pair_scores` takes them."""
-        from ..kernels.alignmatch import alignment_features
-
         found = np.stack([np.asarray(local, np.float64), np.asarray(match.score, np.float64)], 1)
         at = alignment_features(*images, self.variants, match, device=self.device) if measured is None else measured
         return np.concatenate([found, self._variant_inputs[np.asarray(match.variant, np.int64)], at], 1)

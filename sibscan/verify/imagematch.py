@@ -30,6 +30,9 @@ from ..errors import SibscanError
 from ..items import Items
 from .base import VerifyResult, register_verifier
 from .images import ImageCorrVerifier
+from ..kernels.alignmatch import patch_agreement
+from ..kernels.scalematch import match_variants, scale_match
+from ..progress import bar as progress_bar
 
 __all__ = ["ImageMatchVerifier", "describe_match"]
 
@@ -141,8 +144,6 @@ class ImageMatchVerifier(ImageCorrVerifier):
         )
 
     def _variants(self):
-        from ..kernels.scalematch import match_variants
-
         # rotations unmirrored, the mirror unrotated: a mirrored *and* rotated copy is rarer than
         # either, and every variant tried raises the best score an unrelated pair reaches by chance
         plain = match_variants(self.scales, self.angles, False)
@@ -161,9 +162,6 @@ class ImageMatchVerifier(ImageCorrVerifier):
             no structure); ``details`` the transform found and both scores, e.g.
             ``"crop 0.62 (test inside train) at x 12 y 3; global 0.91, patches 0.84"``.
         """
-        from ..kernels.scalematch import scale_match
-        from ..progress import bar as progress_bar
-
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m = len(qi)
         scores = None
@@ -204,8 +202,6 @@ class ImageMatchVerifier(ImageCorrVerifier):
         """What is measured at the alignment ``match`` found on ``images`` (the chunk's ``(query arrays,
         database arrays, query positions, database positions)``, as the search was given them): the
         patch agreement (m,) float32, and whatever else :meth:`pair_scores` takes (nothing here)."""
-        from ..kernels.alignmatch import patch_agreement
-
         return patch_agreement(*images, self.variants, match, grid=self.grid, device=self.device), None
 
     def pair_scores(self, local: np.ndarray, match, images=None, measured=None) -> np.ndarray:

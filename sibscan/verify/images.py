@@ -28,6 +28,9 @@ from ..imageio import open_image
 from ..items import Items
 from .base import Verifier, VerifyResult, register_verifier
 from .pairtiles import pair_tiles
+from ..kernels.paircorr import check_detail, image_corr_result, image_variants
+from ..kernels.paircorr_sides import prepare_database, prepare_queries, side_bytes, side_pair_corr
+from ..progress import bar as progress_bar
 
 __all__ = ["ImageCorrVerifier", "describe_image_transform"]
 
@@ -236,10 +239,6 @@ class ImageCorrVerifier(Verifier):
             ``scores`` (m,) float32 in [-1, 1], NaN where an image is flat (undefined
             correlation); ``details`` the best transform, e.g. ``"flipped, shifted 2 px right"``.
         """
-        from ..kernels.paircorr import check_detail, image_corr_result, image_variants
-        from ..kernels.paircorr_sides import prepare_database, prepare_queries, side_bytes, side_pair_corr
-        from ..progress import bar as progress_bar
-
         qi, di = self.pair_index(queries, query_index, database, database_index)
         m, s = len(qi), self.max_shift
         variants = image_variants(self.flip, self.scales)

@@ -18,6 +18,7 @@ from ..device import resolve_device
 from ..errors import SibscanError
 from ..items import Items
 from .base import Verifier, VerifyResult, register_verifier
+from ..kernels.lagcorr import series_lag_corr
 
 __all__ = ["LagCorrVerifier"]
 
@@ -101,8 +102,6 @@ class LagCorrVerifier(Verifier):
             side is constant or the overlap is too short.  ``details`` like ``"lag 3"``
             (``query[t]`` matches ``database[t + 3]``) or ``"lag -2, negated"``.
         """
-        from ..kernels.lagcorr import series_lag_corr
-
         qi, di = self.pair_index(queries, query_index, database, database_index)
         a, b = _series(queries, qi), _series(database, di)
         if a.shape[1] != b.shape[1]:

@@ -56,6 +56,7 @@ from ..items import Items
 from ..kernels.textalign import (batch_token_ids, boilerplate_mask, lcs_length, longest_common_run,
                                  shingle_document_frequency, tokenize)
 from .base import Verifier, VerifyResult, register_verifier
+from ..progress import bar as progress_bar
 
 __all__ = ["TextAlignVerifier"]
 
@@ -149,8 +150,6 @@ class TextAlignVerifier(Verifier):
 
     def split(self, items: Items) -> _Split:
         """``items`` tokenised and its shingles counted; cached per Items object (and length)."""
-        from ..progress import bar as progress_bar
-
         n = len(items.texts)
         hit = self._splits.get(id(items))
         if hit is not None and hit.items is items and hit.n == n:
@@ -252,8 +251,6 @@ class TextAlignVerifier(Verifier):
             ``"40-word run: 'the quick …' (test words 120-159, train words 3400-3439); LCS F1 0.42"``,
             followed by ``"; 57 test and 57 train words masked as boilerplate"`` when some were.
         """
-        from ..progress import bar as progress_bar
-
         qi, di = self.pair_index(queries, query_index, database, database_index)
         qsplit, dsplit = self.split(queries), self.split(database)
         boiler, threshold = self.boilerplate(queries, database)

@@ -330,12 +330,14 @@ def test_scan_of_row_numbered_csv_equals_scan_of_the_same_items_with_held_ids(ta
 def test_manifest_digests_of_fingerprints_on_disk_are_those_of_the_array(tmp_path, monkeypatch):
     """The scan's manifest reads the train fingerprints from disk a block at a time (the dataset
     digest sorts them a bucket at a time): the digests are the ones the whole array gives."""
+    import sibscan.fingerprint as fingerprint_module
     import sibscan.store.keybuckets as keybuckets
     from sibscan.store.diskarray import NpyWriter
     from sibscan.fingerprint import dataset_fingerprint, ids_fingerprint, items_fingerprint
     from sibscan.items import Items
 
     monkeypatch.setattr(keybuckets, "SORT_ROWS", 64)  # 16 buckets for 1,000 rows
+    monkeypatch.setattr(fingerprint_module, "SORT_ROWS", 64)  # read in blocks of that size (imported at its top)
     rng = np.random.default_rng(7)
     fp = rng.integers(0, 2**64, size=(1_000, 2), dtype=np.uint64)
     fp[500:600] = fp[:100]  # repeated fingerprints

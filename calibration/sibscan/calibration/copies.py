@@ -19,6 +19,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from sibscan.imageio import open_image
+
 __all__ = ["copy_image", "copy_text", "copy_values"]
 
 
@@ -66,8 +68,6 @@ def copy_values(values: np.ndarray, rng: np.random.Generator) -> Tuple[np.ndarra
 def copy_image(src: str | Path, dst: Path, rng: np.random.Generator) -> str:
     """Write a cropped, resized-back and re-lit copy of the image ``src`` to ``dst`` (PNG); returns what was done."""
     from PIL import ImageEnhance
-
-    from sibscan.imageio import open_image
 
     im = open_image(src)
     w, h = im.size

@@ -22,6 +22,8 @@ from sibscan.verdict.headline import narrow_enough
 from sibscan.verdict.testscores import TestScores, test_scores
 from sibscan.store.scandir import ScanDir, train_items_searched
 from sibscan.stats import ControlAnswers, check_int
+from sibscan.loaders.text import chunk_items
+from sibscan.verify import get_verifier, verifier_class
 
 from .baseline import (baseline_warning, expected_chance_siblings, extrapolated, left_out_neighbours,
                        neighbour_pair_keys, scan_baseline)
@@ -34,6 +36,8 @@ from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_
 from .sampling import Draw, Population, extend_draw, make_draw
 from .session import LabelSession
 from sibscan.options import UIS
+from .terminal import run_terminal
+from .web import run_web
 
 #: the further answers calibrate's advice forecasts the rate's width for, when it is not narrow enough yet
 FORECAST_MORE = (50, 100, 200)
@@ -68,8 +72,6 @@ def _identity(manifest: dict) -> Identity:
 
 def _verifier_of(manifest: dict):
     """The scan's verifier rebuilt from its manifest, or None when it cannot be (not installed, other identity)."""
-    from sibscan.verify import get_verifier, verifier_class
-
     want = manifest.get("verifier") or {}
     try:
         cls = verifier_class(want.get("name", ""))
@@ -122,7 +124,6 @@ def _doc_index(manifest: dict, splits: dict) -> Optional[dict]:
     params = manifest.get("parameters") or {}
     if not params.get("chunk_words"):
         return None
-    from sibscan.loaders.text import chunk_items
 
     return {s: chunk_items(items, params["chunk_words"], params.get("chunk_stride")).extra["doc_index"]
             for s, items in splits.items()}
@@ -354,12 +355,8 @@ def calibrate(
             echo("the score stays hidden until you answer; pairs come from every score stratum of the test set, below "
                  f"the candidate range (scores under {fmt.score(draw.lo)}) included, to find siblings the range misses")
             if ui == "web":
-                from .web import run_web
-
                 run_web(session, port=port, open_browser=open_browser, echo=echo)
             else:
-                from .terminal import run_terminal
-
                 run_terminal(session, stdin=stdin, stdout=stdout)
     cal = fit_calibration(pop, draw, store, baseline, identity, manifest, ts, target_precision=target_precision,
                           seed=seed, definition=definition, n_train=train_items_searched(manifest, sd.path),

@@ -19,8 +19,10 @@ from typing import Optional, TextIO
 import numpy as np
 
 from sibscan import fmt
+from sibscan.imageio import open_image
 
 from .session import LabelSession
+from .web import LabelServer
 
 __all__ = ["run_terminal", "image_preview", "truecolor"]
 
@@ -45,8 +47,6 @@ def truecolor(out: TextIO) -> bool:
 
 
 def _pixels(path: str, width: int) -> np.ndarray:
-    from sibscan.imageio import open_image
-
     im = open_image(path).convert("RGB")
     h = max(2, int(round(im.height * width / max(im.width, 1) / 2)) * 2)
     return np.asarray(im.resize((width, h)), dtype=np.uint8)
@@ -123,8 +123,7 @@ def run_terminal(session: LabelSession, stdin: Optional[TextIO] = None, stdout: 
     tty = bool(getattr(out, "isatty", lambda: False)())
     server = None
     if session.modality == "image" and not truecolor(out):
-        from .web import LabelServer  # this terminal cannot draw images: the page shows the same pair
-
+        # this terminal cannot draw images: the page shows the same pair
         server = LabelServer(session).start()
     try:
         if session.definition:

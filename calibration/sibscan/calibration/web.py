@@ -36,6 +36,7 @@ from typing import Callable, Optional
 from urllib.parse import parse_qs, urlsplit
 
 from sibscan.errors import SibscanError
+from sibscan.imageio import open_image
 
 from .session import LabelSession
 
@@ -54,8 +55,6 @@ _ITEM = re.compile(r"^/api/item/(\d{1,9})/(left|right)$")
 
 
 def _png(path: str) -> bytes:
-    from sibscan.imageio import open_image
-
     im = open_image(path)
     im.thumbnail((_MAX_SIDE, _MAX_SIDE))
     buf = io.BytesIO()

@@ -25,6 +25,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..progress import bar
+
 __all__ = ["batch_token_ids", "boilerplate_mask", "lcs_length", "longest_common_run", "normalise_text",
            "shingle_document_frequency", "shingle_hashes", "tokenize", "word_diff", "word_id_reference"]
 
@@ -230,8 +232,6 @@ def shingle_document_frequency(ids: np.ndarray, offsets: np.ndarray, shingle: in
         ``hashes`` (u,) uint64, sorted, distinct shingle hashes; ``df`` (u,) int64, the number of
         distinct documents holding each.
     """
-    from ..progress import bar
-
     ids = np.asarray(ids, np.int64)
     offsets = np.asarray(offsets, np.int64)
     n_docs = len(offsets) - 1

@@ -16,6 +16,8 @@ from typing import Iterable, Sequence, Tuple
 
 import numpy as np
 
+from .topk import merge_topk
+
 __all__ = ["VIEW_CELLS", "VIEW_SCALES", "WINDOW_SCALES", "mirror", "window_boxes", "window_pair_scores", "window_topk",
            "window_vectors"]
 
@@ -164,8 +166,6 @@ def window_topk(q: np.ndarray, blocks: Iterable[Tuple[int, np.ndarray]], k: int,
     sims : ndarray of shape (nq, k), float32 (-inf where fewer than k)
     idx : ndarray of shape (nq, k), int64 (-1 where fewer than k); ties: lower index first
     """
-    from .topk import merge_topk
-
     nq, w = q.shape[0], q.shape[1]
     sims = np.full((nq, k), -np.inf, np.float32)
     idx = np.full((nq, k), -1, np.int64)
