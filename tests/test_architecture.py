@@ -193,17 +193,17 @@ def test_the_private_import_check_tells_a_package_from_its_neighbours():
         ("sibscan.scan._load_splits", "sibscan.scan")]
 
 
-#: Our own modules imported inside a function (module -> {imported module: reason}); every other import of one of
-#: our modules sits at the top of its module, where a reader sees what the module depends on.  A reason is a cycle
-#: (``cycle: A -> B -> A``), the layer rule of a package root (``layer: ...``: an ``__init__`` imports nothing above
-#: its lowest submodule at its top, test_a_package_init_imports_nothing_above_its_submodules) or a measured import-time cost: what moving that import to the module's top adds to an
-#: entry point that does not load the imported module today -- ``sibscan --help`` (every command's start-up, which
-#: must not grow) or, for a module behind the Python API's lazy root, ``import sibscan.X`` (kept lazy where that
-#: adds 10 ms or more).  Measured by ``python -m benchmarks.import_cost`` (the best of 9 fresh processes on the
-#: 2-core development machine, shared: medians vary up to 3x from run to run; "modules" counts every module added
-#: to sys.modules, numpy's 100-odd for ``sibscan.api``, which does not import numpy).  An entry whose import moved to
-#: the top, or whose entry point loads the module anyway (the laziness saves nothing), fails the tests below, so
-#: the list only shrinks.
+#: Our own modules imported inside a function (module -> {imported module: reason}); every other import of one of our
+#: modules sits at the top of its module, where a reader sees what the module depends on.  A reason is a cycle (``cycle:
+#: A -> B -> A``), the layer rule of a package root (``layer: ...``: an ``__init__`` imports nothing above its lowest
+#: submodule at its top, test_a_package_init_imports_nothing_above_its_submodules) or a measured import-time cost: what
+#: moving that import to the module's top adds to an entry point that does not load the imported module today --
+#: ``sibscan --help`` (every command's start-up, which must not grow) or, for a module behind the Python API's lazy
+#: root, ``import sibscan.X`` (kept lazy where that adds 10 ms or more).  Measured by ``python -m
+#: benchmarks.import_cost`` (the best of 9 fresh processes on the 2-core development machine, shared: medians vary up to
+#: 3x from run to run; "modules" counts every module added to sys.modules, numpy's 100-odd for ``sibscan.api``, which
+#: does not import numpy).  An entry whose import moved to the top, or whose entry point loads the module anyway (the
+#: laziness saves nothing), fails the tests below, so the list only shrinks.
 LAZY_IMPORTS_ALLOWED: Dict[str, Dict[str, str]] = {
     "sibscan": {  # the root's lazy __getattr__ words sibscan.NAME's messages for Python (pywords: layer 14)
         "sibscan.pywords": "layer: the package root imports nothing above its lowest submodule (layer 0)",
