@@ -34,7 +34,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from benchmarks._common import print_table, write_results
+from benchmarks._common import keyed_runs, print_table, write_run
 from benchmarks.score_samples import load as load_scores
 
 PREVALENCES = (0.005, 0.03, 0.12)
@@ -248,9 +248,11 @@ def main(argv=None) -> dict:
                                                         "fractions (default 0.005,0.03,0.12)")
     ap.add_argument("--workers", type=int, default=None, help="processes (default 2; 1 with --quick)")
     ap.add_argument("--oracle", action="store_true", help="an error-free labeller whose answers the estimator is told "
-                    "are right (an oracle's): the best any labelling can do (results as calibration_coverage_oracle)")
+                    "are right (an oracle's): the best any labelling can do (the run 'oracle' of the results file; "
+                    "without it, the run 'labeller_error')")
     ap.add_argument("--name", default=None, help="results file stem (default calibration_coverage)")
     args = ap.parse_args(argv)
+    keyed_runs(args.name or "calibration_coverage")  # a file of another form is refused before the work
     cfg = dict(QUICK if args.quick else DEFAULT)
     for key in ("datasets", "step", "control_datasets"):
         if getattr(args, key) is not None:
@@ -277,12 +279,11 @@ def main(argv=None) -> dict:
     for k, v in summary.items():
         if k != "cells":
             print(f"{k}: {v}")
-    name = args.name or ("calibration_coverage_oracle" if args.oracle else "calibration_coverage")
-    path = write_results(name, {"quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"]),
-                                                                     "checkpoints": list(cfg["checkpoints"])},
-                                     "labeller_error": 0.0 if args.oracle else LABELLER_ERROR, "oracle": args.oracle,
-                                     "seconds": result["seconds"],
-                                     "summary": summary, "runs": result["runs"]})
+    key = "oracle" if args.oracle else "labeller_error"  # the two labellers: runs of one results file
+    path = write_run(args.name or "calibration_coverage", key, {
+        "quick": args.quick, "config": {**cfg, "sizes": list(cfg["sizes"]), "checkpoints": list(cfg["checkpoints"])},
+        "labeller_error": 0.0 if args.oracle else LABELLER_ERROR, "oracle": args.oracle, "seconds": result["seconds"],
+        "summary": summary, "datasets": result["runs"]})
     print(f"written: {path} ({result['seconds']:.0f} s)")
     return summary
 

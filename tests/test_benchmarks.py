@@ -772,11 +772,13 @@ def test_calibration_coverage_quick_writes_results(tmp_path, bench_results):
     import benchmarks.calibration_coverage as bench
 
     summary = bench.main(["--quick", "--name", "calibration_coverage_quick_test"])
-    saved = json.loads((tmp_path / "calibration_coverage_quick_test.json").read_text())
+    saved = json.loads((tmp_path / "calibration_coverage_quick_test.json").read_text())["runs"]
+    assert list(saved) == ["labeller_error"]  # the --oracle run goes beside it, under "oracle"
+    saved = saved["labeller_error"]
     # one data set per kind and prevalence, and one more each with 10 % of the answers on control pairs
-    assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["runs"]) == 18
-    assert sum(r["control_share"] > 0 for r in saved["runs"]) == 9
-    for r in saved["runs"]:  # the point estimate sits inside its interval at every checkpoint
+    assert saved["quick"] and saved["labeller_error"] == 0.03 and len(saved["datasets"]) == 18
+    assert sum(r["control_share"] > 0 for r in saved["datasets"]) == 9
+    for r in saved["datasets"]:  # the point estimate sits inside its interval at every checkpoint
         for key in ("at_30", "at_60"):
             assert r[key]["lo"] <= r[key]["mid"] <= r[key]["hi"] and r[key]["covered"] == (r[key]["lo"] <= r["true"] <= r[key]["hi"])
         assert r["at_60"]["controls"] == (6 if r["control_share"] else 0)
