@@ -15,7 +15,8 @@ from sibscan import fmt
 from sibscan.calibration import calibrate
 from planted_scan import planted_scan
 from sibscan.cli import app
-from sibscan.verdict.rate import estimate_rate, narrow_enough
+from sibscan.verdict.headline import narrow_enough
+from sibscan.verdict.rate import estimate_rate
 
 
 # --- how numbers are printed ----------------------------------------------------------------------

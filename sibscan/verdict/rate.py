@@ -7,8 +7,7 @@ every test item's nearest training item and a person's same/different answers on
 (``sibscan calibrate`` calls it and records the result in ``cutoff.json``).
 
 What every output states is the headline (:mod:`sibscan.verdict.headline`: :func:`headline`, :func:`sentence`),
-over the scores and flags of :mod:`sibscan.verdict.testscores` (:class:`TestScores`); their public names are
-also importable from here, as they were before those modules were split off.
+over the scores and flags of :mod:`sibscan.verdict.testscores` (:class:`TestScores`); import them from there.
 
 The estimator
 -------------
@@ -70,12 +69,11 @@ from typing import Optional
 
 import numpy as np
 
-from .headline import LEVEL, STATES, headline, narrow_enough, no_interval_reason, sentence
+from .headline import LEVEL
 from ..stats import ControlAnswers
-from .testscores import TestScores, best_scores, flagged_mask, test_scores
+from .testscores import flagged_mask
 
-__all__ = ["LEVEL", "STATES", "RateEstimate", "TestScores", "best_scores", "estimate_rate", "flagged_mask", "headline",
-           "narrow_enough", "no_interval_reason", "score_strata", "sentence", "test_scores"]
+__all__ = ["RateEstimate", "estimate_rate", "score_strata"]
 
 #: the estimator's strata: test items are cut by their top-1 score at these shares from the top (the
 #: finest where siblings sit, the coarsest where the bulk of unrelated items lies), over the WHOLE test
