@@ -159,7 +159,7 @@ def planted(dims=(16, 64), cuts=(0.8, 0.9, 0.95), n_test: int = 170, n_train: in
 def timing(n_test: int, n_train: int, dim: int, repeat: int, previous) -> dict:
     """Seconds of today's ``scan_baseline`` and the previous one on the same random embeddings."""
     from sibscan.calibration.baseline import scan_baseline
-    from sibscan.store.scandir import Neighbours
+    from sibscan.store.neighbourtable import Neighbours
 
     rng = np.random.default_rng(0)
     emb = {"train": rng.standard_normal((n_train, dim), dtype=np.float32),

@@ -76,7 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, object]:
             res = one_setting(n, w, draws, args.seed + int(n * 1000 + w * 1000))
             for rule, r in res.items():
                 rows.append({"n_labels": n, "width": w, "rule": rule, **r})
-    from sibscan.calibration.fit import POINT_RULE, RULE
+    from sibscan.verdict.cutoffrule import POINT_RULE, RULE
 
     payload = {"quick": args.quick, "seed": args.seed, "rules": {"bound": RULE, "point": POINT_RULE}, "rows": rows}
     write_results(args.name or ("cutoff_rule_sim_quick" if args.quick else "cutoff_rule_sim"), payload)

@@ -308,7 +308,7 @@ def write_back(pairs_path: Path, outs: Dict[str, dict], *, side: Optional[dict] 
     import time
 
     from sibscan.atomic import write_json
-    from sibscan.calibration.fit import RULE
+    from sibscan.verdict.cutoffrule import RULE
 
     pairs_path = Path(pairs_path)
     recorded_path = _recorded_path(pairs_path)

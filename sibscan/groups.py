@@ -41,7 +41,7 @@ from .errors import SibscanError
 from .options import LINKAGES
 from .verdict import Verdict
 
-__all__ = ["LINKAGES", "GroupTable", "complete_linkage", "connected_components", "group_table", "sibling_groups"]
+__all__ = ["GroupTable", "complete_linkage", "connected_components", "group_table", "sibling_groups"]
 
 
 def _renumber(labels: np.ndarray) -> np.ndarray:

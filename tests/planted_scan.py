@@ -21,7 +21,8 @@ from typing import Dict
 import numpy as np
 
 from sibscan.items import Items
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 CUTOFF = 0.9
 

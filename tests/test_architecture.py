@@ -502,3 +502,64 @@ def test_the_walk_follows_the_code_it_measures():
     assert ("sibscan.fingerprint:content_keys", "sibscan.store.diskarray:NpyWriter.__init__") in everything.climbs
     # a room is a folder: the same walk counted by files enters every module as a room
     assert walk("sibscan.scan:run_scan", room=lambda m: m).rooms == w.modules
+
+
+def names_defined(module: str) -> Set[str]:
+    """The names ``module`` binds itself at module level (def, class, assignment, ``for``/``with`` targets, in ``if``
+    and ``try`` blocks too), not those it imports."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found: Set[str] = set()
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                found.add(child.id)
+            elif isinstance(child, (ast.stmt, ast.expr, ast.excepthandler)):
+                todo.append(child)
+    return found
+
+
+def reexports(module: str) -> List[str]:
+    """Names in a module's ``__all__`` that it imports rather than defines (a package ``__init__`` may: it is the
+    package's public face)."""
+    if MODULES[module].name == "__init__.py":
+        return []
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    listed = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)), [])
+    defined = names_defined(module)
+    return [name for name in listed if name not in defined]
+
+
+def test_a_module_exports_only_what_it_defines():
+    # a name re-exported through another module's __all__ is two doors to one thing ('rate.py re-exports 10 names',
+    # issue 33): import it from the module that defines it
+    bad = {m: names for m in MODULES if (names := reexports(m))}
+    assert not bad, f"__all__ names imported, not defined (import them from where they are defined): {bad}"
+    assert reexports("sibscan.scan") == [] and "run_scan" in names_defined("sibscan.scan")
+    assert "Neighbours" in names_defined("sibscan.store.neighbourtable")  # a class
+    assert "Neighbours" not in names_defined("sibscan.store.scandir")  # imported there
+
+
+def test_our_names_are_imported_from_the_module_that_defines_them():
+    # `from sibscan.store.scandir import Neighbours` worked while scandir imported it: the import follows the name to
+    # its module (a package __init__ is the exception, the package's public face)
+    defined = {m: names_defined(m) for m in MODULES}
+    bad = []
+    for m, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for full in imported_names(node, _package_of(m)):
+                source, _, name = full.rpartition(".")
+                if source in MODULES and full not in MODULES and MODULES[source].name != "__init__.py" \
+                        and name not in defined[source]:
+                    bad.append(f"{m}: from {source} import {name}")
+    assert not bad, "import these from the module that defines them:\n" + "\n".join(sorted(bad))

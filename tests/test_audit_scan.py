@@ -13,7 +13,7 @@ from sibscan.cli import app
 from sibscan.config import ScanConfig
 from sibscan.report import build_report
 from sibscan.report.honest import sibling_cell
-from sibscan.report.markdown import pct
+from sibscan.fmt import pct
 from sibscan.scan import run_scan
 
 runner = CliRunner()

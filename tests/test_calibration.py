@@ -191,7 +191,8 @@ def test_oracle_cutoff_separates_planted_siblings(planted, tmp_path):
 def test_target_precision_rule(planted, tmp_path):
     # the 60 pairs of the prior draw hold 4 siblings: precision 0.9 at 95 % confidence needs a run of
     # min_same_run(0.9) 'same' answers, so the labels cannot support it and say so
-    from sibscan.calibration.fit import min_same_run, precision_rule
+    from sibscan.calibration.fit import min_same_run
+    from sibscan.verdict.cutoffrule import precision_rule
 
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")
@@ -401,7 +402,7 @@ def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tm
     # the scan ran with --calibration OTHER (recorded kind "calibrated"), then 'sibscan calibrate SCAN_DIR' gave no
     # cutoff: check used OTHER's cutoff and rate without the note report printed, and a forced OTHER's mismatch
     # note replaced it in the headline
-    from sibscan.calibration.fit import RULE
+    from sibscan.verdict.cutoffrule import RULE
     from sibscan.check import check as run_check
     from sibscan.report import build_report
     from sibscan.store.scandir import ScanDir
@@ -430,7 +431,7 @@ def test_a_scan_calibrated_elsewhere_says_its_own_calibration_gives_no_cutoff(tm
 
 
 def test_recalibrating_a_point_estimate_calibration_says_the_rule_changed(planted, tmp_path):
-    from sibscan.calibration.fit import RULE, precision_rule
+    from sibscan.verdict.cutoffrule import RULE, precision_rule
 
     cal_dir = tmp_path / "cal"
     calibrate(planted.path, calibration_dir=cal_dir, ui="none")

@@ -9,7 +9,7 @@ from sibscan.config import ScanConfig
 from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.kernels.windows import window_boxes, window_pair_scores, window_vectors
-from sibscan.store.scandir import Neighbours
+from sibscan.store.neighbourtable import Neighbours
 from sibscan.verify.cascade import Cascade, cascade_keep
 from sibscan.stages.views import cascade_candidates, pair_window_scores_gray
 

@@ -251,7 +251,7 @@ def test_copies_are_light_and_repeatable():
 
 
 def test_a_scan_with_exact_twins_gets_twin_controls_alternating_with_copies(tmp_path):
-    from sibscan.store.scandir import Neighbours
+    from sibscan.store.neighbourtable import Neighbours
 
     p = planted_scan(tmp_path / "scan", n_train=300, n_test=150, seed=3, modality="text")
     sd = ScanDir(p.path)

@@ -18,7 +18,8 @@ from sibscan.cli import app
 from sibscan.device import resolve_device
 from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 
 def test_version_cli():

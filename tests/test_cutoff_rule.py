@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import time
 
-from sibscan.calibration.fit import (BOUND, CONFIDENCE, POINT_RULE, RULE, Curve, find_cutoff, fit, fit_curve,
-                                     min_same_run, precision_rule, same_lower_bound, same_rule)
+from sibscan.calibration.fit import (BOUND, CONFIDENCE, Curve, find_cutoff, fit, fit_curve, min_same_run,
+                                     same_lower_bound)
+from sibscan.verdict.cutoffrule import POINT_RULE, RULE, precision_rule, same_rule
 
 LOW_DIFF = [0.0, 0.004, 0.01, 0.014, 0.02, 0.027, 0.045, 0.053, 0.07, 0.08, 0.113, 0.126]
 HIGH_SAME = [0.357, 0.365, 0.374, 0.507, 0.544, 0.589, 0.624, 0.67, 0.704, 0.785, 0.832, 0.874, 0.921, 0.957, 0.98]

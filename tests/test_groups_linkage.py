@@ -12,7 +12,8 @@ from sibscan.errors import SibscanError
 from sibscan.groups import complete_linkage, connected_components, sibling_groups
 from sibscan.report import build_report
 from sibscan.report.markdown import render_markdown
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 from sibscan.split import resplit
 
 

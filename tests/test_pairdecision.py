@@ -9,7 +9,8 @@ import pytest
 from _helpers import write_jsonl, write_labels
 from planted_scan import make_scan
 from sibscan.verdict.pairdecision import DIFFERENT, NONE, SAME, PairLabels, flag_items, labels_phrase, pair_is_sibling
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 
 # --- the rule, against a brute-force reference ------------------------------------------------------
@@ -354,7 +355,8 @@ def test_flagged_at_matches_flag_items_at_every_cutoff():
 def test_calibrating_and_deciding_read_one_latest_answer_per_pair_in_either_orientation(tmp_path):
     """(test a, train b) same; (train b, test a) different; (train b, test a) undo: the pair has no answer,
     for the calibration's store and for the report's labels alike (the store keyed pairs by orientation)."""
-    from sibscan.calibration.labels import Identity, LabelStore, pair_key
+    from sibscan.calibration.labels import Identity, LabelStore
+    from sibscan.verdict.pairdecision import pair_key
 
     ident = {"dataset_fingerprint": "d", "encoder_identity": "e", "verifier_identity": None}
     fwd = {**ident, "query_split": "test", "query_id": "a", "neighbour_split": "train", "neighbour_id": "b"}

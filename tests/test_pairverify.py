@@ -19,7 +19,8 @@ from sibscan.errors import SibscanError
 from sibscan.items import Items
 from sibscan.options import SearchOptions
 from sibscan.stages.pairverify import PAIRING, VerifiedPairs, canonical_pairs
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 from sibscan.verify import VerifyResult
 
 

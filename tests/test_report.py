@@ -16,7 +16,8 @@ from sibscan.errors import InputError, SibscanError
 from sibscan.items import Items
 from sibscan.report import build_report, render_html, render_markdown, write_reports
 from sibscan.report.sections import sweep
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 
 def wilson(k, n, z=1.959963984540054):

@@ -10,7 +10,8 @@ from planted_scan import make_scan
 from sibscan import fmt
 from sibscan.items import Items
 from sibscan.report import build_report, render_html, write_reports
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 #: one gallery card: the test id, then the train id of its pair
 _CARD = re.compile(r'class="meta">test ([^ <]+).*?class="meta">train ([^ <]+)', re.S)

@@ -11,7 +11,7 @@ from sibscan.items import Items
 from sibscan.kernels.windows import (VIEW_CELLS, VIEW_SCALES, WINDOW_SCALES, mirror, window_boxes, window_pair_scores,
                                      window_topk, window_vectors)
 from sibscan.options import SearchOptions
-from sibscan.store.scandir import Neighbours
+from sibscan.store.neighbourtable import Neighbours
 from sibscan.stages.views import add_view_candidates, default_views, resolve_views
 
 

@@ -9,7 +9,8 @@ Each topic is its own module: :mod:`~sibscan.audit.inputs` (reading predictions 
 :mod:`~sibscan.audit.markdown`; :mod:`~sibscan.audit.run` ties them together.
 """
 from ..runrecord import VerifyResult, verify_run
-from .result import CHECK_NAMES, AuditResult, Check, check_name
+from .result import AuditResult, Check
+from ..report.honest import CHECK_NAMES, check_name
 from .run import AuditConfig, run_audit
 
 __all__ = [

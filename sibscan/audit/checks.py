@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..predictions import correct_mask
-from ..report.markdown import pct
+from ..fmt import pct
 from .denominator import Aligned, first
 from .metrics import per_sample_error, window
 from .result import Check

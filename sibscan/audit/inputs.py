@@ -26,11 +26,10 @@ import numpy as np
 
 from ..errors import InputError, SibscanError
 from ..predictions import PREDICTION_FIELDS, read_lines, read_records
-from ..options import TASKS
 from ..loaders import load
 
-__all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "TASKS", "as_column", "expand_runs", "first_non_number",
-           "infer_task", "read_column"]
+__all__ = ["Column", "OK_STATUS", "TARGET_FIELDS", "as_column", "expand_runs", "first_non_number", "infer_task",
+           "read_column"]
 
 #: accepted names of the target column/field, in order of preference
 TARGET_FIELDS = ("target", "y_true", "label", "y", "truth")

@@ -14,7 +14,7 @@ from typing import Optional
 from ..fmt import score as fmt_score
 from ..items import Items
 from ..report.honest import sibling_cell
-from ..report.markdown import pct
+from ..fmt import pct
 from ..twins import find_twins
 from .result import Check
 from ..loaders import load

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from ..report.honest import CHECK_NAMES, check_name
+from ..report.honest import CHECK_NAMES
 
-__all__ = ["CHECK_NAMES", "Check", "AuditResult", "check_name"]
+__all__ = ["Check", "AuditResult"]
 
 
 @dataclass

@@ -16,12 +16,14 @@ from ..runrecord import RECORD_KEY, begin_run
 from ..stats import check_fraction, check_int
 from . import checks as C
 from .denominator import align, denominator_check
-from .inputs import TASKS, Column, expand_runs, first_non_number, infer_task, read_column
+from .inputs import Column, expand_runs, first_non_number, infer_task, read_column
+from ..options import TASKS
 from .metrics import METRICS, TASK_METRICS, compute_metrics
 from .result import AuditResult, Check
 from .scanlink import VAL_SCAN_DIR, ScanLink, open_scan
 from .seeds import aggregate_runs, runs_warning
-from .selection import MODES, selection_check
+from .selection import selection_check
+from ..options import SELECTION_MODES as MODES
 from .._version import __version__
 from ..atomic import write_json, write_text
 from .markdown import render_audit_markdown

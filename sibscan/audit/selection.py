@@ -24,7 +24,7 @@ from ..predictions import read_lines
 from .result import Check
 from ..options import SELECTION_MODES as MODES
 
-__all__ = ["MODES", "selection_check", "metric_direction"]
+__all__ = ["selection_check", "metric_direction"]
 
 _CKPT = ("checkpoint", "ckpt", "step", "epoch", "name")
 _SPLITS = {"validation": "val", "valid": "val", "val": "val", "dev": "val", "test": "test"}

@@ -22,7 +22,7 @@ from ..fmt import score as fmt_score
 from ..verdict.headline import ESTIMATED
 from ..stats import wilson_interval
 from .audits import AUDITS_DIR
-from .markdown import pct
+from ..fmt import pct
 
 __all__ = ["AUDIT_DIR", "CHECK_NAMES", "SECTION", "check_name", "evaluation_section", "fmt", "format_value",
            "honest_reporting", "load_audit", "sibling_cell", "sibling_rate_record"]

@@ -27,11 +27,12 @@ from ..errors import SibscanError
 from ..fmt import plural, score as fmt_score
 from ..kernels.textalign import word_diff
 from .gallery import exact_twins, galleries
-from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, notes, pct, sentence_with_accuracy
+from .markdown import accuracy_rows, class_rows, direction_rows, group_sentence, notes, sentence_with_accuracy
+from ..fmt import pct
 from .plots import svg_histogram, svg_sweep
 from ..imageio import open_image
 
-__all__ = ["render_html", "svg_histogram", "svg_sweep"]
+__all__ = ["render_html"]
 
 log = logging.getLogger("sibscan.report")
 

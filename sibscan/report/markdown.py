@@ -17,8 +17,8 @@ from typing import Callable, List, Optional
 from ..fmt import pct, pp, span
 from ..verdict.cutoffrule import supported
 
-__all__ = ["render_markdown", "sentence_with_accuracy", "notes", "direction_rows", "accuracy_rows", "class_rows", "pct",
-           "pp", "accuracy_parts", "md_text"]
+__all__ = ["render_markdown", "sentence_with_accuracy", "notes", "direction_rows", "accuracy_rows", "class_rows",
+           "accuracy_parts", "md_text"]
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|])")
 

@@ -13,7 +13,7 @@ from .html import render_html
 from .items import flagged_csv
 from .markdown import render_markdown
 
-__all__ = ["write_reports", "FORMATS"]
+__all__ = ["write_reports"]
 
 
 def write_reports(scan_dir, formats: Iterable[str] = FORMATS, *, out: Optional[str | Path] = None,

@@ -22,7 +22,7 @@ from ..options import DIRECTIONS, SearchOptions
 from .pairverify import VerifiedPairs, verify_pairs
 from ..progress import bar as progress_bar, task
 from ..search.direction import search_direction
-from ..store.scandir import Neighbours
+from ..store.neighbourtable import Neighbours
 from ..search.exact import resolve_backend
 
 __all__ = ["REVERSE_BLOCK", "neighbours_table", "rerank", "reverse_blocks", "table_from_search", "verify_neighbours"]

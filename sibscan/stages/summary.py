@@ -10,7 +10,8 @@ import numpy as np
 
 from ..items import Items
 from ..kernels.rowhash import fingerprint_membership
-from ..store.scandir import Neighbours, ScanDir, train_items_searched
+from ..store.scandir import ScanDir, train_items_searched
+from ..store.neighbourtable import Neighbours
 from ..verdict import Verdict
 from ..verdict.cutoff import Cutoff
 from ..verdict.pairdecision import SAME

@@ -16,7 +16,8 @@ from ..items import Items
 from ..options import DIRECTIONS
 from ..progress import stage as progress_stage
 from ..store.neighbourfile import NeighboursWriter
-from ..store.scandir import NEIGHBOURS_SOURCE_KEY, Neighbours, ScanDir, neighbours_source
+from ..store.scandir import NEIGHBOURS_SOURCE_KEY, ScanDir, neighbours_source
+from ..store.neighbourtable import Neighbours
 from ..verify.cascade import IMAGE_CASCADE
 from .candidates import neighbours_table, reverse_blocks, verify_neighbours
 from .embedding import cache_dir_of

@@ -46,7 +46,7 @@ from ..items import Items
 from ..kernels.topk import rank_within_groups
 from ..options import VIEWS, SearchOptions, EncoderOptions
 from ..progress import task
-from ..store.scandir import Neighbours
+from ..store.neighbourtable import Neighbours
 from ..verify.cascade import Cascade, cascade_keep
 from ..encoders import encoder_class, encoder_kwargs, get_encoder
 from ..encoders.pixels import shrink_images

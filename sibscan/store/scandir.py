@@ -88,12 +88,12 @@ import numpy as np
 from ..atomic import save_npy, save_npz, write_json, write_text
 from ..errors import SibscanError
 from ..items import Items, Skipped
-from .neighbourtable import NEIGHBOUR_COLUMNS, Neighbours, column_blocks, table_source
+from .neighbourtable import Neighbours, column_blocks, table_source
 from ..rowids import RowNumberIds
 from .scanfiles import DELETE_RERUN, READ_ERRORS, RERUN, corrupt
 
-__all__ = ["EMBEDDINGS_KEY", "NEIGHBOUR_COLUMNS", "NEIGHBOURS_SOURCE_KEY", "Neighbours", "ScanDir", "embeddings_digest",
-           "load_items", "neighbours_source", "save_items", "train_items_searched"]
+__all__ = ["EMBEDDINGS_KEY", "NEIGHBOURS_SOURCE_KEY", "ScanDir", "embeddings_digest", "load_items",
+           "neighbours_source", "save_items", "train_items_searched"]
 
 #: the manifest key recording what the neighbours table was computed from (:func:`neighbours_source`)
 NEIGHBOURS_SOURCE_KEY = "neighbours_source"

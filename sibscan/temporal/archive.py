@@ -24,7 +24,8 @@ from ..atomic import write_json
 from ..errors import SibscanError, SibscanError as _Err
 from ..progress import bar as progress_bar
 from .classifiers import ClassifierSpec, classifier_spec, check_length
-from .normalise import NORMALISATIONS, apply_normalisation, choose_normalisation, normalise
+from .normalise import apply_normalisation, choose_normalisation, normalise
+from ..options import NORMALISATIONS
 from .resplit import check_resplits, permute_time, time_permutation
 from ..options import ENGINES
 from ..raystart import ray_session

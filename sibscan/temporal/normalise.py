@@ -27,8 +27,8 @@ import numpy as np
 from ..errors import SibscanError
 from ..options import NORMALISATIONS
 
-__all__ = ["NORMALISATIONS", "ZNORM_SHARE", "ZNORM_TOL", "Normalisation", "apply_normalisation",
-           "check_znormalised", "choose_normalisation", "demean_scale", "normalise"]
+__all__ = ["ZNORM_SHARE", "ZNORM_TOL", "Normalisation", "apply_normalisation", "check_znormalised",
+           "choose_normalisation", "demean_scale", "normalise"]
 
 #: a series counts as z-normalised when |mean| and |std - 1| are both within this (archive files
 #: are written with 6-8 significant digits, and some were z-normalised with the sample std)

@@ -21,7 +21,7 @@ from ..atomic import write_text
 from ..errors import SibscanError
 from ..options import SERIES_FORMATS as FORMATS
 
-__all__ = ["FORMATS", "choose_format", "write_pair", "write_series"]
+__all__ = ["choose_format", "write_pair", "write_series"]
 
 _TS_LABEL = re.compile(r"^[^\s:,]+$")
 

@@ -52,7 +52,7 @@ def test_header_only_empty_and_non_utf8_csv(tmp_path):
 
 
 def _table(n: int):
-    from sibscan.store.scandir import Neighbours
+    from sibscan.store.neighbourtable import Neighbours
 
     rng = np.random.default_rng(0)
     verified = rng.random(n).astype(np.float32)

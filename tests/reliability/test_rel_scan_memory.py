@@ -15,7 +15,8 @@ import pytest
 import sibscan.stages.candidates as candidates_module
 from rel_helpers import FAST, cli
 from sibscan.store.neighbourfile import NeighboursWriter
-from sibscan.store.scandir import Neighbours, ScanDir
+from sibscan.store.scandir import ScanDir
+from sibscan.store.neighbourtable import Neighbours
 
 
 def _scan(d, out, *flags):

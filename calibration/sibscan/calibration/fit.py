@@ -31,13 +31,13 @@ import numpy as np
 
 from sibscan import fmt
 # the rule names live below everything reading them
-from sibscan.verdict.cutoffrule import POINT_RULE, RULE, SUPPORTED, precision_rule, same_rule
+from sibscan.verdict.cutoffrule import RULE, SUPPORTED, precision_rule
 from sibscan.stats import CUTOFF_BOUND, CUTOFF_CONFIDENCE
 
 from .advice import Ask, Unlabelled
 
-__all__ = ["BOUND", "CONFIDENCE", "POINT_RULE", "RULE", "same_rule", "pava", "Curve", "fit_curve", "find_cutoff",
-           "bootstrap_cutoff", "FitResult", "fit", "beta_cdf", "min_same_run", "precision_rule", "same_lower_bound"]
+__all__ = ["BOUND", "CONFIDENCE", "pava", "Curve", "fit_curve", "find_cutoff", "bootstrap_cutoff", "FitResult",
+           "fit", "beta_cdf", "min_same_run", "same_lower_bound"]
 
 #: one-sided confidence of the lower bound on ``P(same | score)`` that both cutoff rules read, and how
 #: the texts name it: one constant below everything that prints it (:data:`sibscan.stats.CUTOFF_CONFIDENCE`)

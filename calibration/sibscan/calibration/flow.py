@@ -29,7 +29,8 @@ from .baseline import (baseline_warning, expected_chance_siblings, extrapolated,
                        neighbour_pair_keys, scan_baseline)
 from .controlanswers import ANSWERS_FILE, DEFAULT_SHARE, ControlStore, check_share, controls_of, read_controls
 from .controls import ControlPlan, cosine, estimate_with_controls, interleave
-from .fit import POINT_RULE, fit, same_rule
+from .fit import fit
+from sibscan.verdict.cutoffrule import POINT_RULE, same_rule
 from .forecast import forecast_width
 from .labels import Identity, LabelStore
 from ..verdict.record import CUTOFF_FILE, LABELS_FILE, Calibration, calibration_in, write_calibration
@@ -42,7 +43,7 @@ from .web import run_web
 #: the further answers calibrate's advice forecasts the rate's width for, when it is not narrow enough yet
 FORECAST_MORE = (50, 100, 200)
 
-__all__ = ["calibrate", "default_definition", "DEFINITIONS", "UIS", "DRAW_FILE"]
+__all__ = ["calibrate", "default_definition", "DEFINITIONS", "DRAW_FILE"]
 
 log = logging.getLogger("sibscan.calibration")
 

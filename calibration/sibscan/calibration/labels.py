@@ -31,7 +31,7 @@ from sibscan.verdict.pairdecision import latest_answers, pair_key
 
 from ..verdict.labelfile import ALL_LABELS, LABELS, read_label_file
 
-__all__ = ["LABELS", "Imported", "LabelStore", "Identity", "pair_key", "read_label_file"]
+__all__ = ["Imported", "LabelStore", "Identity"]
 
 PairKey = Tuple[str, str, str, str]
 

@@ -31,7 +31,7 @@ import numpy as np
 from sibscan.atomic import write_json
 from sibscan.errors import SibscanError
 from sibscan.verdict.rate import score_strata
-from sibscan.store.scandir import Neighbours
+from sibscan.store.neighbourtable import Neighbours
 
 from .labels import PairKey
 

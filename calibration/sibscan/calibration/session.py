@@ -23,7 +23,8 @@ from sibscan.verdict.headline import narrow_enough
 
 from .controlanswers import tally
 from .controls import ControlPlan, estimate_with_controls, interleave
-from .labels import LABELS, LabelStore, PairKey
+from .labels import LabelStore, PairKey
+from sibscan.verdict.labelfile import LABELS
 from .sampling import Draw, Population, extend_draw
 
 __all__ = ["LabelSession"]

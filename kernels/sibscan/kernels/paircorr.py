@@ -29,10 +29,9 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .paircorr_ops import FLAT_VAR
 from .paircorr_sides import prepare_database, prepare_queries, side_pair_corr
 
-__all__ = ["FLAT_VAR", "ImageCorr", "check_detail", "image_corr_result", "image_pair_corr", "image_variants"]
+__all__ = ["ImageCorr", "check_detail", "image_corr_result", "image_pair_corr", "image_variants"]
 
 
 @dataclass

@@ -6,7 +6,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .paircorr import FLAT_VAR, ImageCorr, check_detail, _check_images, image_corr_result, image_variants
+from .paircorr import ImageCorr, check_detail, _check_images, image_corr_result, image_variants
+from .paircorr_ops import FLAT_VAR
 
 __all__ = ["blur_reference", "image_pair_corr_reference", "zoom_reference"]
 
