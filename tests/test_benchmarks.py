@@ -446,6 +446,7 @@ def test_quality_refuses_bad_seed_and_photo_lists_and_a_file_of_another_form(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
 
 
+@pytest.mark.slow  # seconds (default tier under 3 minutes on a cold clone)
 def test_scan_e2e_quick_writes_results(tmp_path, bench_results):
     scan_e2e.main(["--quick", "--cases", "table,text"])
     data = json.loads((tmp_path / "scan_e2e.json").read_text())
@@ -593,6 +594,7 @@ def test_benchmark_quick_runs(tmp_path, monkeypatch, bench_results):
     assert (tmp_path / "fingerprint_quick_test.json").exists()
 
 
+@pytest.mark.slow  # seconds (default tier under 3 minutes on a cold clone)
 def test_twins_process_quick_runs(tmp_path, bench_results):
     """Both processes run to the end and agree on the counts (400 test rows are train copies)."""
     pytest.importorskip("pandas", reason="the reference process is pandas")
@@ -644,6 +646,7 @@ def test_memory_quick_writes_results(tmp_path, bench_results):
 # -- contamination: the planted language-model-corpus benchmark --------------------------------
 
 
+@pytest.mark.slow  # seconds (default tier under 3 minutes on a cold clone)
 def test_contamination_synthetic_benchmark_negatives_are_hard_and_quick_run_writes_results(tmp_path, bench_results):
     """The planted benchmark cannot silently become easy: clean examples share most of their
     5-grams with the corpus; the --quick run writes every table docs/benchmarks.md quotes."""
@@ -768,6 +771,7 @@ def test_install_size_counts_each_file_once_by_the_distribution_that_installed_i
     assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total")
 
 
+@pytest.mark.slow  # seconds (default tier under 3 minutes on a cold clone)
 def test_calibration_coverage_quick_writes_results(tmp_path, bench_results):
     import benchmarks.calibration_coverage as bench
 

@@ -255,6 +255,11 @@ def test_ray_session_names_an_address_that_is_none(tmp_path):
 
     with pytest.raises(SibscanError, match=r"--address 'x' is not a Ray address .*HOST:PORT"):
         raystart.ray_session("x")
+
+
+@pytest.mark.slow  # a fresh process importing Ray (default tier under 3 minutes on a cold clone)
+def test_scan_with_an_address_that_is_none_is_one_line(tmp_path):
+    pytest.importorskip("ray")
     train, test = tmp_path / "a.csv", tmp_path / "b.csv"
     for path in (train, test):
         path.write_text("f1,f2,f3\n" + "\n".join(f"{i},{i * 2},{i % 3}" for i in range(12)) + "\n")

@@ -51,6 +51,7 @@ def test_an_installed_package_named_like_a_top_level_folder_wins_from_the_root(t
     assert done.stdout.split() == ["True", f"sibscan.{name}"]
 
 
+@pytest.mark.slow  # a fresh process (default tier under 3 minutes on a cold clone)
 def test_transformers_and_sentence_transformers_import_from_the_root():
     for mod in ("transformers", "sentence_transformers"):
         if importlib.util.find_spec(mod) is None:

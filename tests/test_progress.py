@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from sibscan import progress
 
@@ -89,6 +90,7 @@ class SlowZNorm(ZNormEncoder):
 '''
 
 
+@pytest.mark.slow  # seconds (default tier under 3 minutes on a cold clone)
 def test_a_slow_scan_logged_to_a_file_reports_at_every_interval(tmp_path):
     """The issue's case: stderr is a file (nohup, CI). The interval is 30 s in use, 0.3 s here."""
     rng = np.random.default_rng(0)
