@@ -95,16 +95,6 @@ def run_config(name: str, case: dict, out: Path, extra: dict, device: str = "cpu
             "load_average_before": load_before, "load_average_after": os.getloadavg()}
 
 
-def _config_list(text: str) -> List[str]:
-    """``--configs``: names from :data:`CONFIGS`, comma-separated."""
-    names = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = sorted(set(names) - set(CONFIGS))
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown config(s) {', '.join(unknown) or '(none given)'}; "
-                                         f"available: {', '.join(CONFIGS)}")
-    return names
-
-
 #: scan options the benchmark sets itself: where the scan writes and reads, on what device, and the
 #: options that define each configuration (CONFIGS); an --option for one would change what is measured
 #: (verify=false skips the step it times; index and precomputed features skip the search or the encoding)
@@ -141,7 +131,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     ap.add_argument("--images", type=comma_list(int), default=None,
                     help="images in all, five sixths train (default 3600; --quick 60); a comma list runs "
                          "each size, all in one NAME.json")
-    ap.add_argument("--configs", type=_config_list, default="default,cascade",
+    ap.add_argument("--configs", type=comma_list(str, tuple(CONFIGS)), default="default,cascade",
                     help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",

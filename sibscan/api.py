@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from .errors import SibscanError, require, user_stacklevel
 from .progress import message, quiet as quiet_progress
-from .pywords import SYNONYMS, python_words, unknown_keyword
+from .pywords import SYNONYMS, keywords_of, python_words, unknown_keyword
 
 __all__ = ["EMBEDDING_WIDTH", "Scan", "scan"]
 
@@ -272,7 +272,7 @@ class Scan:
         """
         from .calibration import calibrate
 
-        valid = _keywords(calibrate) - {"scan_dir", "echo"}  # the two this method passes itself
+        valid = keywords_of([calibrate])[0] - {"scan_dir", "echo"}  # the two this method passes itself
         unknown = sorted(set(options) - valid)
         if unknown:
             raise unknown_keyword("Scan.calibrate", unknown[0], valid, SYNONYMS)
@@ -316,10 +316,3 @@ def _frame(columns: Dict[str, Any], purpose: str):
     for name in ("sibling", "label_conflict"):
         df[name] = df[name].astype("boolean")
     return df
-
-
-def _keywords(function) -> set:
-    import inspect
-
-    return {p.name for p in inspect.signature(function).parameters.values()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}

@@ -21,7 +21,7 @@ from typing import Callable, Collection, Dict, Iterable, Mapping, Optional, Tupl
 
 from .errors import SibscanError
 
-__all__ = ["SYNONYMS", "did_you_mean", "flag_keywords", "python_words", "reword", "unknown_keyword"]
+__all__ = ["SYNONYMS", "did_you_mean", "flag_keywords", "keywords_of", "python_words", "reword", "unknown_keyword"]
 
 #: words used elsewhere for our keywords, so that a near miss of them suggests ours (where the call takes it)
 SYNONYMS = {"threshold": "cutoff", "similarity_threshold": "cutoff", "top_k": "k", "n_neighbors": "k",
@@ -133,7 +133,7 @@ def reword(text: str, keywords: Collection[str] = (), bools: Collection[str] = (
     return _PATTERN.sub(one, text)
 
 
-def _keywords_of(functions: Iterable[Callable]) -> Tuple[set, set]:
+def keywords_of(functions: Iterable[Callable]) -> Tuple[set, set]:
     """The keyword parameters of ``functions`` and which of them default to a bool."""
     names, bools = set(), set()
     for fn in functions:
@@ -165,8 +165,7 @@ def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Ca
     """
     def wrap(fn: Callable) -> Callable:
         params = inspect.signature(fn).parameters.values()
-        named = None if any(p.kind is p.VAR_KEYWORD for p in params) else \
-            {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        named = None if any(p.kind is p.VAR_KEYWORD for p in params) else keywords_of([fn])[0]
 
         @functools.wraps(fn)
         def _python_words_call(*args, **kwargs):  # its name marks the frame for errors.user_stacklevel
@@ -179,7 +178,7 @@ def python_words(*also: Callable[[], Callable], scan_options: bool = True) -> Ca
                 return fn(*args, **kwargs)
             except SibscanError as exc:
                 if exc.args and isinstance(exc.args[0], str):
-                    keywords, bools = _keywords_of([fn, *(get() for get in also)])
+                    keywords, bools = keywords_of([fn, *(get() for get in also)])
                     exc.args = (reword(exc.args[0], keywords, bools, scan_options=scan_options), *exc.args[1:])
                 raise
         return _python_words_call

@@ -42,7 +42,9 @@ def ray_session(address: Optional[str] = None, num_cpus: Optional[int] = None, *
         except ConnectionError as exc:
             raise SibscanError(f"cannot reach the Ray cluster at {address!r} ({exc}); "
                                "check `ray status`, or leave out the address to run on a local Ray") from None
-        except ValueError as exc:  # Ray's "Invalid address format: x", raised before it tries to connect
-            raise SibscanError(f"--address {address!r} is not a Ray address ({exc}); give HOST:PORT, "
-                               "ray://HOST:PORT or auto, or leave it out to run on a local Ray") from None
+        except ValueError as exc:  # Ray refuses options before it starts: a malformed address among them
+            if address is not None and "address" in str(exc).lower():  # "Invalid address format: x"
+                raise SibscanError(f"--address {address!r} is not a Ray address ({exc}); give HOST:PORT, "
+                                   "ray://HOST:PORT or auto, or leave it out to run on a local Ray") from None
+            raise SibscanError(f"Ray refused to start: {exc}") from None
     return ray

@@ -29,8 +29,7 @@ from ..engines.ray_embed import ray_block_encoder
 __all__ = ["cache_dir_of", "check_rows", "embed_scan", "embed_splits"]
 
 
-def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, index=None,
-               manifest: Optional[dict] = None,
+def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, index, manifest: dict,
                ) -> Tuple[Dict[str, np.ndarray], Dict[str, Tuple[np.ndarray, np.ndarray]]]:
     """:func:`embed_splits` as the scan configures it, each split's embeddings written into ``sd``
     (a large train set straight there, block by block) and the digest of each file written recorded in
@@ -39,13 +38,11 @@ def embed_scan(cfg: ScanConfig, sd: ScanDir, splits: Dict[str, Items], encoder, 
     embeddings, chunks = embed_splits(splits, encoder, load=cfg.load, encoding=cfg.encoding, search=cfg.search,
                                       cache_dir=cache_dir_of(cfg.encoding, sd.path), progress=cfg.output.progress,
                                       index=index, train_out=sd.embeddings_path("train"))
-    for split, emb in embeddings.items():
-        # an index keeps its own; a train set embedded straight into the scan directory is there already
-        if not (split == "train" and (index is not None or is_disk_array(emb))):
-            sd.write_embeddings(split, emb)
-    if manifest is not None:
-        written = [s for s in embeddings if not (s == "train" and index is not None)]
-        manifest[EMBEDDINGS_KEY] = sd.embeddings_digests(written)
+    written = [s for s in embeddings if not (s == "train" and index is not None)]  # an index keeps its own
+    for split in written:
+        if not is_disk_array(embeddings[split]):  # a train set embedded straight into the scan directory is there
+            sd.write_embeddings(split, embeddings[split])
+    manifest[EMBEDDINGS_KEY] = sd.embeddings_digests(written)
     return embeddings, chunks
 
 

@@ -181,8 +181,9 @@ def save_items(directory: Path, items: Items, fingerprints: Optional[np.ndarray]
         write_text(d / f"{items.split}.jsonl", "".join(json.dumps(str(c), ensure_ascii=False) + "\n" for c in content))
 
 
-def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]]:
-    """Read back what :func:`save_items` wrote: ``(items, fingerprints or None)``."""
+def load_items(directory: Path, split: str, manifest: Optional[dict] = None) -> Tuple[Items, Optional[np.ndarray]]:
+    """Read back what :func:`save_items` wrote: ``(items, fingerprints or None)``; ``manifest``: the scan's,
+    when the caller holds it (else read from ``directory``, to refuse another scan's items)."""
     d = Path(directory) / "items"
     path = d / f"{split}.npz"
     if not path.exists():
@@ -193,7 +194,7 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
             arrays = {k: z[k] for k in z.files}
     except READ_ERRORS as exc:
         raise corrupt(path, exc, RERUN) from None
-    _refuse_foreign_items(Path(directory), path, split, len(arrays["ids"]), arrays.get(_ITEMS_ROWS))
+    _refuse_foreign_items(Path(directory), path, split, len(arrays["ids"]), arrays.get(_ITEMS_ROWS), manifest)
     texts = paths = None
     if meta["modality"] in ("text", "image"):
         lines = d / f"{split}.jsonl"
@@ -225,15 +226,16 @@ def load_items(directory: Path, split: str) -> Tuple[Items, Optional[np.ndarray]
     return items, arrays.get("fingerprint")
 
 
-def _refuse_foreign_items(directory: Path, path: Path, split: str, n: int, rows: Optional[np.ndarray]) -> None:
+def _refuse_foreign_items(directory: Path, path: Path, split: str, n: int, rows: Optional[np.ndarray],
+                          manifest: Optional[dict] = None) -> None:
     """Refuse a scan folder's ``items/<split>.npz`` that is not the one its manifest describes (copied
     from another scan): another number of items than ``inputs.<split>.n_items``, or another
     ``items_fingerprint`` stored with them.  Files written before the fingerprint was stored are checked
     by their count only; a folder without a manifest (an index's) has nothing to compare with."""
     sd = ScanDir(directory)
-    if not sd.exists():
+    if manifest is None and not sd.exists():
         return
-    recorded = (sd.manifest().get("inputs") or {}).get(split) or {}
+    recorded = ((manifest if manifest is not None else sd.manifest()).get("inputs") or {}).get(split) or {}
     other_count = recorded.get("n_items") not in (None, n)
     other_rows = rows is not None and recorded.get("items_fingerprint") not in (None, str(rows))
     if other_count or other_rows:

@@ -21,13 +21,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..atomic import write_json
-from ..errors import SibscanError, SibscanError as _Err
+from ..errors import SibscanError
 from ..progress import bar as progress_bar
 from .classifiers import ClassifierSpec, classifier_spec, check_length
 from .normalise import apply_normalisation, choose_normalisation, normalise
-from ..options import NORMALISATIONS
 from .resplit import check_resplits, permute_time, time_permutation
-from ..options import ENGINES
+from ..options import ENGINES, NORMALISATIONS
 from ..raystart import ray_session
 from .augment import pad_series
 from .permutation import fit_score, run_split
@@ -177,7 +176,7 @@ def run_unit(dataset: ArchiveDataset, run: int, config: ArchiveConfig) -> Dict[s
         check_resplits(data.y_train, data.y_test, config.runs)
         for spec in config.classifiers:
             check_length(spec, data.length, dataset.name)
-    except _Err as exc:
+    except SibscanError as exc:
         return {"dataset": dataset.name, "run": run, "skipped": str(exc)}
     if config.augment:
         decision = {"applied": "znorm",

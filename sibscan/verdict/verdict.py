@@ -121,12 +121,12 @@ class Verdict:
     @cached_property
     def train(self):
         """``(Items, fingerprints or None)`` of the train split."""
-        return load_items(self.path, "train")
+        return load_items(self.path, "train", self.manifest)
 
     @cached_property
     def test(self):
         """``(Items, fingerprints or None)`` of the test split."""
-        return load_items(self.path, "test")
+        return load_items(self.path, "test", self.manifest)
 
     @cached_property
     def scores(self) -> TestScores:
